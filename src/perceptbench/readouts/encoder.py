@@ -1,0 +1,89 @@
+"""Encoder readouts (seed 000 §2.2 "Readouts"): zero-shot cosine odd-one-out, nearest
+class prototype and rounded ridge regression.  numpy / scikit-learn only.
+
+Embeddings are float32 arrays of shape (n, d) with L2-normalised rows, so cosine
+similarity is a dot product.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+
+READOUT_SPECS = {
+    "prototype_cosine": "nearest class prototype: argmax_c cos(e, mean_c(probe-train e)); ties -> first class in option order",
+    "odd_one_out_cosine": "odd-one-out = item outside the most cosine-similar pair; exact ties -> first pair in order (1,2),(1,3),(2,3)",
+    "ridge_round": "ridge regression on embeddings, alpha by 5-fold CV on probe-train (RidgeCV, alphas 10^-3..10^3), rounded, clipped to the rendered range",
+}
+"""Readout id -> its specification text; ``prompt_hash`` of an encoder trial hashes this text."""
+
+
+def readout_prompt_id(readout: str) -> str:
+    return f"readout.{readout}.v1"
+
+
+@dataclass
+class PrototypeReadout:
+    """Nearest class prototype.  ``fit(emb (n,d) float32, labels (n,))`` then ``predict``."""
+
+    classes: tuple[str, ...]
+    prototypes: np.ndarray | None = None
+
+    def fit(self, emb: np.ndarray, labels: Sequence[str]) -> "PrototypeReadout":
+        labels = np.asarray(labels)
+        protos = []
+        for c in self.classes:
+            sel = emb[labels == c]
+            if len(sel) == 0:
+                raise ValueError(f"prototype readout: no probe-train embedding for class {c!r}")
+            p = sel.mean(0)
+            protos.append(p / np.linalg.norm(p))
+        self.prototypes = np.stack(protos).astype(np.float32)
+        return self
+
+    def predict(self, emb: np.ndarray) -> tuple[list[str], list[str]]:
+        """Returns (labels, raw_outputs); raw output = JSON of the top-3 cosines."""
+        sims = emb @ self.prototypes.T  # (n, C)
+        best = np.argmax(sims, axis=1)  # first max on ties
+        raws = []
+        for row in sims:
+            top = np.argsort(-row, kind="stable")[:3]
+            raws.append(json.dumps({"cosine_top3": {self.classes[t]: round(float(row[t]), 6) for t in top}}))
+        return [self.classes[b] for b in best], raws
+
+
+PAIRS = ((0, 1), (0, 2), (1, 2))
+
+
+def odd_one_out(emb3: np.ndarray) -> tuple[int, str]:
+    """Odd-one-out among three embeddings (3, d) in shown order -> (position 1..3, raw JSON)."""
+    sims = [float(emb3[a] @ emb3[b]) for a, b in PAIRS]
+    best = int(np.argmax(sims))  # first max on exact ties
+    odd = ({0, 1, 2} - set(PAIRS[best])).pop() + 1
+    raw = json.dumps({"cos12": round(sims[0], 6), "cos13": round(sims[1], 6), "cos23": round(sims[2], 6)})
+    return odd, raw
+
+
+@dataclass
+class RidgeCountReadout:
+    """Rounded ridge regression for counts.  ``lo``/``hi``: the rendered range for clipping."""
+
+    lo: int
+    hi: int
+    alphas: tuple[float, ...] = tuple(np.logspace(-3, 3, 13))
+    model: object = None
+
+    def fit(self, emb: np.ndarray, counts: Sequence[int]) -> "RidgeCountReadout":
+        from sklearn.linear_model import RidgeCV
+
+        self.model = RidgeCV(alphas=self.alphas, cv=5).fit(emb.astype(np.float64), np.asarray(counts, float))
+        return self
+
+    def predict(self, emb: np.ndarray) -> tuple[list[int], list[str]]:
+        pred = self.model.predict(emb.astype(np.float64))
+        counts = np.clip(np.rint(pred), self.lo, self.hi).astype(int)
+        alpha = float(self.model.alpha_)
+        return [int(c) for c in counts], [json.dumps({"ridge": round(float(p), 6), "alpha": alpha}) for p in pred]

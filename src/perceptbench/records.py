@@ -1,0 +1,278 @@
+"""The trial record and its append-only, crash-safe store.
+
+One record per model x stimulus x repetition, with exactly the fields of seed 000
+appendix C (``SPEC.md`` §3).  Scoring reads nothing else, so encoders, local VLMs,
+API models and human observers are interchangeable downstream.
+
+Field meanings (for every kind of respondent)
+--------------------------------------------
+trial_id          ``task_id|stimulus_id|model|rep{n}`` (checked on construction).
+task_id           task name plus every non-default setting that changes a trial's
+                  content or human reference, e.g. ``similarity.chart.mark_color@kernel=l5``
+                  (see :mod:`perceptbench.tasks.registry`).
+principle, track  Gestalt principle (``closure``/``similarity``/``saliency``) and track
+                  (``nat``/``chart``/``syn``).
+stimulus_id       stable id of the human-facing stimulus (e.g. ``silh_airplane1``).
+manipulated_value the value of the manipulated stimulus variable (e.g. the rendered series
+                  count k), or null when the task manipulates none.
+model             the short name the user gave (``efficientnet-lite0``), or
+                  ``human:subject-01`` / ``human:kernel-l5`` for human data.
+model_family      ``encoder``, ``vlm`` (local), ``api`` or ``human``.
+readout           how a response was obtained: ``prototype_cosine``, ``odd_one_out_cosine``,
+                  ``ridge_round``, ``vlm_prompt``, ``human_trial``, ``human_kernel``.
+owner             who maintains the task definition (``perceptbench``).
+response_space    ``choice`` (a class label), ``position`` (1..3 in the shown order) or
+                  ``count`` (an integer); ``multilabel`` for set-valued answers.
+response          the parsed answer; null = unparseable / no answer (excluded from scores).
+ground_truth      the task's scoring target (class label; the human odd-one-out position;
+                  the rendered count); null when the stimulus has no defined target.
+correct           response == ground_truth, or null when either is null.
+human_ref_id      id of the human datum the trial is scored against (source + variant).
+raw_output        VLMs: the model's text, verbatim.  Encoders: a compact JSON string of the
+                  readout's decision values (e.g. cosine per option).  Humans: the raw
+                  response field of the published data.
+rep, n_reps       repetition index and count (1 for deterministic runs).
+prompt_id         VLMs: the verbatim prompt's id (``closure.nat.silhouette.v1``).
+                  Encoders: the readout's id (``readout.prototype_cosine.v1``).
+                  Humans: the source experiment's id.
+prompt_hash       first 8 hex digits of sha256 of the prompt (or readout spec) text.
+run_meta          ``model_version`` (exact weights), ``seed``, ``run_id`` and further keys:
+                  ``stimulus_sha256``, ``split``, ``settings``, ``package_version``.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+from pathlib import Path
+from typing import Any, Iterable, Iterator
+
+from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
+
+SCHEMA_FIELDS: tuple[str, ...] = (
+    "trial_id", "task_id", "principle", "track", "stimulus_id", "manipulated_value",
+    "model", "model_family", "readout", "owner", "response_space", "response",
+    "ground_truth", "correct", "human_ref_id", "raw_output", "rep", "n_reps",
+    "prompt_id", "prompt_hash", "run_meta",
+)
+"""The top-level fields of a trial record, in the order of seed 000 appendix C."""
+
+MODEL_FAMILIES = ("encoder", "vlm", "api", "human")
+RESPONSE_SPACES = ("choice", "position", "count", "multilabel")
+
+JSONScalar = str | int | float | bool | None
+Answer = str | int | list[str] | None
+
+
+class RecordError(ValueError):
+    """A records file or record is invalid.  The message names the file, line and field."""
+
+
+class RunMeta(BaseModel):
+    """``run_meta``: the seed's three keys are required; more keys are allowed."""
+
+    model_config = ConfigDict(extra="allow")
+    model_version: str
+    seed: int
+    run_id: str
+
+
+class TrialRecord(BaseModel):
+    """One trial.  Exactly the fields in :data:`SCHEMA_FIELDS`; unknown fields are errors."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    trial_id: str
+    task_id: str
+    principle: str
+    track: str
+    stimulus_id: str
+    manipulated_value: JSONScalar
+    model: str
+    model_family: str
+    readout: str
+    owner: str
+    response_space: str
+    response: Answer
+    ground_truth: Answer
+    correct: bool | None
+    human_ref_id: str | None
+    raw_output: str | None
+    rep: int
+    n_reps: int
+    prompt_id: str | None
+    prompt_hash: str | None
+    run_meta: RunMeta
+
+    @model_validator(mode="after")
+    def _check(self) -> "TrialRecord":
+        expected = make_trial_id(self.task_id, self.stimulus_id, self.model, self.rep)
+        if self.trial_id != expected:
+            raise ValueError(f"trial_id {self.trial_id!r} != {expected!r}")
+        if self.model_family not in MODEL_FAMILIES:
+            raise ValueError(f"model_family {self.model_family!r} not in {MODEL_FAMILIES}")
+        if self.response_space not in RESPONSE_SPACES:
+            raise ValueError(f"response_space {self.response_space!r} not in {RESPONSE_SPACES}")
+        if not 0 <= self.rep < self.n_reps:
+            raise ValueError(f"rep {self.rep} outside 0..n_reps-1 (n_reps={self.n_reps})")
+        if self.response is None or self.ground_truth is None:
+            if self.correct is not None:
+                raise ValueError("correct must be null when response or ground_truth is null")
+        elif self.correct is None:
+            raise ValueError("correct is null although response and ground_truth are set")
+        elif self.correct != _answers_equal(self.response, self.ground_truth):
+            raise ValueError(
+                f"correct={self.correct} disagrees with response {self.response!r} "
+                f"vs ground_truth {self.ground_truth!r}")
+        return self
+
+    def to_json_line(self) -> str:
+        """The record as one JSON line (fields in schema order, no trailing newline)."""
+        return json.dumps(self.model_dump(mode="json"), ensure_ascii=False, separators=(",", ":"))
+
+
+def _answers_equal(a: Answer, b: Answer) -> bool:
+    if isinstance(a, list) and isinstance(b, list):
+        return sorted(a) == sorted(b)
+    return a == b
+
+
+def make_trial_id(task_id: str, stimulus_id: str, model: str, rep: int) -> str:
+    """``task_id|stimulus_id|model|rep{n}`` (seed 000 appendix C)."""
+    return f"{task_id}|{stimulus_id}|{model}|rep{rep}"
+
+
+def score_correct(response: Answer, ground_truth: Answer) -> bool | None:
+    """``correct`` for a record: null if either side is null, else equality (sets for lists)."""
+    if response is None or ground_truth is None:
+        return None
+    return _answers_equal(response, ground_truth)
+
+
+def parse_record_line(line: str, where: str = "<string>") -> TrialRecord:
+    """Validate one JSON line against the schema.
+
+    Raises :class:`RecordError` naming ``where`` (file:line) and the offending field.
+    """
+    try:
+        obj = json.loads(line)
+    except json.JSONDecodeError as e:
+        raise RecordError(f"{where}: not valid JSON ({e.msg} at column {e.colno})") from None
+    if not isinstance(obj, dict):
+        raise RecordError(f"{where}: a record must be a JSON object")
+    missing = [f for f in SCHEMA_FIELDS if f not in obj]
+    extra = [f for f in obj if f not in SCHEMA_FIELDS]
+    if missing or extra:
+        raise RecordError(f"{where}: missing fields {missing}, unknown fields {extra}")
+    try:
+        return TrialRecord.model_validate(obj)
+    except ValidationError as e:
+        first = e.errors()[0]
+        loc = ".".join(str(p) for p in first["loc"]) or "record"
+        raise RecordError(f"{where}: field {loc}: {first['msg']}") from None
+
+
+def read_records(path: str | os.PathLike, *, allow_torn_tail: bool = True) -> list[TrialRecord]:
+    """Read and validate every record of a JSONL file.
+
+    A final line without its newline is a write torn by a crash: it is ignored when
+    ``allow_torn_tail`` (it was never a complete record), an error otherwise.  Any other
+    invalid line, or a duplicated ``trial_id``, raises :class:`RecordError` naming the line.
+    """
+    path = Path(path)
+    if not path.exists():
+        raise RecordError(f"{path}: no such records file")
+    data = path.read_bytes()
+    records: list[TrialRecord] = []
+    seen: dict[str, int] = {}
+    lines = data.split(b"\n")
+    for lineno, raw in enumerate(lines, start=1):
+        is_last = lineno == len(lines)
+        if not raw.strip():
+            continue
+        if is_last:  # no newline after it: torn
+            if allow_torn_tail:
+                continue
+            raise RecordError(f"{path}:{lineno}: incomplete final line (torn write)")
+        rec = parse_record_line(raw.decode("utf-8"), f"{path}:{lineno}")
+        if rec.trial_id in seen:
+            raise RecordError(
+                f"{path}:{lineno}: duplicate trial_id {rec.trial_id!r} (first at line {seen[rec.trial_id]})")
+        seen[rec.trial_id] = lineno
+        records.append(rec)
+    return records
+
+
+class RecordStore:
+    """Append-only JSONL store of trial records, safe against kill -9.
+
+    Each :meth:`append` validates the records, writes whole lines with one ``write`` on an
+    ``O_APPEND`` descriptor and ``fsync``s, so a crash leaves at most one torn final line.
+    Opening an existing file validates it, truncates a torn final line (never a complete
+    record), and loads the finished ``trial_id``s so a rerun skips them.  An exclusive
+    ``flock`` keeps two processes from writing the same file.
+
+    Raises :class:`RecordError` for a corrupt line that is not the torn tail, and
+    ``RuntimeError`` when another process holds the lock.
+    """
+
+    def __init__(self, path: str | os.PathLike):
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
+        try:
+            fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(self._fd)
+            raise RuntimeError(f"{self.path} is being written by another perceptbench process") from None
+        self.truncated_bytes = self._repair_tail()
+        self.done: set[str] = {r.trial_id for r in read_records(self.path, allow_torn_tail=False)}
+
+    def _repair_tail(self) -> int:
+        size = os.fstat(self._fd).st_size
+        if size == 0:
+            return 0
+        with open(self.path, "rb") as f:
+            data = f.read()
+        if data.endswith(b"\n"):
+            return 0
+        keep = data.rfind(b"\n") + 1
+        os.ftruncate(self._fd, keep)
+        os.fsync(self._fd)
+        return size - keep
+
+    def append(self, records: Iterable[TrialRecord]) -> int:
+        """Validate and append records whose trial_id is not yet stored; returns how many."""
+        lines = []
+        for rec in records:
+            if not isinstance(rec, TrialRecord):
+                rec = TrialRecord.model_validate(rec)
+            if rec.trial_id in self.done:
+                continue
+            self.done.add(rec.trial_id)
+            lines.append(rec.to_json_line())
+        if not lines:
+            return 0
+        payload = ("\n".join(lines) + "\n").encode("utf-8")
+        view = memoryview(payload)
+        while view:
+            n = os.write(self._fd, view)
+            view = view[n:]
+        os.fsync(self._fd)
+        return len(lines)
+
+    def close(self) -> None:
+        if self._fd >= 0:
+            fcntl.flock(self._fd, fcntl.LOCK_UN)
+            os.close(self._fd)
+            self._fd = -1
+
+    def __enter__(self) -> "RecordStore":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def __iter__(self) -> Iterator[TrialRecord]:
+        return iter(read_records(self.path))

@@ -1,0 +1,176 @@
+"""Tasks x models -> trial records: batching, resume, progress.
+
+A run directory holds ``run.json`` (the settings a rerun must match), ``records.jsonl``
+(append-only, see :class:`perceptbench.records.RecordStore`) and the scores.  A rerun
+skips every trial already in ``records.jsonl``; a crashed run resumes where it stopped.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Sequence
+
+from . import __version__
+from .readouts.encoder import READOUT_SPECS, PrototypeReadout, RidgeCountReadout, odd_one_out, readout_prompt_id
+from .records import RecordStore, make_trial_id
+from .seeding import image_sha256, text_hash
+from .tasks import get_task
+from .tasks.base import Stimulus, Task, make_record
+from .tasks.registry import DEFAULT_BATTERY
+
+
+@dataclass
+class RunConfig:
+    out: Path
+    tasks: Sequence[str] = DEFAULT_BATTERY
+    models: Sequence[str] = ("efficientnet-lite0",)
+    seed: int = 0
+    batch_size: int = 32
+
+
+@dataclass
+class RunSummary:
+    run_id: str
+    written: int = 0
+    skipped: int = 0
+    per_task_model: dict = field(default_factory=dict)
+
+
+def _check_run_json(out: Path, cfg: RunConfig) -> None:
+    path = out / "run.json"
+    if path.exists():
+        prev = json.loads(path.read_text())
+        if prev.get("seed") != cfg.seed:
+            raise ValueError(f"{out} holds a run with seed {prev.get('seed')}; rerun with --seed "
+                             f"{prev.get('seed')} to resume it, or choose a new --out for seed {cfg.seed}")
+        return
+    out.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps({"seed": cfg.seed, "package_version": __version__,
+                               "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}, indent=1))
+    os.replace(tmp, path)
+
+
+def _chunks(xs: list, n: int):
+    for i in range(0, len(xs), n):
+        yield xs[i:i + n]
+
+
+class _EncoderRunner:
+    """Runs one encoder on one task's pending test trials, appending records per chunk."""
+
+    def __init__(self, task: Task, model, store: RecordStore, seed: int, run_id: str, batch_size: int,
+                 advance: Callable[[int], None]):
+        self.task, self.model, self.store, self.seed = task, model, store, seed
+        self.run_id, self.bs, self.advance = run_id, batch_size, advance
+        self.readout = task.encoder_readout
+        self.spec = READOUT_SPECS[self.readout]
+
+    def _record(self, s: Stimulus, response, raw: str, img_sha: str, **meta):
+        return make_record(
+            self.task, stimulus_id=s.stimulus_id, model=self.model.name, model_family="encoder",
+            readout=self.readout, response=response, ground_truth=s.ground_truth,
+            manipulated_value=s.manipulated_value, raw_output=raw,
+            prompt_id=readout_prompt_id(self.readout), prompt_hash=text_hash(self.spec),
+            model_version=self.model.model_version, seed=self.seed, run_id=self.run_id,
+            stimulus_sha256=img_sha, split=s.split, settings={"batch_size": self.bs}, **s.meta, **meta)
+
+    def run(self, pending: list[Stimulus], probe: list[Stimulus]) -> int:
+        written = 0
+        if self.readout in ("prototype_cosine", "ridge_round"):
+            probe_imgs = [s.render() for s in probe]
+            emb = self.model.embed(probe_imgs, batch_size=self.bs)
+            if self.readout == "prototype_cosine":
+                ro = PrototypeReadout(tuple(self.task.options())).fit(emb, [s.ground_truth for s in probe])
+            else:
+                ks = [s.ground_truth for s in probe]
+                ro = RidgeCountReadout(min(ks), max(ks)).fit(emb, ks)
+            for chunk in _chunks(pending, self.bs):
+                imgs = [s.render() for s in chunk]
+                resp, raw = ro.predict(self.model.embed(imgs, batch_size=self.bs))
+                recs = [self._record(s, r, w, image_sha256(im), n_probe_train=len(probe))
+                        for s, r, w, im in zip(chunk, resp, raw, imgs)]
+                written += self.store.append(recs)
+                self.advance(len(chunk))
+        elif self.readout == "odd_one_out_cosine":
+            cache: dict[str, object] = {}
+            for chunk in _chunks(pending, self.bs):
+                comps = [s.components() for s in chunk]
+                hashes = [[image_sha256(c) for c in cs] for cs in comps]
+                new = {}
+                for cs, hs in zip(comps, hashes):
+                    for c, h in zip(cs, hs):
+                        if h not in cache:
+                            new[h] = c
+                if new:
+                    emb = self.model.embed(list(new.values()), batch_size=self.bs)
+                    cache.update(zip(new.keys(), emb))
+                recs = []
+                for s, hs in zip(chunk, hashes):
+                    import numpy as np
+                    pos, raw = odd_one_out(np.stack([cache[h] for h in hs]))
+                    recs.append(self._record(s, pos, raw, image_sha256(s.render()), component_sha256=hs))
+                written += self.store.append(recs)
+                self.advance(len(chunk))
+        else:
+            raise ValueError(f"unknown encoder readout {self.readout!r}")
+        return written
+
+
+def run(cfg: RunConfig, *, progress: bool = True, load_model: Callable | None = None,
+        console=None) -> RunSummary:
+    """Run tasks x models into ``cfg.out``; returns what was written and skipped.
+
+    Human records are written first (they need no model).  A model is loaded only if one
+    of its trials is missing.  Raises ValueError for settings that do not match an
+    existing run directory, KeyError for an unknown task, ModelLoadError for a model."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from .models.registry import load_model as _load, parse_model_arg
+
+    load_model = load_model or _load
+    out = Path(cfg.out)
+    _check_run_json(out, cfg)
+    run_id = f"run-{time.strftime('%Y%m%d-%H%M%S', time.gmtime())}-{os.getpid()}"
+    summary = RunSummary(run_id)
+    tasks = [get_task(t) for t in cfg.tasks]
+    names = [parse_model_arg(m)[0] for m in cfg.models]
+    with RecordStore(out / "records.jsonl") as store:
+        plan = []
+        for task in tasks:
+            stimuli = task.stimuli(cfg.seed)
+            hr = task.human_records(cfg.seed, run_id, stimuli)
+            summary.written += store.append(hr)
+            test = [s for s in stimuli if s.split == "test"]
+            for arg, name in zip(cfg.models, names):
+                pending = [s for s in test
+                           if make_trial_id(task.task_id, s.stimulus_id, name, 0) not in store.done]
+                summary.skipped += len(test) - len(pending)
+                if pending:
+                    plan.append((task, stimuli, arg, name, pending))
+        total = sum(len(p[4]) for p in plan)
+        with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                      TimeElapsedColumn(), disable=not progress, console=console) as bar:
+            ptask = bar.add_task("trials", total=total)
+            models: dict[str, object] = {}
+            for task, stimuli, arg, name, pending in plan:
+                if arg not in models:
+                    bar.update(ptask, description=f"loading {name}")
+                    models[arg] = load_model(arg)
+                model = models[arg]
+                bar.update(ptask, description=f"{task.task_id} | {name}")
+                probe = [s for s in stimuli if s.split == "probe_train"]
+                if getattr(model, "family", "encoder") == "encoder":
+                    n = _EncoderRunner(task, model, store, cfg.seed, run_id, cfg.batch_size,
+                                       lambda k: bar.advance(ptask, k)).run(pending, probe)
+                else:
+                    from .vlm_runner import run_vlm_task
+                    n = run_vlm_task(task, model, store, pending, cfg.seed, run_id, cfg.batch_size,
+                                     out, lambda k: bar.advance(ptask, k))
+                summary.written += n
+                summary.per_task_model[(task.task_id, name)] = n
+    return summary

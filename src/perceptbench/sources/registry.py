@@ -1,0 +1,110 @@
+"""The public releases perceptbench is built on.
+
+Every file is pinned: canonical URL at a fixed commit, sha256 and size, from the
+embedded ``manifest.tsv`` (a subset of the project's data-mirror manifest: metadata
+only, no data).  Citations follow the releases' own papers.
+"""
+
+from __future__ import annotations
+
+import csv
+from dataclasses import dataclass, field
+from functools import lru_cache
+from importlib import resources
+
+
+@dataclass(frozen=True)
+class SourceFile:
+    """One file of a release.  ``path`` is relative to the mirror root (starts with the
+    source folder); ``sha256`` is the hex digest of its bytes; ``size`` in bytes."""
+
+    path: str
+    sha256: str
+    size: int
+    license: str
+    url: str
+
+
+@dataclass(frozen=True)
+class Source:
+    """A public data release."""
+
+    id: str
+    folder: str
+    title: str
+    citation: str
+    license: str
+    homepage: str
+    files: tuple[SourceFile, ...] = field(default=(), repr=False)
+
+
+_META = {
+    "geirhos2019-silhouettes": dict(
+        folder="texture-vs-shape",
+        prefixes=("texture-vs-shape/stimuli/filled-silhouettes/",
+                  "texture-vs-shape/raw-data/silhouette-filled-experiment/",
+                  "texture-vs-shape/DATASET_LICENSE"),
+        title="Filled silhouettes (16 classes x 10) and raw per-trial responses of 10 observers",
+        citation=("R. Geirhos, P. Rubisch, C. Michaelis, M. Bethge, F. A. Wichmann, W. Brendel. "
+                  "ImageNet-trained CNNs are biased towards texture; increasing shape bias improves "
+                  "accuracy and robustness. ICLR 2019. rgeirhos/texture-vs-shape@ccd0c01"),
+        license="stimuli CC-BY-4.0; raw CSVs carry no explicit license",
+        homepage="https://github.com/rgeirhos/texture-vs-shape",
+    ),
+    "demiralp2014-kernels": dict(
+        folder="perceptual-kernels",
+        prefixes=("perceptual-kernels/data/kernels/color-",),
+        title="Perceptual kernels for Tableau-10 mark colors (l5, l9, sa, td, tm)",
+        citation=("C. Demiralp, M. S. Bernstein, J. Heer. Learning perceptual kernels for "
+                  "visualization design. IEEE TVCG 20(12):1933-1942, 2014. "
+                  "uwdata/perceptual-kernels@eda46ab"),
+        license="no license file; the release invites use 'for your own purposes, research or otherwise'",
+        homepage="https://github.com/uwdata/perceptual-kernels",
+    ),
+    "kotseruba2019-p3o3": dict(
+        folder="kotseruba-p3o3",
+        prefixes=("kotseruba-p3o3/",),
+        title="P3/O3 examples with target and distractor masks",
+        citation=("I. Kotseruba, C. Wloka, A. Rasouli, J. K. Tsotsos. Do saliency models detect "
+                  "odd-one-out targets? New datasets and evaluations. BMVC 2019. "
+                  "ykotseruba/P3O3_metrics@28a98c0"),
+        license="Apache-2.0",
+        homepage="https://github.com/ykotseruba/P3O3_metrics",
+    ),
+}
+
+
+@lru_cache(maxsize=1)
+def _manifest() -> tuple[SourceFile, ...]:
+    text = resources.files("perceptbench.sources").joinpath("manifest.tsv").read_text("utf-8")
+    lines = [ln for ln in text.splitlines() if ln and not ln.startswith("#")]
+    rows = csv.DictReader(lines, delimiter="\t")
+    return tuple(SourceFile(r["path"], r["sha256"], int(r["bytes"]), r["license"], r["url"]) for r in rows)
+
+
+def _build() -> dict[str, Source]:
+    out = {}
+    for sid, meta in _META.items():
+        files = tuple(f for f in _manifest() if f.path.startswith(meta["prefixes"]))
+        out[sid] = Source(sid, meta["folder"], meta["title"], meta["citation"], meta["license"],
+                          meta["homepage"], files)
+    return out
+
+
+SOURCES: dict[str, Source] = _build()
+
+
+def get_source(source_id: str) -> Source:
+    """The registered source; raises KeyError listing the known ids."""
+    try:
+        return SOURCES[source_id]
+    except KeyError:
+        raise KeyError(f"unknown source {source_id!r}; known: {sorted(SOURCES)}") from None
+
+
+def source_file(path: str) -> SourceFile:
+    """The pinned file with this mirror-relative path; raises KeyError if not registered."""
+    for f in _manifest():
+        if f.path == path:
+            return f
+    raise KeyError(f"{path!r} is not a registered source file")

@@ -1,0 +1,149 @@
+"""The task interface and the score row every scorer emits."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Callable, ClassVar, Sequence
+
+from PIL import Image
+
+from ..metrics.bootstrap import BootstrapResult
+from ..records import Answer, TrialRecord
+from ..seeding import text_hash
+
+
+@dataclass
+class Stimulus:
+    """One stimulus of a task.
+
+    ``render()`` returns the human-facing image (the numbered montage for odd-one-out
+    tasks); ``components()`` the component images encoders embed instead (odd-one-out
+    tasks only, in the shown order).  ``split`` is ``"test"`` (trials are run and scored)
+    or ``"probe_train"`` (used only to fit encoder probes).  ``meta`` goes into the
+    record's ``run_meta`` (JSON-able)."""
+
+    stimulus_id: str
+    split: str
+    render: Callable[[], Image.Image]
+    ground_truth: Answer
+    manipulated_value: Any = None
+    components: Callable[[], list[Image.Image]] | None = None
+    meta: dict = field(default_factory=dict)
+
+
+@dataclass
+class ScoreRow:
+    """One row of ``scores.csv`` (task_id, model, metric, value, ci_low, ci_high, n, n_null)
+    plus provenance kept in ``scores.json`` (note, bootstrap draws and drops, seed)."""
+
+    task_id: str
+    model: str
+    metric: str
+    value: float
+    ci_low: float | None = None
+    ci_high: float | None = None
+    n: int | None = None
+    n_null: int | None = None
+    note: str = ""
+    n_draws: int | None = None
+    n_dropped: int | None = None
+    seed: int | None = None
+
+    @classmethod
+    def from_boot(cls, task_id: str, model: str, metric: str, b: BootstrapResult,
+                  n: int, n_null: int, note: str = "") -> "ScoreRow":
+        if not math.isfinite(b.estimate) and not note:
+            note = "undefined"
+        return cls(task_id, model, metric, b.estimate, b.low, b.high, n, n_null, note,
+                   b.n_draws, b.n_dropped, b.seed)
+
+    CSV_COLUMNS: ClassVar[tuple[str, ...]] = (
+        "task_id", "model", "metric", "value", "ci_low", "ci_high", "n", "n_null")
+
+
+class Task:
+    """Base class.  Subclasses set the class attributes and implement :meth:`stimuli`,
+    :meth:`human_records` and :meth:`score`.
+
+    ``params`` holds variant settings; non-default ones are appended to the base id as
+    ``@key=value[,key=value]`` (sorted keys) to form ``task_id``."""
+
+    base_id: ClassVar[str]
+    principle: ClassVar[str]
+    track: ClassVar[str]
+    response_space: ClassVar[str]
+    encoder_readout: ClassVar[str]
+    description: ClassVar[str]
+    prompt_text: ClassVar[str]
+    prompt_version: ClassVar[int] = 1
+    defaults: ClassVar[dict[str, str]] = {}
+    allowed: ClassVar[dict[str, Sequence[str]]] = {}
+    owner: ClassVar[str] = "perceptbench"
+    n_reps: ClassVar[int] = 1
+
+    def __init__(self, **params: str):
+        unknown = set(params) - set(self.defaults)
+        if unknown:
+            raise ValueError(f"task {self.base_id} has no setting(s) {sorted(unknown)}; "
+                             f"settings: {self.defaults or 'none'}")
+        self.params = {**self.defaults, **{k: str(v) for k, v in params.items()}}
+        for k, v in self.params.items():
+            if k in self.allowed and v not in self.allowed[k]:
+                raise ValueError(f"task {self.base_id}: {k}={v!r} not in {list(self.allowed[k])}")
+
+    @property
+    def task_id(self) -> str:
+        extra = {k: v for k, v in sorted(self.params.items()) if self.defaults.get(k) != v}
+        if not extra:
+            return self.base_id
+        return self.base_id + "@" + ",".join(f"{k}={v}" for k, v in extra.items())
+
+    @property
+    def prompt_id(self) -> str:
+        return f"{self.base_id}.v{self.prompt_version}"
+
+    @property
+    def prompt_hash(self) -> str:
+        return text_hash(self.prompt_text)
+
+    @property
+    def human_ref_id(self) -> str:
+        raise NotImplementedError
+
+    def options(self) -> tuple:
+        """The response options a parser may return (labels, positions or counts)."""
+        raise NotImplementedError
+
+    def stimuli(self, seed: int) -> list[Stimulus]:
+        raise NotImplementedError
+
+    def human_records(self, seed: int, run_id: str, stimuli: list[Stimulus]) -> list[TrialRecord]:
+        return []
+
+    def score(self, records: list[TrialRecord], seed: int) -> list[ScoreRow]:
+        raise NotImplementedError
+
+
+def make_record(task: Task, *, stimulus_id: str, model: str, model_family: str, readout: str,
+                response: Answer, ground_truth: Answer, manipulated_value: Any,
+                raw_output: str | None, prompt_id: str | None, prompt_hash: str | None,
+                model_version: str, seed: int, run_id: str, human_ref_id: str | None = None,
+                rep: int = 0, **meta: Any) -> TrialRecord:
+    """Build and validate one trial record for ``task`` (``correct`` is derived)."""
+    from .. import __version__
+    from ..records import make_trial_id, score_correct
+
+    return TrialRecord(
+        trial_id=make_trial_id(task.task_id, stimulus_id, model, rep),
+        task_id=task.task_id, principle=task.principle, track=task.track,
+        stimulus_id=stimulus_id, manipulated_value=manipulated_value, model=model,
+        model_family=model_family, readout=readout, owner=task.owner,
+        response_space=task.response_space, response=response, ground_truth=ground_truth,
+        correct=score_correct(response, ground_truth),
+        human_ref_id=human_ref_id if human_ref_id is not None else task.human_ref_id,
+        raw_output=raw_output, rep=rep, n_reps=task.n_reps, prompt_id=prompt_id,
+        prompt_hash=prompt_hash,
+        run_meta={"model_version": model_version, "seed": seed, "run_id": run_id,
+                  "package_version": __version__, "task_params": task.params, **meta},
+    )
