@@ -17,7 +17,7 @@ app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="Do vision models see the way people do? Run the battery, score trial records.")
 sources_app = typer.Typer(no_args_is_help=True, help="Human-data sources: list, fetch, verify.")
 app.add_typer(sources_app, name="sources")
-console = Console()
+console = Console(width=None if sys.stdout.isatty() else 150)
 
 HEADLINE = {"accuracy", "B", "kappa_aggregate", "kappa_pairwise", "position_floor", "capacity_k", "replicates",
             "null_rate", "ceiling_kappa_pairwise_mean@test", "ceiling_kappa_loo_mean@test",

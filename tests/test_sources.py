@@ -1,0 +1,50 @@
+import shutil
+
+import pytest
+
+from perceptbench.sources import ChecksumError, MissingSourceError, get_source, resolve, SOURCES
+
+
+def test_every_registered_file_verifies_in_the_mirror(mirror):
+    n = 0
+    for s in SOURCES.values():
+        assert s.citation and s.license and s.files
+        for f in s.files:
+            assert f.url.startswith("https://") and len(f.sha256) == 64
+            resolve(f)
+            n += 1
+    assert n > 180
+
+
+def test_checksum_mismatch_names_file_and_both_hashes(tmp_path, monkeypatch, mirror):
+    sf = get_source("demiralp2014-kernels").files[0]
+    bad = tmp_path / sf.path
+    bad.parent.mkdir(parents=True)
+    shutil.copy(mirror / sf.path, bad)
+    bad.write_bytes(bad.read_bytes() + b"0")
+    monkeypatch.setenv("PERCEPTBENCH_MIRROR", str(tmp_path))
+    with pytest.raises(ChecksumError) as e:
+        resolve(sf)
+    msg = str(e.value)
+    assert str(bad) in msg and sf.sha256 in msg and "got" in msg
+
+
+def test_missing_source_says_how_to_fetch(tmp_path, monkeypatch):
+    sf = get_source("demiralp2014-kernels").files[0]
+    monkeypatch.setenv("PERCEPTBENCH_MIRROR", str(tmp_path))
+    with pytest.raises(MissingSourceError, match="not in the mirror"):
+        resolve(sf)
+    monkeypatch.delenv("PERCEPTBENCH_MIRROR")
+    monkeypatch.setenv("PERCEPTBENCH_CACHE", str(tmp_path / "cache"))
+    with pytest.raises(MissingSourceError, match="perceptbench sources fetch"):
+        resolve(sf, download=False)
+
+
+def test_cache_hit_is_verified(tmp_path, monkeypatch, mirror):
+    sf = get_source("demiralp2014-kernels").files[0]
+    monkeypatch.delenv("PERCEPTBENCH_MIRROR")
+    monkeypatch.setenv("PERCEPTBENCH_CACHE", str(tmp_path))
+    dest = tmp_path / sf.path
+    dest.parent.mkdir(parents=True)
+    shutil.copy(mirror / sf.path, dest)
+    assert resolve(sf, download=False) == dest
