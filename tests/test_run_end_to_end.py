@@ -1,0 +1,134 @@
+"""The main job on the embedded default model: records, scores, resume after kill -9,
+determinism.  These run the real model on CPU (a few minutes in all)."""
+
+import csv
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("torch", reason="model extra not installed")  # the CI installs it
+
+from perceptbench.records import SCHEMA_FIELDS, read_records
+
+BATTERY_TRIALS = {"closure.nat.silhouette": 80, "similarity.chart.mark_color": 120,
+                  "similarity.chart.series_count": 40}
+HUMAN_RECORDS = 1600 + 600  # 10 observers x 160; 5 kernels x 120
+
+
+def cli(*args, **kw):
+    return subprocess.run([sys.executable, "-m", "perceptbench.cli", *args], capture_output=True, text=True,
+                          env={**os.environ, "COLUMNS": "200"}, **kw)
+
+
+def model_records(path):
+    return [r for r in read_records(path) if r.model_family != "human"]
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory):
+    out = tmp_path_factory.mktemp("run") / "demo"
+    p = cli("run", "--out", str(out), "--no-progress")
+    assert p.returncode == 0, p.stdout + p.stderr
+    return out, p.stdout
+
+
+def test_default_run_writes_valid_records_and_scores(demo):
+    out, stdout = demo
+    recs = read_records(out / "records.jsonl", allow_torn_tail=False)
+    for line in (out / "records.jsonl").read_text().splitlines():
+        assert tuple(json.loads(line)) == SCHEMA_FIELDS
+    mr = [r for r in recs if r.model_family != "human"]
+    assert {t: sum(r.task_id == t for r in mr) for t in BATTERY_TRIALS} == BATTERY_TRIALS
+    assert len(recs) - len(mr) == HUMAN_RECORDS
+    for r in mr:
+        assert r.trial_id == f"{r.task_id}|{r.stimulus_id}|{r.model}|rep{r.rep}"
+        assert r.model == "efficientnet-lite0" and r.model_family == "encoder"
+        assert r.run_meta.model_version.startswith("sha256:5793")
+        assert len(r.run_meta.model_extra["stimulus_sha256"]) == 64
+        assert r.prompt_id.startswith("readout.") and len(r.prompt_hash) == 8 and r.raw_output
+    with open(out / "scores.csv") as f:
+        rows = list(csv.DictReader(f))
+    assert list(rows[0]) == ["task_id", "model", "metric", "value", "ci_low", "ci_high", "n", "n_null"]
+    got = {(r["task_id"], r["model"], r["metric"]) for r in rows}
+    for t, m in [("closure.nat.silhouette", "accuracy"), ("closure.nat.silhouette", "B"),
+                 ("closure.nat.silhouette", "kappa_aggregate"), ("closure.nat.silhouette", "kappa_pairwise"),
+                 ("similarity.chart.mark_color", "B"), ("similarity.chart.mark_color", "position_floor"),
+                 ("similarity.chart.series_count", "accuracy"), ("similarity.chart.series_count", "capacity_k")]:
+        assert (t, "efficientnet-lite0", m) in got
+    panel = {r["metric"]: r for r in rows if r["model"] == "human:panel"}
+    assert round(float(panel["ceiling_kappa_pairwise_mean@all"]["value"]), 3) == 0.476
+    assert "ceiling_kappa_pairwise_mean@test" in panel and panel["ceiling_kappa_pairwise_mean@test"]["n"] == "80"
+    acc = next(r for r in rows if r["model"] == "efficientnet-lite0" and r["metric"] == "accuracy"
+               and r["task_id"] == "closure.nat.silhouette")
+    assert float(acc["ci_low"]) <= float(acc["value"]) <= float(acc["ci_high"])
+    assert "ceiling_kappa_pairwise_mean@all" in stdout
+
+
+def test_score_recomputes_identical_table_without_torch(demo, tmp_path):
+    out, _ = demo
+    code = ("import sys; from perceptbench.cli import app; "
+            f"sys.argv=['perceptbench','score',{str(out / 'records.jsonl')!r},'--out',{str(tmp_path / 's.csv')!r}]\n"
+            "try:\n    app()\nexcept SystemExit as e:\n    assert not e.code, e.code\n"
+            "assert 'torch' not in sys.modules, 'score imported torch'\n"
+            "from perceptbench.cli import app as a; sys.argv=['perceptbench','tasks']\n"
+            "try:\n    a()\nexcept SystemExit:\n    pass\n"
+            "assert 'torch' not in sys.modules, 'tasks imported torch'\nprint('NO_TORCH_OK')")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert "NO_TORCH_OK" in p.stdout, p.stdout + p.stderr
+    assert (tmp_path / "s.csv").read_text() == (out / "scores.csv").read_text()
+
+
+def test_same_seed_same_results_new_seed_new_split(demo, tmp_path):
+    out, _ = demo
+    out2 = tmp_path / "again"
+    p = cli("run", "--out", str(out2), "--no-progress")
+    assert p.returncode == 0, p.stderr
+    key = lambda rs: sorted((r.trial_id, r.response, r.ground_truth) for r in rs)
+    assert key(read_records(out / "records.jsonl")) == key(read_records(out2 / "records.jsonl"))
+    assert (out / "scores.csv").read_text() == (out2 / "scores.csv").read_text()
+    # another seed into the same directory is refused, not mixed
+    p = cli("run", "--out", str(out2), "--seed", "1", "--no-progress")
+    assert p.returncode != 0 and "seed 0" in p.stdout
+
+
+def _count_model_lines(path: Path) -> int:
+    if not path.exists():
+        return 0
+    return sum(b'"model_family":"encoder"' in ln for ln in path.read_bytes().split(b"\n"))
+
+
+def test_kill_9_midway_then_resume(tmp_path, demo):
+    out = tmp_path / "killed"
+    rec = out / "records.jsonl"
+    proc = subprocess.Popen([sys.executable, "-m", "perceptbench.cli", "run", "--out", str(out), "--no-progress",
+                             "--batch-size", "4"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.time() + 600
+    while _count_model_lines(rec) < 8 and proc.poll() is None and time.time() < deadline:
+        time.sleep(0.01)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    partial = rec.read_bytes()
+    n_partial = _count_model_lines(rec)
+    total = sum(BATTERY_TRIALS.values())
+    assert 0 < n_partial < total, f"not a partial state: {n_partial} of {total}"
+    done_before = {r.trial_id: r for r in read_records(rec)}
+    p = cli("run", "--out", str(out), "--no-progress")
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert f"skipped {n_partial} finished trials" in p.stdout
+    recs = read_records(rec, allow_torn_tail=False)
+    ids = [r.trial_id for r in recs]
+    assert len(ids) == len(set(ids)) == total + HUMAN_RECORDS
+    complete = partial[:partial.rfind(b"\n") + 1]
+    assert rec.read_bytes().startswith(complete)  # finished records untouched, not recomputed
+    for r in recs:
+        if r.trial_id in done_before:
+            assert r == done_before[r.trial_id]
+    # the resumed run answers like an uninterrupted one
+    ref = {r.trial_id: (r.response, r.ground_truth) for r in read_records(demo[0] / "records.jsonl")}
+    assert {r.trial_id: (r.response, r.ground_truth) for r in recs} == ref
