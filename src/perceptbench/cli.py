@@ -81,6 +81,7 @@ def score(
     records: Path = typer.Argument(..., help="records.jsonl"),
     out: Optional[Path] = typer.Option(None, help="scores.csv path (default: beside the records)."),
     seed: Optional[int] = typer.Option(None, help="Bootstrap seed (default: the records' seed)."),
+    parser: str = typer.Option("default", help="default: first option named counts; strict: ambiguous answers are null."),
     all_rows: bool = typer.Option(False, "--all-rows"),
 ) -> None:
     """Recompute scores.csv from trial records alone (imports no torch)."""
@@ -88,7 +89,7 @@ def score(
     from .scoring import score_file
 
     try:
-        rows = score_file(records, out, seed)
+        rows = score_file(records, out, seed, parser)
     except (RecordError, ValueError, KeyError) as e:
         _fail(str(e))
     _print_scores(rows, all_rows)

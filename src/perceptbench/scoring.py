@@ -15,11 +15,45 @@ from .tasks import get_task
 from .tasks.base import ScoreRow
 
 
-def score_records(records: list[TrialRecord], seed: int | None = None) -> list[ScoreRow]:
+PARSER_MODES = ("default", "strict")
+
+
+def _is_ambiguous(r: TrialRecord) -> bool:
+    parse = (r.run_meta.model_extra or {}).get("parse") or {}
+    return bool(parse.get("ambiguous"))
+
+
+def apply_parser_mode(records: list[TrialRecord], mode: str) -> list[TrialRecord]:
+    """``strict``: answers flagged ambiguous (naming several in-set options) become null
+    responses; ``default``: records unchanged (the first option named counts)."""
+    if mode not in PARSER_MODES:
+        raise ValueError(f"parser mode {mode!r} not in {PARSER_MODES}")
+    if mode == "default":
+        return records
+    return [r.model_copy(update={"response": None, "correct": None}) if _is_ambiguous(r) else r for r in records]
+
+
+def _ambiguity_rows(task_id: str, records: list[TrialRecord], mode: str) -> list[ScoreRow]:
+    by_model: dict[str, list[TrialRecord]] = defaultdict(list)
+    for r in records:
+        if r.readout == "vlm_prompt":
+            by_model[r.model].append(r)
+    rows = []
+    for m, rs in sorted(by_model.items()):
+        n_amb = sum(_is_ambiguous(r) for r in rs)
+        rows.append(ScoreRow(task_id, m, "n_ambiguous", float(n_amb), None, None, len(rs),
+                             sum(r.response is None for r in rs),
+                             f"answers naming more than one in-set option; parser mode {mode}"))
+    return rows
+
+
+def score_records(records: list[TrialRecord], seed: int | None = None, parser_mode: str = "default") -> list[ScoreRow]:
     """Score every task present in ``records``.
 
     The bootstrap seed is ``seed`` if given, else the records' ``run_meta.seed`` (which
-    must be unique per task; ValueError otherwise)."""
+    must be unique per task; ValueError otherwise).  ``parser_mode="strict"`` scores
+    ambiguous VLM answers as null (see :func:`apply_parser_mode`)."""
+    records = apply_parser_mode(records, parser_mode)
     by_task: dict[str, list[TrialRecord]] = defaultdict(list)
     for r in records:
         by_task[r.task_id].append(r)
@@ -33,6 +67,7 @@ def score_records(records: list[TrialRecord], seed: int | None = None) -> list[S
                 raise ValueError(f"{task_id}: records carry several seeds {sorted(seeds)}; pass --seed")
             s = seeds.pop()
         rows += get_task(task_id).score(recs, s)
+        rows += _ambiguity_rows(task_id, recs, parser_mode)
     return rows
 
 
@@ -71,9 +106,9 @@ def write_scores(rows: list[ScoreRow], csv_path: str | os.PathLike) -> tuple[Pat
 
 
 def score_file(records_path: str | os.PathLike, out_csv: str | os.PathLike | None = None,
-               seed: int | None = None) -> list[ScoreRow]:
+               seed: int | None = None, parser_mode: str = "default") -> list[ScoreRow]:
     """Read, validate and score a records file; write scores.csv/json next to it (or to out_csv)."""
     records_path = Path(records_path)
-    rows = score_records(read_records(records_path), seed)
+    rows = score_records(read_records(records_path), seed, parser_mode)
     write_scores(rows, out_csv or records_path.with_name("scores.csv"))
     return rows

@@ -1,0 +1,63 @@
+"""The prompt readout: a VLM answers the human-facing stimulus image with the task's
+verbatim prompt; the text is parsed by rule to the task's response space (seed 000 §2.2,
+appendix B).  Answers go through a content-addressed response cache, so a rerun or a
+re-score never calls the model again for the same (model revision, prompt, stimulus,
+generation settings)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Callable
+
+from .models.base import VLMRequest
+from .records import RecordStore
+from .seeding import image_sha256
+from .tasks.base import Stimulus, Task, make_record
+
+CACHE_ENV = "PERCEPTBENCH_RESPONSE_CACHE"
+
+
+def response_cache_dir() -> Path:
+    """``PERCEPTBENCH_RESPONSE_CACHE`` or ``<PERCEPTBENCH_CACHE or ~/.cache/perceptbench>/responses``."""
+    if os.environ.get(CACHE_ENV):
+        return Path(os.environ[CACHE_ENV])
+    from .sources.fetch import cache_dir
+
+    return cache_dir() / "responses"
+
+
+def parse_answer(task: Task, text: str | None, mode: str = "default"):
+    """Parse a VLM answer into the task's response space (a ParseResult)."""
+    from .readouts.parse import parse_choice
+
+    return parse_choice(text or "", task.options(), mode=mode)
+
+
+def run_vlm_task(task: Task, vlm, store: RecordStore, pending: list[Stimulus], seed: int, run_id: str,
+                 batch_size: int, out: Path, advance: Callable[[int], None]) -> int:
+    """Answer every pending stimulus, parse, and append records chunk by chunk."""
+    from .models.response_cache import CachedVLM, ResponseCache
+
+    cached = vlm if isinstance(vlm, CachedVLM) else CachedVLM(vlm, ResponseCache(response_cache_dir()))
+    inner = cached.vlm if hasattr(cached, "vlm") else vlm
+    written = 0
+    for i in range(0, len(pending), batch_size):
+        chunk = pending[i:i + batch_size]
+        images = [s.render() for s in chunk]
+        reqs = [VLMRequest((im,), task.prompt_text) for im in images]
+        texts = cached.generate(reqs, batch_size=batch_size)
+        recs = []
+        for s, im, text in zip(chunk, images, texts):
+            pr = parse_answer(task, text)
+            recs.append(make_record(
+                task, stimulus_id=s.stimulus_id, model=inner.name, model_family=inner.family,
+                readout="vlm_prompt", response=pr.response, ground_truth=s.ground_truth,
+                manipulated_value=s.manipulated_value, raw_output=text, prompt_id=task.prompt_id,
+                prompt_hash=task.prompt_hash, model_version=inner.model_version, seed=seed, run_id=run_id,
+                stimulus_sha256=image_sha256(im), split=s.split,
+                settings=dict(inner.generation_settings),
+                parse={"rule": pr.rule, "ambiguous": pr.ambiguous, "mode": "default"}, **s.meta))
+        written += store.append(recs)
+        advance(len(chunk))
+    return written
