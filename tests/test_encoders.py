@@ -31,10 +31,10 @@ from perceptbench.models.encoders_openclip import OpenCLIPEncoder  # noqa: E402
 from perceptbench.models.encoders_timm import TimmEncoder  # noqa: E402
 from perceptbench.testing import tiny_encoders as tiny  # noqa: E402
 
-HF_FAMILIES = ["clip", "siglip", "siglip2", "dinov2", "vit", "vit_mae", "beit"]
+HF_FAMILIES = ["clip", "siglip", "siglip2", "dinov2", "dinov2_with_registers", "vit", "vit_mae", "beit"]
 TEXT_FAMILIES = ["clip", "siglip", "siglip2"]
 EXPECTED_DIM = {"clip": tiny.PROJECTION, "siglip": tiny.HIDDEN, "siglip2": tiny.HIDDEN,
-                "dinov2": tiny.HIDDEN, "vit": tiny.HIDDEN, "vit_mae": tiny.HIDDEN, "beit": tiny.HIDDEN}
+                "dinov2": tiny.HIDDEN, "dinov2_with_registers": tiny.HIDDEN, "vit": tiny.HIDDEN, "vit_mae": tiny.HIDDEN, "beit": tiny.HIDDEN}
 LOCAL_VERSION_RE = re.compile(r"^local:(/.+):([0-9a-f]{16})$")
 TEXTS = ["a photo of a cat", "a red circle", "two dogs on the grass", "x"]
 
@@ -195,6 +195,19 @@ def test_dinov2_and_vit_use_cls_token(hf_encoders, images):
         np.testing.assert_allclose(
             HFEncoder(enc.source, pooling="mean").embed(images), _unit(hidden[:, 1:].mean(1)), atol=1e-6
         )
+
+
+def test_dinov2_with_registers_mean_skips_register_tokens(hf_encoders, images):
+    enc = hf_encoders["dinov2_with_registers"]
+    n_reg = enc.model.config.num_register_tokens
+    assert n_reg == 4
+    with torch.no_grad():
+        hidden = enc.model(pixel_values=_pixels(enc, images)["pixel_values"]).last_hidden_state
+    n_patches = (tiny.IMAGE_SIZE // tiny.PATCH) ** 2
+    assert hidden.shape[1] == 1 + n_reg + n_patches
+    np.testing.assert_allclose(enc.embed(images), _unit(hidden[:, 0]), atol=1e-6)
+    np.testing.assert_allclose(HFEncoder(enc.source, pooling="mean").embed(images),
+                               _unit(hidden[:, 1 + n_reg:].mean(1)), atol=1e-6)
 
 
 def test_vitmae_is_unmasked_mean_of_patch_tokens(hf_encoders, tiny_dirs, images):

@@ -12,7 +12,8 @@ it exactly as they would load ``openai/clip-vit-base-patch32`` or ``timm/resnet1
   ``open_clip_config.json`` and ``open_clip_model.safetensors``.
 * timm (``save_tiny_timm_checkpoint``): a ``state_dict`` file for ``checkpoint_path=``.
 
-Sizes: hidden width 32, 2 layers, 2 heads, 32x32 px input, patch 8 (16 patches), so a
+Sizes: hidden width 32, 2 layers, 2 heads, 32x32 px input, patch 8 (16 patches; the
+timm checkpoint uses timm's own ``test_*`` architectures, 160 px), so a
 forward pass of a few images takes milliseconds on 2 CPU cores.  The weights are random:
 these models are for testing the loading / preprocessing / pooling / normalisation code,
 and their embeddings mean nothing perceptually.
@@ -115,8 +116,9 @@ def build_clip_tokenizer(num_merges: int = 2000):
 def build_byte_fallback_tokenizer():
     """A small Gemma-style byte-fallback BPE tokenizer (``Siglip2Tokenizer``), offline.
 
-    Vocabulary (271 + 37 = 298 ids... see ``len(tok)``): ``<pad>``=0, ``<eos>``=1,
-    ``<bos>``=2, ``<unk>``=3, ``<mask>``=4, the 256 byte tokens, then ``▁`` and ``a-z0-9``.
+    Vocabulary, 5 + 256 + 37 = 298 ids: ``<pad>``=0, ``<eos>``=1, ``<bos>``=2,
+    ``<unk>``=3, ``<mask>``=4, the 256 byte tokens ``<0x00>``..``<0xFF>``, then ``▁``
+    and ``a-z0-9``.  Text is lower-cased; pads on the left (the class's default).
     Any UTF-8 text tokenizes (unknown characters fall back to bytes).
     """
     from transformers import Siglip2Tokenizer
@@ -223,8 +225,20 @@ def build_tiny_dinov2(out_dir, seed: int = 0) -> Path:
     from transformers import BitImageProcessor, Dinov2Config, Dinov2Model
 
     config = Dinov2Config(**_vision_kwargs(mlp_ratio=2))
-    config.intermediate_size = INTERMEDIATE
     model = _seeded(seed, lambda: Dinov2Model(config))
+    proc = BitImageProcessor(
+        size={"shortest_edge": IMAGE_SIZE}, crop_size={"height": IMAGE_SIZE, "width": IMAGE_SIZE},
+        do_center_crop=True, do_convert_rgb=True, image_mean=_IMAGENET_MEAN, image_std=_IMAGENET_STD,
+    )
+    return _save(model, [proc], out_dir)
+
+
+def build_tiny_dinov2_with_registers(out_dir, seed: int = 0) -> Path:
+    """Tiny ``Dinov2WithRegistersModel`` (4 register tokens) + ``BitImageProcessor`` as for DINOv2."""
+    from transformers import BitImageProcessor, Dinov2WithRegistersConfig, Dinov2WithRegistersModel
+
+    config = Dinov2WithRegistersConfig(**_vision_kwargs(mlp_ratio=2, num_register_tokens=4))
+    model = _seeded(seed, lambda: Dinov2WithRegistersModel(config))
     proc = BitImageProcessor(
         size={"shortest_edge": IMAGE_SIZE}, crop_size={"height": IMAGE_SIZE, "width": IMAGE_SIZE},
         do_center_crop=True, do_convert_rgb=True, image_mean=_IMAGENET_MEAN, image_std=_IMAGENET_STD,
@@ -287,6 +301,7 @@ TINY_HF_BUILDERS: dict[str, Callable] = {
     "siglip": build_tiny_siglip,
     "siglip2": build_tiny_siglip2,
     "dinov2": build_tiny_dinov2,
+    "dinov2_with_registers": build_tiny_dinov2_with_registers,
     "vit": build_tiny_vit,
     "vit_mae": build_tiny_vitmae,
     "beit": build_tiny_beit,
