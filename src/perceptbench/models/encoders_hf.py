@@ -58,6 +58,7 @@ imported when a model is built.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import inspect
 import re
@@ -171,6 +172,20 @@ def local_dir_version(path: Path) -> str:
     return f"local:{path}:{sha256_of_files(files, root=path)[:16]}"
 
 
+@contextlib.contextmanager
+def _quiet_loading():
+    """Hide transformers' per-load progress bars ("Loading weights") during a load; restore after."""
+    from transformers.utils import logging as tf_logging
+
+    was_on = tf_logging.is_progress_bar_enabled()
+    tf_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        if was_on:
+            tf_logging.enable_progress_bar()
+
+
 def _transformers_major() -> int:
     import transformers
 
@@ -228,7 +243,7 @@ class HFEncoder:
     family = "encoder"
 
     def __new__(cls, *args, **kwargs):
-        if cls is HFEncoder:
+        if cls is HFEncoder and (args or kwargs):  # (no arguments: copy / unpickle)
             bound = inspect.signature(HFEncoder.__init__).bind(None, *args, **kwargs)
             bound.apply_defaults()
             a = bound.arguments
@@ -329,7 +344,8 @@ class HFEncoder:
         else:  # pragma: no cover - guarded by SUPPORTED_MODEL_TYPES
             raise ModelLoadError(f"unsupported model_type {mt!r}")
         try:
-            model, info = cls.from_pretrained(src, output_loading_info=True, **kw)
+            with _quiet_loading():
+                model, info = cls.from_pretrained(src, output_loading_info=True, **kw)
         except Exception as e:
             raise ModelLoadError(f"could not load weights of {self.source!r} as {cls.__name__}: {e}") from e
         missing = sorted(info.get("missing_keys", []) or [])
