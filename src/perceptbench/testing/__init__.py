@@ -1,0 +1,1 @@
+"""Test helpers: tiny, seeded, fully offline model builders (no hub downloads)."""
