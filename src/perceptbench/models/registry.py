@@ -109,6 +109,9 @@ def load_model(arg: str):
         return _cls("perceptbench.models.encoders_timm:TimmEncoder")(spec.ref, name=short)
     if spec.kind == "open_clip":
         arch, _, pretrained = spec.ref.partition("@")
+        if not pretrained and not arch.startswith(("hf-hub:", "local-dir:")):
+            raise ModelLoadError(f"open_clip:{arch} names no weights; use open_clip:ARCH@PRETRAINED "
+                                 "(random initialisation is for tests only)")
         return _cls("perceptbench.models.encoders_openclip:OpenCLIPEncoder")(arch, pretrained or None, name=short)
     if spec.kind == "openai":
         return _cls("perceptbench.models.api:OpenAICompatibleVLM")(
