@@ -1,0 +1,1 @@
+"""Readouts: turn a model's raw output (free text, embeddings) into one response per trial."""
