@@ -387,6 +387,10 @@ def test_missing_key_fails_at_construction(monkeypatch):
         AnthropicVLM("claude-test")
     with pytest.raises(ModelLoadError, match="GEMINI_API_KEY"):
         GeminiVLM("gemini-test")
+    monkeypatch.delenv("PB_UNSET_KEY", raising=False)
+    with pytest.raises(ModelLoadError, match="PB_UNSET_KEY"):
+        OpenAICompatibleVLM("https://api.openai.com/v1", "gpt-x", api_key_env="PB_UNSET_KEY", require_key=True)
+    OpenAICompatibleVLM("http://127.0.0.1:1/v1", "local", api_key_env="PB_UNSET_KEY")  # local: no key needed
 
 
 # ---------------------------------------------------------------------------------------

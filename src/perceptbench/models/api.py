@@ -328,6 +328,9 @@ class OpenAICompatibleVLM(_HTTPVLM):
         "low"}``); recorded in ``generation_settings``.
     max_top_logprobs:
         Largest ``top_logprobs`` the provider accepts (OpenAI: 20).
+    require_key:
+        If True, a missing ``api_key_env`` variable raises :class:`ModelLoadError` at
+        construction (use for hosted APIs such as OpenAI's; local servers need no key).
     """
 
     provider = "openai-compatible"
@@ -351,9 +354,11 @@ class OpenAICompatibleVLM(_HTTPVLM):
         max_tokens_field: str = "max_tokens",
         extra_body: dict | None = None,
         max_top_logprobs: int = 20,
+        require_key: bool = False,
     ) -> None:
         self.base_url = str(base_url).rstrip("/")
         self.max_tokens_field = max_tokens_field
+        self.key_required = bool(require_key)
         self.max_top_logprobs = int(max_top_logprobs)
         super().__init__(
             model, api_key_env=api_key_env, name=name, concurrency=concurrency, timeout=timeout,

@@ -51,6 +51,16 @@ def local_weights_sha256(directory: str | os.PathLike) -> str:
     return h.hexdigest()
 
 
+def _transformers_at_least(major: int, minor: int) -> bool:
+    import transformers
+
+    parts = transformers.__version__.split(".")
+    try:
+        return (int(parts[0]), int(parts[1])) >= (major, minor)
+    except (ValueError, IndexError):
+        return True
+
+
 def _torch_dtype(dtype: Any):
     import torch
 
@@ -136,7 +146,9 @@ class HFVLM:
         kw = {} if self.is_local else {"revision": revision}
         try:
             self.processor = AutoProcessor.from_pretrained(self.model_id, **kw)
-            self.model = AutoModelForImageTextToText.from_pretrained(self.model_id, dtype=self.dtype, **kw)
+            # transformers >= 4.56 names it ``dtype``; older releases ``torch_dtype``
+            dtype_kw = "dtype" if _transformers_at_least(4, 56) else "torch_dtype"
+            self.model = AutoModelForImageTextToText.from_pretrained(self.model_id, **{dtype_kw: self.dtype}, **kw)
         except (OSError, ValueError, KeyError, ImportError) as e:
             raise ModelLoadError(f"could not load VLM {ref!r}: {type(e).__name__}: {e}") from e
         self.model.to(self.device).eval()
