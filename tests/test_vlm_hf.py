@@ -64,6 +64,7 @@ def test_is_a_vlm_with_versions_and_settings(models, tiny_dirs, family):
     m = models[family]
     assert isinstance(m, VLM)
     assert m.family == "vlm" and m.supports_multi_image
+    assert m.tokenizer.padding_side == "left"
     path, sha = m.model_version.split("@sha256:")
     assert path == str(tiny_dirs[family].resolve())
     assert sha == local_weights_sha256(tiny_dirs[family])[:16]
