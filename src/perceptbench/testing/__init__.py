@@ -1,1 +1,1 @@
-"""Test helpers: tiny, seeded, fully offline model builders (no hub downloads)."""
+"""Helpers for tests and examples: tiny, randomly initialised, seeded models built offline from config objects (encoders and VLMs)."""

@@ -1,0 +1,637 @@
+"""API VLMs: any OpenAI-compatible chat-completions endpoint, Anthropic, Gemini.
+
+All three implement :class:`perceptbench.models.base.VLM` (family ``"api"``) over plain
+HTTP with ``httpx`` (one sync client per adapter, requests fanned out over a thread pool
+of ``concurrency`` workers) and retry with ``tenacity``:
+
+* retried: HTTP 408, 409, 425, 429, every 5xx (incl. Anthropic's 529), timeouts and
+  connection / protocol errors; exponential backoff with jitter
+  (``backoff_initial * 2**attempt``, at most ``backoff_max`` seconds); a ``Retry-After``
+  header (seconds or HTTP date) replaces the backoff, capped at ``retry_after_max``;
+* not retried: other 4xx (bad request, auth, not found);
+* after ``max_retries`` retries (``max_retries + 1`` attempts) an :class:`APIError` names
+  the provider, the URL (never a key: every adapter sends keys in headers) and the last
+  status or transport error.
+
+Decoding: temperature 0 where supported (seed 000 appendix D.4: "closed models ran
+once at temperature 0 where supported").  Images go as base64 PNG: OpenAI ``image_url``
+data-URL parts, Anthropic ``image`` blocks with a base64 source, Gemini ``inline_data``
+parts; images come before the text, as in the human-facing protocol (appendix B).
+
+Secrets: a key is read from its environment variable at request time only, never stored
+on the adapter, and never put into ``repr``, ``generation_settings``, ``model_version``,
+log messages or exception text (any echo of the key in a server's error body is
+redacted).  A content-moderation refusal that arrives as a successful response is
+returned as its (possibly empty) text: the parser turns it into a null response.
+"""
+
+from __future__ import annotations
+
+import base64
+import email.utils
+import io
+import logging
+import math
+import os
+import time
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Callable, Sequence
+
+import httpx
+import numpy as np
+import tenacity
+from PIL import Image
+
+from .base import ModelLoadError, NotSupportedByProvider, TokenDistribution, VLMRequest
+
+__all__ = [
+    "APIError",
+    "OpenAICompatibleVLM",
+    "AnthropicVLM",
+    "GeminiVLM",
+    "png_data_url",
+    "png_base64",
+]
+
+log = logging.getLogger(__name__)
+
+RETRY_STATUS = frozenset({408, 409, 425, 429})
+
+
+class APIError(RuntimeError):
+    """An API request failed for good (non-retryable status, or retries exhausted).
+
+    Attributes: ``provider``, ``url`` (no key in it), ``status`` (int or None for a
+    transport error), ``attempts`` (requests made).
+    """
+
+    def __init__(self, message: str, *, provider: str, url: str, status: int | None, attempts: int):
+        super().__init__(message)
+        self.provider = provider
+        self.url = url
+        self.status = status
+        self.attempts = attempts
+
+
+class _RetryableHTTP(Exception):
+    """Internal: a retryable HTTP status, carrying the parsed Retry-After (seconds)."""
+
+    def __init__(self, status: int, body: str, retry_after: float | None):
+        super().__init__(f"HTTP {status}")
+        self.status = status
+        self.body = body
+        self.retry_after = retry_after
+
+
+def png_base64(image: Image.Image) -> str:
+    """Base64 (ASCII str) of the image encoded as PNG in RGB mode."""
+    buf = io.BytesIO()
+    (image if image.mode == "RGB" else image.convert("RGB")).save(buf, format="PNG")
+    return base64.b64encode(buf.getvalue()).decode("ascii")
+
+
+def png_data_url(image: Image.Image) -> str:
+    """``data:image/png;base64,...`` URL of the image (OpenAI ``image_url`` parts)."""
+    return "data:image/png;base64," + png_base64(image)
+
+
+def _parse_retry_after(value: str | None) -> float | None:
+    if not value:
+        return None
+    value = value.strip()
+    try:
+        secs = float(value)
+        return max(0.0, secs) if math.isfinite(secs) else None
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    if when is None:
+        return None
+    return max(0.0, when.timestamp() - time.time())
+
+
+def _is_retryable_status(status: int) -> bool:
+    return status in RETRY_STATUS or 500 <= status <= 599
+
+
+class _HTTPVLM:
+    """Shared HTTP machinery: key lookup, retries, thread pool, redaction."""
+
+    family = "api"
+    supports_multi_image = True
+    provider = "api"
+    key_required = True
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        api_key_env: str,
+        name: str | None,
+        concurrency: int,
+        timeout: float,
+        max_retries: int,
+        backoff_initial: float,
+        backoff_max: float,
+        retry_after_max: float,
+        temperature: float | None,
+        max_tokens: int | None,
+        extra_body: dict | None,
+    ) -> None:
+        if concurrency < 1:
+            raise ValueError("concurrency must be >= 1")
+        if max_retries < 0:
+            raise ValueError("max_retries must be >= 0")
+        self.model = str(model)
+        self.name = name or self.model
+        self.api_key_env = api_key_env
+        self.concurrency = int(concurrency)
+        self.timeout = float(timeout)
+        self.max_retries = int(max_retries)
+        self.backoff_initial = float(backoff_initial)
+        self.backoff_max = float(backoff_max)
+        self.retry_after_max = float(retry_after_max)
+        self.temperature = temperature
+        self.max_tokens = max_tokens
+        self.extra_body = dict(extra_body or {})
+        if self.key_required and not os.environ.get(api_key_env):
+            raise ModelLoadError(
+                f"{self.provider}: environment variable {api_key_env} is not set (the API key is "
+                "read only from the environment)"
+            )
+        self._client = httpx.Client(
+            timeout=httpx.Timeout(self.timeout),
+            limits=httpx.Limits(max_connections=self.concurrency, max_keepalive_connections=self.concurrency),
+        )
+
+    # ---------------------------------------------------------------- secrets
+    def _key(self) -> str | None:
+        return os.environ.get(self.api_key_env) or None
+
+    def _redact(self, text: str) -> str:
+        key = self._key()
+        if key:
+            text = text.replace(key, "***")
+        return text
+
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__name__}(model={self.model!r}, url={self._base_for_repr()!r}, "
+            f"api_key_env={self.api_key_env!r})"
+        )
+
+    def _base_for_repr(self) -> str:  # overridden
+        return ""
+
+    def close(self) -> None:
+        """Close the HTTP client (connections); the adapter is unusable afterwards."""
+        self._client.close()
+
+    # ----------------------------------------------------------------- retry
+    def _wait(self, retry_state: tenacity.RetryCallState) -> float:
+        exc = retry_state.outcome.exception() if retry_state.outcome else None
+        if isinstance(exc, _RetryableHTTP) and exc.retry_after is not None:
+            return min(exc.retry_after, self.retry_after_max)
+        # backoff_initial * 2**(n-1) plus up to backoff_initial of jitter, at most backoff_max
+        expo = tenacity.wait_exponential(multiplier=self.backoff_initial, max=self.backoff_max)
+        jitter = tenacity.wait_random(0, self.backoff_initial)
+        return min(expo(retry_state) + jitter(retry_state), self.backoff_max)
+
+    def _post_json(self, url: str, headers: dict, body: dict,
+                   on_error: Callable[[int, str], None] | None = None) -> dict:
+        """POST ``body`` as JSON with retries; returns the decoded JSON object.
+
+        ``on_error(status, body_text)`` may raise a more specific exception for a
+        non-retryable status before the generic :class:`APIError`.
+        """
+        attempts = 0
+
+        def once() -> dict:
+            nonlocal attempts
+            attempts += 1
+            resp = self._client.post(url, headers=headers, json=body)
+            if resp.status_code >= 400:
+                text = self._redact(resp.text[:500])
+                if _is_retryable_status(resp.status_code):
+                    raise _RetryableHTTP(resp.status_code, text, _parse_retry_after(resp.headers.get("retry-after")))
+                if on_error is not None:
+                    on_error(resp.status_code, text)
+                raise APIError(
+                    self._redact(
+                        f"{self.provider} request to {url} failed with HTTP {resp.status_code} "
+                        f"(not retried): {text}"
+                    ),
+                    provider=self.provider, url=url, status=resp.status_code, attempts=attempts,
+                )
+            try:
+                data = resp.json()
+            except ValueError:
+                raise APIError(
+                    self._redact(f"{self.provider} response from {url} is not JSON: {resp.text[:200]!r}"),
+                    provider=self.provider, url=url, status=resp.status_code, attempts=attempts,
+                ) from None
+            return data
+
+        retrying = tenacity.Retrying(
+            retry=tenacity.retry_if_exception_type(
+                (_RetryableHTTP, httpx.TimeoutException, httpx.TransportError)
+            ),
+            stop=tenacity.stop_after_attempt(self.max_retries + 1),
+            wait=self._wait,
+            before_sleep=lambda rs: log.warning(
+                "%s: attempt %d to %s failed (%s); retrying",
+                self.provider, rs.attempt_number, url,
+                self._redact(str(rs.outcome.exception())) if rs.outcome else "?",
+            ),
+            reraise=True,
+        )
+        try:
+            return retrying(once)
+        except _RetryableHTTP as e:
+            raise APIError(
+                self._redact(
+                    f"{self.provider} request to {url} failed with HTTP {e.status} after {attempts} "
+                    f"attempts ({self.max_retries} retries): {e.body[:300]}"
+                ),
+                provider=self.provider, url=url, status=e.status, attempts=attempts,
+            ) from None
+        except (httpx.TimeoutException, httpx.TransportError) as e:
+            raise APIError(
+                self._redact(
+                    f"{self.provider} request to {url} failed after {attempts} attempts "
+                    f"({self.max_retries} retries): {type(e).__name__}: {e}"
+                ),
+                provider=self.provider, url=url, status=None, attempts=attempts,
+            ) from None
+
+    # -------------------------------------------------------------- interface
+    def _generate_one(self, request: VLMRequest) -> str:  # overridden
+        raise NotImplementedError
+
+    def _budget(self, request: VLMRequest) -> int:
+        return int(self.max_tokens) if self.max_tokens is not None else int(request.max_new_tokens)
+
+    def generate(self, requests: Sequence[VLMRequest], batch_size: int = 8) -> list[str]:
+        """Answers, one string per request, in order; ``concurrency`` requests in flight.
+
+        ``batch_size`` is accepted for interface compatibility and ignored (each request
+        is one HTTP call).  Raises :class:`APIError` when a request fails for good.
+        """
+        reqs = list(requests)
+        if not reqs:
+            return []
+        if len(reqs) == 1 or self.concurrency == 1:
+            return [self._generate_one(r) for r in reqs]
+        with ThreadPoolExecutor(max_workers=min(self.concurrency, len(reqs))) as pool:
+            return list(pool.map(self._generate_one, reqs))
+
+    def _settings(self, **extra: Any) -> dict:
+        s = {
+            "provider": self.provider,
+            "temperature": self.temperature,
+            "max_tokens": self.max_tokens,
+        }
+        if self.extra_body:
+            s["extra_body"] = self.extra_body
+        s.update(extra)
+        return s
+
+
+class OpenAICompatibleVLM(_HTTPVLM):
+    """Any OpenAI-compatible ``/chat/completions`` endpoint (OpenAI, vLLM, SGLang, Ollama,
+    llama.cpp server, LM Studio, ``transformers serve``).
+
+    Parameters
+    ----------
+    base_url:
+        Up to and including the API version, e.g. ``"https://api.openai.com/v1"`` or
+        ``"http://127.0.0.1:8000/v1"``; ``/chat/completions`` is appended.
+    model:
+        The ``model`` field of each request.
+    api_key_env:
+        Environment variable holding the key, sent as ``Authorization: Bearer``.  For
+        local servers the variable may be unset (no header is sent).
+    concurrency, timeout (seconds per request), max_retries (retries after the first
+        attempt), backoff_initial / backoff_max / retry_after_max (seconds):
+        see the module docstring.
+    temperature:
+        0.0 by default; ``None`` omits the field (models that reject it).
+    max_tokens:
+        Output budget per request; ``None`` uses each request's ``max_new_tokens``.
+    max_tokens_field:
+        ``"max_tokens"`` (default) or ``"max_completion_tokens"`` (newer OpenAI models).
+    extra_body:
+        Extra JSON fields merged into every request body (e.g. ``{"reasoning_effort":
+        "low"}``); recorded in ``generation_settings``.
+    max_top_logprobs:
+        Largest ``top_logprobs`` the provider accepts (OpenAI: 20).
+    require_key:
+        If True, a missing ``api_key_env`` variable raises :class:`ModelLoadError` at
+        construction (use for hosted APIs such as OpenAI's; local servers need no key).
+    """
+
+    provider = "openai-compatible"
+    key_required = False
+
+    def __init__(
+        self,
+        base_url: str,
+        model: str,
+        api_key_env: str = "OPENAI_API_KEY",
+        concurrency: int = 4,
+        timeout: float = 60,
+        max_retries: int = 5,
+        *,
+        name: str | None = None,
+        backoff_initial: float = 1.0,
+        backoff_max: float = 30.0,
+        retry_after_max: float = 60.0,
+        temperature: float | None = 0.0,
+        max_tokens: int | None = None,
+        max_tokens_field: str = "max_tokens",
+        extra_body: dict | None = None,
+        max_top_logprobs: int = 20,
+        require_key: bool = False,
+    ) -> None:
+        self.base_url = str(base_url).rstrip("/")
+        self.max_tokens_field = max_tokens_field
+        self.key_required = bool(require_key)
+        self.max_top_logprobs = int(max_top_logprobs)
+        super().__init__(
+            model, api_key_env=api_key_env, name=name, concurrency=concurrency, timeout=timeout,
+            max_retries=max_retries, backoff_initial=backoff_initial, backoff_max=backoff_max,
+            retry_after_max=retry_after_max, temperature=temperature, max_tokens=max_tokens,
+            extra_body=extra_body,
+        )
+        self.url = self.base_url + "/chat/completions"
+        self.model_version = f"{self.base_url}#{self.model}"
+        self.generation_settings = self._settings(max_tokens_field=max_tokens_field)
+
+    def _base_for_repr(self) -> str:
+        return self.base_url
+
+    def _headers(self) -> dict:
+        h = {"Content-Type": "application/json"}
+        key = self._key()
+        if key:
+            h["Authorization"] = f"Bearer {key}"
+        return h
+
+    def _body(self, images: Sequence[Image.Image], prompt: str, max_tokens: int) -> dict:
+        content: list[dict] = [{"type": "image_url", "image_url": {"url": png_data_url(im)}} for im in images]
+        content.append({"type": "text", "text": prompt})
+        body: dict[str, Any] = {
+            "model": self.model,
+            "messages": [{"role": "user", "content": content}],
+            self.max_tokens_field: max_tokens,
+        }
+        if self.temperature is not None:
+            body["temperature"] = self.temperature
+        body.update(self.extra_body)
+        return body
+
+    def _generate_one(self, request: VLMRequest) -> str:
+        data = self._post_json(self.url, self._headers(), self._body(request.images, request.prompt, self._budget(request)))
+        try:
+            msg = data["choices"][0]["message"]
+        except (KeyError, IndexError, TypeError):
+            raise APIError(
+                self._redact(f"{self.provider} response from {self.url} has no choices[0].message: {str(data)[:200]}"),
+                provider=self.provider, url=self.url, status=200, attempts=1,
+            ) from None
+        content = msg.get("content")
+        if isinstance(content, list):  # some servers return content parts
+            content = "".join(p.get("text", "") for p in content if isinstance(p, dict))
+        return content if content else (msg.get("refusal") or "")
+
+    def next_token_distribution(
+        self, image: Image.Image, prompt: str, top_k: int | None = None
+    ) -> TokenDistribution:
+        """Top-k log-probabilities of the first generated token (``complete=False``).
+
+        Sends ``logprobs=true, top_logprobs=k`` (k = ``top_k`` or ``max_top_logprobs``),
+        ``max_tokens=1``, temperature 0.  Raises ``ValueError`` if ``top_k`` exceeds
+        ``max_top_logprobs``; :class:`NotSupportedByProvider` if the server returns no
+        logprobs (e.g. ``transformers serve``, which ignores the field).  Entries whose
+        token strings coincide are kept once (the more probable).
+        """
+        k = self.max_top_logprobs if top_k is None else int(top_k)
+        if not 1 <= k <= self.max_top_logprobs:
+            raise ValueError(f"top_k must be in 1..{self.max_top_logprobs} for {self.provider}, got {top_k}")
+        imgs = () if image is None else (tuple(image) if isinstance(image, (list, tuple)) else (image,))
+        body = self._body(imgs, prompt, 1)
+        body["logprobs"] = True
+        body["top_logprobs"] = k
+        data = self._post_json(self.url, self._headers(), body)
+        try:
+            entries = data["choices"][0]["logprobs"]["content"][0]["top_logprobs"]
+        except (KeyError, IndexError, TypeError):
+            entries = None
+        if not entries:
+            raise NotSupportedByProvider(
+                f"{self.provider} server at {self.base_url} (model {self.model!r}) returned no "
+                "logprobs for logprobs=true/top_logprobs; its next-token distribution is unavailable"
+            )
+        return _distribution([(e.get("token", ""), e.get("logprob")) for e in entries], k)
+
+
+class AnthropicVLM(_HTTPVLM):
+    """Anthropic Messages API (``POST {base_url}/v1/messages``).
+
+    The key is read from ``api_key_env`` (default ``ANTHROPIC_API_KEY``; must be set,
+    else :class:`ModelLoadError`) and sent as ``x-api-key``.  ``max_tokens`` is required by
+    the API: ``None`` uses each request's ``max_new_tokens``.  Anthropic returns no
+    logprobs, so :meth:`next_token_distribution` always raises
+    :class:`NotSupportedByProvider`.
+    """
+
+    provider = "anthropic"
+    API_VERSION = "2023-06-01"
+
+    def __init__(
+        self,
+        model: str,
+        api_key_env: str = "ANTHROPIC_API_KEY",
+        concurrency: int = 4,
+        timeout: float = 60,
+        max_retries: int = 5,
+        *,
+        base_url: str = "https://api.anthropic.com",
+        name: str | None = None,
+        backoff_initial: float = 1.0,
+        backoff_max: float = 30.0,
+        retry_after_max: float = 60.0,
+        temperature: float | None = 0.0,
+        max_tokens: int | None = None,
+        extra_body: dict | None = None,
+    ) -> None:
+        self.base_url = str(base_url).rstrip("/")
+        super().__init__(
+            model, api_key_env=api_key_env, name=name, concurrency=concurrency, timeout=timeout,
+            max_retries=max_retries, backoff_initial=backoff_initial, backoff_max=backoff_max,
+            retry_after_max=retry_after_max, temperature=temperature, max_tokens=max_tokens,
+            extra_body=extra_body,
+        )
+        self.url = self.base_url + "/v1/messages"
+        self.model_version = f"anthropic:{self.model}"
+        self.generation_settings = self._settings(anthropic_version=self.API_VERSION)
+
+    def _base_for_repr(self) -> str:
+        return self.base_url
+
+    def _headers(self) -> dict:
+        return {
+            "Content-Type": "application/json",
+            "x-api-key": self._key() or "",
+            "anthropic-version": self.API_VERSION,
+        }
+
+    def _body(self, request: VLMRequest) -> dict:
+        content: list[dict] = [
+            {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": png_base64(im)}}
+            for im in request.images
+        ]
+        content.append({"type": "text", "text": request.prompt})
+        body: dict[str, Any] = {
+            "model": self.model,
+            "max_tokens": self._budget(request),
+            "messages": [{"role": "user", "content": content}],
+        }
+        if self.temperature is not None:
+            body["temperature"] = self.temperature
+        body.update(self.extra_body)
+        return body
+
+    def _generate_one(self, request: VLMRequest) -> str:
+        data = self._post_json(self.url, self._headers(), self._body(request))
+        blocks = data.get("content") or []
+        return "".join(b.get("text", "") for b in blocks if isinstance(b, dict) and b.get("type") == "text")
+
+    def next_token_distribution(self, image, prompt, top_k=None) -> TokenDistribution:
+        """Always raises :class:`NotSupportedByProvider`: the Anthropic API returns no logprobs."""
+        raise NotSupportedByProvider(
+            "anthropic: the Messages API returns no token log-probabilities; "
+            "next_token_distribution is not available for Anthropic models"
+        )
+
+
+class GeminiVLM(_HTTPVLM):
+    """Google Gemini API (``POST {base_url}/v1beta/models/{model}:generateContent``).
+
+    The key is read from ``api_key_env`` (default ``GEMINI_API_KEY``; must be set) and
+    sent in the ``x-goog-api-key`` header, never in the URL.  ``next_token_distribution``
+    requests ``responseLogprobs`` / ``logprobs=k`` (k <= ``max_top_logprobs``, 20) with
+    ``maxOutputTokens=1``; a model without logprobs (HTTP 400 mentioning logprobs, or a
+    response without ``logprobsResult``) raises :class:`NotSupportedByProvider`.
+    """
+
+    provider = "gemini"
+
+    def __init__(
+        self,
+        model: str,
+        api_key_env: str = "GEMINI_API_KEY",
+        concurrency: int = 4,
+        timeout: float = 60,
+        max_retries: int = 5,
+        *,
+        base_url: str = "https://generativelanguage.googleapis.com",
+        name: str | None = None,
+        backoff_initial: float = 1.0,
+        backoff_max: float = 30.0,
+        retry_after_max: float = 60.0,
+        temperature: float | None = 0.0,
+        max_tokens: int | None = None,
+        extra_body: dict | None = None,
+        max_top_logprobs: int = 20,
+    ) -> None:
+        self.base_url = str(base_url).rstrip("/")
+        self.max_top_logprobs = int(max_top_logprobs)
+        super().__init__(
+            model, api_key_env=api_key_env, name=name, concurrency=concurrency, timeout=timeout,
+            max_retries=max_retries, backoff_initial=backoff_initial, backoff_max=backoff_max,
+            retry_after_max=retry_after_max, temperature=temperature, max_tokens=max_tokens,
+            extra_body=extra_body,
+        )
+        m = self.model if self.model.startswith("models/") else f"models/{self.model}"
+        self.url = f"{self.base_url}/v1beta/{m}:generateContent"
+        self.model_version = f"gemini:{self.model}"
+        self.generation_settings = self._settings()
+
+    def _base_for_repr(self) -> str:
+        return self.base_url
+
+    def _headers(self) -> dict:
+        return {"Content-Type": "application/json", "x-goog-api-key": self._key() or ""}
+
+    def _body(self, images: Sequence[Image.Image], prompt: str, max_tokens: int) -> dict:
+        parts: list[dict] = [{"inline_data": {"mime_type": "image/png", "data": png_base64(im)}} for im in images]
+        parts.append({"text": prompt})
+        gen: dict[str, Any] = {"maxOutputTokens": max_tokens}
+        if self.temperature is not None:
+            gen["temperature"] = self.temperature
+        body: dict[str, Any] = {"contents": [{"role": "user", "parts": parts}], "generationConfig": gen}
+        for k, v in self.extra_body.items():
+            if k == "generationConfig" and isinstance(v, dict):
+                gen.update(v)
+            else:
+                body[k] = v
+        return body
+
+    def _generate_one(self, request: VLMRequest) -> str:
+        data = self._post_json(self.url, self._headers(), self._body(request.images, request.prompt, self._budget(request)))
+        cands = data.get("candidates") or []
+        if not cands:  # prompt blocked (promptFeedback.blockReason): a null response
+            return ""
+        parts = (cands[0].get("content") or {}).get("parts") or []
+        return "".join(p.get("text", "") for p in parts if isinstance(p, dict) and not p.get("thought"))
+
+    def next_token_distribution(self, image, prompt, top_k=None) -> TokenDistribution:
+        """Top-k log-probabilities of the first generated token (``complete=False``)."""
+        k = self.max_top_logprobs if top_k is None else int(top_k)
+        if not 1 <= k <= self.max_top_logprobs:
+            raise ValueError(f"top_k must be in 1..{self.max_top_logprobs} for gemini, got {top_k}")
+        imgs = () if image is None else (tuple(image) if isinstance(image, (list, tuple)) else (image,))
+        body = self._body(imgs, prompt, 1)
+        body["generationConfig"]["responseLogprobs"] = True
+        body["generationConfig"]["logprobs"] = k
+
+        def on_error(status: int, text: str) -> None:
+            if status == 400 and "logprob" in text.lower():
+                raise NotSupportedByProvider(
+                    f"gemini model {self.model!r} does not support logprobs: HTTP 400: {self._redact(text[:200])}"
+                )
+
+        data = self._post_json(self.url, self._headers(), body, on_error=on_error)
+        try:
+            top = data["candidates"][0]["logprobsResult"]["topCandidates"][0]["candidates"]
+        except (KeyError, IndexError, TypeError):
+            top = None
+        if not top:
+            raise NotSupportedByProvider(
+                f"gemini model {self.model!r} returned no logprobsResult; next-token distribution unavailable"
+            )
+        return _distribution([(c.get("token", ""), c.get("logProbability")) for c in top], k)
+
+
+def _distribution(pairs: list[tuple[str, Any]], k: int) -> TokenDistribution:
+    """Provider top-k (token, logprob) pairs -> a sorted, de-duplicated TokenDistribution."""
+    best: dict[str, float] = {}
+    for tok, lp in pairs:
+        if lp is None:
+            continue
+        lp = float(lp)
+        if tok not in best or lp > best[tok]:
+            best[tok] = lp
+    if not best:
+        raise NotSupportedByProvider("provider returned top-logprob entries without log-probabilities")
+    items = sorted(best.items(), key=lambda t: -t[1])[:k]
+    return TokenDistribution(
+        tokens=tuple(t for t, _ in items),
+        logprobs=np.array([lp for _, lp in items], dtype=np.float64),
+        complete=False,
+        token_ids=None,
+    )

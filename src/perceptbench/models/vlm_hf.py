@@ -1,0 +1,320 @@
+"""Local Hugging Face VLMs through transformers' generic image-text-to-text classes.
+
+:class:`HFVLM` implements :class:`perceptbench.models.base.VLM` with
+``AutoProcessor`` + ``AutoModelForImageTextToText`` and the processor's own chat
+template (images first, then the text, in one user turn; several images allowed).
+Decoding is greedy (argmax, no sampling, one beam, no repetition penalty), capped at 40
+new tokens by default (seed 000 appendix D.4), batched with left padding under
+``torch.inference_mode()``.  Tested on the LLaVA, Idefics3/SmolVLM and Qwen2-VL families
+(``tests/test_vlm_hf.py``, on tiny random models from
+:mod:`perceptbench.testing.tiny_vlm`).
+
+torch and transformers are imported when an :class:`HFVLM` is constructed, not when
+this module is imported.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+from PIL import Image
+
+from .base import ModelLoadError, TokenDistribution, VLMRequest
+
+__all__ = ["HFVLM", "local_weights_sha256"]
+
+_WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth", ".gguf")
+
+
+def local_weights_sha256(directory: str | os.PathLike) -> str:
+    """sha256 (hex) over a local model directory's weight files.
+
+    Hashes, in sorted path order, each weight file's relative path and bytes
+    (``*.safetensors``, ``*.bin``, ``*.pt``, ``*.pth``, ``*.gguf``; sub-directories
+    included).  Raises ``ModelLoadError`` if the directory holds no weight file.
+    """
+    root = Path(directory)
+    files = sorted(p for p in root.rglob("*") if p.is_file() and p.name.endswith(_WEIGHT_SUFFIXES))
+    if not files:
+        raise ModelLoadError(f"no weight files (*.safetensors, *.bin ...) in {root}")
+    h = hashlib.sha256()
+    for p in files:
+        h.update(p.relative_to(root).as_posix().encode())
+        h.update(b"\0")
+        with open(p, "rb") as f:
+            for chunk in iter(lambda: f.read(1 << 20), b""):
+                h.update(chunk)
+    return h.hexdigest()
+
+
+def _transformers_at_least(major: int, minor: int) -> bool:
+    import transformers
+
+    parts = transformers.__version__.split(".")
+    try:
+        return (int(parts[0]), int(parts[1])) >= (major, minor)
+    except (ValueError, IndexError):
+        return True
+
+
+def _torch_dtype(dtype: Any):
+    import torch
+
+    if dtype is None:
+        return torch.float32
+    if isinstance(dtype, torch.dtype):
+        return dtype
+    try:
+        return {"float32": torch.float32, "fp32": torch.float32, "float16": torch.float16,
+                "fp16": torch.float16, "bfloat16": torch.bfloat16, "bf16": torch.bfloat16}[str(dtype)]
+    except KeyError:
+        raise ValueError(f"unsupported dtype {dtype!r}") from None
+
+
+class HFVLM:
+    """A local transformers VLM answering in free text (family ``"vlm"``).
+
+    Parameters
+    ----------
+    model_id_or_dir:
+        A hub id (``"Qwen/Qwen2-VL-2B-Instruct"``) or a local directory holding a saved
+        model + processor; a local directory is accepted wherever a hub id is.  Nothing is
+        downloaded when ``HF_HUB_OFFLINE=1``.
+    name:
+        Short stable name for trial records (default: the id, or the directory's name).
+    revision:
+        Hub revision (branch, tag or commit); ignored for a local directory.
+    device:
+        torch device string (``"cpu"``, ``"cuda"``, ``"cuda:1"``).
+    dtype:
+        ``None`` (float32), ``"bfloat16"``, ``"float16"`` or a ``torch.dtype``.
+    max_new_tokens:
+        Cap on generated tokens per request (default 40, seed 000 D.4).  A request's own
+        ``VLMRequest.max_new_tokens`` applies when it is smaller.
+
+    Attributes
+    ----------
+    model_version:
+        ``"<hub id>@<commit sha>"`` for a hub model (the commit the files were resolved
+        to), or ``"<absolute dir>@sha256:<first 16 hex of local_weights_sha256>"`` for a
+        local directory.
+    generation_settings:
+        JSON-able dict of everything besides weights and inputs that changes an answer:
+        decoding, max_new_tokens, dtype, device type and the chat template's sha256.
+
+    Raises
+    ------
+    ModelLoadError
+        transformers/torch missing, an unknown id, a hub id not in the local cache while
+        offline, or a directory without a loadable model/processor.
+    """
+
+    family = "vlm"
+    supports_multi_image = True
+
+    def __init__(
+        self,
+        model_id_or_dir: str | os.PathLike,
+        name: str | None = None,
+        revision: str | None = None,
+        device: str = "cpu",
+        dtype: Any = None,
+        max_new_tokens: int = 40,
+    ) -> None:
+        try:
+            import torch
+            from transformers import AutoModelForImageTextToText, AutoProcessor
+        except ImportError as e:  # pragma: no cover - depends on the install
+            raise ModelLoadError(
+                f"HFVLM needs torch and transformers (pip install 'perceptbench[models]'): {e}"
+            ) from e
+        self._torch = torch
+        ref = str(model_id_or_dir)
+        local = Path(ref).expanduser()
+        self.is_local = local.is_dir()
+        self.model_id = str(local.resolve()) if self.is_local else ref
+        self.name = name or (local.resolve().name if self.is_local else ref)
+        self.device = str(device)
+        self.dtype = _torch_dtype(dtype)
+        if int(max_new_tokens) < 1:
+            raise ValueError("max_new_tokens must be >= 1")
+        self.max_new_tokens = int(max_new_tokens)
+        kw = {} if self.is_local else {"revision": revision}
+        try:
+            self.processor = AutoProcessor.from_pretrained(self.model_id, **kw)
+            # transformers >= 4.56 names it ``dtype``; older releases ``torch_dtype``
+            dtype_kw = "dtype" if _transformers_at_least(4, 56) else "torch_dtype"
+            self.model = AutoModelForImageTextToText.from_pretrained(self.model_id, **{dtype_kw: self.dtype}, **kw)
+        except (OSError, ValueError, KeyError, ImportError) as e:
+            raise ModelLoadError(f"could not load VLM {ref!r}: {type(e).__name__}: {e}") from e
+        self.model.to(self.device).eval()
+        tok = getattr(self.processor, "tokenizer", None)
+        if tok is None:
+            raise ModelLoadError(f"processor of {ref!r} has no tokenizer")
+        self.tokenizer = tok
+        tok.padding_side = "left"
+        if tok.pad_token_id is None:
+            tok.pad_token = tok.eos_token
+        if self.is_local:
+            self.model_version = f"{self.model_id}@sha256:{local_weights_sha256(self.model_id)[:16]}"
+        else:
+            commit = getattr(self.model.config, "_commit_hash", None) or revision or "unresolved"
+            self.model_version = f"{self.model_id}@{commit}"
+        template = getattr(self.processor, "chat_template", None) or getattr(tok, "chat_template", None)
+        if not template:
+            raise ModelLoadError(f"{ref!r} has no chat template (processor or tokenizer)")
+        if isinstance(template, dict):  # several named templates
+            template = template.get("default") or next(iter(template.values()))
+        self._chat_template_sha = hashlib.sha256(str(template).encode()).hexdigest()[:16]
+        self._eos_ids = self._collect_eos_ids()
+        self.generation_settings = {
+            "decoding": "greedy",
+            "do_sample": False,
+            "num_beams": 1,
+            "temperature": 0.0,
+            "repetition_penalty": 1.0,
+            "max_new_tokens": self.max_new_tokens,
+            "dtype": str(self.dtype).replace("torch.", ""),
+            "device_type": self._torch.device(self.device).type,
+            "chat_template_sha256": self._chat_template_sha,
+        }
+
+    def __repr__(self) -> str:
+        return f"HFVLM(name={self.name!r}, model_version={self.model_version!r})"
+
+    # ------------------------------------------------------------------ helpers
+    def _collect_eos_ids(self) -> set[int]:
+        ids: set[int] = set()
+        for src in (self.model.generation_config.eos_token_id, self.tokenizer.eos_token_id):
+            if src is None:
+                continue
+            ids.update([src] if isinstance(src, int) else list(src))
+        return ids
+
+    def _chat_text(self, n_images: int, prompt: str) -> str:
+        content = [{"type": "image"} for _ in range(n_images)] + [{"type": "text", "text": prompt}]
+        messages = [{"role": "user", "content": content}]
+        return self.processor.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
+
+    def _encode(self, requests: Sequence[VLMRequest]):
+        texts = [self._chat_text(len(r.images), r.prompt) for r in requests]
+        kwargs: dict[str, Any] = {"text": texts, "padding": True, "return_tensors": "pt"}
+        if any(r.images for r in requests):
+            kwargs["images"] = [[_rgb(im) for im in r.images] for r in requests]
+        inputs = self.processor(**kwargs)
+        inputs.pop("token_type_ids", None)
+        return inputs.to(self.device)
+
+    @staticmethod
+    def _groups(requests: Sequence[VLMRequest], batch_size: int) -> list[list[int]]:
+        """Index batches of at most ``batch_size``; requests with and without images are
+        never mixed in one batch (processors reject such batches)."""
+        out: list[list[int]] = []
+        for with_images in (True, False):
+            idx = [i for i, r in enumerate(requests) if bool(r.images) == with_images]
+            out += [idx[i : i + batch_size] for i in range(0, len(idx), batch_size)]
+        return out
+
+    def _greedy_kwargs(self, max_new: int) -> dict:
+        return dict(
+            max_new_tokens=max_new,
+            do_sample=False,
+            num_beams=1,
+            repetition_penalty=1.0,
+            temperature=None,
+            top_p=None,
+            top_k=None,
+            pad_token_id=self.tokenizer.pad_token_id,
+        )
+
+    # --------------------------------------------------------------- interface
+    def generate_ids(self, requests: Sequence[VLMRequest], batch_size: int = 8) -> list[list[int]]:
+        """Greedy generated token ids per request (eos and everything after it removed).
+
+        Returns one list of ints per request, in order, each at most
+        ``min(request.max_new_tokens, self.max_new_tokens)`` long.
+        """
+        if batch_size < 1:
+            raise ValueError("batch_size must be >= 1")
+        results: list[list[int] | None] = [None] * len(requests)
+        for group in self._groups(requests, batch_size):
+            batch = [requests[i] for i in group]
+            limits = [max(1, min(int(r.max_new_tokens), self.max_new_tokens)) for r in batch]
+            inputs = self._encode(batch)
+            with self._torch.inference_mode():
+                out = self.model.generate(**inputs, **self._greedy_kwargs(max(limits)))
+            new = out[:, inputs["input_ids"].shape[1]:].tolist()
+            for row, i, lim in zip(new, group, limits):
+                ids: list[int] = []
+                for t in row[:lim]:
+                    if t in self._eos_ids:
+                        break
+                    ids.append(t)
+                # left padding only: after eos generate pads with pad_token_id; those
+                # come after the eos we stop at.
+                results[i] = ids
+        return [r if r is not None else [] for r in results]
+
+    def generate(self, requests: Sequence[VLMRequest], batch_size: int = 8) -> list[str]:
+        """Greedy answers, one decoded string per request, in order.
+
+        ``batch_size`` only affects speed: answers are identical at batch size 1 and 8
+        (left padding + attention mask; tested).  Special tokens are dropped from the text.
+        """
+        ids = self.generate_ids(requests, batch_size=batch_size)
+        return [self.tokenizer.decode(x, skip_special_tokens=True) for x in ids]
+
+    def first_token_logits(self, requests: Sequence[VLMRequest], batch_size: int = 8) -> np.ndarray:
+        """Logits of the first generated position, shape ``(n, vocab)``, float32.
+
+        ``vocab`` is the model's output dimension (may exceed the tokenizer's length for
+        padded vocabularies).  Computed with the same left-padded batches as ``generate``.
+        """
+        rows: list[np.ndarray | None] = [None] * len(requests)
+        for group in self._groups(requests, batch_size):
+            inputs = self._encode([requests[i] for i in group])
+            with self._torch.inference_mode():
+                logits = self.model(**inputs).logits[:, -1, :].float().cpu().numpy()
+            for k, i in enumerate(group):
+                rows[i] = logits[k]
+        return np.stack(rows).astype(np.float32) if rows else np.zeros((0, 0), np.float32)
+
+    def next_token_distribution(
+        self, image: Image.Image | Sequence[Image.Image] | None, prompt: str, top_k: int | None = None
+    ) -> TokenDistribution:
+        """Softmax over the full vocabulary at the first generated position.
+
+        ``image``: one PIL image (or a sequence of them, or None), attached before the
+        prompt as in ``generate``.  Returns log-probabilities (nats, float64, computed
+        with ``log_softmax`` in float64) sorted descending; ``top_k=None`` gives every
+        vocabulary entry (``complete=True``, probabilities sum to 1), ``top_k=k`` the k
+        most probable (``complete=False`` unless k covers the vocabulary).  ``tokens`` are
+        each id decoded on its own (special tokens kept); ``token_ids`` the ids.
+        """
+        imgs: tuple = () if image is None else (tuple(image) if isinstance(image, (list, tuple)) else (image,))
+        logits = self.first_token_logits([VLMRequest(images=imgs, prompt=prompt)], batch_size=1)[0]
+        lp = logits.astype(np.float64)
+        lp = lp - lp.max()
+        lp = lp - np.log(np.exp(lp).sum())
+        order = np.argsort(-lp, kind="stable")
+        V = lp.shape[0]
+        if top_k is not None:
+            if top_k < 1:
+                raise ValueError("top_k must be >= 1 or None")
+            order = order[: min(int(top_k), V)]
+        ids = [int(i) for i in order]
+        tokens = tuple(self.tokenizer.batch_decode([[i] for i in ids], skip_special_tokens=False))
+        return TokenDistribution(
+            tokens=tokens,
+            logprobs=lp[order],
+            complete=len(ids) == V,
+            token_ids=tuple(ids),
+        )
+
+
+def _rgb(im: Image.Image) -> Image.Image:
+    return im if im.mode == "RGB" else im.convert("RGB")

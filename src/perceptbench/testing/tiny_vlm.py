@@ -1,0 +1,318 @@
+"""Builders for tiny randomly initialised VLMs saved to a local directory (fully offline).
+
+Each ``build_tiny_*`` function builds a model of one family from config objects with a
+fixed torch seed, a byte-level BPE tokenizer trained in process with the ``tokenizers``
+library (no download), a short Jinja chat template and the family's processor, then
+``save_pretrained``-s model + processor into ``directory`` and returns the path.  The
+directory loads back with ``AutoProcessor.from_pretrained`` and
+``AutoModelForImageTextToText.from_pretrained`` (so ``HFVLM`` and ``transformers serve``
+accept it like a hub id).
+
+The models are a few hundred thousand parameters (hidden size 64, 2 text layers, 1-2
+vision layers, 64x64 pixel input): they run a 40-token greedy generation in well under a
+second on one CPU core.  Their answers are meaningless but deterministic and depend on
+the image and the prompt, which is what the adapter tests need.
+
+Configuration details that must hold for these families to run (transformers 5.x):
+
+* LLaVA: processor ``patch_size`` equal to the vision tower's patch size,
+  ``num_additional_image_tokens=1`` (the CLS token) and
+  ``vision_feature_select_strategy="default"`` (drops CLS) in both processor and config.
+* Idefics3: ``image_seq_len = (image_size / patch_size)**2 / scale_factor**2`` and the image
+  processor's ``max_image_size`` equal to the vision tower's ``image_size``; no splitting.
+* Qwen2-VL: ``rope_parameters`` with ``mrope_section`` summing to ``head_dim / 2`` and a
+  video processor object in the processor.
+
+Requires ``torch``, ``transformers>=5`` and ``tokenizers`` (Idefics3's processor also
+imports nothing extra; SmolVLM's would need ``num2words``).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+__all__ = [
+    "FAMILIES",
+    "build_tiny_vlm",
+    "build_tiny_llava",
+    "build_tiny_idefics3",
+    "build_tiny_qwen2_vl",
+    "train_tiny_tokenizer",
+]
+
+FAMILIES = ("llava", "idefics3", "qwen2_vl")
+
+_HIDDEN = 64
+_HEADS = 4
+_IMAGE = 64
+
+# Special tokens used by the three families' processors.
+_SPECIAL = [
+    "<|pad|>", "<|bos|>", "<|im_start|>", "<|im_end|>",
+    # LLaVA / Idefics3
+    "<image>", "<fake_token_around_image>", "<global-img>", "<end_of_utterance>",
+    # Qwen2-VL
+    "<|vision_start|>", "<|vision_end|>", "<|image_pad|>", "<|video_pad|>",
+] + [f"<row_{i + 1}_col_{j + 1}>" for i in range(6) for j in range(6)]
+
+_CORPUS = [
+    "How many distinct color series (groups of same-colored points) are in this scatterplot? "
+    "Answer with a single integer.",
+    "Three colored chart marks are shown, numbered 1, 2 and 3. Which one is the odd one out "
+    "(least similar in color to the other two)? Answer 1, 2, or 3.",
+    "Three objects are shown, numbered 1, 2 and 3. Which one is the odd one out "
+    "(least similar to the other two)? Answer 1, 2, or 3.",
+    "What object is shown in this black silhouette? Choose exactly one: airplane, bear, "
+    "bicycle, bird, boat, bottle, car, cat, chair, clock, dog, elephant, keyboard, knife, "
+    "oven, truck.",
+    "The odd one out is 2. I think it's number three. There are 12 series. One. Two. Three.",
+    "0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20",
+    "The answer is the red one, the blue one, the green one, orange, purple, brown, pink, gray.",
+    "One object is different in color, orientation, size, focus, shape, location, pattern "
+    "compared to the others.",
+]
+
+
+def _chat_template(image_placeholder: str) -> str:
+    """A ChatML-style Jinja template; images are rendered where they appear in content."""
+    return (
+        "{% for message in messages %}<|im_start|>{{ message['role'] }}\n"
+        "{% if message['content'] is string %}{{ message['content'] }}"
+        "{% else %}{% for c in message['content'] %}"
+        "{% if c['type'] == 'image' or c['type'] == 'image_url' %}" + image_placeholder +
+        "{% elif c['type'] == 'text' %}{{ c['text'] }}{% endif %}"
+        "{% endfor %}{% endif %}<|im_end|>\n{% endfor %}"
+        "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+    )
+
+
+def train_tiny_tokenizer(vocab_size: int = 512, extra_special_tokens: dict | None = None):
+    """Train a byte-level BPE tokenizer in process and wrap it for transformers.
+
+    Returns a ``transformers`` fast tokenizer (``PreTrainedTokenizerFast``) with
+    ``<|bos|>``/``<|im_end|>``/``<|pad|>`` as bos/eos/pad, left padding, and every special
+    token the three families' processors look up.  ``extra_special_tokens`` names the
+    family's placeholder tokens (default ``{"image_token": "<image>"}``).  Deterministic: the corpus is fixed and
+    BPE training in ``tokenizers`` breaks ties deterministically.
+    """
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(
+        vocab_size=vocab_size,
+        special_tokens=list(_SPECIAL),
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        show_progress=False,
+    )
+    tok.train_from_iterator(_CORPUS * 4, trainer=trainer)
+    fast = PreTrainedTokenizerFast(
+        tokenizer_object=tok,
+        bos_token="<|bos|>",
+        eos_token="<|im_end|>",
+        pad_token="<|pad|>",
+        padding_side="left",
+        extra_special_tokens=extra_special_tokens or {"image_token": "<image>"},
+    )
+    fast.add_special_tokens({"additional_special_tokens": [t for t in _SPECIAL if t not in ("<|pad|>", "<|bos|>", "<|im_end|>")]})
+    return fast
+
+
+def _seed(seed: int) -> None:
+    import torch
+
+    torch.manual_seed(seed)
+
+
+def _finish(model, processor, directory: str | os.PathLike, tokenizer) -> Path:
+    import torch
+
+    d = Path(directory)
+    d.mkdir(parents=True, exist_ok=True)
+    model.generation_config.pad_token_id = tokenizer.pad_token_id
+    model.generation_config.eos_token_id = tokenizer.eos_token_id
+    model.generation_config.bos_token_id = tokenizer.bos_token_id
+    model.generation_config.do_sample = False
+    model = model.to(torch.float32).eval()
+    model.save_pretrained(d)
+    processor.save_pretrained(d)
+    return d
+
+
+def _text_config_kwargs(tokenizer, init_range: float) -> dict:
+    return dict(
+        vocab_size=len(tokenizer),
+        hidden_size=_HIDDEN,
+        intermediate_size=128,
+        num_hidden_layers=2,
+        num_attention_heads=_HEADS,
+        num_key_value_heads=2,
+        max_position_embeddings=512,
+        initializer_range=init_range,
+        pad_token_id=tokenizer.pad_token_id,
+        bos_token_id=tokenizer.bos_token_id,
+        eos_token_id=tokenizer.eos_token_id,
+    )
+
+
+def build_tiny_llava(directory: str | os.PathLike, seed: int = 0, init_range: float = 0.2) -> Path:
+    """Tiny LLaVA (CLIP vision tower 64x64 px, patch 16 -> 16 image tokens; Llama text model).
+
+    ``init_range`` is the std of the random weights: larger than the usual 0.02 so that
+    greedy answers depend visibly on the image and prompt.  Returns the directory path.
+    """
+    from transformers import (
+        CLIPImageProcessor,
+        CLIPVisionConfig,
+        LlamaConfig,
+        LlavaConfig,
+        LlavaForConditionalGeneration,
+        LlavaProcessor,
+    )
+
+    tokenizer = train_tiny_tokenizer()
+    patch = 16
+    vision = CLIPVisionConfig(
+        hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=2,
+        image_size=_IMAGE, patch_size=patch, projection_dim=32, initializer_range=init_range,
+    )
+    text = LlamaConfig(**_text_config_kwargs(tokenizer, init_range))
+    cfg = LlavaConfig(
+        vision_config=vision,
+        text_config=text,
+        image_token_index=tokenizer.convert_tokens_to_ids("<image>"),
+        image_seq_length=(_IMAGE // patch) ** 2,
+        vision_feature_select_strategy="default",
+        vision_feature_layer=-1,
+    )
+    _seed(seed)
+    model = LlavaForConditionalGeneration(cfg)
+    image_processor = CLIPImageProcessor(
+        size={"shortest_edge": _IMAGE}, crop_size={"height": _IMAGE, "width": _IMAGE},
+    )
+    processor = LlavaProcessor(
+        image_processor=image_processor,
+        tokenizer=tokenizer,
+        patch_size=patch,
+        vision_feature_select_strategy="default",
+        num_additional_image_tokens=1,
+        chat_template=_chat_template("<image>"),
+    )
+    return _finish(model, processor, directory, tokenizer)
+
+
+def build_tiny_idefics3(directory: str | os.PathLike, seed: int = 0, init_range: float = 0.2) -> Path:
+    """Tiny Idefics3 (SmolVLM architecture): 64x64 px, patch 16, scale factor 2 -> 4 image
+    tokens per image (plus wrapper tokens); Llama text model.  Returns the directory path."""
+    from transformers import (
+        Idefics3Config,
+        Idefics3ForConditionalGeneration,
+        Idefics3ImageProcessor,
+        Idefics3Processor,
+        Idefics3VisionConfig,
+        LlamaConfig,
+    )
+
+    tokenizer = train_tiny_tokenizer()
+    patch, scale = 16, 2
+    vision = Idefics3VisionConfig(
+        hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=2,
+        image_size=_IMAGE, patch_size=patch, initializer_range=init_range,
+    )
+    text = LlamaConfig(**_text_config_kwargs(tokenizer, init_range))
+    cfg = Idefics3Config(
+        vision_config=vision,
+        text_config=text,
+        image_token_id=tokenizer.convert_tokens_to_ids("<image>"),
+        scale_factor=scale,
+    )
+    _seed(seed)
+    model = Idefics3ForConditionalGeneration(cfg)
+    image_processor = Idefics3ImageProcessor(
+        do_image_splitting=False,
+        size={"longest_edge": _IMAGE},
+        max_image_size={"longest_edge": _IMAGE},
+    )
+    processor = Idefics3Processor(
+        image_processor=image_processor,
+        tokenizer=tokenizer,
+        image_seq_len=((_IMAGE // patch) ** 2) // (scale**2),
+        chat_template=_chat_template("<image>"),
+    )
+    return _finish(model, processor, directory, tokenizer)
+
+
+def build_tiny_qwen2_vl(directory: str | os.PathLike, seed: int = 0, init_range: float = 0.2) -> Path:
+    """Tiny Qwen2-VL: 64x64 px images, patch 8, merge 2 -> 16 image tokens; M-RoPE with
+    ``mrope_section=[2, 3, 3]`` (sums to head_dim/2 = 8).  Returns the directory path."""
+    from transformers import (
+        Qwen2VLConfig,
+        Qwen2VLForConditionalGeneration,
+        Qwen2VLImageProcessor,
+        Qwen2VLProcessor,
+        Qwen2VLVideoProcessor,
+    )
+
+    tokenizer = train_tiny_tokenizer(
+        extra_special_tokens={"image_token": "<|image_pad|>", "video_token": "<|video_pad|>"}
+    )
+    patch, merge = 8, 2
+    head_dim = _HIDDEN // _HEADS
+    text = dict(
+        _text_config_kwargs(tokenizer, init_range),
+        rope_parameters={"rope_type": "default", "rope_theta": 10000.0, "mrope_section": [2, 3, 3]},
+    )
+    assert sum(text["rope_parameters"]["mrope_section"]) == head_dim // 2
+    vision = dict(
+        depth=2, embed_dim=32, hidden_size=_HIDDEN, num_heads=2, mlp_ratio=2,
+        patch_size=patch, spatial_merge_size=merge, temporal_patch_size=2,
+        initializer_range=init_range,
+    )
+    cfg = Qwen2VLConfig(
+        text_config=text,
+        vision_config=vision,
+        image_token_id=tokenizer.convert_tokens_to_ids("<|image_pad|>"),
+        video_token_id=tokenizer.convert_tokens_to_ids("<|video_pad|>"),
+        vision_start_token_id=tokenizer.convert_tokens_to_ids("<|vision_start|>"),
+        vision_end_token_id=tokenizer.convert_tokens_to_ids("<|vision_end|>"),
+    )
+    _seed(seed)
+    model = Qwen2VLForConditionalGeneration(cfg)
+    pixels = _IMAGE * _IMAGE
+    image_processor = Qwen2VLImageProcessor(
+        patch_size=patch, merge_size=merge, temporal_patch_size=2,
+        min_pixels=pixels, max_pixels=pixels,
+    )
+    video_processor = Qwen2VLVideoProcessor(
+        patch_size=patch, merge_size=merge, temporal_patch_size=2,
+        min_pixels=pixels, max_pixels=pixels,
+    )
+    processor = Qwen2VLProcessor(
+        image_processor=image_processor,
+        tokenizer=tokenizer,
+        video_processor=video_processor,
+        chat_template=_chat_template("<|vision_start|><|image_pad|><|vision_end|>"),
+    )
+    return _finish(model, processor, directory, tokenizer)
+
+
+_BUILDERS = {
+    "llava": build_tiny_llava,
+    "idefics3": build_tiny_idefics3,
+    "qwen2_vl": build_tiny_qwen2_vl,
+}
+
+
+def build_tiny_vlm(family: str, directory: str | os.PathLike, seed: int = 0) -> Path:
+    """Build the tiny model of ``family`` (one of :data:`FAMILIES`) into ``directory``.
+
+    Raises ``ValueError`` for an unknown family.
+    """
+    try:
+        builder = _BUILDERS[family]
+    except KeyError:
+        raise ValueError(f"unknown family {family!r}; expected one of {FAMILIES}") from None
+    return builder(directory, seed=seed)
