@@ -40,22 +40,23 @@ def run_vlm_task(task: Task, vlm, store: RecordStore, pending: list[Stimulus], s
     from .models.response_cache import CachedVLM, ResponseCache
 
     cached = vlm if isinstance(vlm, CachedVLM) else CachedVLM(vlm, ResponseCache(response_cache_dir()))
-    inner = cached.vlm if hasattr(cached, "vlm") else vlm
+    inner = cached.inner
     written = 0
     for i in range(0, len(pending), batch_size):
         chunk = pending[i:i + batch_size]
         images = [s.render() for s in chunk]
+        hashes = [image_sha256(im) for im in images]
         reqs = [VLMRequest((im,), task.prompt_text) for im in images]
-        texts = cached.generate(reqs, batch_size=batch_size)
+        texts = cached.generate(reqs, batch_size=batch_size, image_sha256s=[[h] for h in hashes])
         recs = []
-        for s, im, text in zip(chunk, images, texts):
+        for s, h, text in zip(chunk, hashes, texts):
             pr = parse_answer(task, text)
             recs.append(make_record(
                 task, stimulus_id=s.stimulus_id, model=inner.name, model_family=inner.family,
                 readout="vlm_prompt", response=pr.response, ground_truth=s.ground_truth,
                 manipulated_value=s.manipulated_value, raw_output=text, prompt_id=task.prompt_id,
                 prompt_hash=task.prompt_hash, model_version=inner.model_version, seed=seed, run_id=run_id,
-                stimulus_sha256=image_sha256(im), split=s.split,
+                stimulus_sha256=h, split=s.split,
                 settings=dict(inner.generation_settings),
                 parse={"rule": pr.rule, "ambiguous": pr.ambiguous, "mode": "default"}, **s.meta))
         written += store.append(recs)

@@ -115,7 +115,7 @@ def load_model(arg: str):
         return _cls("perceptbench.models.encoders_openclip:OpenCLIPEncoder")(arch, pretrained or None, name=short)
     if spec.kind == "openai":
         return _cls("perceptbench.models.api:OpenAICompatibleVLM")(
-            "https://api.openai.com/v1", spec.ref, name=short)
+            "https://api.openai.com/v1", spec.ref, name=short, require_key=True)
     if spec.kind == "openai-compatible":
         url, sep, model = spec.ref.partition("#")
         if not sep or not model:

@@ -1,0 +1,108 @@
+"""A local VLM answers the battery through the prompt readout: verbatim prompt, rule parser,
+null responses recorded, answers cached by content (seed 000 §2.2, appendix B)."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+pytest.importorskip("transformers", reason="model extra not installed")
+
+from perceptbench.models.registry import load_model
+from perceptbench.records import read_records
+from perceptbench.runner import RunConfig, run
+from perceptbench.scoring import score_file
+from perceptbench.tasks import get_task
+from perceptbench.testing.tiny_vlm import build_tiny_vlm
+
+
+@pytest.fixture(scope="module")
+def tiny_llava(tmp_path_factory):
+    return build_tiny_vlm("llava", tmp_path_factory.mktemp("vlm") / "tiny-llava")
+
+
+def test_cli_run_tiny_vlm_mark_color(tiny_llava, tmp_path):
+    out = tmp_path / "run"
+    env = {**os.environ, "PERCEPTBENCH_RESPONSE_CACHE": str(tmp_path / "cache"), "COLUMNS": "200"}
+    p = subprocess.run([sys.executable, "-m", "perceptbench.cli", "run", "--model", f"hf:{tiny_llava}",
+                        "--task", "similarity.chart.mark_color", "--out", str(out), "--no-progress",
+                        "--batch-size", "8"], capture_output=True, text=True, env=env)
+    assert p.returncode == 0, p.stdout + p.stderr
+    task = get_task("similarity.chart.mark_color")
+    recs = [r for r in read_records(out / "records.jsonl", allow_torn_tail=False) if r.model == "tiny-llava"]
+    assert len(recs) == 120
+    for r in recs:
+        assert r.readout == "vlm_prompt" and r.model_family == "vlm"
+        assert r.prompt_id == "similarity.chart.mark_color.v1" and r.prompt_hash == task.prompt_hash
+        assert isinstance(r.raw_output, str)
+        assert r.response in (None, 1, 2, 3)
+        assert r.run_meta.model_extra["parse"]["mode"] == "default"
+        assert r.run_meta.model_extra["settings"]["max_new_tokens"] == 40
+        assert r.run_meta.model_version.startswith(str(tiny_llava))
+    n_null = sum(r.response is None for r in recs)
+    rows = {(r.model, r.metric): r for r in score_file(out / "records.jsonl")}
+    assert rows[("tiny-llava", "null_rate")].n_null == n_null
+    assert ("tiny-llava", "n_ambiguous") in rows
+
+
+class CountingVLM:
+    """Wraps a VLM and counts requests that reach the model."""
+
+    def __init__(self, vlm):
+        self.vlm, self.calls = vlm, 0
+        for a in ("name", "model_version", "family", "supports_multi_image", "generation_settings"):
+            setattr(self, a, getattr(vlm, a))
+
+    def generate(self, requests, batch_size=8):
+        self.calls += len(requests)
+        return self.vlm.generate(requests, batch_size=batch_size)
+
+
+def test_cache_rerun_makes_zero_model_calls(tiny_llava, tmp_path, monkeypatch):
+    monkeypatch.setenv("PERCEPTBENCH_RESPONSE_CACHE", str(tmp_path / "cache"))
+    wrapped = CountingVLM(load_model(f"hf:{tiny_llava}"))
+    cfg = RunConfig(out=tmp_path / "run", tasks=["closure.nat.silhouette"], models=[f"hf:{tiny_llava}"],
+                    batch_size=8)
+    run(cfg, progress=False, load_model=lambda _a: wrapped)
+    assert wrapped.calls == 80
+    first = (tmp_path / "run" / "records.jsonl").read_text().splitlines()
+    (tmp_path / "run" / "records.jsonl").unlink()
+    run(cfg, progress=False, load_model=lambda _a: wrapped)
+    assert wrapped.calls == 80  # every answer came from the cache
+    second = (tmp_path / "run" / "records.jsonl").read_text().splitlines()
+
+    def strip(lines):
+        out = []
+        for ln in lines:
+            d = json.loads(ln)
+            d["run_meta"].pop("run_id")
+            out.append(d)
+        return out
+
+    assert strip(first) == strip(second)
+
+
+def test_strict_parser_mode_nulls_ambiguous_answers(tmp_path):
+    from perceptbench.records import TrialRecord
+    from perceptbench.scoring import score_records
+    from perceptbench.tasks.base import make_record
+    from perceptbench.vlm_runner import parse_answer
+
+    task = get_task("similarity.chart.mark_color")
+    stims = task.stimuli(0)[:4]
+    answers = ["1 or 2", "The odd one out is 3.", "", "not 1, it's 3"]
+    recs = []
+    for s, text in zip(stims, answers):
+        pr = parse_answer(task, text)
+        recs.append(make_record(task, stimulus_id=s.stimulus_id, model="m", model_family="api", readout="vlm_prompt",
+                                response=pr.response, ground_truth=s.ground_truth, manipulated_value=None,
+                                raw_output=text, prompt_id=task.prompt_id, prompt_hash=task.prompt_hash,
+                                model_version="x", seed=0, run_id="r",
+                                parse={"rule": pr.rule, "ambiguous": pr.ambiguous, "mode": "default"}))
+    assert [r.response for r in recs] == [1, 3, None, 1]
+    d = {r.metric: r for r in score_records(recs, parser_mode="default")}
+    s = {r.metric: r for r in score_records(recs, parser_mode="strict")}
+    assert d["n_ambiguous"].value == 2 and d["null_rate"].value == 0.25
+    assert s["null_rate"].value == 0.75
