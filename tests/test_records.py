@@ -92,3 +92,25 @@ def test_second_writer_is_refused(tmp_path):
     with RecordStore(p):
         with pytest.raises(RuntimeError, match="another perceptbench process"):
             RecordStore(p)
+
+
+def test_types_are_strict():
+    d = json.loads(json.dumps(SEED_EXAMPLE))
+    d["correct"] = "yes"
+    with pytest.raises(RecordError, match="correct"):
+        parse_record_line(json.dumps(d))
+    d = json.loads(json.dumps(SEED_EXAMPLE))
+    d["rep"] = "0"
+    with pytest.raises(RecordError, match="rep"):
+        parse_record_line(json.dumps(d))
+
+
+def test_validate_file_lists_every_problem(tmp_path):
+    from perceptbench.records import validate_file
+
+    p = tmp_path / "r.jsonl"
+    good = [rec(x).to_json_line() for x in "abcd"]
+    p.write_text("\n".join([good[0], "{bad", good[1], good[1], '{"a": 1}', good[2]]) + "\n" + good[3][:20])
+    n_ok, errors = validate_file(p)
+    assert n_ok == 3
+    assert [e.split(":")[1] for e in errors] == ["2", "4", "5", "7"]

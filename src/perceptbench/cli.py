@@ -20,9 +20,10 @@ app.add_typer(sources_app, name="sources")
 console = Console(width=None if sys.stdout.isatty() else 150)
 
 HEADLINE = {"accuracy", "B", "kappa_aggregate", "kappa_pairwise", "position_floor", "capacity_k", "replicates",
-            "null_rate", "ceiling_kappa_pairwise_mean@test", "ceiling_kappa_loo_mean@test",
-            "ceiling_kappa_pairwise_mean@all", "ceiling_kappa_loo_mean@all", "observer_accuracy_mean@all",
-            "n_differ_min", "n_differ_max"}
+            "capacity_in_band_prob", "null_rate", "n_ambiguous",
+            "ceiling_kappa_pairwise_mean@test", "ceiling_kappa_loo_mean@test", "observer_accuracy_mean@test",
+            "observer_B_mean@test", "ceiling_kappa_pairwise_mean@all", "ceiling_kappa_loo_mean@all",
+            "observer_accuracy_mean@all", "n_differ_min", "n_differ_max"}
 
 
 def _print_scores(rows, all_rows: bool = False) -> None:
@@ -30,19 +31,29 @@ def _print_scores(rows, all_rows: bool = False) -> None:
     cols = ("task", "model", "metric", "value", "CI", "n", "null") + (("note",) if all_rows else ())
     for c in cols:
         t.add_column(c, overflow="fold")
+    shown = 0
     for r in rows:
         if not all_rows and r.metric not in HEADLINE:
             continue
         if not all_rows and r.model.startswith("human:") and r.model not in ("human:panel", "human:kernels"):
             continue
+        shown += 1
         ci = "" if r.ci_low is None else f"[{r.ci_low:.3f}, {r.ci_high:.3f}]"
-        cells = [r.task_id, r.model, r.metric, f"{r.value:.3f}", ci, str(r.n), str(r.n_null or 0)]
+        val = f"{r.value:.0f}" if float(r.value).is_integer() and (r.metric.startswith("n_") or
+                                                                    r.metric in ("capacity_k", "replicates")) \
+            else f"{r.value:.3f}"
+        cells = [r.task_id, r.model, r.metric, val, ci, str(r.n), str(r.n_null or 0)]
         t.add_row(*(cells + [r.note] if all_rows else cells))
     console.print(t)
+    if shown < len(rows):
+        console.print(f"{len(rows) - shown} more rows in scores.csv (print them with --all-rows); "
+                      "metric definitions: docs/metrics.md")
 
 
-def _fail(msg: str) -> None:
-    console.print(f"[red]error:[/red] {msg}")
+def _fail(msg) -> None:
+    if isinstance(msg, KeyError) and msg.args:
+        msg = msg.args[0]
+    console.print(f"[red]error:[/red] {msg}", highlight=False)
     raise typer.Exit(2)
 
 
@@ -70,7 +81,7 @@ def run(
         summary = do_run(cfg, progress=progress, console=console)
         rows = score_file(out / "records.jsonl")
     except (ValueError, KeyError, ModelLoadError, SourceError, RecordError, RuntimeError) as e:
-        _fail(str(e))
+        _fail(e)
     console.print(f"{summary.run_id}: wrote {summary.written} records, skipped {summary.skipped} finished trials")
     _print_scores(rows, all_rows)
     console.print(f"records: {out / 'records.jsonl'}\nscores:  {out / 'scores.csv'} (+ scores.json)")
@@ -85,13 +96,16 @@ def score(
     all_rows: bool = typer.Option(False, "--all-rows"),
 ) -> None:
     """Recompute scores.csv from trial records alone (imports no torch)."""
-    from .records import RecordError
+    from .records import RecordError, has_torn_tail
     from .scoring import score_file
 
+    if records.exists() and has_torn_tail(records):
+        console.print(f"[yellow]warning:[/yellow] {records}: the last line is a torn write (crash); it is "
+                      "not a complete record and is left out. A rerun of `perceptbench run` removes it.")
     try:
         rows = score_file(records, out, seed, parser)
     except (RecordError, ValueError, KeyError) as e:
-        _fail(str(e))
+        _fail(e)
     _print_scores(rows, all_rows)
     console.print(f"scores: {out or records.with_name('scores.csv')}")
 
@@ -99,13 +113,16 @@ def score(
 @app.command()
 def validate(records: Path = typer.Argument(..., help="records.jsonl")) -> None:
     """Validate a records file against the trial-record schema, field for field."""
-    from .records import RecordError, read_records
+    from .records import validate_file
 
-    try:
-        recs = read_records(records, allow_torn_tail=False)
-    except RecordError as e:
-        _fail(str(e))
-    console.print(f"{records}: {len(recs)} valid records")
+    if not records.exists():
+        _fail(f"{records}: no such records file")
+    n_ok, errors = validate_file(records)
+    for e in errors:
+        console.print(f"[red]{e}[/red]", highlight=False)
+    console.print(f"{records}: {n_ok} valid records, {len(errors)} problem(s)")
+    if errors:
+        raise typer.Exit(2)
 
 
 @app.command()
@@ -159,12 +176,18 @@ def sources_fetch(source: Optional[List[str]] = typer.Argument(None)) -> None:
     """Download (or verify in the mirror) every file of the given sources (default: all)."""
     from .sources import SOURCES, SourceError, fetch_source, get_source
 
+    import os
+
+    from .sources.fetch import MIRROR_ENV, cache_dir
+
+    where = f"in the mirror {os.environ[MIRROR_ENV]} (nothing copied)" if os.environ.get(MIRROR_ENV) \
+        else f"in the cache {cache_dir()}"
     try:
         for sid in source or list(SOURCES):
             paths = fetch_source(get_source(sid))
-            console.print(f"{sid}: {len(paths)} files verified")
+            console.print(f"{sid}: {len(paths)} files present and verified {where}")
     except (SourceError, KeyError) as e:
-        _fail(str(e))
+        _fail(e)
 
 
 @sources_app.command("verify")
@@ -172,15 +195,27 @@ def sources_verify(source: Optional[List[str]] = typer.Argument(None)) -> None:
     """Verify sha256 of every file already present (mirror or cache); downloads nothing."""
     from .sources import SOURCES, SourceError, get_source, resolve
 
+    import os
+
+    from .sources.fetch import MIRROR_ENV, ChecksumError, cache_dir
+
+    where = f"mirror {os.environ[MIRROR_ENV]}" if os.environ.get(MIRROR_ENV) else f"cache {cache_dir()}"
     bad = 0
     for sid in source or list(SOURCES):
-        for sf in get_source(sid).files:
+        files = get_source(sid).files
+        ok = missing = 0
+        for sf in files:
             try:
                 resolve(sf, download=False)
-            except SourceError as e:
+                ok += 1
+            except ChecksumError as e:
                 bad += 1
-                console.print(f"[red]{e}[/red]")
-        console.print(f"{sid}: checked {len(get_source(sid).files)} files")
+                console.print(f"[red]{e}[/red]", highlight=False)
+            except SourceError:
+                missing += 1
+        bad += missing
+        console.print(f"{sid}: {ok}/{len(files)} present and verified in the {where}"
+                      + (f"; {missing} missing (run `perceptbench sources fetch {sid}`)" if missing else ""))
     if bad:
         raise typer.Exit(1)
 

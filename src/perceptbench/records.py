@@ -72,7 +72,7 @@ class RecordError(ValueError):
 class RunMeta(BaseModel):
     """``run_meta``: the seed's three keys are required; more keys are allowed."""
 
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="allow", strict=True)
     model_version: str
     seed: int
     run_id: str
@@ -81,7 +81,7 @@ class RunMeta(BaseModel):
 class TrialRecord(BaseModel):
     """One trial.  Exactly the fields in :data:`SCHEMA_FIELDS`; unknown fields are errors."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
     trial_id: str
     task_id: str
@@ -158,7 +158,7 @@ def parse_record_line(line: str, where: str = "<string>") -> TrialRecord:
     try:
         obj = json.loads(line)
     except json.JSONDecodeError as e:
-        raise RecordError(f"{where}: not valid JSON ({e.msg} at column {e.colno})") from None
+        raise RecordError(f"{where}: not valid JSON ({e.msg}; column {e.colno})") from None
     if not isinstance(obj, dict):
         raise RecordError(f"{where}: a record must be a JSON object")
     missing = [f for f in SCHEMA_FIELDS if f not in obj]
@@ -171,6 +171,48 @@ def parse_record_line(line: str, where: str = "<string>") -> TrialRecord:
         first = e.errors()[0]
         loc = ".".join(str(p) for p in first["loc"]) or "record"
         raise RecordError(f"{where}: field {loc}: {first['msg']}") from None
+
+
+def validate_file(path: str | os.PathLike, max_errors: int = 50) -> tuple[int, list[str]]:
+    """Check every line of a records file; returns (valid record count, error messages).
+
+    Unlike :func:`read_records` it does not stop at the first problem: each bad line,
+    duplicate ``trial_id``, torn final line and mixed ``run_meta.seed`` per task is listed
+    (up to ``max_errors``)."""
+    path = Path(path)
+    data = path.read_bytes()
+    lines = data.split(b"\n")
+    errors: list[str] = []
+    seen: dict[str, int] = {}
+    seeds: dict[str, set[int]] = {}
+    n_ok = 0
+    for lineno, raw in enumerate(lines, start=1):
+        if not raw.strip():
+            continue
+        if lineno == len(lines):
+            errors.append(f"{path}:{lineno}: incomplete final line (torn write)")
+            continue
+        try:
+            rec = parse_record_line(raw.decode("utf-8", errors="replace"), f"{path}:{lineno}")
+        except RecordError as e:
+            errors.append(str(e))
+            continue
+        if rec.trial_id in seen:
+            errors.append(f"{path}:{lineno}: duplicate trial_id {rec.trial_id!r} (first at line {seen[rec.trial_id]})")
+            continue
+        seen[rec.trial_id] = lineno
+        seeds.setdefault(rec.task_id, set()).add(rec.run_meta.seed)
+        n_ok += 1
+    for task, ss in seeds.items():
+        if len(ss) > 1:
+            errors.append(f"{path}: task {task} mixes run_meta.seed values {sorted(ss)}")
+    return n_ok, errors[:max_errors]
+
+
+def has_torn_tail(path: str | os.PathLike) -> bool:
+    """True when the file's last line has no newline (a write torn by a crash)."""
+    data = Path(path).read_bytes()
+    return bool(data) and not data.endswith(b"\n")
 
 
 def read_records(path: str | os.PathLike, *, allow_torn_tail: bool = True) -> list[TrialRecord]:

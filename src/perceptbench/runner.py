@@ -42,7 +42,9 @@ class RunSummary:
 
 def _check_run_json(out: Path, cfg: RunConfig) -> None:
     path = out / "run.json"
-    if path.exists():
+    records = out / "records.jsonl"
+    has_records = records.exists() and records.stat().st_size > 0
+    if path.exists() and has_records:
         prev = json.loads(path.read_text())
         if prev.get("seed") != cfg.seed:
             raise ValueError(f"{out} holds a run with seed {prev.get('seed')}; rerun with --seed "
@@ -134,15 +136,18 @@ def run(cfg: RunConfig, *, progress: bool = True, load_model: Callable | None = 
 
     load_model = load_model or _load
     out = Path(cfg.out)
-    _check_run_json(out, cfg)
     run_id = f"run-{time.strftime('%Y%m%d-%H%M%S', time.gmtime())}-{os.getpid()}"
     summary = RunSummary(run_id)
+    # everything that can fail on bad arguments or missing sources fails before anything is written
     tasks = [get_task(t) for t in cfg.tasks]
     names = [parse_model_arg(m)[0] for m in cfg.models]
+    if len(set(names)) != len(names):
+        raise ValueError(f"two models share a short name: {names}; name them with SHORT=SPEC")
+    task_stimuli = [(task, task.stimuli(cfg.seed)) for task in tasks]
+    _check_run_json(out, cfg)
     with RecordStore(out / "records.jsonl") as store:
         plan = []
-        for task in tasks:
-            stimuli = task.stimuli(cfg.seed)
+        for task, stimuli in task_stimuli:
             hr = task.human_records(cfg.seed, run_id, stimuli)
             summary.written += store.append(hr)
             test = [s for s in stimuli if s.split == "test"]

@@ -72,7 +72,8 @@ class EfficientNetLiteEncoder:
 
     def __init__(self, variant: str = DEFAULT_MODEL, name: str | None = None, device: str = "cpu"):
         if variant not in _VARIANTS:
-            raise ModelLoadError(f"unknown variant {variant!r}; known: {sorted(_VARIANTS)}")
+            raise ModelLoadError(f"unknown model {variant!r}; embedded models: {sorted(_VARIANTS)} "
+                                 "(see `perceptbench models`)")
         try:
             import timm
             import torch

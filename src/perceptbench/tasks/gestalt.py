@@ -12,7 +12,7 @@ from functools import lru_cache
 import numpy as np
 
 from ..metrics.agreement import agreement_b, masked_mean, null_bracket, position_floor
-from ..metrics.bootstrap import N_BOOT_B, N_BOOT_KAPPA, bootstrap
+from ..metrics.bootstrap import N_BOOT_B, N_BOOT_KAPPA, bootstrap, resample_indices
 from ..metrics.capacity import HUMAN_BAND, accuracy_by_k, capacity_k
 from ..metrics.error_consistency import (
     UNDEFINED_REASON, kappa, kappa_pairwise_mean, leave_one_out_ceiling, pairwise_ceiling)
@@ -53,6 +53,12 @@ def _kappa_note(value: float) -> str:
 
 
 # --------------------------------------------------------------------------- closure
+
+
+def _mode(responses: list) -> str | None:
+    """Modal response, ``na``/null excluded from the vote; None when the mode is tied."""
+    c = Counter(x for x in responses if x != silhouettes.NO_ANSWER and x is not None).most_common()
+    return None if not c or (len(c) > 1 and c[0][1] == c[1][1]) else c[0][0]
 
 
 class SilhouetteTask(Task):
@@ -134,22 +140,27 @@ class SilhouetteTask(Task):
                 seen.add(r.stimulus_id)
             if len(seen) != len(stim_all):
                 raise ValueError(f"{tid}: observer {m} lacks trials for {len(stim_all) - len(seen)} stimuli")
-        modal: list[str | None] = []
-        for rs in resp:
-            c = Counter(x for x in rs if x != silhouettes.NO_ANSWER and x is not None).most_common()
-            modal.append(None if not c or (len(c) > 1 and c[0][1] == c[1][1]) else c[0][0])
+        modal = [_mode(rs) for rs in resp]
         rows: list[ScoreRow] = []
         # human panel ceilings, on the declared test split and on all images
         for name, cols in (("test", [col[s] for s in stim_all if split[s] == "test"]),
                            ("all", list(range(len(stim_all))))):
             if not cols:
                 continue
-            rows += self._panel_rows(obs[:, cols], [modal[c] for c in cols], name, seed)
+            panel = self._panel_rows(obs[:, cols], [modal[c] for c in cols], name, seed)
+            b_obs = []
             for j, m in enumerate(humans):
                 loo = (obs[:, cols].sum(0) - obs[j, cols]) / (len(humans) - 1)
-                rows += self._respondent_rows(m, obs[j, cols], np.ones(len(cols), bool),
-                                              [resp[c][j] for c in cols], [modal[c] for c in cols],
+                loo_modal = [_mode(resp[c][:j] + resp[c][j + 1:]) for c in cols]
+                r_obs = self._respondent_rows(m, obs[j, cols], np.ones(len(cols), bool),
+                                              [resp[c][j] for c in cols], loo_modal,
                                               loo, np.delete(obs[:, cols], j, 0), seed, suffix=f"@{name}")
+                b_obs += [x.value for x in r_obs if x.metric == f"B@{name}"]
+                rows += r_obs
+            panel.append(ScoreRow(tid, "human:panel", f"observer_B_mean@{name}", float(np.mean(b_obs)), None, None,
+                                  len(cols), 0, "mean over observers of B against the modal response of the "
+                                  "other observers (leave-one-out mode)"))
+            rows = panel + rows
         # models: scored on the stimuli they answered (the test split)
         for m, rs in groups.items():
             if m in humans:
@@ -175,27 +186,29 @@ class SilhouetteTask(Task):
         n_null = int((~valid).sum())
         has_mode = np.array([h is not None for h in modal])
         match = np.array([r is not None and r == h for r, h in zip(responses, modal)])
+        n_valid = int(valid.sum())
+        n_b = int((valid & has_mode).sum())
         rows = [
             ScoreRow.from_boot(tid, model, "accuracy" + suffix,
                                bootstrap(lambda i: masked_mean(correct[i], valid[i]), n,
-                                         n_draws=N_BOOT_B, seed=seed), n, n_null),
+                                         n_draws=N_BOOT_B, seed=seed), n_valid, n_null),
             ScoreRow.from_boot(tid, model, "B" + suffix,
                                bootstrap(lambda i: agreement_b(match[i], (valid & has_mode)[i]), n,
-                                         n_draws=N_BOOT_B, seed=seed), n, n_null,
+                                         n_draws=N_BOOT_B, seed=seed), n_b, n_null,
                                note=f"modal match; {int((~has_mode).sum())} tied-mode images excluded"),
         ]
         if model.startswith("human:"):
             kb = bootstrap(lambda i: kappa(correct[i], panel_p[i], valid[i]), n,
                            n_draws=N_BOOT_KAPPA, seed=seed)
-            rows.append(ScoreRow.from_boot(tid, model, "kappa_loo" + suffix, kb, n, n_null,
+            rows.append(ScoreRow.from_boot(tid, model, "kappa_loo" + suffix, kb, n_valid, n_null,
                                            _kappa_note(kb.estimate) or "vs leave-one-out panel mean"))
             return rows
         ka = bootstrap(lambda i: kappa(correct[i], panel_p[i], valid[i]), n,
                        n_draws=N_BOOT_KAPPA, seed=seed)
         kp = bootstrap(lambda i: kappa_pairwise_mean(correct[i], observers[:, i], valid[i]), n,
                        n_draws=N_BOOT_KAPPA, seed=seed)
-        rows += [ScoreRow.from_boot(tid, model, "kappa_aggregate", ka, n, n_null, _kappa_note(ka.estimate)),
-                 ScoreRow.from_boot(tid, model, "kappa_pairwise", kp, n, n_null, _kappa_note(kp.estimate))]
+        rows += [ScoreRow.from_boot(tid, model, "kappa_aggregate", ka, n_valid, n_null, _kappa_note(ka.estimate)),
+                 ScoreRow.from_boot(tid, model, "kappa_pairwise", kp, n_valid, n_null, _kappa_note(kp.estimate))]
         return rows
 
     def _panel_rows(self, obs, modal, name, seed) -> list[ScoreRow]:
@@ -208,6 +221,7 @@ class SilhouetteTask(Task):
         loo_b = bootstrap(lambda i: np.nanmean(leave_one_out_ceiling(obs[:, i]), 0), n,
                           n_draws=N_BOOT_KAPPA, seed=seed)
         s = f"@{name}"
+        has_mode = np.array([h is not None for h in modal])
         return [
             ScoreRow(tid, m, "observer_accuracy_mean" + s, float(acc.mean()), None, None, n, 0),
             ScoreRow(tid, m, "observer_accuracy_min" + s, float(acc.min()), None, None, n, 0),
@@ -220,7 +234,7 @@ class SilhouetteTask(Task):
                                "each observer vs leave-one-out mean of the others"),
             ScoreRow(tid, m, "ceiling_kappa_loo_min" + s, float(np.nanmin(loo)), None, None, n, 0),
             ScoreRow(tid, m, "ceiling_kappa_loo_max" + s, float(np.nanmax(loo)), None, None, n, 0),
-            ScoreRow(tid, m, "n_tied_mode" + s, float(sum(h is None for h in modal)), None, None, n, 0,
+            ScoreRow(tid, m, "n_tied_mode" + s, float((~has_mode).sum()), None, None, n, 0,
                      "images whose modal response is tied: no modal reference"),
         ]
 
@@ -352,7 +366,7 @@ class MarkColorTask(Task):
             match = np.array([bool(r.correct) for r in rs])
             n = len(rs)
             b = bootstrap(lambda i: agreement_b(match[i], valid[i]), n, n_draws=N_BOOT_B, seed=seed)
-            rows.append(ScoreRow.from_boot(tid, m, "B", b, n, int(sum(r.response is None for r in rs)),
+            rows.append(ScoreRow.from_boot(tid, m, "B", b, int(valid.sum()), int(sum(r.response is None for r in rs)),
                                            "agreement with the kernel's odd-one-out"))
             if not m.startswith("human:"):
                 rows += self._floor_rows(m, rs)
@@ -456,16 +470,16 @@ class SeriesCountTask(Task):
             k = np.array([int(r.manipulated_value) for r in rs])
             err = np.array([abs(r.response - r.ground_truth) if r.response is not None else 0.0 for r in rs], float)
             rows.append(ScoreRow.from_boot(tid, m, "accuracy", bootstrap(
-                lambda i: masked_mean(correct[i], valid[i]), n, n_draws=N_BOOT_B, seed=seed), n, n_null))
+                lambda i: masked_mean(correct[i], valid[i]), n, n_draws=N_BOOT_B, seed=seed), int(valid.sum()), n_null))
             rows.append(ScoreRow.from_boot(tid, m, "mean_abs_error", bootstrap(
-                lambda i: masked_mean(err[i], valid[i]), n, n_draws=N_BOOT_B, seed=seed), n, n_null))
+                lambda i: masked_mean(err[i], valid[i]), n, n_draws=N_BOOT_B, seed=seed), int(valid.sum()), n_null))
             ak = bootstrap  # alias for brevity
             for j, lev in enumerate(levels):
                 if not (k == lev).any():
                     continue
                 b = ak(lambda i, j=j: accuracy_by_k(correct[i], valid[i], k[i], levels)[:, j], n,
                        n_draws=N_BOOT_B, seed=seed, strata=k)
-                rows.append(ScoreRow.from_boot(tid, m, f"a_k[{lev}]", b, int((k == lev).sum()),
+                rows.append(ScoreRow.from_boot(tid, m, f"a_k[{lev}]", b, int(((k == lev) & valid).sum()),
                                                int((~valid[k == lev]).sum())))
             cap = bootstrap(lambda i: capacity_k(accuracy_by_k(correct[i], valid[i], k[i], levels), levels),
                             n, n_draws=N_BOOT_B, seed=seed, strata=k)
@@ -476,6 +490,13 @@ class SeriesCountTask(Task):
                                            "bootstrap stratified by k"))
             rep = float(np.isfinite(cap.estimate) and HUMAN_BAND[0] <= cap.estimate <= HUMAN_BAND[1])
             rows.append(ScoreRow(tid, m, "replicates", rep, None, None, n, n_null,
-                                 f"1 if capacity_k lies in the human band {HUMAN_BAND[0]}-{HUMAN_BAND[1]}"))
+                                 f"1 if the capacity_k point estimate lies in the human band "
+                                 f"{HUMAN_BAND[0]}-{HUMAN_BAND[1]}; read with capacity_in_band_prob"))
+            idx = resample_indices(n, N_BOOT_B, seed, k)  # the same draws as capacity_k's interval
+            draws = capacity_k(accuracy_by_k(correct[idx], valid[idx], k[idx], levels), levels)
+            in_band = np.isfinite(draws) & (draws >= HUMAN_BAND[0]) & (draws <= HUMAN_BAND[1])
+            rows.append(ScoreRow(tid, m, "capacity_in_band_prob", float(in_band.mean()), None, None, n, n_null,
+                                 "fraction of the capacity_k bootstrap draws (stratified by k) inside the human "
+                                 "band; undefined draws count as outside", N_BOOT_B, 0, seed))
             rows += _null_rows(tid, m, rs, None)
         return rows

@@ -1,0 +1,37 @@
+"""Bad arguments fail before anything is written, with messages naming the value."""
+
+import subprocess
+import sys
+
+
+def cli(*args):
+    return subprocess.run([sys.executable, "-m", "perceptbench.cli", *args], capture_output=True, text=True,
+                          env={**__import__("os").environ, "COLUMNS": "200"})
+
+
+def test_bad_task_or_model_writes_nothing(tmp_path):
+    out = tmp_path / "run"
+    p = cli("run", "--out", str(out), "--task", "closure.nat.silhouete", "--no-progress")
+    assert p.returncode == 2 and "unknown task 'closure.nat.silhouete'" in p.stdout and '"' not in p.stdout
+    p = cli("run", "--out", str(out), "--model", "foo:bar", "--no-progress")
+    assert p.returncode == 2 and "perceptbench models" in p.stdout
+    p = cli("run", "--out", str(out), "--task", "similarity.chart.mark_color@kernel=l7", "--no-progress")
+    assert p.returncode == 2 and "kernel='l7'" in p.stdout
+    assert not out.exists()
+
+
+def test_missing_mirror_names_the_file(tmp_path):
+    import os
+
+    env = {**os.environ, "PERCEPTBENCH_MIRROR": str(tmp_path / "nowhere"), "COLUMNS": "300"}
+    p = subprocess.run([sys.executable, "-m", "perceptbench.cli", "run", "--out", str(tmp_path / "r"),
+                        "--task", "similarity.chart.mark_color", "--no-progress"], capture_output=True, text=True,
+                       env=env)
+    assert p.returncode == 2
+    assert "color-tm.txt is not in the mirror" in p.stdout and "https://raw.githubusercontent.com" in p.stdout
+    assert not (tmp_path / "r").exists()
+
+
+def test_things_is_declared_not_runnable():
+    p = cli("run", "--task", "similarity.nat.things_ooo", "--no-progress")
+    assert p.returncode == 2 and "OSF" in p.stdout
