@@ -123,7 +123,7 @@ SHAPE_PLURAL: dict[str, str] = {
 #: color -> RGB distance; orientation -> folded angle (deg); size -> area ratio intervals
 SAMPLING_RANGES: dict[str, dict[str, tuple[tuple[float, float], ...]]] = {
     "color": {"hard": ((12.0, 48.0),), "medium": ((54.0, 96.0),), "easy": ((106.0, 180.0),)},
-    "orientation": {"hard": ((6.0, 26.0),), "medium": ((34.0, 56.0),), "easy": ((64.0, 90.0),)},
+    "orientation": {"hard": ((6.0, 26.0),), "medium": ((34.0, 56.0),), "easy": ((64.0, 87.0),)},
     "size": {
         "hard": ((0.56, 0.88), (1.14, 1.44)),
         "medium": ((0.32, 0.47), (1.6, 2.8)),
@@ -496,8 +496,11 @@ def make_search_stimulus(
         # target (by at most 5 %) so its rendered area matches the distractors' (size = area)
         target_area = int(d_mask.sum())
         best = None
-        for scale in np.linspace(0.95, 1.05, 41):
-            m = _render_sprite(shape, d_size * float(scale), t_angle)
+        first = _render_sprite(shape, d_size, t_angle)
+        guess = math.sqrt(target_area / max(int(first.sum()), 1))
+        cands = np.clip(guess * np.linspace(0.985, 1.015, 7), 0.95, 1.05)
+        for scale in np.concatenate([[1.0], cands]):
+            m = first if scale == 1.0 else _render_sprite(shape, d_size * float(scale), t_angle)
             key = (abs(int(m.sum()) - target_area), abs(float(scale) - 1.0))
             if best is None or key < best[0]:
                 best = (key, float(scale), m)
