@@ -415,7 +415,7 @@ def _validate_geometry(image_size: int, jitter_px: int) -> tuple[np.ndarray, int
         raise ValueError(f"jitter_px must be a non-negative integer, got {jitter_px!r}")
     centres, half_max = _layout(int(image_size), int(jitter_px))
     max_size = 2.0 * (half_max - 1)
-    if max_size < 2 * MIN_SIZE_PX * math.sqrt(5.0):
+    if 0.6 * max_size * math.sqrt(min(r[0] for r in SAMPLING_RANGES["size"]["easy"])) < MIN_SIZE_PX:
         raise ValueError(
             f"jitter_px={jitter_px} leaves objects at most {max_size:.0f} px wide in a "
             f"{image_size} px image; too small for the size feature's ranges"
@@ -510,12 +510,11 @@ def make_search_stimulus(
         for _ in range(_MAX_TRIES):
             ratio = _sample_interval(rng, ranges)
             k = math.sqrt(ratio)
-            lo = max(MIN_SIZE_PX, MIN_SIZE_PX / k)
-            hi = min(max_size, max_size / k)
-            if lo > hi:
+            # the larger of target and distractor spans 60-100 % of the largest size
+            big = float(rng.uniform(0.6, 1.0)) * max_size
+            d_size, t_size = (big, big * k) if k < 1 else (big / k, big)
+            if min(d_size, t_size) < MIN_SIZE_PX:
                 continue
-            d_size = float(rng.uniform(lo, hi))
-            t_size = d_size * k
             d_mask = _render_sprite(shape, d_size, d_angle)
             t_mask = _render_sprite(shape, t_size, t_angle)
             real = t_mask.sum() / d_mask.sum()
