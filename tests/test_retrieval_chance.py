@@ -88,10 +88,8 @@ def test_zero_shot_retrieval_perfect_and_random_encoders():
     anti = -perfect  # the true category is ranked last
     res2 = rt.zero_shot_retrieval(anti, text, truths, cats, ks=(1, 2), n_boot=200, seed=0)
     assert res2.hit_rate[1] == 0.0 and res2.hit_rate[2] == 0.0
-    lo, hi = rt.zero_shot_retrieval(
-        rng.standard_normal((90, 8)), text, truths, cats, ks=(1,), n_boot=500, seed=1
-    ).ci[1]
-    assert 0 <= lo < hi <= 1
+    r = rt.zero_shot_retrieval(rng.standard_normal((90, 8)), text, truths, cats, ks=(1,), n_boot=500, seed=1).ci[1]
+    assert 0 <= r.low < r.estimate < r.high <= 1 and r.n_draws == 500
 
 
 def test_sentences_verbatim():

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from perceptbench.metrics import saliency as sm
+from perceptbench.metrics.bootstrap import resample_indices
 
 CATS = ("Color", "Shape", "Size")
 TRUTHS = [{"Color"}, {"Color", "Shape"}, {"Size"}, {"Shape"}]
@@ -66,9 +67,8 @@ def test_pooled_f1_differs_from_averaged_per_stimulus_f1():
 
 def _naive_bootstrap(preds, truths, cats, n_boot, seed):
     """Per-draw python loop, for comparison with the vectorised version."""
-    rng = np.random.default_rng(seed)
     n = len(truths)
-    idx = rng.integers(0, n, size=(n_boot, n))
+    idx = resample_indices(n, n_boot, seed)
     em, mf1 = [], []
     for row in idx:
         p = [preds[i] for i in row]
@@ -99,8 +99,10 @@ def test_vectorised_bootstrap_equals_naive_loop():
     preds, truths = _random_trials(60, 1)
     s = sm.score_multilabel(preds, truths, CATS, n_boot=300, seed=7)
     em_ci, mf1_ci = _naive_bootstrap(preds, truths, CATS, 300, 7)
-    assert s.ci["exact_match"] == pytest.approx(tuple(em_ci))
-    assert s.ci["mean_f1"] == pytest.approx(tuple(mf1_ci))
+    ci = lambda key: (s.ci[key].low, s.ci[key].high)  # noqa: E731
+    assert ci("exact_match") == pytest.approx(tuple(em_ci))
+    assert ci("mean_f1") == pytest.approx(tuple(mf1_ci))
+    assert s.ci["exact_match"].estimate == s.exact_match and s.ci["exact_match"].n_draws == 300
 
 
 def test_bootstrap_seeded_and_sensible_width():
@@ -110,19 +112,31 @@ def test_bootstrap_seeded_and_sensible_width():
     c = sm.score_multilabel(preds, truths, CATS, n_boot=2000, seed=4)
     assert a.ci == b.ci
     assert a.ci != c.ci
-    lo, hi = a.ci["exact_match"]
+    lo, hi = a.ci["exact_match"].low, a.ci["exact_match"].high
     assert lo < a.exact_match < hi
     p = a.exact_match
     expected_half = 1.96 * math.sqrt(p * (1 - p) / 200)
     assert (hi - lo) / 2 == pytest.approx(expected_half, rel=0.15)
     for c_ in CATS:
-        lo, hi = a.ci[f"f1:{c_}"]
-        assert lo <= a.category_f1[c_] <= hi
+        r = a.ci[f"f1:{c_}"]
+        assert r.low <= a.category_f1[c_] <= r.high and r.estimate == a.category_f1[c_]
+
+
+def test_undefined_draws_are_dropped_and_counted():
+    # Size is true in 1 of 40 stimuli and never predicted: its F1 is 0 on the full set but
+    # undefined in draws that miss that stimulus (about (39/40)^40 = 36 % of draws)
+    truths = [{"Color"}] * 39 + [{"Size"}]
+    preds = [{"Color"}] * 40
+    s = sm.score_multilabel(preds, truths, CATS, n_boot=1000, seed=0)
+    r = s.ci["f1:Size"]
+    assert s.category_f1["Size"] == 0.0
+    assert 250 < r.n_dropped < 470 and r.n_draws == 1000
+    assert any("f1:Size undefined in" in n for n in s.notes)
 
 
 def test_no_ci_for_single_trial_and_empty_input():
     s = sm.score_multilabel([{"Color"}], [{"Color"}], CATS, n_boot=100)
-    assert s.exact_match == 1.0 and math.isnan(s.ci["exact_match"][0])
+    assert s.exact_match == 1.0 and math.isnan(s.ci["exact_match"].low)
     assert any("n=1" in n for n in s.notes)
     e = sm.score_multilabel([None, None], [{"Color"}, {"Size"}], CATS, null="exclude")
     assert e.n == 0 and math.isnan(e.exact_match) and e.n_null == 2

@@ -175,6 +175,8 @@ def test_determinism_same_seed_same_bytes_different_seed_differs():
     assert [s.png_bytes() for s in a] == [s.png_bytes() for s in b]
     assert [s.sha256 for s in a] == [s.sha256 for s in b]
     assert all(s.sha256 == hashlib.sha256(s.png_bytes()).hexdigest() for s in a)
+    assert [s.pixel_sha256 for s in a] == [s.pixel_sha256 for s in b]
+    assert all(x.pixel_sha256 != y.pixel_sha256 for x, y in zip(a, c))
     assert all(x.sha256 != y.sha256 for x, y in zip(a, c))
     assert len({s.stimulus_id for s in a + c}) == 12
     # stimulus i can be re-rendered alone

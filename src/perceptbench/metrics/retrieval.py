@@ -30,6 +30,9 @@ from typing import Iterable, Sequence
 import numpy as np
 from scipy.stats import norm
 
+from ..seeding import rng_for
+from .bootstrap import BootstrapResult, resample_indices
+
 __all__ = [
     "EmpiricalChance",
     "RETRIEVAL_TEMPLATE",
@@ -154,7 +157,7 @@ def empirical_chance(
 ) -> EmpiricalChance:
     """Top-k hit rate with random Gaussian image (n, dim) and text (C, dim) embeddings.
 
-    Seed s uses ``default_rng(SeedSequence([seed, s]))``; each seed draws fresh image and
+    Seed s uses ``rng_for(seed, "retrieval.empirical_chance", s)``; each seed draws fresh image and
     text embeddings, ranks categories by cosine (vectorised over stimuli) and records the
     mean hit rate.  Raises ValueError for n_seeds < 2, dim < 1 or ci_level outside (0, 1).
     """
@@ -170,7 +173,7 @@ def empirical_chance(
     n, C = t.shape
     rates = np.empty(int(n_seeds), dtype=np.float64)
     for s in range(int(n_seeds)):
-        rng = np.random.default_rng(np.random.SeedSequence([int(seed), s]))
+        rng = rng_for(int(seed), "retrieval.empirical_chance", s)
         img = rng.standard_normal((n, int(dim)))
         txt = rng.standard_normal((C, int(dim)))
         rates[s] = topk_hits(cosine_scores(img, txt), t, k).mean()
@@ -186,14 +189,15 @@ def empirical_chance(
 class RetrievalScore:
     """Top-k retrieval results for one encoder on one split.
 
-    hit_rate[k]: mean hit; ci[k]: percentile bootstrap (low, high) over stimuli;
+    hit_rate[k]: mean hit; ci[k]: percentile bootstrap over stimuli as a
+    :class:`~perceptbench.metrics.bootstrap.BootstrapResult` (low/high NaN when n < 2);
     chance[k]: :func:`analytic_chance` for the same truths; hits[k]: bool (n,) per stimulus;
     n, n_boot, seed, ci_level.
     """
 
     categories: tuple[str, ...]
     hit_rate: dict[int, float]
-    ci: dict[int, tuple[float, float]]
+    ci: dict[int, BootstrapResult]
     chance: dict[int, float]
     hits: dict[int, np.ndarray]
     n: int
@@ -217,7 +221,8 @@ def zero_shot_retrieval(
     image_emb: (n, d) image embeddings; text_emb: (C, d) embeddings of
     :func:`retrieval_sentences` (categories), same order as ``categories``; truths: n
     label sets.  Returns top-k hit rates with percentile bootstrap CIs over stimuli
-    (index matrix (n_boot, n), seeded) and the analytic chance for the same truths.
+    (index matrix ``metrics.bootstrap.resample_indices(n, n_boot, seed)``, paired across
+    encoders) and the analytic chance for the same truths.
     Raises ValueError on shape mismatches or bad k.
     """
     cats = tuple(categories)
@@ -232,8 +237,7 @@ def zero_shot_retrieval(
         raise ValueError(f"n_boot must be a non-negative integer, got {n_boot!r}")
     scores = cosine_scores(img, txt)
     n = t.shape[0]
-    rng = np.random.default_rng(seed)
-    idx = rng.integers(0, n, size=(int(n_boot), n)) if n_boot and n >= 2 else None
+    idx = resample_indices(n, int(n_boot), int(seed)) if n_boot and n >= 2 else None
     a = 100 * (1 - ci_level) / 2
     hit_rate, ci, chance, hits = {}, {}, {}, {}
     for k in ks:
@@ -242,10 +246,10 @@ def zero_shot_retrieval(
         hit_rate[int(k)] = float(h.mean())
         chance[int(k)] = analytic_chance(t, k)
         if idx is None:
-            ci[int(k)] = (math.nan, math.nan)
+            ci[int(k)] = BootstrapResult(hit_rate[int(k)], math.nan, math.nan, int(n_boot), int(n_boot), int(seed))
         else:
             lo, hi = np.percentile(h[idx].mean(axis=1), (a, 100 - a))
-            ci[int(k)] = (float(lo), float(hi))
+            ci[int(k)] = BootstrapResult(hit_rate[int(k)], float(lo), float(hi), int(n_boot), 0, int(seed))
     return RetrievalScore(
         categories=cats, hit_rate=hit_rate, ci=ci, chance=chance, hits=hits, n=n,
         n_boot=int(n_boot), seed=int(seed), ci_level=float(ci_level),

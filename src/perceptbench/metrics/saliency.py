@@ -23,10 +23,12 @@ project's rule, SPEC §3); ``null="empty"`` scores them as an empty prediction (
 behaviour: its parser turns any answer into a set of strings, and a string that is no
 category matches nothing).  :func:`score_both_conventions` reports both side by side.
 
-Confidence intervals: percentile bootstrap over stimuli with a seeded
-``numpy.random.default_rng(seed)``; all draws at once through an index matrix of shape
-``(n_boot, n)`` (processed in blocks of draws to bound memory), recomputing every
-statistic on each draw.
+Confidence intervals: percentile bootstrap over stimuli; all draws at once through the
+project's index matrix ``metrics.bootstrap.resample_indices(n, n_boot, seed)`` of shape
+``(n_boot, n)`` (so intervals are paired across models scored on the same stimuli),
+processed in blocks of draws to bound memory, every statistic recomputed on each draw.
+Draws where a statistic is undefined (an F1 with zero denominator) are dropped and
+counted in ``BootstrapResult.n_dropped``.
 """
 
 from __future__ import annotations
@@ -36,6 +38,8 @@ from dataclasses import dataclass, field
 from typing import Hashable, Iterable, Mapping, Sequence
 
 import numpy as np
+
+from .bootstrap import BootstrapResult, resample_indices
 
 __all__ = [
     "DISTRACTOR_BINS",
@@ -82,8 +86,10 @@ class MultiLabelScore:
     exact_match, mean_f1, sample_f1: point estimates in [0, 1] (NaN when n == 0).
     category_f1: F1 per category (NaN when undefined, see module doc).
     category_counts: (TP, FP, FN) per category.
-    ci: percentile bootstrap interval (low, high) per statistic: keys ``"exact_match"``,
-        ``"mean_f1"``, ``"sample_f1"`` and ``"f1:<category>"``; (nan, nan) when not computed.
+    ci: a :class:`~perceptbench.metrics.bootstrap.BootstrapResult` (estimate, low, high,
+        n_draws, n_dropped, seed) per statistic, keys ``"exact_match"``, ``"mean_f1"``,
+        ``"sample_f1"`` and ``"f1:<category>"``; low/high NaN when not computed (ready for
+        ``ScoreRow.from_boot``).
     n_boot, ci_level, seed: bootstrap settings.
     notes: human-readable reasons for NaN values or missing intervals.
     """
@@ -97,7 +103,7 @@ class MultiLabelScore:
     sample_f1: float
     category_f1: dict[str, float]
     category_counts: dict[str, tuple[int, int, int]]
-    ci: dict[str, tuple[float, float]]
+    ci: dict[str, BootstrapResult]
     n_boot: int
     ci_level: float
     seed: int
@@ -229,14 +235,19 @@ def score_multilabel(
     # under "empty", null rows already have P all False and extra 0
     n = int(P.shape[0])
     notes: list[str] = []
-    nan_ci = {k: (math.nan, math.nan) for k in ["exact_match", "mean_f1", "sample_f1"] + [f"f1:{c}" for c in cats]}
+    keys = ["exact_match", "mean_f1", "sample_f1"] + [f"f1:{c}" for c in cats]
+
+    def _no_ci(estimates: dict[str, float]) -> dict[str, BootstrapResult]:
+        nb = int(n_boot)
+        return {k: BootstrapResult(float(estimates[k]), math.nan, math.nan, nb, nb, int(seed)) for k in keys}
+
     if n == 0:
         notes.append("no scorable trials (all responses null or no trials)")
         return MultiLabelScore(
             categories=cats, null_convention=null, n=0, n_null=n_null, exact_match=math.nan,
             mean_f1=math.nan, sample_f1=math.nan, category_f1={c: math.nan for c in cats},
-            category_counts={c: (0, 0, 0) for c in cats}, ci=nan_ci, n_boot=int(n_boot),
-            ci_level=float(ci_level), seed=int(seed), notes=tuple(notes),
+            category_counts={c: (0, 0, 0) for c in cats}, ci=_no_ci(dict.fromkeys(keys, math.nan)),
+            n_boot=int(n_boot), ci_level=float(ci_level), seed=int(seed), notes=tuple(notes),
         )
     em, tp, fp, fn, sf1 = _per_stimulus(P, T, extra)
     TP, FP, FN = tp.sum(0, dtype=np.int64), fp.sum(0, dtype=np.int64), fn.sum(0, dtype=np.int64)
@@ -245,14 +256,13 @@ def score_multilabel(
         if math.isnan(v):
             notes.append(f"F1 of {c} undefined: category neither true nor predicted in these trials")
     mean_f1 = float(_mean_f1(f1))
+    estimates = {"exact_match": float(em.mean()), "mean_f1": mean_f1, "sample_f1": float(sf1.mean())}
+    estimates.update({f"f1:{c}": float(v) for c, v in zip(cats, f1)})
 
-    ci = dict(nan_ci)
+    ci = _no_ci(estimates)
     if n_boot > 0 and n >= 2:
-        rng = np.random.default_rng(seed)
-        idx = rng.integers(0, n, size=(int(n_boot), n))
+        idx = resample_indices(n, int(n_boot), int(seed))
         C = len(cats)
-        em_d = em[idx].mean(axis=1)
-        sf1_d = sf1[idx].mean(axis=1)
         counts = np.empty((3, int(n_boot), C), dtype=np.int64)
         block = max(1, int(2e7 // max(1, n * C)))
         for s in range(0, int(n_boot), block):
@@ -260,25 +270,24 @@ def score_multilabel(
             for k, arr in enumerate((tp, fp, fn)):
                 counts[k, s : s + block] = arr[sl].sum(axis=1, dtype=np.int64)
         f1_d = _f1_from_counts(counts[0], counts[1], counts[2], undefined_f1)
-        mf1_d = _mean_f1(f1_d)
+        draws = {
+            "exact_match": em[idx].mean(axis=1),
+            "sample_f1": sf1[idx].mean(axis=1),
+            "mean_f1": _mean_f1(f1_d),
+        }
+        draws.update({f"f1:{c}": f1_d[:, j] for j, c in enumerate(cats)})
         a = 100 * (1 - ci_level) / 2
-        q = (a, 100 - a)
-
-        def _pct(x: np.ndarray) -> tuple[float, float]:
-            x = x[~np.isnan(x)]
-            if x.size == 0:
-                return (math.nan, math.nan)
-            lo, hi = np.percentile(x, q)
-            return (float(lo), float(hi))
-
-        ci["exact_match"] = _pct(em_d)
-        ci["sample_f1"] = _pct(sf1_d)
-        ci["mean_f1"] = _pct(mf1_d)
-        for j, c in enumerate(cats):
-            ci[f"f1:{c}"] = _pct(f1_d[:, j])
-            n_undef = int(np.isnan(f1_d[:, j]).sum())
-            if n_undef and not math.isnan(f1[j]):
-                notes.append(f"F1 of {c} undefined in {n_undef} of {n_boot} bootstrap draws (skipped)")
+        for k in keys:
+            x = draws[k]
+            ok = ~np.isnan(x)
+            dropped = int((~ok).sum())
+            if ok.any():
+                lo, hi = np.percentile(x[ok], (a, 100 - a))
+            else:
+                lo = hi = math.nan
+            ci[k] = BootstrapResult(estimates[k], float(lo), float(hi), int(n_boot), dropped, int(seed))
+            if dropped and not math.isnan(estimates[k]):
+                notes.append(f"{k} undefined in {dropped} of {n_boot} bootstrap draws (dropped)")
     elif n_boot > 0:
         notes.append(f"no bootstrap interval: only n={n} scorable trial(s)")
 

@@ -44,8 +44,8 @@ samples strictly inside these bins (``SAMPLING_RANGES``) and never produces an i
 target: colour distance >= 12, folded angle >= 6 deg, area ratio at least 10 % away from 1.
 
 Determinism: every stimulus is a pure function of ``(seed, index, feature, difficulty,
-image_size, jitter_px)``; its random stream is ``numpy.random.default_rng(
-numpy.random.SeedSequence([seed, index]))`` (never the global state).
+image_size, jitter_px)``; its random stream is ``seeding.rng_for(seed,
+"salbench.search_array", index)`` (never the global state).
 """
 
 from __future__ import annotations
@@ -58,6 +58,8 @@ from typing import Iterator, Mapping, Sequence
 
 import numpy as np
 from PIL import Image, ImageDraw
+
+from ..seeding import image_sha256, rng_for
 
 __all__ = [
     "BACKGROUND_RGB",
@@ -123,7 +125,7 @@ SHAPE_PLURAL: dict[str, str] = {
 #: color -> RGB distance; orientation -> folded angle (deg); size -> area ratio intervals
 SAMPLING_RANGES: dict[str, dict[str, tuple[tuple[float, float], ...]]] = {
     "color": {"hard": ((12.0, 48.0),), "medium": ((54.0, 96.0),), "easy": ((106.0, 180.0),)},
-    "orientation": {"hard": ((6.0, 26.0),), "medium": ((34.0, 56.0),), "easy": ((64.0, 87.0),)},
+    "orientation": {"hard": ((6.0, 26.0),), "medium": ((34.0, 56.0),), "easy": ((64.0, 86.0),)},
     "size": {
         "hard": ((0.56, 0.88), (1.14, 1.44)),
         "medium": ((0.32, 0.47), (1.6, 2.8)),
@@ -269,6 +271,8 @@ class SearchStimulus:
     target_area_px / distractor_area_px: rendered pixel areas.
     target_size_px / distractor_size_px: nominal extents (circumscribed diameters).
     sha256: hex digest of :meth:`png_bytes`.
+    pixel_sha256: ``seeding.image_sha256`` of the image (pixels only, independent of the
+        PNG encoder; the project's usual stimulus hash).
     """
 
     stimulus_id: str
@@ -294,6 +298,7 @@ class SearchStimulus:
     target_size_px: float
     distractor_size_px: float
     sha256: str
+    pixel_sha256: str
 
     @property
     def labels(self) -> frozenset[str]:
@@ -436,10 +441,11 @@ def make_search_stimulus(
     Parameters
     ----------
     seed, index: non-negative ints; the random stream is
-        ``default_rng(SeedSequence([seed, index]))``.
+        ``rng_for(seed, "salbench.search_array", index)``.
     feature, difficulty: see :data:`FEATURES`, :data:`DIFFICULTIES`.
-    image_size: side in pixels (>= 224).  jitter_px: max absolute jitter per axis
-        (0 <= jitter_px, and small enough that objects of >= 2 * MIN_SIZE_PX still fit).
+    image_size: side in pixels (>= 224).  jitter_px: max absolute jitter per axis, >= 0 and
+        small enough that the smallest easy size target keeps >= MIN_SIZE_PX (10 px) when
+        the larger object spans 60 % of the largest extent (at 512 px: jitter_px <= 9).
 
     The target differs from the identical distractors in exactly ``feature``; the others
     are shared (same sprite for color; same colour and angle for size; same colour and
@@ -456,7 +462,7 @@ def make_search_stimulus(
             raise ValueError(f"{name} must be a non-negative integer, got {v!r}")
     centres, half_max, max_size = _validate_geometry(image_size, jitter_px)
 
-    rng = np.random.default_rng(np.random.SeedSequence([int(seed), int(index)]))
+    rng = rng_for(int(seed), "salbench.search_array", int(index))
     shapes = _allowed_shapes(feature, difficulty)
     shape = shapes[int(rng.integers(len(shapes)))]
     period = SYMMETRY_PERIOD_DEG[shape]
@@ -578,6 +584,7 @@ def make_search_stimulus(
         target_size_px=float(t_size),
         distractor_size_px=float(d_size),
         sha256=hashlib.sha256(_png_bytes(image)).hexdigest(),
+        pixel_sha256=image_sha256(image),
     )
 
 
