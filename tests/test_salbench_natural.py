@@ -151,3 +151,39 @@ def test_mask_helpers():
     assert sn.count_mask_components(m, min_pixels=2) == 2
     with pytest.raises(ValueError, match="no foreground"):
         sn.bbox_from_mask(np.zeros((3, 3), dtype=bool))
+
+
+def test_measure_p3_difficulty_on_real_example():
+    (item,) = sn.load_p3_release(EXAMPLES, feature="Color", pattern="image_*.png")
+    value, level = sn.measure_p3_difficulty(item)
+    # orange distractors vs a teal target: far apart in RGB
+    assert value > 100 and level == "easy"
+    # the same masks measured as a size item: target and distractors have equal areas
+    as_size = sn.SalBenchItem(**{**item.__dict__, "labels": frozenset({"Size"})})
+    ratio, lvl = sn.measure_p3_difficulty(as_size)
+    assert 0.97 < ratio < 1.03 and lvl == "hard"
+    as_orient = sn.SalBenchItem(**{**item.__dict__, "labels": frozenset({"Orientation"})})
+    with pytest.raises(ValueError, match="period_deg"):
+        sn.measure_p3_difficulty(as_orient)
+    o3 = sn.load_local(FIX / "local_annotations.json", mirror=MIRROR)[0]
+    with pytest.raises(ValueError, match="one label"):
+        sn.measure_p3_difficulty(o3)
+
+
+def test_measure_p3_difficulty_orientation_on_generated_masks(tmp_path):
+    # masks written from a generated orientation stimulus, in the release layout
+    from perceptbench.stimuli import search_arrays as sa
+
+    stim = sa.make_search_stimulus(3, 0, "orientation", "medium")
+    arr = np.asarray(stim.image).astype(int)
+    fg = np.any(arr != 128, axis=2)
+    x0, y0, x1, y1 = stim.target_bbox
+    t = np.zeros_like(fg)
+    t[y0 : y1 + 1, x0 : x1 + 1] = fg[y0 : y1 + 1, x0 : x1 + 1]
+    for sub, m in (("images", None), ("targ_images", t), ("dist_images", fg & ~t)):
+        (tmp_path / sub).mkdir()
+        im = stim.image if m is None else Image.fromarray((m * 255).astype(np.uint8))
+        im.save(tmp_path / sub / "s.png")
+    (item,) = sn.load_p3_release(tmp_path, feature="Orientation")
+    value, level = sn.measure_p3_difficulty(item, period_deg=sa.SYMMETRY_PERIOD_DEG[stim.shape])
+    assert level == "medium" and abs(value - stim.difference) < 3

@@ -43,6 +43,7 @@ from PIL import Image
 from scipy import ndimage
 
 from perceptbench.readouts.multilabel import SALBENCH_LABELS, SYNTHETIC_LABELS
+from perceptbench.stimuli.search_arrays import difficulty_of
 
 __all__ = [
     "HF_CONFIGS",
@@ -56,6 +57,7 @@ __all__ = [
     "load_local",
     "load_o3_release",
     "load_p3_release",
+    "measure_p3_difficulty",
     "parse_answer",
 ]
 
@@ -493,3 +495,80 @@ def load_o3_release(
         cat = (row.get(category_col) or None) if category_col else None
         items.append(_release_item(root, str(name), "nat", labels, "release:O3", n, cat, {}))
     return items
+
+
+_FEATURE_OF_LABEL = {"Color": "color", "Orientation": "orientation", "Size": "size"}
+
+
+def _components(mask: np.ndarray, min_pixels: int = 20) -> list[np.ndarray]:
+    lab, n = ndimage.label(mask, structure=np.ones((3, 3), dtype=int))
+    out = []
+    for i, sl in enumerate(ndimage.find_objects(lab), start=1):
+        m = np.zeros_like(mask)
+        m[sl] = lab[sl] == i
+        if m.sum() >= min_pixels:
+            out.append(m)
+    return out
+
+
+def _moment(mask: np.ndarray, order: int) -> complex:
+    ys, xs = np.nonzero(mask)
+    z = (xs - xs.mean()) - 1j * (ys - ys.mean())
+    if order == 1:
+        return complex(np.sum(np.abs(z) ** 2 * z))
+    return complex(np.sum(z**order))
+
+
+def measure_p3_difficulty(
+    item: SalBenchItem,
+    period_deg: float | None = None,
+) -> tuple[float, str | None]:
+    """Difficulty of a published P3 item measured from its image and masks.
+
+    The feature is the item's single label.  Measures (seed 001 §6.1): color = Euclidean
+    distance between the median RGB of the target's and the distractors' mask pixels (masks
+    eroded by 2 px to skip anti-aliased rims); size = target mask area / median distractor
+    component area; orientation = folded rotation between the target and the median-area
+    distractor from image moments of order 360/``period_deg`` (180-periodic shapes: order 2,
+    90-periodic: order 4; 360: order 2 axis resolved by the order-1 moment), so
+    ``period_deg`` (the shape's rotational symmetry period) is required for orientation.
+    Returns ``(value, level)``, level from :func:`search_arrays.difficulty_of` (None when
+    the value falls in no bin).
+
+    Raises ValueError when the item has no masks, is not a single-feature synthetic item,
+    or orientation is asked without ``period_deg``.
+    """
+    if item.split != "syn" or len(item.labels) != 1:
+        raise ValueError(f"{item.stimulus_id}: needs a synthetic item with one label, got {sorted(item.labels)}")
+    if item.target_mask_path is None or item.distractor_mask_path is None:
+        raise ValueError(f"{item.stimulus_id}: target and distractor masks are required")
+    feature = _FEATURE_OF_LABEL[next(iter(item.labels))]
+    tmask = _read_mask(item.target_mask_path)
+    dmask = _read_mask(item.distractor_mask_path) & ~tmask
+    if feature == "color":
+        img = np.asarray(item.load_image()).astype(np.float64)
+        tc = ndimage.binary_erosion(tmask, iterations=2)
+        dc = ndimage.binary_erosion(dmask, iterations=2)
+        if not tc.any() or not dc.any():
+            raise ValueError(f"{item.stimulus_id}: masks too small to sample colours")
+        value = float(np.linalg.norm(np.median(img[tc], axis=0) - np.median(img[dc], axis=0)))
+        return value, difficulty_of("color", value)
+    comps = _components(dmask)
+    if not comps:
+        raise ValueError(f"{item.stimulus_id}: distractor mask has no components")
+    areas = np.array([c.sum() for c in comps])
+    if feature == "size":
+        value = float(tmask.sum() / np.median(areas))
+        return value, difficulty_of("size", value)
+    if not period_deg or period_deg <= 0:
+        raise ValueError(f"{item.stimulus_id}: orientation needs the shape's symmetry period_deg, got {period_deg!r}")
+    ref = comps[int(np.argsort(areas)[len(areas) // 2])]
+    k = int(round(360.0 / period_deg))
+    if k == 1:
+        d2 = np.degrees(np.angle(_moment(tmask, 2) / _moment(ref, 2))) / 2
+        d1 = np.degrees(np.angle(_moment(tmask, 1) / _moment(ref, 1)))
+        d = min((d2 - 180, d2, d2 + 180), key=lambda c: abs((c - d1 + 180) % 360 - 180))
+        value = float(abs((d + 180) % 360 - 180))
+    else:
+        value = float(abs(np.degrees(np.angle(_moment(tmask, k) / _moment(ref, k))) / k))
+    return value, difficulty_of("orientation", value)
