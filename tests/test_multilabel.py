@@ -1,0 +1,120 @@
+"""Table-driven tests for the SalBench multi-label answer parser."""
+
+from __future__ import annotations
+
+import pytest
+
+from perceptbench.readouts.multilabel import (
+    SALBENCH_LABELS,
+    SYNTHETIC_LABELS,
+    ParseResultML,
+    parse_features,
+)
+
+NAT = SALBENCH_LABELS
+SYN = SYNTHETIC_LABELS
+
+# (text, label_set, expected labels or None)
+CASES = [
+    ("Color", NAT, {"Color"}),
+    ("Color, Shape", NAT, {"Color", "Shape"}),
+    ("color,shape,pattern", NAT, {"Color", "Shape", "Pattern"}),
+    ("Color and Size", NAT, {"Color", "Size"}),
+    ("Color & Size", NAT, {"Color", "Size"}),
+    ("Color\nShape\nFocus", NAT, {"Color", "Shape", "Focus"}),
+    ("- Color\n- Pattern", NAT, {"Color", "Pattern"}),
+    ("* Orientation\n* Location", NAT, {"Orientation", "Location"}),
+    ("• Size", NAT, {"Size"}),
+    ("1. Color\n2. Shape", NAT, {"Color", "Shape"}),
+    ("1) Focus 2) Size", NAT, {"Focus", "Size"}),
+    ("COLOR, SIZE", NAT, {"Color", "Size"}),
+    ("colours", NAT, {"Color"}),
+    ("Colour", NAT, {"Color"}),
+    ("sizes and shapes", NAT, {"Size", "Shape"}),
+    ("Textures", NAT, {"Pattern"}),
+    ("texture", NAT, {"Pattern"}),
+    ("rotation", NAT, {"Orientation"}),
+    ("The angle is different", NAT, {"Orientation"}),
+    ("it is tilted", NAT, {"Orientation"}),
+    ("blur", NAT, {"Focus"}),
+    ("The target is out of focus", NAT, {"Focus"}),
+    ("sharpness", NAT, {"Focus"}),
+    ("depth of field", NAT, {"Focus"}),
+    ("position", NAT, {"Location"}),
+    ("Placement, hue", NAT, {"Location", "Color"}),
+    ("scale", NAT, {"Size"}),
+    ("It is larger than the others", NAT, {"Size"}),
+    ("form and contour", NAT, {"Shape"}),
+    ("[Color, Orientation]", NAT, {"Color", "Orientation"}),
+    ("**Color**, **Size**", NAT, {"Color", "Size"}),
+    ("Answer: Color.", NAT, {"Color"}),
+    ("The special object differs in color and pattern.", NAT, {"Color", "Pattern"}),
+    ("Color, not size", NAT, {"Color"}),
+    ("It isn't the size; it is the colour", NAT, {"Color"}),
+    ("not only the color but also the shape", NAT, {"Color", "Shape"}),
+    ("Color, brightness", NAT, {"Color"}),
+    ("Brightness", NAT, None),
+    ("I cannot tell.", NAT, None),
+    ("", NAT, None),
+    ("   ", NAT, None),
+    ("none", NAT, None),
+    # synthetic split: another of the seven breaks exact match (kept, not dropped)
+    ("Shape", SYN, {"Shape"}),
+    ("Color, Shape", SYN, {"Color", "Shape"}),
+    ("Orientation", SYN, {"Orientation"}),
+    ("Focus and size", SYN, {"Focus", "Size"}),
+]
+
+
+@pytest.mark.parametrize("text,label_set,expected", CASES)
+def test_parse_table(text, label_set, expected):
+    res = parse_features(text, label_set)
+    assert isinstance(res, ParseResultML)
+    if expected is None:
+        assert res.labels is None
+    else:
+        assert res.labels == frozenset(expected)
+
+
+def test_at_least_thirty_cases():
+    assert len(CASES) >= 30
+
+
+def test_out_of_set_reported_for_synthetic():
+    res = parse_features("Color, Shape, Pattern", SYN)
+    assert res.labels == frozenset({"Color", "Shape", "Pattern"})
+    assert res.out_of_set == frozenset({"Shape", "Pattern"})
+    assert parse_features("Color, Shape", NAT).out_of_set == frozenset()
+
+
+def test_unknown_items_are_reported_and_ignored():
+    res = parse_features("Color, brightness, luminance", NAT)
+    assert res.labels == frozenset({"Color"})
+    assert res.unknown == ("brightness", "luminance")
+    assert parse_features("no idea", NAT).unknown == ("no idea",)
+
+
+def test_none_text_is_null():
+    assert parse_features(None, NAT).labels is None
+
+
+def test_label_set_validation_names_bad_label():
+    with pytest.raises(ValueError, match="'Texture'"):
+        parse_features("color", ["Color", "Texture"])
+    with pytest.raises(ValueError, match="empty"):
+        parse_features("color", [])
+    with pytest.raises(ValueError, match="string"):
+        parse_features("color", "Color")
+    # case-insensitive label set
+    assert parse_features("size", ["color", "SIZE"]).labels == frozenset({"Size"})
+
+
+def test_non_string_text_raises():
+    with pytest.raises(TypeError, match="42"):
+        parse_features(42, NAT)  # type: ignore[arg-type]
+
+
+def test_result_is_frozen():
+    res = parse_features("Color", NAT)
+    with pytest.raises(Exception):
+        res.labels = None  # type: ignore[misc]

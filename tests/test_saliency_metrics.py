@@ -1,0 +1,198 @@
+"""Hand-computed checks of the SalBench metrics (seed 001 §4 "Setting", Tables 1, 3, 4)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from perceptbench.metrics import saliency as sm
+from perceptbench.metrics.bootstrap import resample_indices
+
+CATS = ("Color", "Shape", "Size")
+TRUTHS = [{"Color"}, {"Color", "Shape"}, {"Size"}, {"Shape"}]
+PREDS = [{"Color"}, {"Color"}, None, {"Shape", "Pattern"}]  # Pattern is outside CATS
+
+
+def test_hand_computed_nulls_excluded():
+    s = sm.score_multilabel(PREDS, TRUTHS, CATS, null="exclude", n_boot=0)
+    assert s.n == 3 and s.n_null == 1
+    # row 0 exact; row 1 misses Shape; row 3 has the extra label Pattern
+    assert s.exact_match == pytest.approx(1 / 3)
+    assert s.category_counts == {"Color": (2, 0, 0), "Shape": (1, 0, 1), "Size": (0, 0, 0)}
+    assert s.category_f1["Color"] == pytest.approx(1.0)
+    assert s.category_f1["Shape"] == pytest.approx(2 / 3)
+    assert math.isnan(s.category_f1["Size"])
+    assert s.mean_f1 == pytest.approx((1 + 2 / 3) / 2)
+    assert s.sample_f1 == pytest.approx((1 + 2 / 3 + 2 / 3) / 3)
+    assert any("Size undefined" in n for n in s.notes)
+
+
+def test_hand_computed_nulls_as_empty():
+    s = sm.score_multilabel(PREDS, TRUTHS, CATS, null="empty", n_boot=0)
+    assert s.n == 4 and s.n_null == 1
+    assert s.exact_match == pytest.approx(1 / 4)
+    assert s.category_counts["Size"] == (0, 0, 1)
+    assert s.category_f1["Size"] == 0.0
+    assert s.mean_f1 == pytest.approx((1 + 2 / 3 + 0) / 3)
+    assert s.sample_f1 == pytest.approx((1 + 2 / 3 + 0 + 2 / 3) / 4)
+
+
+def test_undefined_f1_zero_matches_lmms_eval_style_mean():
+    s = sm.score_multilabel(PREDS, TRUTHS, CATS, null="exclude", n_boot=0, undefined_f1="zero")
+    assert s.mean_f1 == pytest.approx((1 + 2 / 3 + 0) / 3)
+
+
+def test_both_conventions_side_by_side():
+    both = sm.score_both_conventions(PREDS, TRUTHS, CATS, n_boot=0)
+    assert set(both) == {"nulls_excluded", "nulls_as_empty"}
+    assert both["nulls_excluded"].exact_match == pytest.approx(1 / 3)
+    assert both["nulls_as_empty"].exact_match == pytest.approx(1 / 4)
+    with pytest.raises(ValueError, match="null"):
+        sm.score_both_conventions(PREDS, TRUTHS, CATS, null="exclude")
+
+
+def test_pooled_f1_differs_from_averaged_per_stimulus_f1():
+    # F1 pooled over stimuli (TP/FP/FN summed), not averaged per stimulus
+    truths = [{"Color"}] * 3 + [{"Size"}]
+    preds = [{"Color"}, {"Color"}, {"Size"}, {"Size"}]
+    s = sm.score_multilabel(preds, truths, CATS, n_boot=0)
+    # Color: TP 2, FN 1 -> 4/5 ; Size: TP 1, FP 1 -> 2/3 ; Shape undefined
+    assert s.category_f1["Color"] == pytest.approx(0.8)
+    assert s.category_f1["Size"] == pytest.approx(2 / 3)
+    assert s.mean_f1 == pytest.approx((0.8 + 2 / 3) / 2)
+    assert s.exact_match == pytest.approx(0.75)
+
+
+def _naive_bootstrap(preds, truths, cats, n_boot, seed):
+    """Per-draw python loop, for comparison with the vectorised version."""
+    n = len(truths)
+    idx = resample_indices(n, n_boot, seed)
+    em, mf1 = [], []
+    for row in idx:
+        p = [preds[i] for i in row]
+        t = [truths[i] for i in row]
+        em.append(np.mean([set(a) == set(b) for a, b in zip(p, t)]))
+        f1s = []
+        for c in cats:
+            tp = sum(c in a and c in b for a, b in zip(p, t))
+            fp = sum(c in a and c not in b for a, b in zip(p, t))
+            fn = sum(c not in a and c in b for a, b in zip(p, t))
+            if 2 * tp + fp + fn:
+                f1s.append(2 * tp / (2 * tp + fp + fn))
+        mf1.append(np.mean(f1s))
+    return np.percentile(em, [2.5, 97.5]), np.percentile(mf1, [2.5, 97.5])
+
+
+def _random_trials(n, seed):
+    rng = np.random.default_rng(seed)
+    truths, preds = [], []
+    for _ in range(n):
+        t = {CATS[int(rng.integers(3))]}
+        truths.append(t)
+        preds.append(set(t) if rng.random() < 0.6 else {CATS[int(rng.integers(3))], "Size"})
+    return preds, truths
+
+
+def test_vectorised_bootstrap_equals_naive_loop():
+    preds, truths = _random_trials(60, 1)
+    s = sm.score_multilabel(preds, truths, CATS, n_boot=300, seed=7)
+    em_ci, mf1_ci = _naive_bootstrap(preds, truths, CATS, 300, 7)
+    ci = lambda key: (s.ci[key].low, s.ci[key].high)  # noqa: E731
+    assert ci("exact_match") == pytest.approx(tuple(em_ci))
+    assert ci("mean_f1") == pytest.approx(tuple(mf1_ci))
+    assert s.ci["exact_match"].estimate == s.exact_match and s.ci["exact_match"].n_draws == 300
+
+
+def test_bootstrap_seeded_and_sensible_width():
+    preds, truths = _random_trials(200, 2)
+    a = sm.score_multilabel(preds, truths, CATS, n_boot=2000, seed=3)
+    b = sm.score_multilabel(preds, truths, CATS, n_boot=2000, seed=3)
+    c = sm.score_multilabel(preds, truths, CATS, n_boot=2000, seed=4)
+    assert a.ci == b.ci
+    assert a.ci != c.ci
+    lo, hi = a.ci["exact_match"].low, a.ci["exact_match"].high
+    assert lo < a.exact_match < hi
+    p = a.exact_match
+    expected_half = 1.96 * math.sqrt(p * (1 - p) / 200)
+    assert (hi - lo) / 2 == pytest.approx(expected_half, rel=0.15)
+    for c_ in CATS:
+        r = a.ci[f"f1:{c_}"]
+        assert r.low <= a.category_f1[c_] <= r.high and r.estimate == a.category_f1[c_]
+
+
+def test_undefined_draws_are_dropped_and_counted():
+    # Size is true in 1 of 40 stimuli and never predicted: its F1 is 0 on the full set but
+    # undefined in draws that miss that stimulus (about (39/40)^40 = 36 % of draws)
+    truths = [{"Color"}] * 39 + [{"Size"}]
+    preds = [{"Color"}] * 40
+    s = sm.score_multilabel(preds, truths, CATS, n_boot=1000, seed=0)
+    r = s.ci["f1:Size"]
+    assert s.category_f1["Size"] == 0.0
+    assert 250 < r.n_dropped < 470 and r.n_draws == 1000
+    assert any("f1:Size undefined in" in n for n in s.notes)
+
+
+def test_no_ci_for_single_trial_and_empty_input():
+    s = sm.score_multilabel([{"Color"}], [{"Color"}], CATS, n_boot=100)
+    assert s.exact_match == 1.0 and math.isnan(s.ci["exact_match"].low)
+    assert any("n=1" in n for n in s.notes)
+    e = sm.score_multilabel([None, None], [{"Color"}, {"Size"}], CATS, null="exclude")
+    assert e.n == 0 and math.isnan(e.exact_match) and e.n_null == 2
+
+
+@pytest.mark.parametrize(
+    "n,expected",
+    [(0, "<7"), (2, "<7"), (6, "<7"), (7, "7-15"), (15, "7-15"), (16, "15-25"), (25, "15-25"), (26, ">25"), (80, ">25")],
+)
+def test_distractor_bins(n, expected):
+    assert sm.distractor_bin(n) == expected
+
+
+def test_distractor_bin_rejects_bad_counts():
+    with pytest.raises(ValueError, match="-1"):
+        sm.distractor_bin(-1)
+    with pytest.raises(ValueError, match="2.5"):
+        sm.distractor_bin(2.5)
+
+
+def test_breakdown_by_group_hand_computed():
+    truths = [{"Color"}, {"Color"}, {"Size"}, {"Size"}, {"Color"}]
+    preds = [{"Color"}, {"Size"}, {"Size"}, None, {"Color"}]
+    groups = ["easy", "hard", "easy", "hard", "medium"]
+    out = sm.score_by_group(preds, truths, groups, CATS, group_order=["easy", "medium", "hard", "none"], n_boot=0)
+    assert list(out) == ["easy", "medium", "hard", "none"]
+    assert out["easy"].exact_match == 1.0
+    assert out["medium"].exact_match == 1.0
+    assert out["hard"].exact_match == 0.0 and out["hard"].n == 1 and out["hard"].n_null == 1
+    assert out["none"].n == 0 and math.isnan(out["none"].mean_f1)
+    bins = [sm.distractor_bin(k) for k in (3, 10, 20, 30, 5)]
+    by_bin = sm.score_by_group(preds, truths, bins, CATS, group_order=sm.DISTRACTOR_BINS, n_boot=0)
+    assert by_bin["<7"].n == 2 and by_bin["<7"].exact_match == 1.0
+    assert by_bin["7-15"].exact_match == 0.0
+
+
+@pytest.mark.parametrize(
+    "kwargs,needle",
+    [
+        ({"null": "skip"}, "'skip'"),
+        ({"undefined_f1": "one"}, "'one'"),
+        ({"n_boot": -5}, "-5"),
+        ({"ci_level": 1.5}, "1.5"),
+    ],
+)
+def test_bad_arguments(kwargs, needle):
+    with pytest.raises(ValueError, match=needle):
+        sm.score_multilabel(PREDS, TRUTHS, CATS, **kwargs)
+
+
+def test_bad_truths():
+    with pytest.raises(ValueError, match="Pattern"):
+        sm.score_multilabel([{"Color"}], [{"Pattern"}], CATS)
+    with pytest.raises(ValueError, match="non-empty"):
+        sm.score_multilabel([{"Color"}], [set()], CATS)
+    with pytest.raises(ValueError, match="length"):
+        sm.score_multilabel([{"Color"}], [{"Color"}, {"Size"}], CATS)
+    with pytest.raises(ValueError, match="string"):
+        sm.score_multilabel(["Color"], [{"Color"}], CATS)
