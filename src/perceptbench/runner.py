@@ -15,7 +15,9 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from . import __version__
-from .readouts.encoder import READOUT_SPECS, PrototypeReadout, RidgeCountReadout, odd_one_out, readout_prompt_id
+from .readouts.encoder import (
+    READOUT_SPECS, LinearProbeReadout, PrototypeReadout, RidgeCountReadout, odd_one_out, readout_prompt_id,
+    retrieval_readout)
 from .records import RecordStore, make_trial_id
 from .seeding import image_sha256, text_hash
 from .tasks import get_task
@@ -69,7 +71,7 @@ class _EncoderRunner:
                  advance: Callable[[int], None]):
         self.task, self.model, self.store, self.seed = task, model, store, seed
         self.run_id, self.bs, self.advance = run_id, batch_size, advance
-        self.readout = task.encoder_readout
+        self.readout = task.encoder_readout_for(model)
         self.spec = READOUT_SPECS[self.readout]
 
     def _record(self, s: Stimulus, response, raw: str, img_sha: str, **meta):
@@ -81,16 +83,33 @@ class _EncoderRunner:
             model_version=self.model.model_version, seed=self.seed, run_id=self.run_id,
             stimulus_sha256=img_sha, split=s.split, settings={"batch_size": self.bs}, **s.meta, **meta)
 
+    def _embed_stimuli(self, stimuli: list[Stimulus]):
+        out = []
+        for chunk in _chunks(stimuli, self.bs):  # bounded memory: render one batch at a time
+            out.append(self.model.embed([s.render() for s in chunk], batch_size=self.bs))
+        import numpy as np
+        return np.concatenate(out) if out else None
+
     def run(self, pending: list[Stimulus], probe: list[Stimulus]) -> int:
         written = 0
-        if self.readout in ("prototype_cosine", "ridge_round"):
-            probe_imgs = [s.render() for s in probe]
-            emb = self.model.embed(probe_imgs, batch_size=self.bs)
-            if self.readout == "prototype_cosine":
-                ro = PrototypeReadout(tuple(self.task.options())).fit(emb, [s.ground_truth for s in probe])
+        if self.readout in ("prototype_cosine", "ridge_round", "linear_probe", "zero_shot_retrieval"):
+            if self.readout == "zero_shot_retrieval":
+                from .metrics.retrieval import retrieval_sentences
+
+                cats = tuple(self.task.options())
+                text_emb = self.model.embed_text(retrieval_sentences(cats))
+                ro = type("Retrieval", (), {"predict": staticmethod(lambda e: retrieval_readout(e, text_emb, cats))})
             else:
-                ks = [s.ground_truth for s in probe]
-                ro = RidgeCountReadout(min(ks), max(ks)).fit(emb, ks)
+                if not probe:
+                    raise ValueError(f"{self.task.task_id}: the {self.readout} readout needs probe-train stimuli")
+                emb = self._embed_stimuli(probe)
+                truths = [s.ground_truth for s in probe]
+                if self.readout == "prototype_cosine":
+                    ro = PrototypeReadout(tuple(self.task.options())).fit(emb, truths)
+                elif self.readout == "linear_probe":
+                    ro = LinearProbeReadout().fit(emb, truths)
+                else:
+                    ro = RidgeCountReadout(min(truths), max(truths)).fit(emb, truths)
             for chunk in _chunks(pending, self.bs):
                 imgs = [s.render() for s in chunk]
                 resp, raw = ro.predict(self.model.embed(imgs, batch_size=self.bs))

@@ -12,7 +12,7 @@ from typing import Callable
 
 from .models.base import VLMRequest
 from .records import RecordStore
-from .seeding import image_sha256
+from .seeding import image_sha256, text_hash
 from .tasks.base import Stimulus, Task, make_record
 
 CACHE_ENV = "PERCEPTBENCH_RESPONSE_CACHE"
@@ -28,10 +28,8 @@ def response_cache_dir() -> Path:
 
 
 def parse_answer(task: Task, text: str | None, mode: str = "default"):
-    """Parse a VLM answer into the task's response space (a ParseResult)."""
-    from .readouts.parse import parse_choice
-
-    return parse_choice(text or "", task.options(), mode=mode)
+    """Parse a VLM answer with the task's rule parser -> (response, parse meta)."""
+    return task.parse_answer(text, mode)
 
 
 def run_vlm_task(task: Task, vlm, store: RecordStore, pending: list[Stimulus], seed: int, run_id: str,
@@ -42,23 +40,32 @@ def run_vlm_task(task: Task, vlm, store: RecordStore, pending: list[Stimulus], s
     cached = vlm if isinstance(vlm, CachedVLM) else CachedVLM(vlm, ResponseCache(response_cache_dir()))
     inner = cached.inner
     written = 0
+    n_images = 1 + getattr(task, "shots", 0)
+    if n_images > 1 and not cached.supports_multi_image:
+        reason = f"{inner.name} does not accept several images; {task.task_id} needs {n_images} per trial"
+        recs = [make_record(task, stimulus_id=s.stimulus_id, model=inner.name, model_family=inner.family,
+                            readout="vlm_prompt", response=None, ground_truth=s.ground_truth,
+                            manipulated_value=s.manipulated_value, raw_output=None, prompt_id=task.prompt_id,
+                            prompt_hash=None, model_version=inner.model_version, seed=seed, run_id=run_id,
+                            split=s.split, skipped=reason) for s in pending]
+        advance(len(pending))
+        return store.append(recs)
     for i in range(0, len(pending), batch_size):
         chunk = pending[i:i + batch_size]
-        images = [s.render() for s in chunk]
-        hashes = [image_sha256(im) for im in images]
-        reqs = [VLMRequest((im,), task.prompt_text) for im in images]
-        texts = cached.generate(reqs, batch_size=batch_size, image_sha256s=[[h] for h in hashes])
+        built = [task.vlm_request(s, seed) for s in chunk]
+        hashes = [[image_sha256(im) for im in imgs] for imgs, _, _ in built]
+        reqs = [VLMRequest(tuple(imgs), prompt) for imgs, prompt, _ in built]
+        texts = cached.generate(reqs, batch_size=batch_size, image_sha256s=hashes)
         recs = []
-        for s, h, text in zip(chunk, hashes, texts):
-            pr = parse_answer(task, text)
+        for s, (imgs, prompt, extra), hs, text in zip(chunk, built, hashes, texts):
+            response, parse_meta = task.parse_answer(text)
             recs.append(make_record(
                 task, stimulus_id=s.stimulus_id, model=inner.name, model_family=inner.family,
-                readout="vlm_prompt", response=pr.response, ground_truth=s.ground_truth,
+                readout="vlm_prompt", response=response, ground_truth=s.ground_truth,
                 manipulated_value=s.manipulated_value, raw_output=text, prompt_id=task.prompt_id,
-                prompt_hash=task.prompt_hash, model_version=inner.model_version, seed=seed, run_id=run_id,
-                stimulus_sha256=h, split=s.split,
-                settings=dict(inner.generation_settings),
-                parse={"rule": pr.rule, "ambiguous": pr.ambiguous, "mode": "default"}, **s.meta))
+                prompt_hash=text_hash(prompt), model_version=inner.model_version, seed=seed, run_id=run_id,
+                stimulus_sha256=hs[-1], image_sha256s=hs, split=s.split,
+                settings=dict(inner.generation_settings), parse=parse_meta, **extra, **s.meta))
         written += store.append(recs)
         advance(len(chunk))
     return written

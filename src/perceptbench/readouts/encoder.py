@@ -87,3 +87,72 @@ class RidgeCountReadout:
         counts = np.clip(np.rint(pred), self.lo, self.hi).astype(int)
         alpha = float(self.model.alpha_)
         return [int(c) for c in counts], [json.dumps({"ridge": round(float(p), 6), "alpha": alpha}) for p in pred]
+
+
+READOUT_SPECS.update({
+    "linear_probe": "multinomial logistic regression on embeddings fit on a disjoint probe-train split "
+                    "(one-vs-rest with threshold 0.5, at least the top class, when probe truths are multi-label); "
+                    "C=1.0, lbfgs, max_iter 2000",
+    "zero_shot_retrieval": "zero-shot retrieval: cosine of the image embedding to the embeddings of "
+                           "'One object is different in {category} compared to the others.' for every category; "
+                           "response = top-1 category; raw_output holds every cosine (top-k read from it)",
+})
+
+
+@dataclass
+class LinearProbeReadout:
+    """Label-set probe on embeddings.  ``fit(emb (n,d), truths: list[list[str]])``.
+
+    Single-label probe data -> multinomial logistic regression, prediction = {argmax};
+    multi-label -> one-vs-rest logistic regression, prediction = labels with p >= 0.5
+    (at least the most probable one)."""
+
+    model: object = None
+    classes: tuple[str, ...] = ()
+    multilabel: bool = False
+
+    def fit(self, emb: np.ndarray, truths: Sequence[Sequence[str]]) -> "LinearProbeReadout":
+        from sklearn.linear_model import LogisticRegression
+
+        self.multilabel = any(len(t) != 1 for t in truths)
+        x = emb.astype(np.float64)
+        if not self.multilabel:
+            y = np.array([t[0] for t in truths])
+            if len(set(y)) < 2:
+                raise ValueError("linear probe needs probe-train stimuli of at least two classes")
+            self.model = LogisticRegression(max_iter=2000).fit(x, y)
+            self.classes = tuple(str(c) for c in self.model.classes_)
+        else:
+            from sklearn.multiclass import OneVsRestClassifier
+            from sklearn.preprocessing import MultiLabelBinarizer
+
+            mlb = MultiLabelBinarizer()
+            y = mlb.fit_transform(truths)
+            self.classes = tuple(str(c) for c in mlb.classes_)
+            self.model = OneVsRestClassifier(LogisticRegression(max_iter=2000)).fit(x, y)
+        return self
+
+    def predict(self, emb: np.ndarray) -> tuple[list[list[str]], list[str]]:
+        p = self.model.predict_proba(emb.astype(np.float64))
+        out, raws = [], []
+        for row in p:
+            if self.multilabel:
+                sel = [c for c, q in zip(self.classes, row) if q >= 0.5] or [self.classes[int(np.argmax(row))]]
+            else:
+                sel = [self.classes[int(np.argmax(row))]]
+            out.append(sorted(sel))
+            raws.append(json.dumps({"probability": {c: round(float(q), 6) for c, q in zip(self.classes, row)}}))
+        return out, raws
+
+
+def retrieval_readout(image_emb: np.ndarray, text_emb: np.ndarray, categories: Sequence[str]
+                      ) -> tuple[list[list[str]], list[str]]:
+    """Top-1 category per image (as a one-element label list) and the JSON of all cosines.
+
+    ``image_emb`` (n, d) and ``text_emb`` (C, d), L2-normalised float32; ties -> first category."""
+    sims = image_emb @ text_emb.T
+    out, raws = [], []
+    for row in sims:
+        out.append([categories[int(np.argmax(row))]])
+        raws.append(json.dumps({"cosine": {c: round(float(v), 6) for c, v in zip(categories, row)}}))
+    return out, raws

@@ -118,6 +118,22 @@ class Task:
     def stimuli(self, seed: int) -> list[Stimulus]:
         raise NotImplementedError
 
+    def encoder_readout_for(self, model) -> str:
+        """The readout an encoder uses on this task (may depend on the encoder's abilities)."""
+        return self.encoder_readout
+
+    def vlm_request(self, s: Stimulus, seed: int) -> tuple[tuple[Image.Image, ...], str, dict]:
+        """(images, prompt, extra run_meta) for one VLM trial: the human-facing image and the
+        task's verbatim prompt."""
+        return (s.render(),), self.prompt_text, {}
+
+    def parse_answer(self, text: str | None, mode: str = "default") -> tuple[Any, dict]:
+        """Rule-parse a VLM answer into the response space -> (response or None, parse meta)."""
+        from ..readouts.parse import parse_choice
+
+        pr = parse_choice(text or "", self.options(), mode=mode)
+        return pr.response, {"rule": pr.rule, "ambiguous": pr.ambiguous, "mode": mode}
+
     def human_records(self, seed: int, run_id: str, stimuli: list[Stimulus]) -> list[TrialRecord]:
         return []
 

@@ -1,0 +1,323 @@
+"""SalBench (seed 001): which low-level feature makes one object stand out?
+
+Six task families ``salbench.{detection,referring,visual_referring}.{syn,nat}``, each at
+0, 3 or 5 shots (setting ``shots``).  Synthetic stimuli are P3-style search arrays rendered
+by :mod:`perceptbench.stimuli.search_arrays` (default: the P3 composition, 2,514 arrays);
+natural stimuli come from the published SalBench/O3 data (setting ``source``: ``hf`` for the
+Hugging Face dataset ``salbench-vlm/salbench``, or a local annotation file in the schema of
+:func:`perceptbench.stimuli.salbench_natural.load_local`).
+
+Prompts are verbatim from seed 001 §4 "Setting" (all seven features on both splits).
+Few-shot format (designed here; the seed defers it to its supplement): the example images
+come first, each with its own task prompt and answer, then the query::
+
+    You will see {k+1} images. The first {k} are solved examples; answer the same question for the last image.
+    Example {i} (image {i}): {task prompt for example i}
+    Answer: {comma-separated truth}
+    ...
+    Question (image {k+1}): {task prompt for the query}
+
+Examples are drawn once per run (seeded) from the probe-train split (synthetic) or the
+non-test items (natural), covering the features in turn.  Every trial records the full
+prompt's hash.  A model without multi-image support gets no few-shot trials: its records
+are written with a null response and ``run_meta.skipped`` giving the reason, and the
+scores carry a ``skipped`` row instead of numbers.
+
+Encoder readouts: image-text encoders (with ``embed_text``) answer by zero-shot retrieval
+of "One object is different in {category} compared to the others" over the seven
+categories (top-1 is the response; top-1/top-3 hit rates are scored from the cosines in
+``raw_output``); image-only encoders by a linear probe fit on a disjoint probe-train split.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+
+import numpy as np
+
+from ..metrics.bootstrap import N_BOOT_B, bootstrap
+from ..records import TrialRecord
+from ..seeding import rng_for, text_hash
+from .base import ScoreRow, Stimulus, Task
+
+SEVEN = ("Orientation", "Color", "Focus", "Shape", "Size", "Location", "Pattern")
+SYN_LABELS = ("Orientation", "Color", "Size")
+P3_COUNTS = {"color": 810, "orientation": 864, "size": 840}
+FEATURE_LIST = ", ".join(SEVEN)
+
+PROMPTS = {
+    "detection": ("Context: Given this list of low-level visual features defined according to feature "
+                  f"integration theory: {FEATURE_LIST}. Task: Examine the provided image and identify the "
+                  "feature(s) in which one object notably differs from the others. Write out all applicable "
+                  "features separated by comma."),
+    "referring": ("Context: This image depicts a scene with {num_distractors} {object_category}. Among those, one "
+                  "object category at location given by this bounding box {bbox}, is different from the others. "
+                  "Given this list of low-level visual features defined according to feature integration theory: "
+                  f"{FEATURE_LIST}. Task: In which way does the special object differ from the rest. Write out all "
+                  "applicable features separated by comma."),
+    "visual_referring": ("Context: This image depicts a scene with {num_distractors} {object_category}. Among those, "
+                         "one {object_category_singular} highlighted in a red box is different from the others. "
+                         "Task: Given this list of low-level visual features defined according to feature "
+                         f"integration theory: {FEATURE_LIST}. In which way does the special object differ from the "
+                         "rest. Write out all applicable feature(s) separated by comma."),
+}
+"""Seed 001 §4 "Setting", verbatim; {placeholders} are filled per stimulus.  The seed's
+visual-referring text reads "one {object category} highlighted"; perceptbench fills it with
+the singular noun."""
+
+FEWSHOT_HEAD = ("You will see {n} images. The first {k} are solved examples; answer the same question "
+                "for the last image.")
+
+
+def _singular(plural: str) -> str:
+    for suf, rep in (("ies", "y"), ("ches", "ch"), ("shes", "sh"), ("xes", "x"), ("ses", "s"), ("s", "")):
+        if plural.endswith(suf):
+            return plural[: -len(suf)] + rep
+    return plural
+
+
+def distractor_group(n: int | None) -> str:
+    from ..metrics.saliency import distractor_bin
+
+    return "unknown" if n is None else distractor_bin(int(n))
+
+
+class SalBenchTask(Task):
+    """Base of the six SalBench tasks (see the module docstring)."""
+
+    kind: str = "detection"
+    split_name: str = "syn"
+    principle = "saliency"
+    response_space = "multilabel"
+    encoder_readout = "linear_probe"
+    allowed = {"shots": ("0", "3", "5")}
+
+    @property
+    def human_ref_id(self) -> str:
+        return "salbench.p3-generated" if self.split_name == "syn" else "salbench.o3"
+
+    @property
+    def track(self) -> str:  # type: ignore[override]
+        return self.split_name
+
+    @property
+    def shots(self) -> int:
+        return int(self.params["shots"])
+
+    @property
+    def prompt_id(self) -> str:
+        return f"salbench.{self.kind}.{'zeroshot' if not self.shots else f'fewshot{self.shots}'}.v1"
+
+    @property
+    def prompt_text(self) -> str:  # the template; filled per stimulus
+        return PROMPTS[self.kind]
+
+    @property
+    def categories(self) -> tuple[str, ...]:
+        return SYN_LABELS if self.split_name == "syn" else SEVEN
+
+    def options(self) -> tuple:
+        return SEVEN
+
+    def encoder_readout_for(self, model) -> str:
+        return "zero_shot_retrieval" if hasattr(model, "embed_text") else "linear_probe"
+
+    # -- VLM side
+    def parse_answer(self, text: str | None, mode: str = "default"):
+        from ..readouts.multilabel import parse_features
+
+        pr = parse_features(text, SEVEN)
+        resp = None if pr.labels is None else sorted(pr.labels)
+        return resp, {"rule": "multilabel", "ambiguous": False, "mode": mode,
+                      "unknown": list(pr.unknown)[:20]}
+
+    def _filled_prompt(self, meta: dict) -> str:
+        cat = meta.get("object_category") or "objects"
+        return PROMPTS[self.kind].format(
+            num_distractors=meta.get("n_distractors") if meta.get("n_distractors") is not None else "several",
+            object_category=cat, object_category_singular=_singular(cat), bbox=meta.get("bbox_text", ""))
+
+    def vlm_request(self, s: Stimulus, seed: int):
+        """(images, prompt text, extra run_meta) for one trial, few-shot examples first."""
+        img = s.render()
+        query = self._filled_prompt(s.meta)
+        if not self.shots:
+            return (img,), query, {}
+        ex = self.fewshot_examples(seed)
+        lines = [FEWSHOT_HEAD.format(n=len(ex) + 1, k=len(ex))]
+        for i, e in enumerate(ex, 1):
+            lines.append(f"Example {i} (image {i}): {self._filled_prompt(e.meta)}")
+            lines.append("Answer: " + ", ".join(e.ground_truth))
+        lines.append(f"Question (image {len(ex) + 1}): {query}")
+        return tuple(e.render() for e in ex) + (img,), "\n".join(lines), {
+            "fewshot_stimulus_ids": [e.stimulus_id for e in ex]}
+
+    def fewshot_examples(self, seed: int) -> list[Stimulus]:
+        pool = [s for s in self.stimuli(seed) if s.split == "probe_train"]
+        if len(pool) < self.shots:
+            raise ValueError(f"{self.task_id}: {self.shots} shots need {self.shots} non-test stimuli, "
+                             f"have {len(pool)}")
+        rng = rng_for(seed, self.base_id, "fewshot")
+        by_label: dict[str, list[Stimulus]] = defaultdict(list)
+        for s in pool:
+            by_label[",".join(s.ground_truth)].append(s)
+        keys = sorted(by_label)
+        picked: list[Stimulus] = []
+        while len(picked) < self.shots:  # cycle through the truth sets
+            for k in keys:
+                cands = [s for s in by_label[k] if s not in picked]
+                if cands and len(picked) < self.shots:
+                    picked.append(cands[int(rng.integers(len(cands)))])
+        return picked
+
+    # -- stimuli
+    def _syn_stimuli(self, seed: int) -> list[Stimulus]:
+        from ..stimuli import search_arrays as sa
+
+        n = int(self.params["n"])
+        counts = {f: int(round(c * n / 2514)) for f, c in P3_COUNTS.items()}
+        n_probe = int(self.params["n_probe"])
+        probe_counts = {f: n_probe // 3 + (1 if i < n_probe % 3 else 0) for i, f in enumerate(P3_COUNTS)}
+        probe_seed = int(rng_for(seed, "salbench.syn", "probe_seed").integers(2**31 - 1))
+        test_seed = int(rng_for(seed, "salbench.syn", "test_seed").integers(2**31 - 1))
+        out = []
+        for split, gseed, cnt in (("probe_train", probe_seed, probe_counts), ("test", test_seed, counts)):
+            for i, (feat, diff) in enumerate(sa.plan_p3(cnt)):
+                def make(gseed=gseed, i=i, feat=feat, diff=diff):
+                    return sa.make_search_stimulus(gseed, i, feat, diff)
+                out.append(self._stimulus_from_search(make, split, feat, diff, gseed, i))
+        return out
+
+    def _stimulus_from_search(self, make, split, feat, diff, gseed, i) -> Stimulus:
+        from ..stimuli import search_arrays as sa
+
+        st = make()  # rendered once here for its metadata; render() re-renders on demand
+        meta = {"feature": feat, "difficulty": diff, "bbox": list(st.target_bbox),
+                "bbox_text": sa.format_box_text(st.target_bbox), "n_distractors": st.n_distractors,
+                "object_category": st.object_category, "shape": st.shape,
+                "difference": round(float(st.difference), 4), "generator_seed": gseed, "generator_index": i}
+        kind = self.kind
+
+        def render():
+            img = make().image
+            return sa.draw_red_box(img, st.target_bbox) if kind == "visual_referring" else img
+
+        sid = f"{'probe-' if split == 'probe_train' else ''}p3syn-{i:05d}"
+        return Stimulus(sid, split, render=render, ground_truth=[sa.FEATURE_LABEL[feat]],
+                        manipulated_value=f"{feat}/{diff}", meta=meta)
+
+    def _nat_stimuli(self, seed: int) -> list[Stimulus]:
+        from ..stimuli import salbench_natural as sn
+        from ..stimuli import search_arrays as sa
+
+        src = self.params["source"]
+        items = sn.load_hf(config="O3") if src == "hf" else sn.load_local(src, default_split="nat")
+        items = [it for it in items if it.split == "nat"]
+        if not items:
+            raise ValueError(f"{self.task_id}: no natural-split stimuli in source {src!r}")
+        perm = rng_for(seed, self.base_id, "probe_split").permutation(len(items))
+        n_probe = int(round(len(items) * float(self.params["probe_fraction"])))
+        probe_ids = {items[j].stimulus_id for j in perm[:n_probe]}
+        out = []
+        for it in items:
+            def render(it=it):
+                img = it.load_image()
+                if self.kind == "visual_referring":
+                    if it.target_bbox is None:
+                        raise ValueError(f"{it.stimulus_id}: visual referring needs a target box")
+                    return sa.draw_red_box(img, it.target_bbox)
+                return img
+            meta = {"n_distractors": it.n_distractors, "object_category": it.object_category,
+                    "bbox": list(it.target_bbox) if it.target_bbox else None,
+                    "bbox_text": sa.format_box_text(it.target_bbox) if it.target_bbox else "",
+                    "source": it.source, "distractor_bin": distractor_group(it.n_distractors)}
+            out.append(Stimulus(it.stimulus_id, "probe_train" if it.stimulus_id in probe_ids else "test",
+                                render=render, ground_truth=sorted(it.labels),
+                                manipulated_value=it.n_distractors, meta=meta))
+        return out
+
+    def stimuli(self, seed: int) -> list[Stimulus]:
+        cache = self.__dict__.setdefault("_stimuli_cache", {})
+        if seed not in cache:
+            cache[seed] = self._syn_stimuli(seed) if self.split_name == "syn" else self._nat_stimuli(seed)
+        return cache[seed]
+
+    # -- scoring
+    def score(self, records: list[TrialRecord], seed: int) -> list[ScoreRow]:
+        from ..metrics.retrieval import analytic_chance, truth_matrix
+        from ..metrics.saliency import score_both_conventions, score_by_group
+
+        tid = self.task_id
+        by_model: dict[str, list[TrialRecord]] = defaultdict(list)
+        for r in records:
+            by_model[r.model].append(r)
+        rows: list[ScoreRow] = []
+        cats = self.categories
+        for m, rs in sorted(by_model.items()):
+            rs.sort(key=lambda r: r.stimulus_id)
+            skipped = {r.run_meta.model_extra.get("skipped") for r in rs} - {None}
+            if skipped:
+                rows.append(ScoreRow(tid, m, "skipped", float("nan"), None, None, len(rs), len(rs),
+                                     "; ".join(sorted(skipped))))
+                continue
+            preds = [None if r.response is None else list(r.response) for r in rs]
+            truths = [list(r.ground_truth) for r in rs]
+            n_null = sum(p is None for p in preds)
+            both = score_both_conventions(preds, truths, cats, n_boot=N_BOOT_B, seed=seed)
+            for conv, suffix in (("nulls_excluded", ""), ("nulls_as_empty", "@nulls_as_empty")):
+                sc = both[conv]
+                for key, metric in [("exact_match", "exact_match"), ("mean_f1", "mean_f1")] + \
+                        [(f"f1:{c}", f"f1[{c}]") for c in cats]:
+                    rows.append(ScoreRow.from_boot(tid, m, metric + suffix, sc.ci[key], sc.n, n_null,
+                                                   "; ".join(sc.notes) if key == "exact_match" else ""))
+            rows.append(ScoreRow(tid, m, "null_rate", n_null / len(rs), None, None, len(rs), n_null))
+            # breakdowns (nulls excluded)
+            if self.split_name == "syn":
+                groups = {"difficulty": [r.manipulated_value.split("/")[1] for r in rs],
+                          "feature": [r.manipulated_value.split("/")[0] for r in rs],
+                          "feature_difficulty": [r.manipulated_value for r in rs]}
+            else:
+                groups = {"distractors": [distractor_group(r.manipulated_value) for r in rs]}
+            for gname, g in groups.items():
+                for key, sc in score_by_group(preds, truths, g, cats, n_boot=N_BOOT_B, seed=seed).items():
+                    if sc.n == 0:
+                        continue
+                    rows.append(ScoreRow.from_boot(tid, m, f"exact_match[{gname}={key}]", sc.ci["exact_match"],
+                                                   sc.n, sc.n_null))
+            if rs[0].readout == "zero_shot_retrieval":
+                rows += self._retrieval_rows(m, rs, truths, seed)
+        return rows
+
+    def _retrieval_rows(self, m, rs, truths, seed) -> list[ScoreRow]:
+        from ..metrics.retrieval import analytic_chance, truth_matrix
+
+        tid = self.task_id
+        scores = np.array([[json.loads(r.raw_output)["cosine"][c] for c in SEVEN] for r in rs])
+        t = truth_matrix(truths, SEVEN)
+        order = np.argsort(-scores, axis=1, kind="stable")
+        rows = []
+        for k in (1, 3):
+            hit = t[np.arange(len(rs))[:, None], order[:, :k]].any(1).astype(float)
+            b = bootstrap(lambda i: hit[i].mean(1), len(rs), n_draws=N_BOOT_B, seed=seed)
+            rows.append(ScoreRow.from_boot(tid, m, f"retrieval_top{k}", b, len(rs), 0,
+                                           "hit if any of the top-k categories is in the truth set"))
+            rows.append(ScoreRow(tid, m, f"retrieval_chance_top{k}", analytic_chance(t, k), None, None, len(rs), 0,
+                                 "uniformly random ranking of the 7 categories, for this label distribution"))
+        return rows
+
+
+def _make(kind: str, split: str) -> type[SalBenchTask]:
+    defaults = {"shots": "0"}
+    if split == "syn":
+        defaults.update({"n": "2514", "n_probe": "300"})
+        desc = f"SalBench {kind.replace('_', ' ')} on P3-style search arrays (exact match, F1, by difficulty)"
+    else:
+        defaults.update({"source": "hf", "probe_fraction": "0.5"})
+        desc = f"SalBench {kind.replace('_', ' ')} on O3 photographs (exact match, F1, by distractor count)"
+    return type(f"SalBench_{kind}_{split}", (SalBenchTask,), {
+        "base_id": f"salbench.{kind}.{split}", "kind": kind, "split_name": split, "defaults": defaults,
+        "description": desc, "__doc__": f"``salbench.{kind}.{split}``: {desc}."})
+
+
+SALBENCH_TASKS = tuple(_make(k, s) for k in ("detection", "referring", "visual_referring") for s in ("syn", "nat"))
