@@ -35,3 +35,13 @@ def test_missing_mirror_names_the_file(tmp_path):
 def test_things_is_declared_not_runnable():
     p = cli("run", "--task", "similarity.nat.things_ooo", "--no-progress")
     assert p.returncode == 2 and "OSF" in p.stdout
+
+
+def test_render_writes_pngs_and_index(tmp_path):
+    import json
+
+    p = cli("render", "similarity.chart.mark_color", "--out", str(tmp_path), "--limit", "3")
+    assert p.returncode == 0, p.stdout + p.stderr
+    index = json.loads((tmp_path / "index.json").read_text())
+    assert [e["stimulus_id"] for e in index] == ["mark_0-1-2", "mark_0-1-3", "mark_0-1-4"]
+    assert all((tmp_path / f"{e['stimulus_id']}.png").exists() for e in index)

@@ -126,6 +126,37 @@ def validate(records: Path = typer.Argument(..., help="records.jsonl")) -> None:
 
 
 @app.command()
+def render(
+    task: str = typer.Argument(..., help="Task id, e.g. salbench.visual_referring.syn@n=30"),
+    out: Path = typer.Option(Path("stimuli"), help="Folder for the PNGs."),
+    limit: int = typer.Option(12, help="How many test stimuli to render."),
+    seed: int = typer.Option(0),
+) -> None:
+    """Write the human-facing images of a task's test stimuli as PNG (what a VLM is shown)."""
+    import json
+
+    from .seeding import image_sha256
+    from .sources import SourceError
+    from .tasks import get_task
+
+    try:
+        t = get_task(task)
+        stimuli = [s for s in t.stimuli(seed) if s.split == "test"][:limit]
+    except (KeyError, ValueError, SourceError) as e:
+        _fail(e)
+    out.mkdir(parents=True, exist_ok=True)
+    index = []
+    for s in stimuli:
+        img = s.render()
+        img.save(out / f"{s.stimulus_id}.png")
+        index.append({"stimulus_id": s.stimulus_id, "ground_truth": s.ground_truth,
+                      "manipulated_value": s.manipulated_value, "stimulus_sha256": image_sha256(img),
+                      **{k: v for k, v in s.meta.items() if isinstance(v, (str, int, float, list))}})
+    (out / "index.json").write_text(json.dumps(index, indent=1))
+    console.print(f"wrote {len(index)} PNGs and index.json to {out}")
+
+
+@app.command()
 def tasks() -> None:
     """List the tasks, their settings and human references."""
     from .tasks.registry import DEFAULT_BATTERY, NOT_RUNNABLE, list_tasks
