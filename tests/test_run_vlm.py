@@ -85,7 +85,6 @@ def test_cache_rerun_makes_zero_model_calls(tiny_llava, tmp_path, monkeypatch):
 
 
 def test_strict_parser_mode_nulls_ambiguous_answers(tmp_path):
-    from perceptbench.records import TrialRecord
     from perceptbench.scoring import score_records
     from perceptbench.tasks.base import make_record
     from perceptbench.vlm_runner import parse_answer

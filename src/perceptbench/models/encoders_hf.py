@@ -160,6 +160,27 @@ def check_batch_size(batch_size: int) -> int:
     return batch_size
 
 
+def embed_batched(images: Sequence[Image.Image], batch_size: int, dim, forward) -> np.ndarray:
+    """The batching loop every torch image encoder shares.
+
+    Validates ``images`` (PIL, converted to RGB) and ``batch_size``; calls
+    ``forward(batch: list[PIL.Image]) -> torch.Tensor (b, d)`` under ``torch.inference_mode``
+    for consecutive batches; returns ``(n, d)`` float32 with L2-normalised rows (``(0, dim())``
+    for no images)."""
+    import torch
+
+    images = check_images(images)
+    check_batch_size(batch_size)
+    if not images:
+        return np.zeros((0, dim()), dtype=np.float32)
+    chunks = []
+    with torch.inference_mode():
+        for i in range(0, len(images), batch_size):
+            feats = forward(images[i : i + batch_size])
+            chunks.append(feats.detach().to("cpu", torch.float32).numpy())
+    return l2_normalise_rows(np.concatenate(chunks, axis=0))
+
+
 def local_dir_version(path: Path) -> str:
     """``local:<abs path>:<first 16 hex of sha256 over the weight files>`` for a model directory.
 

@@ -41,7 +41,7 @@ from PIL import Image
 from .base import ModelLoadError
 from .encoders_hf import (
     check_batch_size,
-    check_images,
+    embed_batched,
     l2_normalise_rows,
     local_dir_version,
     sha256_of_file,
@@ -187,17 +187,11 @@ class OpenCLIPEncoder:
         """
         import torch
 
-        images = check_images(images)
-        check_batch_size(batch_size)
-        if not images:
-            return np.zeros((0, self.dim), dtype=np.float32)
-        chunks = []
-        with torch.inference_mode():
-            for i in range(0, len(images), batch_size):
-                x = torch.stack([self.preprocess(im) for im in images[i : i + batch_size]])
-                feats = self.model.encode_image(x.to(self.device, torch.float32))
-                chunks.append(feats.detach().to("cpu", torch.float32).numpy())
-        out = l2_normalise_rows(np.concatenate(chunks, axis=0))
+        def forward(batch):
+            x = torch.stack([self.preprocess(im) for im in batch])
+            return self.model.encode_image(x.to(self.device, torch.float32))
+
+        out = embed_batched(images, batch_size, lambda: self.dim, forward)
         self._dim = out.shape[1]
         return out
 

@@ -42,7 +42,7 @@ import numpy as np
 from PIL import Image
 
 from .base import ModelLoadError
-from .encoders_hf import check_batch_size, check_images, l2_normalise_rows, sha256_of_file
+from .encoders_hf import embed_batched, sha256_of_file
 
 _SNAPSHOT_RE = re.compile(r"snapshots/([0-9a-f]{40})/")
 
@@ -163,17 +163,11 @@ class TimmEncoder:
         """
         import torch
 
-        images = check_images(images)
-        check_batch_size(batch_size)
-        if not images:
-            return np.zeros((0, self.dim), dtype=np.float32)
-        chunks = []
-        with torch.inference_mode():
-            for i in range(0, len(images), batch_size):
-                x = torch.stack([self.transform(im) for im in images[i : i + batch_size]])
-                feats = self.model(x.to(self.device, torch.float32))
-                chunks.append(feats.detach().to("cpu", torch.float32).numpy())
-        return l2_normalise_rows(np.concatenate(chunks, axis=0))
+        def forward(batch):
+            x = torch.stack([self.transform(im) for im in batch])
+            return self.model(x.to(self.device, torch.float32))
+
+        return embed_batched(images, batch_size, lambda: self.dim, forward)
 
     def __repr__(self) -> str:
         return f"TimmEncoder(name={self.name!r}, model_version={self.model_version!r})"

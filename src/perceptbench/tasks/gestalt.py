@@ -17,7 +17,7 @@ from ..metrics.capacity import HUMAN_BAND, accuracy_by_k, capacity_k
 from ..metrics.error_consistency import (
     UNDEFINED_REASON, kappa, kappa_pairwise_mean, leave_one_out_ceiling, pairwise_ceiling)
 from ..records import TrialRecord
-from ..seeding import image_sha256, rng_for, text_hash
+from ..seeding import rng_for, text_hash
 from ..sources import get_source, resolve
 from ..stimuli import render, silhouettes
 from .base import ScoreRow, Stimulus, Task, make_record

@@ -38,7 +38,7 @@ import numpy as np
 
 from ..metrics.bootstrap import N_BOOT_B, bootstrap
 from ..records import TrialRecord
-from ..seeding import rng_for, text_hash
+from ..seeding import rng_for
 from .base import ScoreRow, Stimulus, Task
 
 SEVEN = ("Orientation", "Color", "Focus", "Shape", "Size", "Location", "Pattern")
@@ -245,7 +245,6 @@ class SalBenchTask(Task):
 
     # -- scoring
     def score(self, records: list[TrialRecord], seed: int) -> list[ScoreRow]:
-        from ..metrics.retrieval import analytic_chance, truth_matrix
         from ..metrics.saliency import score_both_conventions, score_by_group
 
         tid = self.task_id
