@@ -14,10 +14,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Sequence
 
+import numpy as np
+
 from . import __version__
 from .readouts.encoder import (
-    READOUT_SPECS, LinearProbeReadout, PrototypeReadout, RidgeCountReadout, odd_one_out, readout_prompt_id,
-    retrieval_readout)
+    READOUT_SPECS, LinearProbeReadout, PrototypeReadout, RetrievalReadout, RidgeCountReadout, odd_one_out,
+    readout_prompt_id)
 from .records import RecordStore, make_trial_id
 from .seeding import image_sha256, text_hash
 from .tasks import get_task
@@ -87,7 +89,6 @@ class _EncoderRunner:
         out = []
         for chunk in _chunks(stimuli, self.bs):  # bounded memory: render one batch at a time
             out.append(self.model.embed([s.render() for s in chunk], batch_size=self.bs))
-        import numpy as np
         return np.concatenate(out) if out else None
 
     def run(self, pending: list[Stimulus], probe: list[Stimulus]) -> int:
@@ -97,8 +98,7 @@ class _EncoderRunner:
                 from .metrics.retrieval import retrieval_sentences
 
                 cats = tuple(self.task.options())
-                text_emb = self.model.embed_text(retrieval_sentences(cats))
-                ro = type("Retrieval", (), {"predict": staticmethod(lambda e: retrieval_readout(e, text_emb, cats))})
+                ro = RetrievalReadout(self.model.embed_text(retrieval_sentences(cats)), cats)
             else:
                 if not probe:
                     raise ValueError(f"{self.task.task_id}: the {self.readout} readout needs probe-train stimuli")
@@ -132,7 +132,6 @@ class _EncoderRunner:
                     cache.update(zip(new.keys(), emb))
                 recs = []
                 for s, hs in zip(chunk, hashes):
-                    import numpy as np
                     pos, raw = odd_one_out(np.stack([cache[h] for h in hs]))
                     recs.append(self._record(s, pos, raw, image_sha256(s.render()), component_sha256=hs))
                 written += self.store.append(recs)

@@ -145,6 +145,17 @@ class LinearProbeReadout:
         return out, raws
 
 
+@dataclass
+class RetrievalReadout:
+    """Zero-shot retrieval against fixed category-sentence embeddings ``text_emb`` (C, d)."""
+
+    text_emb: np.ndarray
+    categories: tuple[str, ...]
+
+    def predict(self, emb: np.ndarray) -> tuple[list[list[str]], list[str]]:
+        return retrieval_readout(emb, self.text_emb, self.categories)
+
+
 def retrieval_readout(image_emb: np.ndarray, text_emb: np.ndarray, categories: Sequence[str]
                       ) -> tuple[list[list[str]], list[str]]:
     """Top-1 category per image (as a one-element label list) and the JSON of all cosines.
