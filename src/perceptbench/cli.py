@@ -23,7 +23,10 @@ HEADLINE = {"accuracy", "B", "kappa_aggregate", "kappa_pairwise", "position_floo
             "capacity_in_band_prob", "null_rate", "n_ambiguous",
             "ceiling_kappa_pairwise_mean@test", "ceiling_kappa_loo_mean@test", "observer_accuracy_mean@test",
             "observer_B_mean@test", "ceiling_kappa_pairwise_mean@all", "ceiling_kappa_loo_mean@all",
-            "observer_accuracy_mean@all", "n_differ_min", "n_differ_max"}
+            "observer_accuracy_mean@all", "n_differ_min", "n_differ_max", "exact_match", "mean_f1",
+            "exact_match@nulls_as_empty", "retrieval_top1", "retrieval_top3", "retrieval_chance_top1",
+            "retrieval_chance_top3", "skipped", "exact_match[difficulty=easy]", "exact_match[difficulty=medium]",
+            "exact_match[difficulty=hard]"}
 
 
 def _print_scores(rows, all_rows: bool = False) -> None:
