@@ -87,19 +87,17 @@ def test_cache_rerun_makes_zero_model_calls(tiny_llava, tmp_path, monkeypatch):
 def test_strict_parser_mode_nulls_ambiguous_answers(tmp_path):
     from perceptbench.scoring import score_records
     from perceptbench.tasks.base import make_record
-    from perceptbench.vlm_runner import parse_answer
 
     task = get_task("similarity.chart.mark_color")
     stims = task.stimuli(0)[:4]
     answers = ["1 or 2", "The odd one out is 3.", "", "not 1, it's 3"]
     recs = []
     for s, text in zip(stims, answers):
-        pr = parse_answer(task, text)
+        response, parse_meta = task.parse_answer(text)
         recs.append(make_record(task, stimulus_id=s.stimulus_id, model="m", model_family="api", readout="vlm_prompt",
-                                response=pr.response, ground_truth=s.ground_truth, manipulated_value=None,
+                                response=response, ground_truth=s.ground_truth, manipulated_value=None,
                                 raw_output=text, prompt_id=task.prompt_id, prompt_hash=task.prompt_hash,
-                                model_version="x", seed=0, run_id="r",
-                                parse={"rule": pr.rule, "ambiguous": pr.ambiguous, "mode": "default"}))
+                                model_version="x", seed=0, run_id="r", parse=parse_meta))
     assert [r.response for r in recs] == [1, 3, None, 1]
     d = {r.metric: r for r in score_records(recs, parser_mode="default")}
     s = {r.metric: r for r in score_records(recs, parser_mode="strict")}

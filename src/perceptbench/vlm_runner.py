@@ -27,11 +27,6 @@ def response_cache_dir() -> Path:
     return cache_dir() / "responses"
 
 
-def parse_answer(task: Task, text: str | None, mode: str = "default"):
-    """Parse a VLM answer with the task's rule parser -> (response, parse meta)."""
-    return task.parse_answer(text, mode)
-
-
 def run_vlm_task(task: Task, vlm, store: RecordStore, pending: list[Stimulus], seed: int, run_id: str,
                  batch_size: int, out: Path, advance: Callable[[int], None]) -> int:
     """Answer every pending stimulus, parse, and append records chunk by chunk."""
