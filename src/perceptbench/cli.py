@@ -168,7 +168,7 @@ def tasks() -> None:
     for c in ("task_id", "principle/track", "response", "encoder readout", "settings (default)", "default run", "description"):
         t.add_column(c, overflow="fold")
     for cls in list_tasks():
-        settings = ", ".join(f"{k}={v} ({'|'.join(cls.allowed.get(k, ['int']))})" for k, v in cls.defaults.items())
+        settings = ", ".join(f"{k}={v} ({'|'.join(cls.allowed.get(k, ['any']))})" for k, v in cls.defaults.items())
         t.add_row(cls.base_id, f"{cls.principle}/{cls.track}", cls.response_space, cls.encoder_readout,
                   settings or "-", "yes" if cls.base_id in DEFAULT_BATTERY else "", cls.description)
     for tid, why in NOT_RUNNABLE.items():

@@ -90,16 +90,12 @@ class SalBenchTask(Task):
     split_name: str = "syn"
     principle = "saliency"
     response_space = "multilabel"
-    encoder_readout = "linear_probe"
+    encoder_readout = "linear_probe | zero_shot_retrieval"  # chosen per encoder: encoder_readout_for
     allowed = {"shots": ("0", "3", "5")}
 
     @property
     def human_ref_id(self) -> str:
         return "salbench.p3-generated" if self.split_name == "syn" else "salbench.o3"
-
-    @property
-    def track(self) -> str:  # type: ignore[override]
-        return self.split_name
 
     @property
     def shots(self) -> int:
@@ -315,7 +311,8 @@ def _make(kind: str, split: str) -> type[SalBenchTask]:
         defaults.update({"source": "hf", "probe_fraction": "0.5"})
         desc = f"SalBench {kind.replace('_', ' ')} on O3 photographs (exact match, F1, by distractor count)"
     return type(f"SalBench_{kind}_{split}", (SalBenchTask,), {
-        "base_id": f"salbench.{kind}.{split}", "kind": kind, "split_name": split, "defaults": defaults,
+        "base_id": f"salbench.{kind}.{split}", "kind": kind, "split_name": split, "track": split,
+        "defaults": defaults,
         "description": desc, "__doc__": f"``salbench.{kind}.{split}``: {desc}."})
 
 
