@@ -57,24 +57,18 @@ PROMPTS = {
                   f"{FEATURE_LIST}. Task: In which way does the special object differ from the rest. Write out all "
                   "applicable features separated by comma."),
     "visual_referring": ("Context: This image depicts a scene with {num_distractors} {object_category}. Among those, "
-                         "one {object_category_singular} highlighted in a red box is different from the others. "
+                         "one {object_category} highlighted in a red box is different from the others. "
                          "Task: Given this list of low-level visual features defined according to feature "
                          f"integration theory: {FEATURE_LIST}. In which way does the special object differ from the "
                          "rest. Write out all applicable feature(s) separated by comma."),
 }
-"""Seed 001 §4 "Setting", verbatim; {placeholders} are filled per stimulus.  The seed's
-visual-referring text reads "one {object category} highlighted"; perceptbench fills it with
-the singular noun."""
+"""Seed 001 §4 "Setting", verbatim; {placeholders} are filled per stimulus: the distractor
+count, the object category as the source names it (plural noun, used in both places of the
+visual-referring text exactly as the seed writes it) and the box as ``(x_min, y_min, x_max,
+y_max)`` in pixels."""
 
 FEWSHOT_HEAD = ("You will see {n} images. The first {k} are solved examples; answer the same question "
                 "for the last image.")
-
-
-def _singular(plural: str) -> str:
-    for suf, rep in (("ies", "y"), ("ches", "ch"), ("shes", "sh"), ("xes", "x"), ("ses", "s"), ("s", "")):
-        if plural.endswith(suf):
-            return plural[: -len(suf)] + rep
-    return plural
 
 
 def distractor_group(n: int | None) -> str:
@@ -132,7 +126,7 @@ class SalBenchTask(Task):
         cat = meta.get("object_category") or "objects"
         return PROMPTS[self.kind].format(
             num_distractors=meta.get("n_distractors") if meta.get("n_distractors") is not None else "several",
-            object_category=cat, object_category_singular=_singular(cat), bbox=meta.get("bbox_text", ""))
+            object_category=cat, bbox=meta.get("bbox_text", ""))
 
     def vlm_request(self, s: Stimulus, seed: int):
         """(images, prompt text, extra run_meta) for one trial, few-shot examples first."""
