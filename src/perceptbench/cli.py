@@ -85,7 +85,8 @@ def run(
         rows = score_file(out / "records.jsonl")
     except (ValueError, KeyError, ModelLoadError, SourceError, RecordError, RuntimeError) as e:
         _fail(e)
-    console.print(f"{summary.run_id}: wrote {summary.written} records, skipped {summary.skipped} finished trials")
+    console.print(f"{summary.run_id}: wrote {summary.written} records ({summary.written - summary.human_written} "
+                  f"model trials, {summary.human_written} human), skipped {summary.skipped} finished trials")
     _print_scores(rows, all_rows)
     console.print(f"records: {out / 'records.jsonl'}\nscores:  {out / 'scores.csv'} (+ scores.json)")
 

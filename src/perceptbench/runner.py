@@ -40,6 +40,7 @@ class RunConfig:
 class RunSummary:
     run_id: str
     written: int = 0
+    human_written: int = 0
     skipped: int = 0
     per_task_model: dict = field(default_factory=dict)
 
@@ -167,7 +168,9 @@ def run(cfg: RunConfig, *, progress: bool = True, load_model: Callable | None = 
         plan = []
         for task, stimuli in task_stimuli:
             hr = task.human_records(cfg.seed, run_id, stimuli)
-            summary.written += store.append(hr)
+            n_h = store.append(hr)
+            summary.written += n_h
+            summary.human_written += n_h
             test = [s for s in stimuli if s.split == "test"]
             for arg, name in zip(cfg.models, names):
                 pending = [s for s in test
@@ -175,25 +178,24 @@ def run(cfg: RunConfig, *, progress: bool = True, load_model: Callable | None = 
                 summary.skipped += len(test) - len(pending)
                 if pending:
                     plan.append((task, stimuli, arg, name, pending))
-        total = sum(len(p[4]) for p in plan)
         with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                       TimeElapsedColumn(), disable=not progress, console=console) as bar:
-            ptask = bar.add_task("trials", total=total)
+            bars = [bar.add_task(f"{task.task_id} | {name}", total=len(pending))
+                    for task, _, _, name, pending in plan]
             models: dict[str, object] = {}
-            for task, stimuli, arg, name, pending in plan:
+            for (task, stimuli, arg, name, pending), ptask in zip(plan, bars):
                 if arg not in models:
-                    bar.update(ptask, description=f"loading {name}")
+                    bar.update(ptask, description=f"loading {name} ...")
                     models[arg] = load_model(arg)
                 model = models[arg]
                 bar.update(ptask, description=f"{task.task_id} | {name}")
                 probe = [s for s in stimuli if s.split == "probe_train"]
+                advance = (lambda k, t=ptask: bar.advance(t, k))
                 if getattr(model, "family", "encoder") == "encoder":
-                    n = _EncoderRunner(task, model, store, cfg.seed, run_id, cfg.batch_size,
-                                       lambda k: bar.advance(ptask, k)).run(pending, probe)
+                    n = _EncoderRunner(task, model, store, cfg.seed, run_id, cfg.batch_size, advance).run(pending, probe)
                 else:
                     from .vlm_runner import run_vlm_task
-                    n = run_vlm_task(task, model, store, pending, cfg.seed, run_id, cfg.batch_size,
-                                     out, lambda k: bar.advance(ptask, k))
+                    n = run_vlm_task(task, model, store, pending, cfg.seed, run_id, cfg.batch_size, out, advance)
                 summary.written += n
                 summary.per_task_model[(task.task_id, name)] = n
     return summary
