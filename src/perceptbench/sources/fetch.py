@@ -8,10 +8,10 @@ it is used; a download goes to a temporary file and is renamed only once verifie
 
 from __future__ import annotations
 
-import hashlib
 import os
 from pathlib import Path
 
+from ..seeding import file_sha256 as sha256_file
 from .registry import Source, SourceFile
 
 MIRROR_ENV = "PERCEPTBENCH_MIRROR"
@@ -34,12 +34,6 @@ def cache_dir() -> Path:
     return Path(os.environ.get(CACHE_ENV) or Path.home() / ".cache" / "perceptbench")
 
 
-def sha256_file(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 _verified: dict[tuple[str, float, int], str] = {}

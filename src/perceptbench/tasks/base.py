@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import abc
+
 import math
 from dataclasses import dataclass, field
 from typing import Any, Callable, ClassVar, Sequence
@@ -62,7 +64,7 @@ class ScoreRow:
         "task_id", "model", "metric", "value", "ci_low", "ci_high", "n", "n_null")
 
 
-class Task:
+class Task(abc.ABC):
     """Base class.  Subclasses set the class attributes and implement :meth:`stimuli`,
     :meth:`human_records` and :meth:`score`.
 
@@ -107,16 +109,16 @@ class Task:
     def prompt_hash(self) -> str:
         return text_hash(self.prompt_text)
 
-    @property
-    def human_ref_id(self) -> str:
-        raise NotImplementedError
+    human_ref_id: ClassVar[str]
+    """Id of the human reference trials are scored against (a class attribute or property)."""
 
+    @abc.abstractmethod
     def options(self) -> tuple:
         """The response options a parser may return (labels, positions or counts)."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     def stimuli(self, seed: int) -> list[Stimulus]:
-        raise NotImplementedError
+        """Every stimulus of the task (test and probe-train), deterministic in ``seed``."""
 
     def encoder_readout_for(self, model) -> str:
         """The readout an encoder uses on this task (may depend on the encoder's abilities)."""
@@ -137,8 +139,9 @@ class Task:
     def human_records(self, seed: int, run_id: str, stimuli: list[Stimulus]) -> list[TrialRecord]:
         return []
 
+    @abc.abstractmethod
     def score(self, records: list[TrialRecord], seed: int) -> list[ScoreRow]:
-        raise NotImplementedError
+        """Score rows from this task's trial records only; ``seed`` seeds the bootstrap."""
 
 
 def make_record(task: Task, *, stimulus_id: str, model: str, model_family: str, readout: str,
