@@ -103,3 +103,35 @@ def test_strict_parser_mode_nulls_ambiguous_answers(tmp_path):
     s = {r.metric: r for r in score_records(recs, parser_mode="strict")}
     assert d["n_ambiguous"].value == 2 and d["null_rate"].value == 0.25
     assert s["null_rate"].value == 0.75
+
+
+def test_openai_compatible_never_gets_the_openai_key(monkeypatch):
+    from perceptbench.models.registry import COMPATIBLE_KEY_ENV
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-should-not-leave")
+    monkeypatch.delenv(COMPATIBLE_KEY_ENV, raising=False)
+    m = load_model("srv=openai-compatible:http://127.0.0.1:9/v1#some-model")
+    assert m.api_key_env == COMPATIBLE_KEY_ENV and m._key() is None
+
+
+def test_resume_with_other_weights_is_refused(tiny_llava, tmp_path, monkeypatch):
+    from perceptbench.testing.tiny_vlm import build_tiny_vlm
+
+    monkeypatch.setenv("PERCEPTBENCH_RESPONSE_CACHE", str(tmp_path / "cache"))
+    other = build_tiny_vlm("llava", tmp_path / "tiny-llava", seed=1)
+    cfg = RunConfig(out=tmp_path / "run", tasks=["similarity.chart.mark_color"], models=[f"m=hf:{tiny_llava}"],
+                    batch_size=8)
+    vlm = load_model(f"m=hf:{tiny_llava}")
+
+    class Partial(CountingVLM):
+        def generate(self, requests, batch_size=8):
+            if self.calls >= 16:
+                raise RuntimeError("simulated crash")
+            return super().generate(requests, batch_size)
+
+    with pytest.raises(RuntimeError, match="simulated crash"):
+        run(cfg, progress=False, load_model=lambda _a: Partial(vlm))
+    cfg2 = RunConfig(out=tmp_path / "run", tasks=["similarity.chart.mark_color"], models=[f"m=hf:{other}"],
+                     batch_size=8)
+    with pytest.raises(ValueError, match="model_version"):
+        run(cfg2, progress=False)

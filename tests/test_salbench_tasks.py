@@ -122,3 +122,36 @@ def test_text_encoder_retrieval_on_natural_fixture(tmp_path):
     assert rows[("clip", "retrieval_chance_top3")].value == pytest.approx(3 / 7)
     assert ("clip", "exact_match[distractors=7-15]") in rows or any(k[1].startswith("exact_match[distractors=")
                                                                     for k in rows)
+
+
+def test_fewshot_examples_vary_per_trial_and_balance_labels():
+    d = get_task("salbench.detection.syn@n=30,n_probe=30,shots=3")
+    test = [x for x in d.stimuli(0) if x.split == "test"]
+    sets = [tuple(e.stimulus_id for e in d.fewshot_examples(0, s.stimulus_id)) for s in test]
+    assert len(set(sets)) > 1
+    lasts = {d.fewshot_examples(0, s.stimulus_id)[-1].ground_truth[0] for s in test}
+    assert len(lasts) > 1  # no label is always shown last
+    for s in test[:5]:
+        labels = sorted(e.ground_truth[0] for e in d.fewshot_examples(0, s.stimulus_id))
+        assert labels == ["Color", "Orientation", "Size"]
+    assert sets == [tuple(e.stimulus_id for e in d.fewshot_examples(0, s.stimulus_id)) for s in test]
+
+
+def test_natural_split_scores_every_item_by_default_and_probe_needs_opt_in():
+    t = get_task(f"salbench.detection.nat@source={FIXTURE}")
+    assert all(s.split == "test" for s in t.stimuli(0))
+    with pytest.raises(ValueError, match="probe_fraction"):
+        get_task(f"salbench.detection.nat@source={FIXTURE},probe_fraction=2").stimuli(0)
+    with pytest.raises(ValueError, match="n must be an integer >= 3"):
+        get_task("salbench.detection.syn@n=abc").stimuli(0)
+
+
+def test_referring_prompt_refuses_missing_box(tmp_path):
+    ann = tmp_path / "a.json"
+    ann.write_text(json.dumps([{"image_id": "x", "split": "nat", "answer": "Color", "n_distractors": 4,
+                                "object_category": "cups",
+                                "image": "${PERCEPTBENCH_MIRROR}/kotseruba-p3o3/examples/images/C4kfsNTXa2Irj.jpg"}]))
+    t = get_task(f"salbench.referring.nat@source={ann}")
+    s = t.stimuli(0)[0]
+    with pytest.raises(ValueError, match="bbox_text"):
+        t.vlm_request(s, 0)

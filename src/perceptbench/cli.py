@@ -11,6 +11,7 @@ from typing import List, Optional
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
@@ -45,8 +46,8 @@ def _print_scores(rows, all_rows: bool = False) -> None:
         val = f"{r.value:.0f}" if float(r.value).is_integer() and (r.metric.startswith("n_") or
                                                                     r.metric in ("capacity_k", "replicates")) \
             else f"{r.value:.3f}"
-        cells = [r.task_id, r.model, r.metric, val, ci, str(r.n), str(r.n_null or 0)]
-        t.add_row(*(cells + [r.note] if all_rows else cells))
+        cells = [r.task_id, r.model, r.metric, val, ci, str(r.n), str(r.n_null or 0)] + ([r.note] if all_rows else [])
+        t.add_row(*(escape(c) for c in cells))
     console.print(t)
     if shown < len(rows):
         console.print(f"{len(rows) - shown} more rows in scores.csv (print them with --all-rows); "
@@ -56,7 +57,7 @@ def _print_scores(rows, all_rows: bool = False) -> None:
 def _fail(msg) -> None:
     if isinstance(msg, KeyError) and msg.args:
         msg = msg.args[0]
-    console.print(f"[red]error:[/red] {msg}", highlight=False)
+    console.print(f"[red]error:[/red] {escape(str(msg))}", highlight=False)
     raise typer.Exit(2)
 
 
@@ -83,7 +84,8 @@ def run(
     try:
         summary = do_run(cfg, progress=progress, console=console)
         rows = score_file(out / "records.jsonl")
-    except (ValueError, KeyError, ModelLoadError, SourceError, RecordError, RuntimeError) as e:
+    except (ValueError, KeyError, ModelLoadError, SourceError, RecordError, RuntimeError, OSError,
+            ImportError) as e:
         _fail(e)
     console.print(f"{summary.run_id}: wrote {summary.written} records ({summary.written - summary.human_written} "
                   f"model trials, {summary.human_written} human), skipped {summary.skipped} finished trials")
@@ -166,14 +168,16 @@ def tasks() -> None:
     from .tasks.registry import DEFAULT_BATTERY, NOT_RUNNABLE, list_tasks
 
     t = Table(title="tasks")
-    for c in ("task_id", "principle/track", "response", "encoder readout", "settings (default)", "default run", "description"):
+    for c in ("task_id", "principle/track", "response", "encoder readout", "settings (default)", "human reference",
+              "default run", "description"):
         t.add_column(c, overflow="fold")
     for cls in list_tasks():
         settings = ", ".join(f"{k}={v} ({'|'.join(cls.allowed.get(k, ['any']))})" for k, v in cls.defaults.items())
         t.add_row(cls.base_id, f"{cls.principle}/{cls.track}", cls.response_space, cls.encoder_readout,
-                  settings or "-", "yes" if cls.base_id in DEFAULT_BATTERY else "", cls.description)
+                  settings or "-", cls().human_ref_id, "yes" if cls.base_id in DEFAULT_BATTERY else "",
+                  cls.description)
     for tid, why in NOT_RUNNABLE.items():
-        t.add_row(tid, "", "", "", "", "not runnable", why)
+        t.add_row(tid, "", "", "", "", "", "not runnable", why)
     console.print(t)
     console.print("Variants: BASE@key=value[,key=value], e.g. similarity.chart.mark_color@kernel=l5")
 

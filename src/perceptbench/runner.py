@@ -102,7 +102,10 @@ class _EncoderRunner:
                 ro = RetrievalReadout(self.model.embed_text(retrieval_sentences(cats)), cats)
             else:
                 if not probe:
-                    raise ValueError(f"{self.task.task_id}: the {self.readout} readout needs probe-train stimuli")
+                    hint = " (natural SalBench split: set probe_fraction, e.g. @probe_fraction=0.5)" \
+                        if self.task.task_id.startswith("salbench.") and ".nat" in self.task.task_id else ""
+                    raise ValueError(f"{self.task.task_id}: the {self.readout} readout of {self.model.name} needs "
+                                     f"probe-train stimuli{hint}")
                 emb = self._embed_stimuli(probe)
                 truths = [s.ground_truth for s in probe]
                 if self.readout == "prototype_cosine":
@@ -165,6 +168,13 @@ def run(cfg: RunConfig, *, progress: bool = True, load_model: Callable | None = 
     task_stimuli = [(task, task.stimuli(cfg.seed)) for task in tasks]
     _check_run_json(out, cfg)
     with RecordStore(out / "records.jsonl") as store:
+        versions: dict[str, set[str]] = {}
+        if store.done:
+            from .records import read_records
+
+            for r in read_records(store.path):
+                if r.model_family != "human":
+                    versions.setdefault(r.model, set()).add(r.run_meta.model_version)
         plan = []
         for task, stimuli in task_stimuli:
             hr = task.human_records(cfg.seed, run_id, stimuli)
@@ -187,6 +197,12 @@ def run(cfg: RunConfig, *, progress: bool = True, load_model: Callable | None = 
                 if arg not in models:
                     bar.update(ptask, description=f"loading {name} ...")
                     models[arg] = load_model(arg)
+                    old = versions.get(name, set()) - {models[arg].model_version}
+                    if old:
+                        raise ValueError(
+                            f"{out} already holds trials of {name} from model_version {sorted(old)[0]}, but "
+                            f"{arg} is {models[arg].model_version}; resume with the same weights, or give this "
+                            "model another short name (SHORT=SPEC) or another --out")
                 model = models[arg]
                 bar.update(ptask, description=f"{task.task_id} | {name}")
                 probe = [s for s in stimuli if s.split == "probe_train"]

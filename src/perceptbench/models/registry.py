@@ -37,11 +37,15 @@ MODEL_KINDS: tuple[ModelKind, ...] = (
     ModelKind("openai:", "openai:MODEL", "api", "OpenAI chat completions (OPENAI_API_KEY)", "openai:gpt-4o-mini"),
     ModelKind("openai-compatible:", "openai-compatible:URL#MODEL", "api",
               "any OpenAI-compatible server: vLLM, SGLang, Ollama, llama.cpp, LM Studio, transformers serve "
-              "(key from OPENAI_API_KEY if set)", "openai-compatible:http://127.0.0.1:8000/v1#my-model"),
+              "(key only from OPENAI_COMPATIBLE_API_KEY, never OPENAI_API_KEY)",
+              "openai-compatible:http://127.0.0.1:8000/v1#my-model"),
     ModelKind("anthropic:", "anthropic:MODEL", "api", "Anthropic Messages API (ANTHROPIC_API_KEY)",
               "anthropic:claude-sonnet-4-5"),
     ModelKind("gemini:", "gemini:MODEL", "api", "Google Gemini API (GEMINI_API_KEY)", "gemini:gemini-2.5-flash"),
 )
+
+COMPATIBLE_KEY_ENV = "OPENAI_COMPATIBLE_API_KEY"
+"""The only variable whose value is sent to an ``openai-compatible:`` URL (unset: no key)."""
 
 _VLM_MODEL_TYPES = {"llava", "llava_next", "llava_onevision", "idefics2", "idefics3", "smolvlm", "qwen2_vl",
                     "qwen2_5_vl", "qwen3_vl", "paligemma", "gemma3", "mllama", "internvl", "llama4"}
@@ -102,6 +106,8 @@ def load_model(arg: str):
         return _cls("perceptbench.models.default:EfficientNetLiteEncoder")(spec.ref, name=short)
     if spec.kind == "hf":
         repo, _, rev = spec.ref.partition("@")
+        if repo.startswith(("/", "./", "../", "~")) and not os.path.isdir(os.path.expanduser(repo)):
+            raise ModelLoadError(f"hf:{repo}: no such model directory")
         if is_vlm_dir_or_id(spec.ref):
             return _cls("perceptbench.models.vlm_hf:HFVLM")(repo, name=short, revision=rev or None)
         return _cls("perceptbench.models.encoders_hf:HFEncoder")(repo, name=short, revision=rev or None)
@@ -120,7 +126,9 @@ def load_model(arg: str):
         url, sep, model = spec.ref.partition("#")
         if not sep or not model:
             raise ModelLoadError(f"openai-compatible needs URL#MODEL, got {spec.ref!r}")
-        return _cls("perceptbench.models.api:OpenAICompatibleVLM")(url, model, name=short)
+        # never send OPENAI_API_KEY to an arbitrary host: a self-hosted server's key comes from its own variable
+        return _cls("perceptbench.models.api:OpenAICompatibleVLM")(url, model, name=short,
+                                                                  api_key_env=COMPATIBLE_KEY_ENV)
     if spec.kind == "anthropic":
         return _cls("perceptbench.models.api:AnthropicVLM")(spec.ref, name=short)
     if spec.kind == "gemini":

@@ -122,52 +122,64 @@ class SalBenchTask(Task):
         return resp, {"rule": "multilabel", "ambiguous": False, "mode": mode,
                       "unknown": list(pr.unknown)[:20]}
 
-    def _filled_prompt(self, meta: dict) -> str:
-        cat = meta.get("object_category") or "objects"
-        return PROMPTS[self.kind].format(
-            num_distractors=meta.get("n_distractors") if meta.get("n_distractors") is not None else "several",
-            object_category=cat, bbox=meta.get("bbox_text", ""))
+    def _filled_prompt(self, meta: dict, stimulus_id: str = "") -> str:
+        if self.kind != "detection":
+            need = ["n_distractors", "object_category"] + (["bbox_text"] if self.kind == "referring" else [])
+            missing = [k for k in need if meta.get(k) in (None, "")]
+            if missing:
+                raise ValueError(f"{self.task_id}: stimulus {stimulus_id} lacks {missing} needed by the "
+                                 f"{self.kind} prompt (give them in the annotation file)")
+        return PROMPTS[self.kind].format(num_distractors=meta.get("n_distractors"),
+                                         object_category=meta.get("object_category"),
+                                         bbox=meta.get("bbox_text", ""))
 
     def vlm_request(self, s: Stimulus, seed: int):
         """(images, prompt text, extra run_meta) for one trial, few-shot examples first."""
         img = s.render()
-        query = self._filled_prompt(s.meta)
+        query = self._filled_prompt(s.meta, s.stimulus_id)
         if not self.shots:
             return (img,), query, {}
-        ex = self.fewshot_examples(seed)
+        ex = self.fewshot_examples(seed, s.stimulus_id)
         lines = [FEWSHOT_HEAD.format(n=len(ex) + 1, k=len(ex))]
         for i, e in enumerate(ex, 1):
-            lines.append(f"Example {i} (image {i}): {self._filled_prompt(e.meta)}")
+            lines.append(f"Example {i} (image {i}): {self._filled_prompt(e.meta, e.stimulus_id)}")
             lines.append("Answer: " + ", ".join(e.ground_truth))
         lines.append(f"Question (image {len(ex) + 1}): {query}")
         return tuple(e.render() for e in ex) + (img,), "\n".join(lines), {
             "fewshot_stimulus_ids": [e.stimulus_id for e in ex]}
 
-    def fewshot_examples(self, seed: int) -> list[Stimulus]:
+    def fewshot_examples(self, seed: int, stimulus_id: str) -> list[Stimulus]:
+        """The k solved examples shown before one trial's query.
+
+        Drawn per trial (``rng_for(seed, base_id, "fewshot", stimulus_id)``) from the non-test
+        pool: truth sets are visited in a random order, one random example each, cycling
+        until k are picked (so labels are as balanced as k allows and no label is always
+        last); the examples are then shuffled."""
         pool = [s for s in self.stimuli(seed) if s.split == "probe_train"]
         if len(pool) < self.shots:
+            hint = " (set probe_fraction > 0 on the natural split)" if self.split_name == "nat" else ""
             raise ValueError(f"{self.task_id}: {self.shots} shots need {self.shots} non-test stimuli, "
-                             f"have {len(pool)}")
-        rng = rng_for(seed, self.base_id, "fewshot")
+                             f"have {len(pool)}{hint}")
+        rng = rng_for(seed, self.base_id, "fewshot", stimulus_id)
         by_label: dict[str, list[Stimulus]] = defaultdict(list)
         for s in pool:
             by_label[",".join(s.ground_truth)].append(s)
         keys = sorted(by_label)
+        keys = [keys[j] for j in rng.permutation(len(keys))]
         picked: list[Stimulus] = []
-        while len(picked) < self.shots:  # cycle through the truth sets
+        while len(picked) < self.shots:
             for k in keys:
                 cands = [s for s in by_label[k] if s not in picked]
                 if cands and len(picked) < self.shots:
                     picked.append(cands[int(rng.integers(len(cands)))])
-        return picked
+        return [picked[j] for j in rng.permutation(len(picked))]
 
     # -- stimuli
     def _syn_stimuli(self, seed: int) -> list[Stimulus]:
         from ..stimuli import search_arrays as sa
 
-        n = int(self.params["n"])
+        n, n_probe = self._int_param("n", 3), self._int_param("n_probe", 0)
         counts = {f: int(round(c * n / 2514)) for f, c in P3_COUNTS.items()}
-        n_probe = int(self.params["n_probe"])
         probe_counts = {f: n_probe // 3 + (1 if i < n_probe % 3 else 0) for i, f in enumerate(P3_COUNTS)}
         probe_seed = int(rng_for(seed, "salbench.syn", "probe_seed").integers(2**31 - 1))
         test_seed = int(rng_for(seed, "salbench.syn", "test_seed").integers(2**31 - 1))
@@ -206,8 +218,15 @@ class SalBenchTask(Task):
         items = [it for it in items if it.split == "nat"]
         if not items:
             raise ValueError(f"{self.task_id}: no natural-split stimuli in source {src!r}")
+        try:
+            frac = float(self.params["probe_fraction"])
+        except ValueError:
+            frac = -1.0
+        if not 0 <= frac < 1:
+            raise ValueError(f"{self.task_id}: probe_fraction must be a number in [0, 1), got "
+                             f"{self.params['probe_fraction']!r}")
         perm = rng_for(seed, self.base_id, "probe_split").permutation(len(items))
-        n_probe = int(round(len(items) * float(self.params["probe_fraction"])))
+        n_probe = int(round(len(items) * frac))
         probe_ids = {items[j].stimulus_id for j in perm[:n_probe]}
         out = []
         for it in items:
@@ -227,6 +246,15 @@ class SalBenchTask(Task):
                                 manipulated_value=it.n_distractors, meta=meta))
         return out
 
+    def _int_param(self, key: str, minimum: int) -> int:
+        try:
+            v = int(self.params[key])
+        except ValueError:
+            v = minimum - 1
+        if v < minimum:
+            raise ValueError(f"{self.task_id}: {key} must be an integer >= {minimum}, got {self.params[key]!r}")
+        return v
+
     def stimuli(self, seed: int) -> list[Stimulus]:
         cache = self.__dict__.setdefault("_stimuli_cache", {})
         if seed not in cache:
@@ -235,7 +263,7 @@ class SalBenchTask(Task):
 
     # -- scoring
     def score(self, records: list[TrialRecord], seed: int) -> list[ScoreRow]:
-        from ..metrics.saliency import score_both_conventions, score_by_group
+        from ..metrics.saliency import score_by_group, score_multilabel
 
         tid = self.task_id
         by_model: dict[str, list[TrialRecord]] = defaultdict(list)
@@ -253,7 +281,10 @@ class SalBenchTask(Task):
             preds = [None if r.response is None else list(r.response) for r in rs]
             truths = [list(r.ground_truth) for r in rs]
             n_null = sum(p is None for p in preds)
-            both = score_both_conventions(preds, truths, cats, n_boot=N_BOOT_B, seed=seed)
+            both = {"nulls_excluded": score_multilabel(preds, truths, cats, null="exclude", n_boot=N_BOOT_B,
+                                                       seed=seed),
+                    "nulls_as_empty": score_multilabel(preds, truths, cats, null="empty", n_boot=N_BOOT_B,
+                                                       seed=seed, undefined_f1="zero")}
             for conv, suffix in (("nulls_excluded", ""), ("nulls_as_empty", "@nulls_as_empty")):
                 sc = both[conv]
                 for key, metric in [("exact_match", "exact_match"), ("mean_f1", "mean_f1")] + \
@@ -302,7 +333,7 @@ def _make(kind: str, split: str) -> type[SalBenchTask]:
         defaults.update({"n": "2514", "n_probe": "300"})
         desc = f"SalBench {kind.replace('_', ' ')} on P3-style search arrays (exact match, F1, by difficulty)"
     else:
-        defaults.update({"source": "hf", "probe_fraction": "0.5"})
+        defaults.update({"source": "hf", "probe_fraction": "0"})
         desc = f"SalBench {kind.replace('_', ' ')} on O3 photographs (exact match, F1, by distractor count)"
     return type(f"SalBench_{kind}_{split}", (SalBenchTask,), {
         "base_id": f"salbench.{kind}.{split}", "kind": kind, "split_name": split, "track": split,
