@@ -16,6 +16,15 @@ SYN = SYNTHETIC_LABELS
 
 # (text, label_set, expected labels or None)
 CASES = [
+    # shapes of real VLM answers found in review: negation scope, commentary, object words
+    ("same shape and color but a different orientation", SYN, ["Orientation"]),
+    ("It is not different in size or orientation; it differs in color.", SYN, ["Color"]),
+    ("The L-shaped object is rotated", SYN, ["Orientation"]),
+    ("Answer: Color\nExplanation: the object has the same size and orientation", SYN, ["Color"]),
+    ("Focus on the red box: the object is larger", NAT, ["Size"]),
+    ("Size: no\nColor: yes", SYN, ["Color"]),
+    ("The object located at the top differs in color", NAT, ["Color"]),
+    ("neither size nor shape, only color", NAT, ["Color"]),
     ("Color", NAT, {"Color"}),
     ("Color, Shape", NAT, {"Color", "Shape"}),
     ("color,shape,pattern", NAT, {"Color", "Shape", "Pattern"}),

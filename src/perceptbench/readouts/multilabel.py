@@ -7,14 +7,25 @@ turns such free text into a set of those seven labels.
 
 Rules (documented in docs/salbench.md):
 
+0. If the text has an "Answer:" line, only that line is parsed; lines from one that starts
+   with "Explanation", "Reason(ing)", "Because", "Note" or "Justification" on are commentary
+   and dropped.
 1. The text is lower-cased, "n't" becomes " not", markdown emphasis is dropped, and a few
-   phrases are rewritten to one word ("depth of field" -> focus, "out of focus" -> focus).
+   phrases are rewritten to one word ("depth of field" -> focus, "out of focus" -> focus);
+   compound object words ("L-shaped", "medium-sized", "red-colored") and the verb "focus on"
+   are removed (they name the objects or the task, not a feature).
 2. It is cut into items at newlines, commas, semicolons, "/", "|", "&", "+", and the words
    "and", "or", "also", "plus"; bullet marks ("-", "*", "•") and list numbers ("1.", "2)")
    at the start of an item are removed.
 3. Each word of an item is looked up in :data:`SYNONYMS` (exact, then with a plural "-s" /
    "-es" removed).  A word preceded within three words (same item) by a negator ("not",
-   "no", "without", "neither", "nor", "never"; but not "not only" / "not just") is ignored.
+   "no", "without", "neither", "nor", "never", "same", "identical", "similar"; but not
+   "not only" / "not just") is ignored, and so is one directly followed by "no", "none",
+   "not" or "false" ("Size: no").  A contrast word ("but", "while", "whereas", "however",
+   "yet", "except", "unlike") ends a negation's scope.  An item made only of feature words
+   (and "the", "its", "in", "of" ...) continues the previous item's negation: "not size or
+   orientation" negates both, "same shape and color but a different orientation" keeps
+   Orientation only.
 4. ``labels`` is the set of labels found, or ``None`` when none was found (null: the
    trial is unparseable).  Items with no recognised word are returned in ``unknown`` and
    otherwise ignored.
@@ -65,17 +76,25 @@ SYNONYMS: dict[str, str] = {
     **dict.fromkeys(
         ["size", "sized", "scale", "scaled", "dimension", "larger", "bigger", "smaller"], "Size"),
     **dict.fromkeys(
-        ["location", "located", "position", "positioned", "positioning", "placement",
-         "placed", "spatial"], "Location"),
+        ["location", "position", "positioning", "placement", "spatial"], "Location"),
     **dict.fromkeys(["pattern", "patterned", "texture", "textured", "textural"], "Pattern"),
 }
 
-_NEGATORS = frozenset({"not", "no", "without", "neither", "nor", "never"})
+_NEGATORS = frozenset({"not", "no", "without", "neither", "nor", "never", "same", "identical", "similar"})
+#: words that end a negation's scope inside an item ("same shape but a different color")
+_CONTRAST = frozenset({"but", "while", "whereas", "however", "yet", "except", "unlike"})
+#: a feature word directly followed by one of these is negated ("Size: no")
+_POST_NEGATORS = frozenset({"no", "none", "not", "false"})
+_FILLERS = frozenset({"the", "its", "their", "in", "of", "a", "an", "either"})
+#: text after a line that starts with one of these is commentary, not the answer
+_COMMENTARY = re.compile(r"\n\s*(?:explanation|reason|reasoning|because|note|justification)\b.*", re.S)
 _NEGATION_EXCEPTIONS = frozenset({"only", "just", "merely"})  # "not only color but ..."
 _PHRASES = (
     (re.compile(r"depth\s+of\s+field"), " depthoffield "),
     (re.compile(r"out\s+of\s+focus"), " focus "),
     (re.compile(r"n't\b"), " not"),
+    (re.compile(r"\b[a-z]+-(?:shaped|sized|colou?red)\b"), " "),  # "L-shaped": an object, not the feature
+    (re.compile(r"\bfocus(?:ing|ed)?\s+on\b"), " "),  # "focus on the red box": the verb
     (re.compile(r"[*_`#]+"), " "),
 )
 _ITEM_SPLIT = re.compile(r"[\n\r,;/|&+]|\b(?:and|or|also|plus)\b")
@@ -142,10 +161,15 @@ def parse_features(text: str | None, label_set: Iterable[str] = SALBENCH_LABELS)
     if not isinstance(text, str):
         raise TypeError(f"text must be a string or None, got {type(text).__name__}: {text!r}")
     norm = text.lower()
+    answer = re.search(r"\banswer\s*:\s*([^\n]+)", norm)
+    if answer:  # "Answer: Color" -> parse only the answer line
+        norm = answer.group(1)
+    norm = _COMMENTARY.sub("", norm)
     for pat, rep in _PHRASES:
         norm = pat.sub(rep, norm)
     found: set[str] = set()
     unknown: list[str] = []
+    carry = False  # a negation that continues into the next list item ("not size or orientation")
     for raw_item in _ITEM_SPLIT.split(norm):
         if raw_item is None:
             continue
@@ -153,19 +177,28 @@ def parse_features(text: str | None, label_set: Iterable[str] = SALBENCH_LABELS)
         if not item:
             continue
         words = _WORD.findall(item)
+        contrast = next((i for i, w in enumerate(words) if w in _CONTRAST), len(words))
+        # an item of bare feature words continues the previous item's negation ("not size or orientation")
+        bare = all(_lookup(w) is not None or w in _FILLERS for w in words[:contrast])
         recognised = False
+        last_negated = False
         for i, w in enumerate(words):
             lab = _lookup(w)
             if lab is None:
                 continue
             recognised = True
             window = words[max(0, i - 3) : i]
+            if i > contrast:
+                window = words[max(contrast + 1, i - 3) : i]
             negated = any(
                 n in _NEGATORS and (j + 1 >= len(window) or window[j + 1] not in _NEGATION_EXCEPTIONS)
                 for j, n in enumerate(window)
             )
+            negated = negated or (carry and bare and i < contrast) or (i + 1 < len(words) and words[i + 1] in _POST_NEGATORS)
+            last_negated = negated and i < contrast if contrast < len(words) else negated
             if not negated:
                 found.add(lab)
+        carry = recognised and last_negated and contrast == len(words) and len(words) <= 6
         if not recognised:
             unknown.append(item)
     labels = frozenset(found) if found else None
