@@ -45,3 +45,16 @@ def test_render_writes_pngs_and_index(tmp_path):
     index = json.loads((tmp_path / "index.json").read_text())
     assert [e["stimulus_id"] for e in index] == ["mark_0-1-2", "mark_0-1-3", "mark_0-1-4"]
     assert all((tmp_path / f"{e['stimulus_id']}.png").exists() for e in index)
+
+
+def test_missing_annotation_file_is_a_one_line_error(tmp_path):
+    p = cli("run", "--out", str(tmp_path / "r"), "--task", f"salbench.detection.nat@source={tmp_path}/nope.json",
+            "--no-progress")
+    assert p.returncode == 2 and "Traceback" not in p.stdout + p.stderr
+    assert "nope.json" in p.stdout
+
+
+def test_missing_model_directory(tmp_path):
+    p = cli("run", "--out", str(tmp_path / "r"), "--task", "similarity.chart.mark_color",
+            "--model", f"hf:{tmp_path}/no-such-model", "--no-progress")
+    assert p.returncode == 2 and "no such model directory" in p.stdout

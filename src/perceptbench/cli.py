@@ -89,6 +89,9 @@ def run(
         _fail(e)
     console.print(f"{summary.run_id}: wrote {summary.written} records ({summary.written - summary.human_written} "
                   f"model trials, {summary.human_written} human), skipped {summary.skipped} finished trials")
+    if summary.cache_requests:
+        console.print(f"response cache: {summary.cache_hits} of {summary.cache_requests} VLM answers came from the "
+                      "cache (no model call)")
     _print_scores(rows, all_rows)
     console.print(f"records: {out / 'records.jsonl'}\nscores:  {out / 'scores.csv'} (+ scores.json)")
 
@@ -108,6 +111,8 @@ def score(
     if records.exists() and has_torn_tail(records):
         console.print(f"[yellow]warning:[/yellow] {records}: the last line is a torn write (crash); it is "
                       "not a complete record and is left out. A rerun of `perceptbench run` removes it.")
+    if out is None and parser != "default":
+        out = records.with_name(f"scores.{parser}.csv")  # never overwrite the default table silently
     try:
         rows = score_file(records, out, seed, parser)
     except (RecordError, ValueError, KeyError) as e:

@@ -42,6 +42,8 @@ class RunSummary:
     written: int = 0
     human_written: int = 0
     skipped: int = 0
+    cache_hits: int = 0
+    cache_requests: int = 0
     per_task_model: dict = field(default_factory=dict)
 
 
@@ -211,7 +213,10 @@ def run(cfg: RunConfig, *, progress: bool = True, load_model: Callable | None = 
                     n = _EncoderRunner(task, model, store, cfg.seed, run_id, cfg.batch_size, advance).run(pending, probe)
                 else:
                     from .vlm_runner import run_vlm_task
-                    n = run_vlm_task(task, model, store, pending, cfg.seed, run_id, cfg.batch_size, out, advance)
+                    n, hits, reqs = run_vlm_task(task, model, store, pending, cfg.seed, run_id, cfg.batch_size,
+                                                 out, advance)
+                    summary.cache_hits += hits
+                    summary.cache_requests += reqs
                 summary.written += n
                 summary.per_task_model[(task.task_id, name)] = n
     return summary

@@ -28,8 +28,10 @@ def response_cache_dir() -> Path:
 
 
 def run_vlm_task(task: Task, vlm, store: RecordStore, pending: list[Stimulus], seed: int, run_id: str,
-                 batch_size: int, out: Path, advance: Callable[[int], None]) -> int:
-    """Answer every pending stimulus, parse, and append records chunk by chunk."""
+                 batch_size: int, out: Path, advance: Callable[[int], None]) -> tuple[int, int, int]:
+    """Answer every pending stimulus, parse, and append records chunk by chunk.
+
+    Returns (records written, answers served from the response cache, answers requested)."""
     from .models.response_cache import CachedVLM, ResponseCache
 
     cached = vlm if isinstance(vlm, CachedVLM) else CachedVLM(vlm, ResponseCache(response_cache_dir()))
@@ -44,7 +46,8 @@ def run_vlm_task(task: Task, vlm, store: RecordStore, pending: list[Stimulus], s
                             prompt_hash=None, model_version=inner.model_version, seed=seed, run_id=run_id,
                             split=s.split, skipped=reason) for s in pending]
         advance(len(pending))
-        return store.append(recs)
+        return store.append(recs), 0, 0
+    hits0, calls0 = cached.hits, cached.calls
     for i in range(0, len(pending), batch_size):
         chunk = pending[i:i + batch_size]
         built = [task.vlm_request(s, seed) for s in chunk]
@@ -63,4 +66,4 @@ def run_vlm_task(task: Task, vlm, store: RecordStore, pending: list[Stimulus], s
                 settings=dict(inner.generation_settings), parse=parse_meta, **extra, **s.meta))
         written += store.append(recs)
         advance(len(chunk))
-    return written
+    return written, cached.hits - hits0, (cached.hits - hits0) + (cached.calls - calls0)
