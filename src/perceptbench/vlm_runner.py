@@ -63,7 +63,8 @@ def run_vlm_task(task: Task, vlm, store: RecordStore, pending: list[Stimulus], s
                 manipulated_value=s.manipulated_value, raw_output=text, prompt_id=task.prompt_id,
                 prompt_hash=text_hash(prompt), model_version=inner.model_version, seed=seed, run_id=run_id,
                 stimulus_sha256=hs[-1], image_sha256s=hs, split=s.split,
-                settings=dict(inner.generation_settings), parse=parse_meta, **extra, **s.meta))
+                settings={**inner.generation_settings, "request_max_new_tokens": reqs[0].max_new_tokens},
+                parse=parse_meta, **extra, **s.meta))
         written += store.append(recs)
         advance(len(chunk))
     return written, cached.hits - hits0, (cached.hits - hits0) + (cached.calls - calls0)

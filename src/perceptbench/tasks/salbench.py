@@ -216,6 +216,9 @@ class SalBenchTask(Task):
         src = self.params["source"]
         items = sn.load_hf(config="O3") if src == "hf" else sn.load_local(src, default_split="nat")
         items = [it for it in items if it.split == "nat"]
+        from ..seeding import file_sha256
+
+        source_sha = "hf:salbench-vlm/salbench" if src == "hf" else f"sha256:{file_sha256(src)}"
         if not items:
             raise ValueError(f"{self.task_id}: no natural-split stimuli in source {src!r}")
         try:
@@ -240,7 +243,8 @@ class SalBenchTask(Task):
             meta = {"n_distractors": it.n_distractors, "object_category": it.object_category,
                     "bbox": list(it.target_bbox) if it.target_bbox else None,
                     "bbox_text": sa.format_box_text(it.target_bbox) if it.target_bbox else "",
-                    "source": it.source, "distractor_bin": distractor_group(it.n_distractors)}
+                    "source": it.source, "annotations": source_sha,
+                    "distractor_bin": distractor_group(it.n_distractors)}
             out.append(Stimulus(it.stimulus_id, "probe_train" if it.stimulus_id in probe_ids else "test",
                                 render=render, ground_truth=sorted(it.labels),
                                 manipulated_value=it.n_distractors, meta=meta))
