@@ -148,6 +148,7 @@ class SilhouetteTask(Task):
             if not cols:
                 continue
             panel = self._panel_rows(obs[:, cols], [modal[c] for c in cols], name, seed)
+            observer_rows: list[ScoreRow] = []
             b_obs = []
             for j, m in enumerate(humans):
                 loo = (obs[:, cols].sum(0) - obs[j, cols]) / (len(humans) - 1)
@@ -156,11 +157,11 @@ class SilhouetteTask(Task):
                                               [resp[c][j] for c in cols], loo_modal,
                                               loo, np.delete(obs[:, cols], j, 0), seed, suffix=f"@{name}")
                 b_obs += [x.value for x in r_obs if x.metric == f"B@{name}"]
-                rows += r_obs
+                observer_rows += r_obs
             panel.append(ScoreRow(tid, "human:panel", f"observer_B_mean@{name}", float(np.mean(b_obs)), None, None,
                                   len(cols), 0, "mean over observers of B against the modal response of the "
                                   "other observers (leave-one-out mode)"))
-            rows = panel + rows
+            rows += panel + observer_rows
         # models: scored on the stimuli they answered (the test split)
         for m, rs in groups.items():
             if m in humans:
