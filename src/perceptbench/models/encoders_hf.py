@@ -149,6 +149,15 @@ def check_images(images: Sequence[Image.Image]) -> list[Image.Image]:
     return out
 
 
+def check_texts(texts: Sequence[str]) -> list[str]:
+    """Validate sentences for ``embed_text``; raises TypeError naming the first non-string item."""
+    texts = list(texts)
+    for i, t in enumerate(texts):
+        if not isinstance(t, str):
+            raise TypeError(f"texts[{i}] is {type(t).__name__}, expected str")
+    return texts
+
+
 def check_batch_size(batch_size: int) -> int:
     if not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size < 1:
         raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
@@ -493,10 +502,7 @@ class HFImageTextEncoder(HFEncoder):
         """
         import torch
 
-        texts = list(texts)
-        for i, t in enumerate(texts):
-            if not isinstance(t, str):
-                raise TypeError(f"texts[{i}] is {type(t).__name__}, expected str")
+        texts = check_texts(texts)
         check_batch_size(batch_size)
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)

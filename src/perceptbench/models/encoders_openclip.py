@@ -41,6 +41,7 @@ from PIL import Image
 from .base import ModelLoadError
 from .encoders_hf import (
     check_batch_size,
+    check_texts,
     embed_batched,
     l2_normalise_rows,
     local_dir_version,
@@ -203,10 +204,7 @@ class OpenCLIPEncoder:
         """
         import torch
 
-        texts = list(texts)
-        for i, t in enumerate(texts):
-            if not isinstance(t, str):
-                raise TypeError(f"texts[{i}] is {type(t).__name__}, expected str")
+        texts = check_texts(texts)
         check_batch_size(batch_size)
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
