@@ -27,6 +27,7 @@ returned as its (possibly empty) text: the parser turns it into a null response.
 
 from __future__ import annotations
 
+import abc
 import base64
 import email.utils
 import io
@@ -117,7 +118,7 @@ def _is_retryable_status(status: int) -> bool:
     return status in RETRY_STATUS or 500 <= status <= 599
 
 
-class _HTTPVLM:
+class _HTTPVLM(abc.ABC):
     """Shared HTTP machinery: key lookup, retries, thread pool, redaction."""
 
     family = "api"
@@ -268,8 +269,9 @@ class _HTTPVLM:
             ) from None
 
     # -------------------------------------------------------------- interface
-    def _generate_one(self, request: VLMRequest) -> str:  # overridden
-        raise NotImplementedError
+    @abc.abstractmethod
+    def _generate_one(self, request: VLMRequest) -> str:
+        """One request -> the provider's answer text (each provider's request shape)."""
 
     def _budget(self, request: VLMRequest) -> int:
         return int(self.max_tokens) if self.max_tokens is not None else int(request.max_new_tokens)
