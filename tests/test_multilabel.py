@@ -66,7 +66,7 @@ CASES = [
     ("I cannot tell.", NAT, None),
     ("", NAT, None),
     ("   ", NAT, None),
-    ("none", NAT, None),
+    ("none", NAT, set()),  # "no difference" is an answer, the empty set (issue 7 item 1)
     # synthetic split: another of the seven breaks exact match (kept, not dropped)
     ("Shape", SYN, {"Shape"}),
     ("Color, Shape", SYN, {"Color", "Shape"}),
@@ -75,12 +75,85 @@ CASES = [
 ]
 
 
+# Issue 7 item 1: answers that think aloud, mark or correct their answer, or name the whole
+# set.  (text, label_set, seed-mode labels, default-mode labels); None = null.  Every row is
+# parsed differently by the old parser, checked against the seed mode (no extraction, no
+# whole-set phrases) and, for the "Answer:"-line rows, stated in the comment.
+NEW_CASES = [
+    # reasoning blocks are not the answer
+    ("<think>Maybe the size, maybe the colour.</think> Color", SYN, {"Size", "Color"}, {"Color"}),
+    ("<thinking>orientation looks the same, size too</thinking>\nColor", SYN,
+     {"Orientation", "Color", "Size"}, {"Color"}),
+    ("◁think▷shape? size?◁/think▷Orientation", NAT, {"Shape", "Size", "Orientation"}, {"Orientation"}),
+    ("[THINK]color[/THINK]Size", SYN, {"Color", "Size"}, {"Size"}),
+    ("the target is bigger... </think> Color", SYN, {"Size", "Color"}, {"Color"}),  # template-opened
+    # an unclosed block (token budget): null, never a label from inside it
+    ("<think>The target seems larger, maybe its color", SYN, {"Size", "Color"}, None),
+    ("<reasoning>orientation", NAT, {"Orientation"}, None),
+    # explicit answer markers; the last one stands (old code took the first "Answer:" line)
+    ("Answer: Color\nHmm, looking again.\nAnswer: Size", SYN, {"Color", "Size"}, {"Size"}),
+    ("Answer: Size\nFinal answer: Color, Orientation", SYN, {"Size", "Color", "Orientation"},
+     {"Color", "Orientation"}),
+    ("The shape is odd. **The answer is** color", NAT, {"Shape", "Color"}, {"Color"}),
+    ("The tilt caught my eye, but the answer is color.", SYN, {"Orientation", "Color"}, {"Color"}),
+    # whole-set answers are answers, not nulls
+    ("All of them", SYN, None, {"Orientation", "Color", "Size"}),
+    ("all three", SYN, None, {"Orientation", "Color", "Size"}),
+    ("It differs in all three features.", SYN, None, {"Orientation", "Color", "Size"}),
+    ("All.", SYN, None, {"Orientation", "Color", "Size"}),
+    ("All of the above", NAT, None, set(SALBENCH_LABELS)),
+    ("Answer: all of them", SYN, None, {"Orientation", "Color", "Size"}),
+    ("All of them except size", SYN, {"Size"}, {"Orientation", "Color"}),
+    ("None", SYN, None, set()),
+    ("No difference.", SYN, None, set()),
+    ("There is no difference.", NAT, None, set()),
+    ("Nothing", SYN, None, set()),
+    ("They are all identical.", SYN, None, set()),
+    ("<think>color? size?</think>None of them.", SYN, {"Color", "Size"}, set()),
+]
+
+# Neighbours the new rules must leave alone.
+GUARD_CASES = [
+    ("all three", NAT, None, None),  # "three" is not the natural label set (seven)
+    ("All of them look alike except the one in the corner.", SYN, None, None),  # a description
+    ("Color, and none of the rest", SYN, {"Color"}, {"Color"}),  # a label found: no whole-set reading
+    ("Color, all of it", SYN, {"Color"}, {"Color"}),
+    ("No idea", NAT, None, None),
+]
+
+
+@pytest.mark.parametrize("text,label_set,seed,default", NEW_CASES + GUARD_CASES)
+def test_parse_table_modes(text, label_set, seed, default):
+    d = parse_features(text, label_set)
+    s = parse_features(text, label_set, mode="seed")
+    assert (None if d.labels is None else set(d.labels)) == default, (text, d)
+    assert (None if s.labels is None else set(s.labels)) == seed, (text, s)
+    assert parse_features(text, label_set, mode="strict").labels == d.labels
+
+
+@pytest.mark.parametrize("text,label_set,seed,default", NEW_CASES)
+def test_new_cases_differ_from_the_seed_mode(text, label_set, seed, default):
+    assert seed != default
+
+
+def test_unclosed_reasoning_and_markers_in_meta():
+    r = parse_features("<think>The target seems larger", SYN)
+    assert r.labels is None and r.rule == "none" and r.meta["null_reason"] == "unclosed_reasoning"
+    r = parse_features("Answer: Color\nAnswer: Size", SYN)
+    assert r.meta["multiple_answer_markers"] and r.meta["n_answer_markers"] == 2
+    assert parse_features("All of them", SYN).rule == "all_labels"
+    assert parse_features("none", SYN).rule == "no_difference"
+    assert parse_features("all three", NAT).meta["null_reason"] == "all_count_mismatch"
+    with pytest.raises(ValueError, match="mode"):
+        parse_features("Color", SYN, mode="lenient")
+
+
 @pytest.mark.parametrize("text,label_set,expected", CASES)
 def test_parse_table(text, label_set, expected):
     res = parse_features(text, label_set)
     assert isinstance(res, ParseResultML)
     if expected is None:
-        assert res.labels is None
+        assert res.labels is None and res.meta["null_reason"]
     else:
         assert res.labels == frozenset(expected)
 

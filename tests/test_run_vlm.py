@@ -84,13 +84,14 @@ def test_cache_rerun_makes_zero_model_calls(tiny_llava, tmp_path, monkeypatch):
     assert strip(first) == strip(second)
 
 
-def test_strict_parser_mode_nulls_ambiguous_answers(tmp_path):
-    from perceptbench.scoring import score_records
+def test_parser_modes_rescore_from_raw_output(tmp_path):
+    """score --parser default|strict|seed re-parses raw_output; nothing else is needed."""
+    from perceptbench.records import RecordStore
     from perceptbench.tasks.base import make_record
 
     task = get_task("similarity.chart.mark_color")
-    stims = task.stimuli(0)[:4]
-    answers = ["1 or 2", "The odd one out is 3.", "", "not 1, it's 3"]
+    stims = task.stimuli(0)[:5]
+    answers = ["1 or 2", "The odd one out is 3.", "", "<think>1 or 2?</think> Answer: 3", "<think>mark 2 is"]
     recs = []
     for s, text in zip(stims, answers):
         response, parse_meta = task.parse_answer(text)
@@ -98,11 +99,20 @@ def test_strict_parser_mode_nulls_ambiguous_answers(tmp_path):
                                 response=response, ground_truth=s.ground_truth, manipulated_value=None,
                                 raw_output=text, prompt_id=task.prompt_id, prompt_hash=task.prompt_hash,
                                 model_version="x", seed=0, run_id="r", parse=parse_meta))
-    assert [r.response for r in recs] == [1, 3, None, 1]
-    d = {r.metric: r for r in score_records(recs, parser_mode="default")}
-    s = {r.metric: r for r in score_records(recs, parser_mode="strict")}
-    assert d["n_ambiguous"].value == 2 and d["null_rate"].value == 0.25
-    assert s["null_rate"].value == 0.75
+    assert [r.response for r in recs] == [1, 3, None, 3, None]
+    assert recs[4].run_meta.model_extra["parse"]["null_reason"] == "unclosed_reasoning"
+    path = tmp_path / "records.jsonl"
+    RecordStore(path).append(recs)
+    got = {mode: {r.metric: r for r in score_file(path, tmp_path / f"s.{mode}.csv", parser_mode=mode)}
+           for mode in ("default", "strict", "seed")}
+    assert got["default"]["n_ambiguous"].value == 1 and got["default"]["null_rate"].value == 0.4
+    assert got["default"]["n_unclosed_reasoning"].value == 1 and got["default"]["n_reparsed_changed"].value == 0
+    assert got["strict"]["null_rate"].value == 0.6
+    # the seed's rule reads the first integer of the raw output, reasoning included
+    assert got["seed"]["null_rate"].value == 0.2 and got["seed"]["n_ambiguous"].value == 2
+    assert got["seed"]["n_unclosed_reasoning"].value == 0 and got["seed"]["n_reparsed_changed"].value == 2
+    with pytest.raises(ValueError, match="parser mode"):
+        score_file(path, tmp_path / "x.csv", parser_mode="lenient")
 
 
 def test_openai_compatible_never_gets_the_openai_key(monkeypatch):

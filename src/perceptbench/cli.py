@@ -21,7 +21,7 @@ app.add_typer(sources_app, name="sources")
 console = Console(width=None if sys.stdout.isatty() else 150)
 
 HEADLINE = {"accuracy", "B", "kappa_aggregate", "kappa_pairwise", "position_floor", "capacity_k", "replicates",
-            "capacity_in_band_prob", "null_rate", "n_ambiguous",
+            "capacity_in_band_prob", "null_rate", "n_ambiguous", "n_unclosed_reasoning",
             "ceiling_kappa_pairwise_mean@test", "ceiling_kappa_loo_mean@test", "observer_accuracy_mean@test",
             "observer_B_mean@test", "ceiling_kappa_pairwise_mean@all", "ceiling_kappa_loo_mean@all",
             "observer_accuracy_mean@all", "n_differ_min", "n_differ_max", "exact_match", "mean_f1",
@@ -54,6 +54,18 @@ def _print_scores(rows, all_rows: bool = False) -> None:
                       "metric definitions: docs/metrics.md")
 
 
+_PARSER_HELP = ("Answer parser mode: default (reasoning blocks stripped, the last answer marker stands, "
+                "first option named counts); strict (as default, ambiguous answers are null); seed (the seed "
+                "paper's literal rule over the raw output).")
+
+
+def _check_parser(mode: str) -> None:
+    from .scoring import PARSER_MODES
+
+    if mode not in PARSER_MODES:
+        _fail(f"--parser {mode!r}: must be one of {', '.join(PARSER_MODES)}")
+
+
 def _fail(msg) -> None:
     if isinstance(msg, KeyError) and msg.args:
         msg = msg.args[0]
@@ -70,6 +82,7 @@ def run(
     batch_size: int = typer.Option(32, help="Images per forward pass / requests per batch."),
     progress: bool = typer.Option(True, help="Show a progress bar."),
     all_rows: bool = typer.Option(False, "--all-rows", help="Print every score row, not only headline metrics."),
+    parser: str = typer.Option("default", help=_PARSER_HELP + " Scores under another mode go to scores.MODE.csv."),
 ) -> None:
     """Run tasks x models, write records.jsonl, then score into scores.csv."""
     from .models.base import ModelLoadError
@@ -79,11 +92,13 @@ def run(
     from .sources import SourceError
     from .tasks.registry import DEFAULT_BATTERY
 
+    _check_parser(parser)
     cfg = RunConfig(out=out, tasks=task or DEFAULT_BATTERY, models=model or ("efficientnet-lite0",),
                     seed=seed, batch_size=batch_size)
     try:
         summary = do_run(cfg, progress=progress, console=console)
-        rows = score_file(out / "records.jsonl")
+        rows = score_file(out / "records.jsonl",
+                          None if parser == "default" else out / f"scores.{parser}.csv", parser_mode=parser)
     except (ValueError, KeyError, ModelLoadError, SourceError, RecordError, RuntimeError, OSError,
             ImportError) as e:
         _fail(e)
@@ -101,7 +116,8 @@ def score(
     records: Path = typer.Argument(..., help="records.jsonl"),
     out: Optional[Path] = typer.Option(None, help="scores.csv path (default: beside the records)."),
     seed: Optional[int] = typer.Option(None, help="Bootstrap seed (default: the records' seed)."),
-    parser: str = typer.Option("default", help="default: first option named counts; strict: ambiguous answers are null."),
+    parser: str = typer.Option("default", help=_PARSER_HELP + " Re-parses every raw output; non-default modes "
+                               "write scores.MODE.csv."),
     all_rows: bool = typer.Option(False, "--all-rows"),
 ) -> None:
     """Recompute scores.csv from trial records alone (imports no torch)."""
@@ -111,6 +127,7 @@ def score(
     if records.exists() and has_torn_tail(records):
         console.print(f"[yellow]warning:[/yellow] {records}: the last line is a torn write (crash); it is "
                       "not a complete record and is left out. A rerun of `perceptbench run` removes it.")
+    _check_parser(parser)
     if out is None and parser != "default":
         out = records.with_name(f"scores.{parser}.csv")  # never overwrite the default table silently
     try:

@@ -10,40 +10,76 @@ import os
 from collections import defaultdict
 from pathlib import Path
 
-from .records import TrialRecord, read_records
+from .readouts.parse import MODES as PARSER_MODES
+from .records import TrialRecord, read_records, score_correct
 from .tasks import get_task
 from .tasks.base import ScoreRow
 
+__all__ = ["PARSER_MODES", "apply_parser_mode", "score_records", "score_file", "write_scores"]
 
-PARSER_MODES = ("default", "strict")
+
+def _parse_meta(r: TrialRecord) -> dict:
+    return (r.run_meta.model_extra or {}).get("parse") or {}
 
 
-def _is_ambiguous(r: TrialRecord) -> bool:
-    parse = (r.run_meta.model_extra or {}).get("parse") or {}
-    return bool(parse.get("ambiguous"))
+def _reparsable(r: TrialRecord) -> bool:
+    return r.readout == "vlm_prompt" and not (r.run_meta.model_extra or {}).get("skipped")
 
 
 def apply_parser_mode(records: list[TrialRecord], mode: str) -> list[TrialRecord]:
-    """``strict``: answers flagged ambiguous (naming several in-set options) become null
-    responses; ``default``: records unchanged (the first option named counts)."""
+    """Re-parse every VLM answer (``readout == "vlm_prompt"``, not skipped) from its
+    ``raw_output`` under parser ``mode`` (one of :data:`PARSER_MODES`: ``default``,
+    ``strict``, ``seed``; see :mod:`perceptbench.readouts.parse`) with its task's
+    ``parse_answer``; ``response``, ``correct`` and ``run_meta.parse`` are replaced, and
+    ``run_meta.parse["recorded_response_differs"]`` says whether the new response differs
+    from the one in the record.  Other records are returned unchanged.  Reads nothing but
+    the records (no model call).  Raises ValueError for an unknown mode."""
     if mode not in PARSER_MODES:
         raise ValueError(f"parser mode {mode!r} not in {PARSER_MODES}")
-    if mode == "default":
-        return records
-    return [r.model_copy(update={"response": None, "correct": None}) if _is_ambiguous(r) else r for r in records]
+    tasks: dict = {}
+    out = []
+    for r in records:
+        if not _reparsable(r):
+            out.append(r)
+            continue
+        task = tasks.get(r.task_id) or tasks.setdefault(r.task_id, get_task(r.task_id))
+        response, meta = task.parse_answer(r.raw_output, mode=mode)
+        meta["recorded_response_differs"] = not _same_answer(response, r.response)
+        run_meta = r.run_meta.model_copy(update={"parse": meta})
+        out.append(r.model_copy(update={"response": response, "run_meta": run_meta,
+                                        "correct": score_correct(response, r.ground_truth)}))
+    return out
 
 
-def _ambiguity_rows(task_id: str, records: list[TrialRecord], mode: str) -> list[ScoreRow]:
+def _same_answer(a, b) -> bool:
+    if isinstance(a, list) and isinstance(b, list):
+        return sorted(a) == sorted(b)
+    return a == b
+
+
+#: parse counts reported per (task, VLM): metric -> (predicate on run_meta.parse, note)
+PARSE_COUNTS = {
+    "n_ambiguous": (lambda p: bool(p.get("ambiguous")), "answers naming more than one in-set option"),
+    "n_unclosed_reasoning": (lambda p: p.get("null_reason") == "unclosed_reasoning",
+                             "reasoning block never closed (token budget): null"),
+    "n_multiple_answer_markers": (lambda p: bool(p.get("multiple_answer_markers")),
+                                  "several answer markers; the last one stands"),
+    "n_reparsed_changed": (lambda p: bool(p.get("recorded_response_differs")),
+                           "re-parsed response differs from the one recorded at run time"),
+}
+
+
+def _parse_rows(task_id: str, records: list[TrialRecord], mode: str) -> list[ScoreRow]:
     by_model: dict[str, list[TrialRecord]] = defaultdict(list)
     for r in records:
-        if r.readout == "vlm_prompt":
+        if _reparsable(r):
             by_model[r.model].append(r)
     rows = []
     for m, rs in sorted(by_model.items()):
-        n_amb = sum(_is_ambiguous(r) for r in rs)
-        rows.append(ScoreRow(task_id, m, "n_ambiguous", float(n_amb), None, None, len(rs),
-                             sum(r.response is None for r in rs),
-                             f"answers naming more than one in-set option; parser mode {mode}"))
+        n_null = sum(r.response is None for r in rs)
+        for metric, (pred, note) in PARSE_COUNTS.items():
+            rows.append(ScoreRow(task_id, m, metric, float(sum(pred(_parse_meta(r)) for r in rs)), None, None,
+                                 len(rs), n_null, f"{note}; parser mode {mode}"))
     return rows
 
 
@@ -51,8 +87,9 @@ def score_records(records: list[TrialRecord], seed: int | None = None, parser_mo
     """Score every task present in ``records``.
 
     The bootstrap seed is ``seed`` if given, else the records' ``run_meta.seed`` (which
-    must be unique per task; ValueError otherwise).  ``parser_mode="strict"`` scores
-    ambiguous VLM answers as null (see :func:`apply_parser_mode`)."""
+    must be unique per task; ValueError otherwise).  Every VLM answer is re-parsed from its
+    ``raw_output`` under ``parser_mode`` (``default``, ``strict``: ambiguous answers null,
+    ``seed``: the seed's literal rule; see :func:`apply_parser_mode`)."""
     records = apply_parser_mode(records, parser_mode)
     by_task: dict[str, list[TrialRecord]] = defaultdict(list)
     for r in records:
@@ -67,7 +104,7 @@ def score_records(records: list[TrialRecord], seed: int | None = None, parser_mo
                 raise ValueError(f"{task_id}: records carry several seeds {sorted(seeds)}; pass --seed")
             s = seeds.pop()
         rows += get_task(task_id).score(recs, s)
-        rows += _ambiguity_rows(task_id, recs, parser_mode)
+        rows += _parse_rows(task_id, recs, parser_mode)
     return rows
 
 

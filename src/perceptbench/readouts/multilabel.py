@@ -7,9 +7,14 @@ turns such free text into a set of those seven labels.
 
 Rules (documented in docs/salbench.md):
 
-0. If the text has an "Answer:" line, only that line is parsed; lines from one that starts
-   with "Explanation", "Reason(ing)", "Because", "Note" or "Justification" on are commentary
-   and dropped.
+0. The answer is extracted first by :func:`perceptbench.readouts.extract.extract_answer`
+   (the step the choice parser shares): reasoning blocks (``<think>…</think>`` and the
+   variants listed there) are removed, a block that never closes makes the answer null
+   (``meta["null_reason"] == "unclosed_reasoning"``), and when explicit answer markers
+   (``Answer:``, ``**Answer:**``, ``Final answer:``, ``the answer is``) are present the
+   content of the *last* one is the answer (``meta["multiple_answer_markers"]`` flags
+   several).  Lines from one that starts with "Explanation", "Reason(ing)", "Because",
+   "Note" or "Justification" on are commentary and dropped.
 1. The text is lower-cased, "n't" becomes " not", markdown emphasis is dropped, and a few
    phrases are rewritten to one word ("depth of field" -> focus, "out of focus" -> focus);
    compound object words ("L-shaped", "medium-sized", "red-colored") and the verb "focus on"
@@ -29,10 +34,26 @@ Rules (documented in docs/salbench.md):
 4. ``labels`` is the set of labels found, or ``None`` when none was found (null: the
    trial is unparseable).  Items with no recognised word are returned in ``unknown`` and
    otherwise ignored.
-5. ``label_set`` is the answer space of the task.  A recognised label outside it (e.g.
+5. Whole-set answers (project decision; seed 001 names none): when no feature word is
+   recognised and the answer is only a whole-set phrase plus filler words, "All of them",
+   "all", "all features", "all of the above", "everything" mean the whole ``label_set``
+   ({Orientation, Color, Size} on the synthetic split), "all three"/"all 3" and "all
+   seven" likewise when the count equals the label set's size (else null,
+   ``null_reason="all_count_mismatch"``); "All of them except size" is the label set less
+   the labels after "except"/"but not"/"other than"/"apart from"; "none", "nothing", "no
+   difference", "no feature", "they are all the same/identical" mean the empty set.  Both
+   are answers (``rule`` ``"all_labels"`` / ``"no_difference"``), not nulls.
+6. ``label_set`` is the answer space of the task.  A recognised label outside it (e.g.
    "Shape" on the synthetic split, whose label set is {Orientation, Color, Size}) is NOT
    dropped: it stays in ``labels`` (so the predicted set differs from the truth and exact
    match fails) and is also listed in ``out_of_set``.
+
+Parser modes (as for the choice parser, :data:`perceptbench.readouts.parse.MODES`):
+``default`` applies rules 0-6; ``strict`` is the same (a set answer has no "several
+options named" ambiguity; kept so every task accepts every mode); ``seed`` applies rules
+1-4 and 6 to the raw output (no answer extraction, no commentary cut, no whole-set
+phrases).  Seed 001 publishes no parse rule, so ``seed`` is the literal reading of "write
+out all applicable features": every feature word in the output.
 """
 
 from __future__ import annotations
@@ -40,6 +61,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from typing import Iterable
+
+from .extract import extract_answer
 
 __all__ = [
     "ParseResultML",
@@ -111,11 +134,17 @@ class ParseResultML:
     unknown: the items (stripped text) in which no feature word was found, in order.
     out_of_set: recognised labels that are not in the task's label set (they are also in
         ``labels``).
+    rule: ``"features"`` (feature words), ``"all_labels"`` / ``"no_difference"`` (a
+        whole-set answer, rule 5) or ``"none"`` (null; see ``meta["null_reason"]``).
+    meta: JSON-able parse metadata: ``mode`` and, outside ``seed`` mode, the answer
+        extraction's keys (:func:`~perceptbench.readouts.extract.extract_answer`).
     """
 
     labels: frozenset[str] | None
     unknown: tuple[str, ...] = ()
     out_of_set: frozenset[str] = field(default_factory=frozenset)
+    rule: str = "features"
+    meta: dict = field(default_factory=dict, compare=False)
 
 
 def _canonical_label_set(label_set: Iterable[str]) -> frozenset[str]:
@@ -143,28 +172,23 @@ def _lookup(word: str) -> str | None:
     return None
 
 
-def parse_features(text: str | None, label_set: Iterable[str] = SALBENCH_LABELS) -> ParseResultML:
-    """Parse a model's answer into SalBench feature labels (rules in the module docstring).
+#: words that may surround a whole-set phrase ("It differs in all of them.")
+_WHOLE_FILLERS = frozenset(
+    "it its is are they them the these those this object objects target special one differs differ "
+    "different differences in of on from all every everything feature features way ways respect respects "
+    "aspect aspects category categories listed above three seven answer final a an and attribute attributes "
+    "property properties rest others other".split())
+_NONE_WORDS = frozenset(
+    "none nothing no there difference differences visible obvious notable salient noticeable apparent "
+    "identical same alike look looks seem seems to be".split())
+_ALL_EXCEPT = re.compile(
+    r"\b(?:all(?:\s+of\s+them|\s+three|\s+seven|\s+features|\s+the\s+features)?|everything)\s*,?\s*"
+    r"(?:except(?:\s+for)?|but\s+not|other\s+than|apart\s+from|besides)\s+(.*)", re.S)
+_ALL_COUNT = re.compile(r"\ball\s+(?:(three|3)|(seven|7))\b")
 
-    Parameters
-    ----------
-    text: the raw model output (None or blank -> null result).
-    label_set: the task's answer space, a non-empty subset of :data:`SALBENCH_LABELS`
-        (case-insensitive); natural split: all seven, synthetic: :data:`SYNTHETIC_LABELS`.
 
-    Returns a :class:`ParseResultML`.  Raises ValueError for a label_set containing a label
-    that is not one of the seven (naming it), or TypeError when ``text`` is not a string.
-    """
-    allowed = _canonical_label_set(label_set)
-    if text is None:
-        return ParseResultML(labels=None)
-    if not isinstance(text, str):
-        raise TypeError(f"text must be a string or None, got {type(text).__name__}: {text!r}")
-    norm = text.lower()
-    answer = re.search(r"\banswer\s*:\s*([^\n]+)", norm)
-    if answer:  # "Answer: Color" -> parse only the answer line
-        norm = answer.group(1)
-    norm = _COMMENTARY.sub("", norm)
+def _feature_words(norm: str) -> tuple[set[str], list[str]]:
+    """Rules 1-4 on lower-cased text: (labels found, items with no feature word)."""
     for pat, rep in _PHRASES:
         norm = pat.sub(rep, norm)
     found: set[str] = set()
@@ -201,9 +225,80 @@ def parse_features(text: str | None, label_set: Iterable[str] = SALBENCH_LABELS)
         carry = recognised and last_negated and contrast == len(words) and len(words) <= 6
         if not recognised:
             unknown.append(item)
-    labels = frozenset(found) if found else None
-    return ParseResultML(
-        labels=labels,
-        unknown=tuple(unknown),
-        out_of_set=frozenset(found - allowed),
-    )
+    return found, unknown
+
+
+def _whole_set(norm: str, allowed: frozenset[str], meta: dict) -> tuple[frozenset[str] | None, str]:
+    """Rule 5 on an answer with no feature word: (labels or None, rule)."""
+    words = _WORD.findall(norm)
+    if not words:
+        return None, "none"
+    if set(words) <= _WHOLE_FILLERS | _NONE_WORDS and (
+            {"none", "nothing", "identical", "same", "alike"} & set(words)
+            or any(a == "no" and b in ("difference", "differences", "feature", "features")
+                   for a, b in zip(words, words[1:]))):
+        return frozenset(), "no_difference"
+    if set(words) <= _WHOLE_FILLERS and {"all", "every", "everything"} & set(words) and \
+            not set(re.findall(r"\d+", norm)) - {"3", "7"}:
+        m = _ALL_COUNT.search(norm)
+        if m and len(allowed) != (3 if m.group(1) else 7):
+            meta["null_reason"] = "all_count_mismatch"
+            return None, "none"
+        return allowed, "all_labels"
+    return None, "none"
+
+
+def parse_features(text: str | None, label_set: Iterable[str] = SALBENCH_LABELS,
+                   mode: str = "default") -> ParseResultML:
+    """Parse a model's answer into SalBench feature labels (rules in the module docstring).
+
+    Parameters
+    ----------
+    text: the raw model output (None or blank -> null result).
+    label_set: the task's answer space, a non-empty subset of :data:`SALBENCH_LABELS`
+        (case-insensitive); natural split: all seven, synthetic: :data:`SYNTHETIC_LABELS`.
+        It is the set "all of them" stands for.
+    mode: ``"default"``, ``"strict"`` (the same here) or ``"seed"`` (no answer extraction,
+        no whole-set phrases; module docstring).
+
+    Returns a :class:`ParseResultML` (labels None = null, an empty frozenset = the answer
+    "no difference").  Raises ValueError for a bad ``mode`` or a label_set containing a
+    label that is not one of the seven (naming it), or TypeError when ``text`` is not a
+    string.
+    """
+    from .parse import MODES
+
+    if mode not in MODES:
+        raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
+    allowed = _canonical_label_set(label_set)
+    meta: dict = {"mode": mode}
+    if text is None:
+        if mode != "seed":
+            meta.update(extract_answer(None)[1])
+        return ParseResultML(labels=None, rule="none", meta=meta)
+    if not isinstance(text, str):
+        raise TypeError(f"text must be a string or None, got {type(text).__name__}: {text!r}")
+    if mode == "seed":
+        found, unknown = _feature_words(text.lower())
+        return ParseResultML(labels=frozenset(found) if found else None, unknown=tuple(unknown),
+                             out_of_set=frozenset(found - allowed), rule="features" if found else "none",
+                             meta=meta)
+    answer, ex = extract_answer(text)
+    meta.update(ex)
+    if answer is None:
+        return ParseResultML(labels=None, rule="none", meta=meta)
+    norm = _COMMENTARY.sub("", "\n" + answer.lower()).strip()
+    exc = _ALL_EXCEPT.search(norm)
+    if exc:  # "all of them except size"
+        removed, _ = _feature_words(exc.group(1))
+        labels = allowed - removed
+        return ParseResultML(labels=frozenset(labels), out_of_set=frozenset(), rule="all_labels", meta=meta)
+    found, unknown = _feature_words(norm)
+    if found:
+        return ParseResultML(labels=frozenset(found), unknown=tuple(unknown),
+                             out_of_set=frozenset(found - allowed), meta=meta)
+    labels, rule = _whole_set(norm, allowed, meta)
+    if labels is None and meta.get("null_reason") is None:
+        meta["null_reason"] = "no_feature"
+    return ParseResultML(labels=labels, unknown=() if labels is not None else tuple(unknown),
+                         rule=rule, meta=meta)

@@ -44,22 +44,50 @@ Label options (anything else, e.g. the 16 silhouette classes):
 Both kinds:
 
 * An answer that names more than one *distinct* in-set option (``"1 or 2"``,
-  ``"not 1, it's 3"``, ``"either a cat or a dog"``) is ``ambiguous``.  ``mode="default"``
-  (the seed's rule) still returns the first one; ``mode="strict"`` returns ``None``.
+  ``"either a cat or a dog"``) is ``ambiguous``.  ``mode="default"`` still returns the
+  first one; ``mode="strict"`` returns ``None``.
 * Empty or ``None`` text, refusals, and answers with nothing recognised give
   ``response=None`` with ``rule="none"``.  The parser never raises on model text.
+
+Parser modes (:data:`MODES`)
+----------------------------
+``seed``
+    The seed's literal rule over the *raw output*: the rules above and nothing else (no
+    reasoning stripping, no answer markers, no negation, a digit run of mixed scripts read
+    by ``int()``, so ``"1٣"`` is 13).  This is the parser as it landed before the answer
+    extraction step; use it to reproduce the paper's convention.
+``default``
+    First :func:`perceptbench.readouts.extract.extract_answer` (reasoning blocks removed,
+    an unclosed block -> null; the last explicit answer marker delimits the answer), then
+    the rules above on the answer, with two more:
+
+    * a *negated* mention is not the answer: an option directly after ``not``, ``n't``,
+      ``never``, ``nor``, ``neither``, ``except``, ``rather than``, ``instead of`` or
+      ``other than`` (through an article or a label word: ``"not a knife"``, ``"not
+      mark 2"``), and the options joined to it by ``or``/``nor``/``and``/commas (``"not 1
+      or 2"``).  ``"It is not 2, it is 3."`` -> 3; ``"Not a knife; it's clearly a
+      bottle."`` -> bottle.  An answer whose every mention is negated is null
+      (``null_reason="only_negated"``);
+    * a digit run that mixes scripts (``"1٣"``: ASCII one, Arabic-Indic three) is not
+      one number: it is read per script (1 and 3) and the answer is ambiguous.
+``strict``
+    ``default``, and ambiguous answers become null.
 """
 
 from __future__ import annotations
 
 import re
 import unicodedata
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Iterable, Sequence
+
+from .extract import extract_answer
 
 __all__ = ["ParseResult", "parse_choice", "MODES"]
 
-MODES = ("default", "strict")
+MODES = ("default", "strict", "seed")
+"""Parser modes (module docstring): ``default`` (answer extraction + rules), ``strict``
+(ambiguous -> null), ``seed`` (seed 000 appendix B's literal rule over the raw output)."""
 
 _UNITS = {
     "zero": 0, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6,
@@ -109,15 +137,24 @@ class ParseResult:
         Which rule produced ``response``: ``"first_integer"`` (a digit run, any script),
         ``"number_word"`` (a spelled-out number), ``"first_label"`` (a label option),
         ``"ambiguous"`` (strict mode nulled an ambiguous answer) or ``"none"``
-        (nothing recognised).
+        (no answer: see ``meta["null_reason"]``).
     mentions:
-        The distinct in-set options named by the answer, in order of first mention.
+        The distinct in-set options named by the answer (negated ones excluded), in order
+        of first mention.
+    meta:
+        JSON-able parse metadata: ``mode``, the answer extraction's keys
+        (:func:`~perceptbench.readouts.extract.extract_answer`; absent in ``seed`` mode),
+        ``negated`` (options named only in negation), ``mixed_script_digits`` and
+        ``null_reason`` (``"empty_output"``, ``"unclosed_reasoning"``,
+        ``"empty_after_reasoning"``, ``"empty_answer_marker"``, ``"only_negated"``,
+        ``"no_option"``, ``"ambiguous"``; None when the response is not null).
     """
 
     response: Any
     ambiguous: bool
     rule: str
     mentions: tuple = ()
+    meta: dict = field(default_factory=dict, compare=False)
 
 
 def _is_int_option(o: Any) -> bool:
@@ -145,9 +182,17 @@ def _prefix_blocks_number(prefix: str) -> bool:
     return False
 
 
-def _integer_mentions(text: str) -> list[tuple[int, int, str]]:
-    """All integer mentions as (start, value, rule), in text order."""
-    found: list[tuple[int, int, str]] = []
+def _digit_script(ch: str) -> str:
+    """The script of a decimal digit: ``unicodedata.name`` before " DIGIT" (``""`` = ASCII)."""
+    return unicodedata.name(ch, "").partition("DIGIT")[0].strip()
+
+
+def _integer_mentions(text: str, split_scripts: bool = False) -> tuple[list[tuple[int, int, int, str]], bool]:
+    """All integer mentions as (start, end, value, rule), in text order, and whether a digit
+    run mixed scripts.  With ``split_scripts`` such a run is read per script ("1٣" -> 1, 3);
+    without, by ``int()`` (13, the seed-mode reading)."""
+    found: list[tuple[int, int, int, str]] = []
+    mixed = False
     for m in _DIGITS_RE.finditer(text):
         s, e = m.start(), m.end()
         # part of a decimal number such as 2.5 -> not an integer
@@ -155,14 +200,28 @@ def _integer_mentions(text: str) -> list[tuple[int, int, str]]:
             continue
         if e + 1 < len(text) and text[e] == "." and text[e + 1].isdecimal():
             continue
-        before = _WORD_BEFORE_RE.search(text[:s])
-        if before and before.group(1).lower() == "other" and not text[before.end(1):s].strip():
+        pre = text[max(0, s - 80):s]
+        before = _WORD_BEFORE_RE.search(pre)
+        if before and before.group(1).lower() == "other" and not pre[before.end(1):].strip():
             continue
+        run = m.group(0)
+        scripts = [_digit_script(c) for c in run]
+        if len(set(scripts)) > 1:
+            mixed = True
+            if split_scripts:
+                i = 0
+                while i < len(run):
+                    j = i
+                    while j < len(run) and scripts[j] == scripts[i]:
+                        j += 1
+                    found.append((s + i, s + j, int(run[i:j]), "first_integer"))
+                    i = j
+                continue
         try:
-            value = int(m.group(0))
+            value = int(run)
         except ValueError:  # pragma: no cover - \d+ is always int()-able
             continue
-        found.append((s, value, "first_integer"))
+        found.append((s, e, value, "first_integer"))
     for i, ch in enumerate(text):
         if ch.isdecimal() or not ch.isnumeric():
             continue
@@ -170,7 +229,7 @@ def _integer_mentions(text: str) -> list[tuple[int, int, str]]:
         if "CIRCLED" in name or "PARENTHESIZED" in name or "FULL STOP" in name:
             v = unicodedata.numeric(ch, None)
             if v is not None and float(v).is_integer():
-                found.append((i, int(v), "first_integer"))
+                found.append((i, i + 1, int(v), "first_integer"))
     for m in _NUMBER_WORD_RE.finditer(text):
         if m.group("unit"):
             value = _UNITS[m.group("unit").lower()]
@@ -179,17 +238,47 @@ def _integer_mentions(text: str) -> list[tuple[int, int, str]]:
             if m.group("ones"):
                 value += _UNITS[m.group("ones").lower()]
         word = m.group(0).lower()
-        after = text[m.end():]
+        after = text[m.end():m.end() + 20]
+        prefix = text[max(0, m.start() - 80):m.start()]  # bounded: linear time on long outputs
         if word == "one":
-            if re.search(r"(?<![^\W_])odd[\s\-]*$", text[: m.start()], re.IGNORECASE):
+            if re.search(r"(?<![^\W_])odd[\s\-]*$", prefix, re.IGNORECASE):
                 continue  # "odd one out", "odd-one-out"
             if re.match(r"\s+(of|another)\b", after, re.IGNORECASE):
                 continue  # "one of them"
-        if _prefix_blocks_number(text[: m.start()]):
+        if _prefix_blocks_number(prefix):
             continue
-        found.append((m.start(), value, "number_word"))
+        found.append((m.start(), m.end(), value, "number_word"))
     found.sort(key=lambda t: t[0])
-    return found
+    return found, mixed
+
+
+# A negator right before a mention, possibly through an article or a label word
+# ("not a knife", "isn't mark 2", "rather than the cat", "not #2").
+_NEGATED_PREFIX = re.compile(
+    r"(?:(?<![^\W_])(?:not|never|nor|neither|except|instead\s+of|rather\s+than|other\s+than)|n't)"
+    r"[\s:]*(?:(?:a|an|the|number|no\.?|num|option|mark|choice|item|image|panel|position|"
+    r"answer|#)[\s.:#]*){0,2}$",
+    re.IGNORECASE,
+)
+# What joins a mention to a negated one before it, carrying the negation ("not 1 or 2").
+_NEGATION_CARRY = re.compile(
+    r"^[\s,]*(?:(?:or|nor|and)\s+)?(?:(?:a|an|the|number|option|mark|choice|#)[\s#]*){0,2}$",
+    re.IGNORECASE,
+)
+
+
+def _split_negated(text: str, mentions: list[tuple[int, int, Any, str]]):
+    """(kept, negated): mentions named in negation are moved to ``negated``."""
+    kept, negated = [], []
+    prev_neg_end = None
+    for m in mentions:
+        start, end = m[0], m[1]
+        neg = bool(_NEGATED_PREFIX.search(text[max(0, start - 60):start]))
+        if not neg and prev_neg_end is not None and _NEGATION_CARRY.match(text[prev_neg_end:start]):
+            neg = True
+        (negated if neg else kept).append(m)
+        prev_neg_end = end if neg else None
+    return kept, negated
 
 
 def _label_pattern(option: str) -> re.Pattern:
@@ -208,8 +297,8 @@ def _label_pattern(option: str) -> re.Pattern:
     return re.compile(r"(?<![^\W_])(?:" + "|".join(alts) + r")(?![^\W_])", re.IGNORECASE)
 
 
-def _label_mentions(text: str, options: Sequence[str]) -> list[tuple[int, Any]]:
-    """(start, option) for each label mention, longest match winning on overlaps."""
+def _label_mentions(text: str, options: Sequence[str]) -> list[tuple[int, int, Any]]:
+    """(start, end, option) for each label mention, longest match winning on overlaps."""
     cands: list[tuple[int, int, int, Any]] = []  # (start, -length, index, option)
     for idx, opt in enumerate(options):
         if not str(opt).strip():
@@ -217,12 +306,12 @@ def _label_mentions(text: str, options: Sequence[str]) -> list[tuple[int, Any]]:
         for m in _label_pattern(str(opt)).finditer(text):
             cands.append((m.start(), -(m.end() - m.start()), idx, opt))
     cands.sort()
-    out: list[tuple[int, Any]] = []
+    out: list[tuple[int, int, Any]] = []
     covered_until = -1
     for start, neg_len, _idx, opt in cands:
         if start < covered_until:
             continue  # inside a longer option already taken ("truck" in "fire truck")
-        out.append((start, opt))
+        out.append((start, start - neg_len, opt))
         covered_until = start - neg_len
     return out
 
@@ -239,8 +328,10 @@ def parse_choice(text: str | None, options: Iterable[Any], mode: str = "default"
         (e.g. ``(1, 2, 3)``, ``range(1, 21)``), otherwise label strings (e.g. the 16
         silhouette classes).  The returned response is the option object itself.
     mode:
-        ``"default"``: the seed's rule (first in-set option wins, ambiguous answers
-        flagged but kept); ``"strict"``: ambiguous answers become null.
+        ``"default"``: answer extraction, negation and script rules, then the first
+        in-set option wins (ambiguous answers flagged but kept); ``"strict"``: the same,
+        ambiguous answers become null; ``"seed"``: seed 000 appendix B's literal rule
+        over the raw output.  See the module docstring.
 
     Returns
     -------
@@ -256,32 +347,42 @@ def parse_choice(text: str | None, options: Iterable[Any], mode: str = "default"
     opts = list(options)
     if not opts:
         raise ValueError("options must not be empty")
-    if text is None:
-        text = ""
-    text = unicodedata.normalize("NFC", str(text))
+    meta: dict = {"mode": mode}
+    if mode == "seed":
+        answer = "" if text is None else str(text)
+    else:
+        answer, ex = extract_answer(text)
+        meta.update(ex)
+        if answer is None:
+            return ParseResult(None, False, "none", (), meta)
+    answer = unicodedata.normalize("NFC", answer)
     if all(_is_int_option(o) for o in opts):
         allowed = set(opts)
-        mentions = [(v, rule) for _s, v, rule in _integer_mentions(text) if v in allowed]
-        ordered: list[Any] = []
-        for v, _ in mentions:
-            if v not in ordered:
-                ordered.append(v)
-        if not mentions:
-            return ParseResult(None, False, "none", ())
-        first, rule = mentions[0]
+        found, mixed = _integer_mentions(answer, split_scripts=mode != "seed")
+        cands = [m for m in found if m[2] in allowed]
+        if mode != "seed" and mixed:
+            meta["mixed_script_digits"] = True
     else:
-        found = _label_mentions(text, [str(o) for o in opts])
-        # map back to the caller's option objects
         by_str = {str(o): o for o in opts}
-        ordered = []
-        for _s, o in found:
-            obj = by_str[o]
-            if obj not in ordered:
-                ordered.append(obj)
-        if not found:
-            return ParseResult(None, False, "none", ())
-        first, rule = by_str[found[0][1]], "first_label"
-    ambiguous = len(ordered) > 1
+        cands = [(s0, e0, by_str[o], "first_label") for s0, e0, o in _label_mentions(answer, [str(o) for o in opts])]
+        mixed = False
+    if mode != "seed":
+        cands, negated = _split_negated(answer, cands)
+        if negated:
+            meta["negated"] = list(dict.fromkeys(m[2] for m in negated))
+        if not cands and negated:
+            meta["null_reason"] = "only_negated"
+            return ParseResult(None, False, "none", (), meta)
+    ordered: list[Any] = []
+    for m in cands:
+        if m[2] not in ordered:
+            ordered.append(m[2])
+    if not cands:
+        meta["null_reason"] = "no_option"
+        return ParseResult(None, False, "none", (), meta)
+    first, rule = cands[0][2], cands[0][3]
+    ambiguous = len(ordered) > 1 or (mode != "seed" and mixed)
     if ambiguous and mode == "strict":
-        return ParseResult(None, True, "ambiguous", tuple(ordered))
-    return ParseResult(first, ambiguous, rule, tuple(ordered))
+        meta["null_reason"] = "ambiguous"
+        return ParseResult(None, True, "ambiguous", tuple(ordered), meta)
+    return ParseResult(first, ambiguous, rule, tuple(ordered), meta)

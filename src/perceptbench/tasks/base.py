@@ -130,11 +130,16 @@ class Task(abc.ABC):
         return (s.render(),), self.prompt_text, {}
 
     def parse_answer(self, text: str | None, mode: str = "default") -> tuple[Any, dict]:
-        """Rule-parse a VLM answer into the response space -> (response or None, parse meta)."""
+        """Rule-parse a VLM answer into the response space -> (response or None, parse meta).
+
+        ``mode``: a parser mode of :data:`perceptbench.readouts.parse.MODES` (``default``,
+        ``strict``, ``seed``).  The meta (JSON-able, stored as ``run_meta.parse``) holds
+        ``rule``, ``ambiguous``, ``mode`` and the parser's metadata (answer extraction,
+        ``null_reason``).  Scoring calls this again on ``raw_output`` for each mode."""
         from ..readouts.parse import parse_choice
 
         pr = parse_choice(text or "", self.options(), mode=mode)
-        return pr.response, {"rule": pr.rule, "ambiguous": pr.ambiguous, "mode": mode}
+        return pr.response, {"rule": pr.rule, "ambiguous": pr.ambiguous, **pr.meta, "mode": mode}
 
     def human_records(self, seed: int, run_id: str, stimuli: list[Stimulus]) -> list[TrialRecord]:
         return []

@@ -117,10 +117,10 @@ class SalBenchTask(Task):
     def parse_answer(self, text: str | None, mode: str = "default"):
         from ..readouts.multilabel import parse_features
 
-        pr = parse_features(text, SEVEN)
+        pr = parse_features(text, self.categories, mode=mode)  # "all of them" = this split's labels
         resp = None if pr.labels is None else sorted(pr.labels)
-        return resp, {"rule": "multilabel", "ambiguous": False, "mode": mode,
-                      "unknown": list(pr.unknown)[:20]}
+        return resp, {"rule": "multilabel" if pr.rule == "features" else pr.rule, "ambiguous": False,
+                      **pr.meta, "mode": mode, "unknown": list(pr.unknown)[:20]}
 
     def _filled_prompt(self, meta: dict, stimulus_id: str = "") -> str:
         if self.kind != "detection":
