@@ -23,7 +23,7 @@ from .readouts.encoder import (
 from .records import RecordStore, make_trial_id
 from .seeding import image_sha256, text_hash
 from .tasks import get_task
-from .tasks.base import Stimulus, Task, make_record
+from .tasks.base import Stimulus, Task, make_record, require_test_stimuli
 from .tasks.registry import DEFAULT_BATTERY
 
 
@@ -168,6 +168,8 @@ def run(cfg: RunConfig, *, progress: bool = True, load_model: Callable | None = 
     if len(set(names)) != len(names):
         raise ValueError(f"two models share a short name: {names}; name them with SHORT=SPEC")
     task_stimuli = [(task, task.stimuli(cfg.seed)) for task in tasks]
+    for task, stimuli in task_stimuli:
+        require_test_stimuli(task, stimuli)  # before run.json or any record is written
     _check_run_json(out, cfg)
     with RecordStore(out / "records.jsonl") as store:
         versions: dict[str, set[str]] = {}

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import abc
-
 import math
+import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, ClassVar, Sequence
 
@@ -64,12 +64,73 @@ class ScoreRow:
         "task_id", "model", "metric", "value", "ci_low", "ci_high", "n", "n_null")
 
 
+_INT_RE = re.compile(r"[+-]?[0-9]+")
+_FLOAT_RE = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+
+
+@dataclass(frozen=True)
+class Setting:
+    """Type and range of one task setting (``BASE@key=value``).
+
+    ``kind``: ``"int"`` (ASCII digits, optional sign), ``"float"`` (a finite decimal
+    number) or ``"choice"`` (one of ``choices``, exact).  ``minimum``/``maximum`` bound
+    numbers (inclusive; ``maximum_open`` makes the upper bound exclusive).
+
+    :meth:`normalise` returns the canonical spelling (``"040"`` -> ``"40"``, ``"0.50"`` ->
+    ``"0.5"``, ``"1e-1"`` -> ``"0.1"``), so one setting has one task id."""
+
+    kind: str
+    minimum: float | None = None
+    maximum: float | None = None
+    maximum_open: bool = False
+    choices: tuple[str, ...] = ()
+
+    def describe(self) -> str:
+        """The allowed values in words, e.g. ``"an integer in [1, 100000]"``."""
+        if self.kind == "choice":
+            return "one of " + ", ".join(self.choices)
+        noun = "an integer" if self.kind == "int" else "a number"
+        lo = "-inf" if self.minimum is None else f"{self.minimum:g}"
+        hi = "inf" if self.maximum is None else f"{self.maximum:g}"
+        return f"{noun} in [{lo}, {hi}{')' if self.maximum_open or self.maximum is None else ']'}"
+
+    def normalise(self, value: str) -> str:
+        """The canonical string of ``value``; ValueError (message: the allowed values) if
+        it has the wrong type or lies outside the range."""
+        v = str(value).strip()
+        if self.kind == "choice":
+            if v not in self.choices:
+                raise ValueError(self.describe())
+            return v
+        if self.kind == "int":
+            if not _INT_RE.fullmatch(v):
+                raise ValueError(self.describe())
+            x: float = int(v)
+        elif self.kind == "float":
+            if not _FLOAT_RE.fullmatch(v) or not math.isfinite(float(v)):
+                raise ValueError(self.describe())
+            x = float(v)
+        else:  # pragma: no cover - programming error
+            raise ValueError(f"unknown setting kind {self.kind!r}")
+        if self.minimum is not None and x < self.minimum:
+            raise ValueError(self.describe())
+        if self.maximum is not None and (x >= self.maximum if self.maximum_open else x > self.maximum):
+            raise ValueError(self.describe())
+        if self.kind == "int":
+            return str(int(x))
+        r = repr(float(x)) if x != 0 else "0"
+        return r[:-2] if r.endswith(".0") else r
+
+
 class Task(abc.ABC):
     """Base class.  Subclasses set the class attributes and implement :meth:`stimuli`,
     :meth:`human_records` and :meth:`score`.
 
     ``params`` holds variant settings; non-default ones are appended to the base id as
-    ``@key=value[,key=value]`` (sorted keys) to form ``task_id``."""
+    ``@key=value[,key=value]`` (sorted keys) to form ``task_id``.  Every setting with a
+    :class:`Setting` in ``settings`` (or a list in ``allowed``) is validated and
+    normalised when the task is made, so a bad value fails before anything is written
+    and ``n_test=040`` and ``n_test=40`` are one task id."""
 
     base_id: ClassVar[str]
     principle: ClassVar[str]
@@ -81,6 +142,9 @@ class Task(abc.ABC):
     prompt_version: ClassVar[int] = 1
     defaults: ClassVar[dict[str, str]] = {}
     allowed: ClassVar[dict[str, Sequence[str]]] = {}
+    settings: ClassVar[dict[str, Setting]] = {}
+    """Type and range per setting key (keys of ``defaults``); ``allowed`` entries are
+    choice settings."""
     owner: ClassVar[str] = "perceptbench"
     n_reps: ClassVar[int] = 1
 
@@ -89,14 +153,33 @@ class Task(abc.ABC):
         if unknown:
             raise ValueError(f"task {self.base_id} has no setting(s) {sorted(unknown)}; "
                              f"settings: {self.defaults or 'none'}")
-        self.params = {**self.defaults, **{k: str(v) for k, v in params.items()}}
-        for k, v in self.params.items():
-            if k in self.allowed and v not in self.allowed[k]:
-                raise ValueError(f"task {self.base_id}: {k}={v!r} not in {list(self.allowed[k])}")
+        self._defaults = {k: self._normalise(k, v) for k, v in self.defaults.items()}
+        self.params = {**self._defaults, **{k: self._normalise(k, v) for k, v in params.items()}}
+        self.check_settings()
+
+    def setting_spec(self, key: str) -> Setting | None:
+        """The :class:`Setting` of ``key`` (from ``settings``, else ``allowed``), or None."""
+        if key in self.settings:
+            return self.settings[key]
+        if key in self.allowed:
+            return Setting("choice", choices=tuple(str(c) for c in self.allowed[key]))
+        return None
+
+    def _normalise(self, key: str, value) -> str:
+        spec = self.setting_spec(key)
+        if spec is None:
+            return str(value)
+        try:
+            return spec.normalise(value)
+        except ValueError as e:
+            raise ValueError(f"task {self.base_id}: setting {key}={str(value)!r} is invalid; allowed: {e}") from None
+
+    def check_settings(self) -> None:
+        """Checks across settings (subclasses); raise ValueError naming the settings."""
 
     @property
     def task_id(self) -> str:
-        extra = {k: v for k, v in sorted(self.params.items()) if self.defaults.get(k) != v}
+        extra = {k: v for k, v in sorted(self.params.items()) if self._defaults.get(k) != v}
         if not extra:
             return self.base_id
         return self.base_id + "@" + ",".join(f"{k}={v}" for k, v in extra.items())
@@ -147,6 +230,15 @@ class Task(abc.ABC):
     @abc.abstractmethod
     def score(self, records: list[TrialRecord], seed: int) -> list[ScoreRow]:
         """Score rows from this task's trial records only; ``seed`` seeds the bootstrap."""
+
+
+def require_test_stimuli(task: Task, stimuli: list[Stimulus]) -> None:
+    """Raise ValueError when ``stimuli`` has no ``"test"`` stimulus: such a task would run
+    nothing and score an empty table (issue 7 item 7: an error, never an empty result)."""
+    if not any(s.split == "test" for s in stimuli):
+        settings = ",".join(f"{k}={v}" for k, v in sorted(task.params.items())) or "defaults"
+        raise ValueError(f"{task.task_id}: no test stimuli with settings {settings} "
+                         f"({len(stimuli)} stimuli, none in the test split); nothing to run or score")
 
 
 def make_record(task: Task, *, stimulus_id: str, model: str, model_family: str, readout: str,

@@ -20,7 +20,7 @@ from ..records import TrialRecord
 from ..seeding import rng_for, text_hash
 from ..sources import get_source, resolve
 from ..stimuli import render, silhouettes
-from .base import ScoreRow, Stimulus, Task, make_record
+from .base import ScoreRow, Setting, Stimulus, Task, make_record
 
 # --------------------------------------------------------------------------- helpers
 
@@ -446,6 +446,7 @@ class SeriesCountTask(Task):
                    "scatterplot? Answer with a single integer.")
     human_ref_id = "capacity-band.healey1996-ware2013"
     defaults = {"n_test": "40", "n_probe": "150"}
+    settings = {"n_test": Setting("int", 1, 100_000), "n_probe": Setting("int", 0, 100_000)}
 
     def options(self) -> tuple:
         return tuple(range(1, 21))

@@ -39,7 +39,7 @@ import numpy as np
 from ..metrics.bootstrap import N_BOOT_B, bootstrap
 from ..records import TrialRecord
 from ..seeding import rng_for
-from .base import ScoreRow, Stimulus, Task
+from .base import ScoreRow, Setting, Stimulus, Task
 
 SEVEN = ("Orientation", "Color", "Focus", "Shape", "Size", "Location", "Pattern")
 SYN_LABELS = ("Orientation", "Color", "Size")
@@ -86,6 +86,17 @@ class SalBenchTask(Task):
     response_space = "multilabel"
     encoder_readout = "linear_probe | zero_shot_retrieval"  # chosen per encoder: encoder_readout_for
     allowed = {"shots": ("0", "3", "5")}
+    settings = {"n": Setting("int", 3, 1_000_000), "n_probe": Setting("int", 0, 1_000_000),
+                "probe_fraction": Setting("float", 0, 1, maximum_open=True)}
+    """``n`` >= 3 keeps at least one test stimulus per feature in the P3 composition
+    (round(810 * 3 / 2514) = 1); ``source`` (``hf`` or an annotation file) is checked when
+    the stimuli are loaded."""
+
+    def check_settings(self) -> None:
+        if self.split_name == "syn" and int(self.params["n_probe"]) < self.shots:
+            raise ValueError(f"task {self.task_id}: setting shots={self.shots} needs n_probe >= {self.shots} "
+                             f"(few-shot examples come from the probe-train split), got n_probe="
+                             f"{self.params['n_probe']}")
 
     @property
     def human_ref_id(self) -> str:
@@ -230,6 +241,10 @@ class SalBenchTask(Task):
                              f"{self.params['probe_fraction']!r}")
         perm = rng_for(seed, self.base_id, "probe_split").permutation(len(items))
         n_probe = int(round(len(items) * frac))
+        if n_probe >= len(items):
+            raise ValueError(f"{self.task_id}: setting probe_fraction={self.params['probe_fraction']} leaves no "
+                             f"test stimulus ({n_probe} of {len(items)} natural stimuli go to probe-train); "
+                             f"allowed: a fraction below {(len(items) - 0.5) / len(items):.4g}")
         probe_ids = {items[j].stimulus_id for j in perm[:n_probe]}
         out = []
         for it in items:
