@@ -37,7 +37,7 @@ def test_default_encoder_detection_syn_cli(tmp_path):
     assert all(len(r.response) == 1 and r.response[0] in ("Orientation", "Color", "Size") for r in recs)
     assert {r.manipulated_value.split("/")[1] for r in recs} == {"easy", "medium", "hard"}
     rows = rows_of(out / "records.jsonl")
-    for metric in ("exact_match", "mean_f1", "f1[Color]", "exact_match@nulls_as_empty",
+    for metric in ("exact_match", "mean_f1", "f1[Color]", "exact_match@nulls_excluded", "mean_f1@defined_categories",
                    "exact_match[difficulty=hard]", "exact_match[feature_difficulty=size/easy]"):
         assert ("efficientnet-lite0", metric) in rows
     em = rows[("efficientnet-lite0", "exact_match")]

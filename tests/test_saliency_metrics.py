@@ -24,7 +24,10 @@ def test_hand_computed_nulls_excluded():
     assert s.category_f1["Color"] == pytest.approx(1.0)
     assert s.category_f1["Shape"] == pytest.approx(2 / 3)
     assert math.isnan(s.category_f1["Size"])
-    assert s.mean_f1 == pytest.approx((1 + 2 / 3) / 2)
+    # seed 001 §4: mean over all categories, the undefined Size F1 counted as 0 (was (1 + 2/3) / 2
+    # before issue 7 item 6; that value is now the named variant mean_f1_defined)
+    assert s.mean_f1 == pytest.approx((1 + 2 / 3 + 0) / 3)
+    assert s.mean_f1_defined == pytest.approx((1 + 2 / 3) / 2)
     assert s.sample_f1 == pytest.approx((1 + 2 / 3 + 2 / 3) / 3)
     assert any("Size undefined" in n for n in s.notes)
 
@@ -61,15 +64,24 @@ def test_pooled_f1_differs_from_averaged_per_stimulus_f1():
     # Color: TP 2, FN 1 -> 4/5 ; Size: TP 1, FP 1 -> 2/3 ; Shape undefined
     assert s.category_f1["Color"] == pytest.approx(0.8)
     assert s.category_f1["Size"] == pytest.approx(2 / 3)
-    assert s.mean_f1 == pytest.approx((0.8 + 2 / 3) / 2)
+    assert s.mean_f1 == pytest.approx((0.8 + 2 / 3 + 0) / 3)  # all categories (seed 001 §4)
+    assert s.mean_f1_defined == pytest.approx((0.8 + 2 / 3) / 2)
     assert s.exact_match == pytest.approx(0.75)
+
+
+def test_mean_f1_averages_all_categories_like_the_seed():
+    """Issue 7 item 6: three stimuli, all Color and answered Color, on the synthetic split:
+    seed 001 and lmms-eval give 1/3; the defined-only mean (the old headline) gives 1."""
+    s = sm.score_multilabel([{"Color"}] * 3, [{"Color"}] * 3, ("Orientation", "Color", "Size"), n_boot=200)
+    assert s.mean_f1 == pytest.approx(1 / 3) and s.mean_f1_defined == 1.0
+    assert s.ci["mean_f1"].n_dropped == 0 and s.ci["mean_f1"].low == pytest.approx(1 / 3)
 
 
 def _naive_bootstrap(preds, truths, cats, n_boot, seed):
     """Per-draw python loop, for comparison with the vectorised version."""
     n = len(truths)
     idx = resample_indices(n, n_boot, seed)
-    em, mf1 = [], []
+    em, mf1, mf1_all = [], [], []
     for row in idx:
         p = [preds[i] for i in row]
         t = [truths[i] for i in row]
@@ -82,7 +94,9 @@ def _naive_bootstrap(preds, truths, cats, n_boot, seed):
             if 2 * tp + fp + fn:
                 f1s.append(2 * tp / (2 * tp + fp + fn))
         mf1.append(np.mean(f1s))
-    return np.percentile(em, [2.5, 97.5]), np.percentile(mf1, [2.5, 97.5])
+        mf1_all.append(np.sum(f1s) / len(cats))
+    return (np.percentile(em, [2.5, 97.5]), np.percentile(mf1, [2.5, 97.5]),
+            np.percentile(mf1_all, [2.5, 97.5]))
 
 
 def _random_trials(n, seed):
@@ -98,10 +112,11 @@ def _random_trials(n, seed):
 def test_vectorised_bootstrap_equals_naive_loop():
     preds, truths = _random_trials(60, 1)
     s = sm.score_multilabel(preds, truths, CATS, n_boot=300, seed=7)
-    em_ci, mf1_ci = _naive_bootstrap(preds, truths, CATS, 300, 7)
+    em_ci, mf1_ci, mf1_all_ci = _naive_bootstrap(preds, truths, CATS, 300, 7)
     ci = lambda key: (s.ci[key].low, s.ci[key].high)  # noqa: E731
     assert ci("exact_match") == pytest.approx(tuple(em_ci))
-    assert ci("mean_f1") == pytest.approx(tuple(mf1_ci))
+    assert ci("mean_f1_defined") == pytest.approx(tuple(mf1_ci))
+    assert ci("mean_f1") == pytest.approx(tuple(mf1_all_ci))
     assert s.ci["exact_match"].estimate == s.exact_match and s.ci["exact_match"].n_draws == 300
 
 

@@ -25,7 +25,8 @@ HEADLINE = {"accuracy", "B", "kappa_aggregate", "kappa_pairwise", "position_floo
             "ceiling_kappa_pairwise_mean@test", "ceiling_kappa_loo_mean@test", "observer_accuracy_mean@test",
             "observer_B_mean@test", "ceiling_kappa_pairwise_mean@all", "ceiling_kappa_loo_mean@all",
             "observer_accuracy_mean@all", "n_differ_min", "n_differ_max", "exact_match", "mean_f1",
-            "exact_match@nulls_as_empty", "retrieval_top1", "retrieval_top3", "retrieval_chance_top1",
+            "exact_match@nulls_excluded", "mean_f1@defined_categories", "kappa_over_ceiling", "B_over_ceiling",
+            "retrieval_top1", "retrieval_top3", "retrieval_chance_top1",
             "retrieval_chance_top3", "skipped", "exact_match[difficulty=easy]", "exact_match[difficulty=medium]",
             "exact_match[difficulty=hard]"}
 

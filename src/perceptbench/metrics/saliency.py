@@ -14,14 +14,20 @@ Definitions (per stimulus i, category c; P = predicted set, T = truth set):
   FP_c = sum_i 1[c in P_i, c not in T_i], FN_c = sum_i 1[c not in P_i, c in T_i],
   F1_c = 2 TP_c / (2 TP_c + FP_c + FN_c)  (= 2PR/(P+R); undefined, NaN, when the
   denominator is 0, i.e. the category is neither true nor predicted anywhere);
-* mean F1 = mean over categories of F1_c (NaN categories skipped with ``undefined_f1=
-  "nan"``, counted as 0 with ``"zero"`` as lmms-eval's epsilon formula does);
+* mean F1 = mean over *all* categories of F1_c, an undefined F1_c counted as 0 (seed 001
+  §4: "the average F1 score over all categories"; lmms-eval's epsilon formula gives the
+  same): three stimuli, all truly and correctly Color, on the synthetic split score
+  (1 + 0 + 0) / 3 = 0.333;
+* mean F1 over defined categories (``mean_f1_defined``, a named variant, the project's
+  headline before issue 7) = mean of the defined F1_c only (1.000 in that example);
 * sample F1 (lmms-eval's ``sample_f1``, for comparison) = mean_i 2|P_i & T_i| / (|P_i| + |T_i|).
 
-Null responses (unparseable answers, ``None``): ``null="exclude"`` drops them (this
-project's rule, SPEC §3); ``null="empty"`` scores them as an empty prediction (lmms-eval's
-behaviour: its parser turns any answer into a set of strings, and a string that is no
-category matches nothing).  :func:`score_both_conventions` reports both side by side.
+Null responses (unparseable answers, ``None``): ``null="empty"`` scores them as an empty
+prediction, so every stimulus counts (seed 001 reports exact match and F1 over the whole
+benchmark; lmms-eval's parser turns any answer into a set of strings, and a string that is
+no category matches nothing): the SalBench headline.  ``null="exclude"`` drops them (the
+``@nulls_excluded`` variant, the convention of seed 000 D.4 for the Gestalt battery).
+:func:`score_both_conventions` reports both side by side.
 
 Confidence intervals: percentile bootstrap over stimuli; all draws at once through the
 project's index matrix ``metrics.bootstrap.resample_indices(n, n_boot, seed)`` of shape
@@ -83,7 +89,9 @@ class MultiLabelScore:
     categories: the scored categories, in order.
     null_convention: ``"exclude"`` or ``"empty"``.
     n: stimuli scored (after excluding nulls under ``"exclude"``); n_null: nulls in the input.
-    exact_match, mean_f1, sample_f1: point estimates in [0, 1] (NaN when n == 0).
+    exact_match, mean_f1, sample_f1: point estimates in [0, 1] (NaN when n == 0); mean_f1
+        averages all categories (undefined F1 = 0).
+    mean_f1_defined: mean over the categories whose F1 is defined (NaN if none).
     category_f1: F1 per category (NaN when undefined, see module doc).
     category_counts: (TP, FP, FN) per category.
     ci: a :class:`~perceptbench.metrics.bootstrap.BootstrapResult` (estimate, low, high,
@@ -102,6 +110,7 @@ class MultiLabelScore:
     mean_f1: float
     sample_f1: float
     category_f1: dict[str, float]
+    mean_f1_defined: float
     category_counts: dict[str, tuple[int, int, int]]
     ci: dict[str, BootstrapResult]
     n_boot: int
@@ -184,7 +193,13 @@ def _f1_from_counts(tp, fp, fn, undefined_f1: str) -> np.ndarray:
     return f1
 
 
+def _mean_f1_all(f1: np.ndarray) -> np.ndarray:
+    """Mean over all categories (last axis), an undefined (NaN) F1 counted as 0 (seed 001 §4)."""
+    return np.nan_to_num(np.asarray(f1, dtype=np.float64), nan=0.0).mean(axis=-1)
+
+
 def _mean_f1(f1: np.ndarray) -> np.ndarray:
+    """Mean over the defined categories only (NaN skipped; NaN when none is defined)."""
     with np.errstate(invalid="ignore"):
         ok = ~np.isnan(f1)
         s = np.where(ok, f1, 0.0).sum(axis=-1)
@@ -212,7 +227,9 @@ def score_multilabel(
         Orientation/Color/Size on the synthetic one).
     null: ``"exclude"`` (project rule) or ``"empty"`` (lmms-eval); see module doc.
     n_boot: bootstrap draws (0 = no intervals); seed: generator seed; ci_level in (0, 1).
-    undefined_f1: ``"nan"`` (skip undefined categories in the mean) or ``"zero"``.
+    undefined_f1: how an undefined per-category F1 is *reported* in ``category_f1``:
+        ``"nan"`` or ``"zero"``.  ``mean_f1`` counts it as 0 either way (seed 001 §4);
+        ``mean_f1_defined`` skips it either way.
 
     Formulas: module docstring (seed 001 §4 "Setting", Tables 1, A.1, A.2).
     Raises ValueError for an unknown ``null`` / ``undefined_f1`` value, bad ``n_boot`` /
@@ -235,7 +252,7 @@ def score_multilabel(
     # under "empty", null rows already have P all False and extra 0
     n = int(P.shape[0])
     notes: list[str] = []
-    keys = ["exact_match", "mean_f1", "sample_f1"] + [f"f1:{c}" for c in cats]
+    keys = ["exact_match", "mean_f1", "mean_f1_defined", "sample_f1"] + [f"f1:{c}" for c in cats]
 
     def _no_ci(estimates: dict[str, float]) -> dict[str, BootstrapResult]:
         nb = int(n_boot)
@@ -246,17 +263,22 @@ def score_multilabel(
         return MultiLabelScore(
             categories=cats, null_convention=null, n=0, n_null=n_null, exact_match=math.nan,
             mean_f1=math.nan, sample_f1=math.nan, category_f1={c: math.nan for c in cats},
+            mean_f1_defined=math.nan,
             category_counts={c: (0, 0, 0) for c in cats}, ci=_no_ci(dict.fromkeys(keys, math.nan)),
             n_boot=int(n_boot), ci_level=float(ci_level), seed=int(seed), notes=tuple(notes),
         )
     em, tp, fp, fn, sf1 = _per_stimulus(P, T, extra)
     TP, FP, FN = tp.sum(0, dtype=np.int64), fp.sum(0, dtype=np.int64), fn.sum(0, dtype=np.int64)
+    f1_nan = _f1_from_counts(TP, FP, FN, "nan")
     f1 = _f1_from_counts(TP, FP, FN, undefined_f1)
-    for c, v in zip(cats, f1):
+    for c, v in zip(cats, f1_nan):
         if math.isnan(v):
-            notes.append(f"F1 of {c} undefined: category neither true nor predicted in these trials")
-    mean_f1 = float(_mean_f1(f1))
-    estimates = {"exact_match": float(em.mean()), "mean_f1": mean_f1, "sample_f1": float(sf1.mean())}
+            notes.append(f"F1 of {c} undefined: category neither true nor predicted in these trials "
+                         "(counted as 0 in mean_f1, skipped in mean_f1_defined)")
+    mean_f1 = float(_mean_f1_all(f1_nan))
+    mean_f1_defined = float(_mean_f1(f1_nan))
+    estimates = {"exact_match": float(em.mean()), "mean_f1": mean_f1, "mean_f1_defined": mean_f1_defined,
+                 "sample_f1": float(sf1.mean())}
     estimates.update({f"f1:{c}": float(v) for c, v in zip(cats, f1)})
 
     ci = _no_ci(estimates)
@@ -269,11 +291,13 @@ def score_multilabel(
             sl = idx[s : s + block]
             for k, arr in enumerate((tp, fp, fn)):
                 counts[k, s : s + block] = arr[sl].sum(axis=1, dtype=np.int64)
+        f1_d_nan = _f1_from_counts(counts[0], counts[1], counts[2], "nan")
         f1_d = _f1_from_counts(counts[0], counts[1], counts[2], undefined_f1)
         draws = {
             "exact_match": em[idx].mean(axis=1),
             "sample_f1": sf1[idx].mean(axis=1),
-            "mean_f1": _mean_f1(f1_d),
+            "mean_f1": _mean_f1_all(f1_d_nan),
+            "mean_f1_defined": _mean_f1(f1_d_nan),
         }
         draws.update({f"f1:{c}": f1_d[:, j] for j, c in enumerate(cats)})
         a = 100 * (1 - ci_level) / 2
@@ -300,6 +324,7 @@ def score_multilabel(
         mean_f1=mean_f1,
         sample_f1=float(sf1.mean()),
         category_f1={c: float(v) for c, v in zip(cats, f1)},
+        mean_f1_defined=mean_f1_defined,
         category_counts={c: (int(a), int(b), int(d)) for c, a, b, d in zip(cats, TP, FP, FN)},
         ci=ci,
         n_boot=int(n_boot),

@@ -52,6 +52,28 @@ def _kappa_note(value: float) -> str:
     return "" if np.isfinite(value) else UNDEFINED_REASON
 
 
+def _nanmean(x: np.ndarray, axis: int) -> np.ndarray:
+    """np.nanmean without the all-NaN RuntimeWarning (NaN stays NaN, reported by the row)."""
+    x = np.asarray(x, float)
+    ok = ~np.isnan(x)
+    k = ok.sum(axis)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(k > 0, np.where(ok, x, 0.0).sum(axis) / np.maximum(k, 1), np.nan)
+
+
+def _nan_extreme(x: np.ndarray, fn) -> float:
+    """np.nanmin / np.nanmax, NaN (no warning) when every value is NaN."""
+    x = np.asarray(x, float)
+    return float(fn(x[~np.isnan(x)])) if (~np.isnan(x)).any() else float("nan")
+
+
+def _ratio(num: np.ndarray, den: np.ndarray) -> np.ndarray:
+    """num / den, NaN where den is 0 or either side NaN; never clipped."""
+    num, den = np.broadcast_arrays(np.asarray(num, float), np.asarray(den, float))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where((den != 0) & np.isfinite(den), num / np.where(den != 0, den, 1.0), np.nan)
+
+
 # --------------------------------------------------------------------------- closure
 
 
@@ -177,7 +199,50 @@ class SilhouetteTask(Task):
                                           [modal[c] for c in cols], obs[:, cols].mean(0),
                                           obs[:, cols], seed)
             b = next(x.value for x in rows if x.model == m and x.metric == "B")
+            rows += self._over_ceiling_rows(m, correct, valid, [r.response for r in rs], cols, obs, resp, modal, seed)
             rows += _null_rows(tid, m, rs, b)
+        return rows
+
+    def _over_ceiling_rows(self, model, correct, valid, responses, cols, obs, resp, modal, seed) -> list[ScoreRow]:
+        """``kappa_over_ceiling`` = kappa_aggregate / mean pairwise human kappa and
+        ``B_over_ceiling`` = B / mean observer B against the leave-one-out mode, both on the
+        model's stimuli, with a paired bootstrap (numerator and ceiling on the same draws).
+        Seed 000 D.2 (the 0.489 pairwise ceiling) and D.3 (B quoted as a fraction of its
+        ceiling).  Never clipped: a ratio above 1 gets a note."""
+        tid, n = self.task_id, len(cols)
+        observers = obs[:, cols]
+        panel_p = observers.mean(0)
+        has_mode = np.array([modal[c] is not None for c in cols])
+        match = np.array([r is not None and r == modal[c] for r, c in zip(responses, cols)])
+        J = observers.shape[0]
+        loo_modal = [[_mode(resp[c][:j] + resp[c][j + 1:]) for c in cols] for j in range(J)]
+        loo_match = np.array([[resp[c][j] is not None and resp[c][j] == h for c, h in zip(cols, loo_modal[j])]
+                              for j in range(J)])
+        loo_valid = np.array([[h is not None for h in loo_modal[j]] for j in range(J)])
+
+        def k_ratio(i):
+            ceil = _nanmean(pairwise_ceiling(observers[:, i]), 0)
+            return _ratio(kappa(correct[i], panel_p[i], valid[i]), ceil)
+
+        def b_ratio(i):
+            ceil = _nanmean(masked_mean(loo_match[:, i], loo_valid[:, i]), 0)
+            return _ratio(agreement_b(match[i], (valid & has_mode)[i]), ceil)
+
+        rows = []
+        for metric, fn, draws, what in (
+                ("kappa_over_ceiling", k_ratio, N_BOOT_KAPPA,
+                 "kappa_aggregate / ceiling_kappa_pairwise_mean (mean kappa over observer pairs)"),
+                ("B_over_ceiling", b_ratio, N_BOOT_B,
+                 "B / observer_B_mean (observers vs the leave-one-out modal response)")):
+            res = bootstrap(fn, n, n_draws=draws, seed=seed)
+            if not np.isfinite(res.estimate):
+                note = f"undefined: {what.split(' / ')[0]} or its human ceiling is undefined or 0"
+            elif res.estimate > 1:
+                note = (f"{what}; above 1: the model agrees with the panel more than the average human does "
+                        "(not clipped; read with the interval)")
+            else:
+                note = what
+            rows.append(ScoreRow.from_boot(tid, model, metric, res, n, int((~valid).sum()), note))
         return rows
 
     def _respondent_rows(self, model, correct, valid, responses, modal, panel_p, observers, seed,
@@ -217,27 +282,42 @@ class SilhouetteTask(Task):
         acc = obs.mean(1)
         pw = pairwise_ceiling(obs)
         loo = leave_one_out_ceiling(obs)
-        pw_b = bootstrap(lambda i: np.nanmean(pairwise_ceiling(obs[:, i]), 0), n,
+        pw_b = bootstrap(lambda i: _nanmean(pairwise_ceiling(obs[:, i]), 0), n,
                          n_draws=N_BOOT_KAPPA, seed=seed)
-        loo_b = bootstrap(lambda i: np.nanmean(leave_one_out_ceiling(obs[:, i]), 0), n,
+        loo_b = bootstrap(lambda i: _nanmean(leave_one_out_ceiling(obs[:, i]), 0), n,
                           n_draws=N_BOOT_KAPPA, seed=seed)
         s = f"@{name}"
         has_mode = np.array([h is not None for h in modal])
-        return [
+
+        def why(value: float, note: str = "") -> str:
+            """The note of a ceiling row; an undefined one carries its reason."""
+            if np.isfinite(value):
+                return note
+            return (f"undefined: every observer pair's kappa is undefined ({UNDEFINED_REASON})"
+                    + (f"; {note}" if note else ""))
+
+        n_pw_undef = int(np.isnan(pw).sum())
+        pw_note = f"mean over {len(pw)} observer pairs" + (
+            f"; {n_pw_undef} pair(s) with undefined kappa left out" if n_pw_undef else "")
+        loo_note = "each observer vs leave-one-out mean of the others"
+        rows = [
             ScoreRow(tid, m, "observer_accuracy_mean" + s, float(acc.mean()), None, None, n, 0),
             ScoreRow(tid, m, "observer_accuracy_min" + s, float(acc.min()), None, None, n, 0),
             ScoreRow(tid, m, "observer_accuracy_max" + s, float(acc.max()), None, None, n, 0),
-            ScoreRow.from_boot(tid, m, "ceiling_kappa_pairwise_mean" + s, pw_b, n, 0,
-                               f"mean over {len(pw)} observer pairs"),
-            ScoreRow(tid, m, "ceiling_kappa_pairwise_min" + s, float(np.nanmin(pw)), None, None, n, 0),
-            ScoreRow(tid, m, "ceiling_kappa_pairwise_max" + s, float(np.nanmax(pw)), None, None, n, 0),
-            ScoreRow.from_boot(tid, m, "ceiling_kappa_loo_mean" + s, loo_b, n, 0,
-                               "each observer vs leave-one-out mean of the others"),
-            ScoreRow(tid, m, "ceiling_kappa_loo_min" + s, float(np.nanmin(loo)), None, None, n, 0),
-            ScoreRow(tid, m, "ceiling_kappa_loo_max" + s, float(np.nanmax(loo)), None, None, n, 0),
-            ScoreRow(tid, m, "n_tied_mode" + s, float((~has_mode).sum()), None, None, n, 0,
-                     "images whose modal response is tied: no modal reference"),
+            ScoreRow.from_boot(tid, m, "ceiling_kappa_pairwise_mean" + s, pw_b, n, 0, why(pw_b.estimate, pw_note)),
         ]
+        for metric, vals, fn, note in (("ceiling_kappa_pairwise_min", pw, np.min, ""),
+                                       ("ceiling_kappa_pairwise_max", pw, np.max, "")):
+            v = _nan_extreme(vals, fn)
+            rows.append(ScoreRow(tid, m, metric + s, v, None, None, n, 0, why(v, note)))
+        rows.append(ScoreRow.from_boot(tid, m, "ceiling_kappa_loo_mean" + s, loo_b, n, 0,
+                                       why(loo_b.estimate, loo_note)))
+        for metric, fn in (("ceiling_kappa_loo_min", np.min), ("ceiling_kappa_loo_max", np.max)):
+            v = _nan_extreme(loo, fn)
+            rows.append(ScoreRow(tid, m, metric + s, v, None, None, n, 0, why(v)))
+        rows.append(ScoreRow(tid, m, "n_tied_mode" + s, float((~has_mode).sum()), None, None, n, 0,
+                             "images whose modal response is tied: no modal reference"))
+        return rows
 
 
 # --------------------------------------------------------------------------- mark colour
@@ -283,10 +363,21 @@ class MarkColorTask(Task):
     triplets, human answer from a perceptual kernel (Demiralp et al. 2014).
 
     Setting ``kernel`` (default ``tm``, triplet matching, the kernel collected with a
-    triplet judgement like the task's): one of l5, l9, sa, td, tm.  Each trial shows the
-    three chips in a seeded order (``rng_for(seed, base_id, "order", triplet)``);
-    ``response``/``ground_truth`` are positions 1..3 in that order.  A triplet whose
-    minimum pair is tied under the kernel has ``ground_truth`` null (excluded, counted).
+    triplet judgement like the task's): one of l5, l9, sa, td, tm.  ``response``/
+    ``ground_truth`` are positions 1..3 in the shown order.  A triplet whose minimum pair
+    is tied under the kernel has ``ground_truth`` null (excluded, counted).
+
+    Shown order, counterbalanced (issue 7 item 6; seed 000 D.3 reads scores against the
+    position floor max_k f_k, so the design keeps it as low as it can): the m triplets
+    that have a human answer under the task's kernel get target positions 1, 2, 3 in
+    equal numbers, floor(m/3) each, the m mod 3 extra ones at distinct positions drawn by
+    ``rng_for(seed, base_id, "position_extra", kernel)``; which triplet gets which
+    position is a permutation drawn by ``rng_for(seed, base_id, "positions", kernel)``.
+    The two other chips of a triplet, and all three of a tied triplet, are in the order
+    of ``rng_for(seed, base_id, "order", triplet)``.  The floor is then ceil(m/3)/m
+    (0.333 for the 120 triplets of ``tm``, 0.336 for the 119 of ``l5``/``l9``).  The
+    order depends on the kernel, so the image of one stimulus id can differ between
+    kernel variants (their task ids differ).
     Encoder readout: embed the three chips; the odd one is outside the most
     cosine-similar pair (exact float ties: the first pair in the order (1,2), (1,3), (2,3)).
     The other four kernels are written as ``human:kernel-<name>`` records so their
@@ -311,12 +402,30 @@ class MarkColorTask(Task):
     def options(self) -> tuple:
         return (1, 2, 3)
 
+    def target_positions(self, seed: int) -> dict[tuple[int, int, int], int]:
+        """Counterbalanced 0-based target position per triplet that has a human answer
+        (class docstring)."""
+        kernel = self.params["kernel"]
+        kern = load_color_kernel(kernel)
+        answered = [t for t in itertools.combinations(range(10), 3) if kernel_odd_one_out(kern, t) is not None]
+        m = len(answered)
+        extra = rng_for(seed, self.base_id, "position_extra", kernel).choice(3, size=m % 3, replace=False)
+        pos = np.concatenate([np.repeat(np.arange(3), m // 3), np.sort(extra)])
+        pos = pos[rng_for(seed, self.base_id, "positions", kernel).permutation(m)]
+        return {t: int(p) for t, p in zip(answered, pos)}
+
     def stimuli(self, seed: int) -> list[Stimulus]:
         kern = load_color_kernel(self.params["kernel"])
+        positions = self.target_positions(seed)
         out = []
         for trip in itertools.combinations(range(10), 3):
-            order = [trip[int(p)] for p in rng_for(seed, self.base_id, "order", trip).permutation(3)]
             odd = kernel_odd_one_out(kern, trip)
+            if odd is None:
+                order = [trip[int(p)] for p in rng_for(seed, self.base_id, "order", trip).permutation(3)]
+            else:
+                others = [c for c in trip if c != odd]
+                order = [others[int(p)] for p in rng_for(seed, self.base_id, "order", trip).permutation(2)]
+                order.insert(positions[trip], odd)
             gt = None if odd is None else order.index(odd) + 1
             comps = (lambda o=tuple(order): [render.color_chip(TABLEAU10[c]) for c in o])
             out.append(Stimulus(
@@ -471,10 +580,13 @@ class SeriesCountTask(Task):
             valid = np.array([r.response is not None for r in rs])
             k = np.array([int(r.manipulated_value) for r in rs])
             err = np.array([abs(r.response - r.ground_truth) if r.response is not None else 0.0 for r in rs], float)
+            # stratified by k like every series-count row: the design fixes the count per k
             rows.append(ScoreRow.from_boot(tid, m, "accuracy", bootstrap(
-                lambda i: masked_mean(correct[i], valid[i]), n, n_draws=N_BOOT_B, seed=seed), int(valid.sum()), n_null))
+                lambda i: masked_mean(correct[i], valid[i]), n, n_draws=N_BOOT_B, seed=seed, strata=k),
+                int(valid.sum()), n_null, "bootstrap stratified by k"))
             rows.append(ScoreRow.from_boot(tid, m, "mean_abs_error", bootstrap(
-                lambda i: masked_mean(err[i], valid[i]), n, n_draws=N_BOOT_B, seed=seed), int(valid.sum()), n_null))
+                lambda i: masked_mean(err[i], valid[i]), n, n_draws=N_BOOT_B, seed=seed, strata=k),
+                int(valid.sum()), n_null, "|response - k| over parseable answers; bootstrap stratified by k"))
             ak = bootstrap  # alias for brevity
             for j, lev in enumerate(levels):
                 if not (k == lev).any():

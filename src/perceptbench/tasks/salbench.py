@@ -300,18 +300,29 @@ class SalBenchTask(Task):
             preds = [None if r.response is None else list(r.response) for r in rs]
             truths = [list(r.ground_truth) for r in rs]
             n_null = sum(p is None for p in preds)
-            both = {"nulls_excluded": score_multilabel(preds, truths, cats, null="exclude", n_boot=N_BOOT_B,
-                                                       seed=seed),
-                    "nulls_as_empty": score_multilabel(preds, truths, cats, null="empty", n_boot=N_BOOT_B,
-                                                       seed=seed, undefined_f1="zero")}
-            for conv, suffix in (("nulls_excluded", ""), ("nulls_as_empty", "@nulls_as_empty")):
+            # headline: every stimulus counts (a null is an empty prediction) and mean_f1 averages
+            # all categories, an undefined F1 counting 0 (seed 001 §4, as lmms-eval); variants named
+            both = {"all": score_multilabel(preds, truths, cats, null="empty", n_boot=N_BOOT_B, seed=seed),
+                    "nulls_excluded": score_multilabel(preds, truths, cats, null="exclude", n_boot=N_BOOT_B,
+                                                       seed=seed)}
+            for conv, suffix in (("all", ""), ("nulls_excluded", "@nulls_excluded")):
                 sc = both[conv]
                 for key, metric in [("exact_match", "exact_match"), ("mean_f1", "mean_f1")] + \
                         [(f"f1:{c}", f"f1[{c}]") for c in cats]:
-                    rows.append(ScoreRow.from_boot(tid, m, metric + suffix, sc.ci[key], sc.n, n_null,
-                                                   "; ".join(sc.notes) if key == "exact_match" else ""))
+                    note = ""
+                    if key == "exact_match":
+                        note = "; ".join(sc.notes)
+                    elif key == "mean_f1":
+                        note = f"mean over all {len(cats)} categories, an undefined F1 counted as 0 (seed 001 §4)"
+                    elif np.isnan(sc.category_f1[key[3:]]):
+                        note = "undefined: category neither true nor predicted; counted as 0 in mean_f1"
+                    rows.append(ScoreRow.from_boot(tid, m, metric + suffix, sc.ci[key], sc.n, n_null, note))
+            sc = both["all"]
+            rows.append(ScoreRow.from_boot(tid, m, "mean_f1@defined_categories", sc.ci["mean_f1_defined"], sc.n,
+                                           n_null, "mean over the categories whose F1 is defined only (the "
+                                           "project's headline before issue 7); nulls as empty predictions"))
             rows.append(ScoreRow(tid, m, "null_rate", n_null / len(rs), None, None, len(rs), n_null))
-            # breakdowns (nulls excluded)
+            # breakdowns (every stimulus counts, like the headline)
             if self.split_name == "syn":
                 groups = {"difficulty": [r.manipulated_value.split("/")[1] for r in rs],
                           "feature": [r.manipulated_value.split("/")[0] for r in rs],
@@ -319,7 +330,8 @@ class SalBenchTask(Task):
             else:
                 groups = {"distractors": [distractor_group(r.manipulated_value) for r in rs]}
             for gname, g in groups.items():
-                for key, sc in score_by_group(preds, truths, g, cats, n_boot=N_BOOT_B, seed=seed).items():
+                for key, sc in score_by_group(preds, truths, g, cats, null="empty", n_boot=N_BOOT_B,
+                                              seed=seed).items():
                     if sc.n == 0:
                         continue
                     rows.append(ScoreRow.from_boot(tid, m, f"exact_match[{gname}={key}]", sc.ci["exact_match"],
