@@ -109,7 +109,8 @@ def run(
         console.print(f"response cache: {summary.cache_hits} of {summary.cache_requests} VLM answers came from the "
                       "cache (no model call)")
     _print_scores(rows, all_rows)
-    console.print(f"records: {out / 'records.jsonl'}\nscores:  {out / 'scores.csv'} (+ scores.json)")
+    scores_csv = out / ("scores.csv" if parser == "default" else f"scores.{parser}.csv")
+    console.print(f"records: {out / 'records.jsonl'}\nscores:  {scores_csv} (+ .json)")
 
 
 @app.command()
