@@ -69,6 +69,8 @@ y_max)`` in pixels."""
 
 FEWSHOT_HEAD = ("You will see {n} images. The first {k} are solved examples; answer the same question "
                 "for the last image.")
+FEWSHOT_EXAMPLE = "Example {i} (image {i}): {prompt}\nAnswer: {answer}"
+FEWSHOT_QUESTION = "Question (image {n}): {prompt}"
 
 
 def distractor_group(n: int | None) -> str:
@@ -102,6 +104,14 @@ class SalBenchTask(Task):
     @property
     def prompt_text(self) -> str:  # the template; filled per stimulus
         return PROMPTS[self.kind]
+
+    @property
+    def prompt_template(self) -> str:
+        """The prompt before it is filled per stimulus, few-shot format included: its hash
+        (``run_meta.prompt_template_hash``) is the prompt version a resume and scoring compare."""
+        if not self.shots:
+            return PROMPTS[self.kind]
+        return "\n".join((FEWSHOT_HEAD, FEWSHOT_EXAMPLE, FEWSHOT_QUESTION, PROMPTS[self.kind]))
 
     @property
     def categories(self) -> tuple[str, ...]:
@@ -142,9 +152,9 @@ class SalBenchTask(Task):
         ex = self.fewshot_examples(seed, s.stimulus_id)
         lines = [FEWSHOT_HEAD.format(n=len(ex) + 1, k=len(ex))]
         for i, e in enumerate(ex, 1):
-            lines.append(f"Example {i} (image {i}): {self._filled_prompt(e.meta, e.stimulus_id)}")
-            lines.append("Answer: " + ", ".join(e.ground_truth))
-        lines.append(f"Question (image {len(ex) + 1}): {query}")
+            lines.append(FEWSHOT_EXAMPLE.format(i=i, prompt=self._filled_prompt(e.meta, e.stimulus_id),
+                                                answer=", ".join(e.ground_truth)))
+        lines.append(FEWSHOT_QUESTION.format(n=len(ex) + 1, prompt=query))
         return tuple(e.render() for e in ex) + (img,), "\n".join(lines), {
             "fewshot_stimulus_ids": [e.stimulus_id for e in ex]}
 
