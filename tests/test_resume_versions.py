@@ -135,3 +135,29 @@ def test_show_prints_one_trial_without_torch(tmp_path):
     bad = subprocess.run([sys.executable, "-m", "perceptbench.cli", "show", str(out), "nope"],
                          capture_output=True, text=True, env={**os.environ, "COLUMNS": "200"})
     assert bad.returncode == 2 and "no trial 'nope'" in bad.stdout
+
+
+def test_cache_modes_reach_the_model(tmp_path):
+    """run(cache_mode=...): ``off`` writes no cache entry, ``refresh`` asks the model again."""
+    vlm = EchoVLM()
+    _run(tmp_path / "a", ids=IDS, loader=vlm, cache_mode="off")
+    assert vlm.calls == 2
+    assert not list((tmp_path / "cache").rglob("*.json"))
+    _run(tmp_path / "b", ids=IDS, loader=vlm)
+    assert vlm.calls == 4  # the cache was empty: asked again
+    s = _run(tmp_path / "c", ids=IDS, loader=vlm)
+    assert vlm.calls == 4 and s.cache_hits == 2
+    s = _run(tmp_path / "d", ids=IDS, loader=vlm, cache_mode="refresh")
+    assert vlm.calls == 6 and s.cache_hits == 0
+
+
+def test_cli_stimulus_errors_are_one_line(tmp_path):
+    env = {**os.environ, "COLUMNS": "200"}
+    p = subprocess.run([sys.executable, "-m", "perceptbench.cli", "run", "--task", TASK, "--stimulus", "silh_nope",
+                        "--out", str(tmp_path / "r"), "--no-progress"], capture_output=True, text=True, env=env)
+    text = " ".join(p.stdout.split())  # one message (rich wraps it at the console width)
+    assert p.returncode == 2 and text.count("error:") == 1 and "silh_nope" in text, p.stdout + p.stderr
+    assert "valid ids: silh_airplane1" in text and not (tmp_path / "r" / "records.jsonl").exists()
+    p = subprocess.run([sys.executable, "-m", "perceptbench.cli", "run", "--task", TASK, "--no-cache",
+                        "--refresh-cache", "--out", str(tmp_path / "r")], capture_output=True, text=True, env=env)
+    assert p.returncode == 2 and "exclude each other" in p.stdout
