@@ -296,3 +296,24 @@ def test_swapped_model_behind_one_name_on_a_real_server_is_never_served_stale(tm
         assert again.generate(reqs) == fresh and again.verified == 1  # refreshed cache verifies
     finally:
         srv.stop()
+
+
+def test_hub_id_identity_is_the_resolved_commit_offline(tmp_path):
+    """A hub id's identity is the commit its revision resolves to; offline, the local hub cache's
+    ref (here a hand-made cache holding a tiny model).  The model is loaded at that commit."""
+    pytest.importorskip("torch")
+    from perceptbench.testing.tiny_vlm import build_tiny_vlm
+
+    sha = "0123456789abcdef0123456789abcdef01234567"
+    repo = tmp_path / "hub" / "models--acme--tiny-vlm"
+    build_tiny_vlm("llava", repo / "snapshots" / sha)
+    (repo / "refs").mkdir()
+    (repo / "refs" / "main").write_text(sha)
+    code = ("import json; from perceptbench.models.vlm_hf import HFVLM; m = HFVLM('acme/tiny-vlm'); "
+            "print(json.dumps([m.model_version, m.identity, m.identity_by_name_only]))")
+    env = {**os.environ, "HF_HUB_CACHE": str(tmp_path / "hub"), "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    assert p.returncode == 0, p.stderr[-2000:]
+    version, identity, by_name = json.loads(p.stdout.strip().splitlines()[-1])
+    assert version == f"acme/tiny-vlm@{sha}" and not by_name
+    assert identity == {"kind": "hub", "revision": "main", "commit": sha, "resolved_by": "local-cache"}
