@@ -84,6 +84,14 @@ def run(
     progress: bool = typer.Option(True, help="Show a progress bar."),
     all_rows: bool = typer.Option(False, "--all-rows", help="Print every score row, not only headline metrics."),
     parser: str = typer.Option("default", help=_PARSER_HELP + " Scores under another mode go to scores.MODE.csv."),
+    stimulus: Optional[List[str]] = typer.Option(None, "--stimulus",
+                                                 help="Run only this test stimulus id (repeatable): debug one trial."),
+    no_cache: bool = typer.Option(False, "--no-cache", help="Neither read nor write the VLM response cache."),
+    refresh_cache: bool = typer.Option(False, "--refresh-cache",
+                                       help="Ask the model again for every answer and overwrite the cache."),
+    allow_mixed: bool = typer.Option(False, "--allow-mixed",
+                                     help="Resume although finished trials were written under another prompt, "
+                                          "package version or setting; recorded in run.json and the records."),
 ) -> None:
     """Run tasks x models, write records.jsonl, then score into scores.csv."""
     from .models.base import ModelLoadError
@@ -94,8 +102,11 @@ def run(
     from .tasks.registry import DEFAULT_BATTERY
 
     _check_parser(parser)
+    if no_cache and refresh_cache:
+        _fail("--no-cache and --refresh-cache exclude each other")
     cfg = RunConfig(out=out, tasks=task or DEFAULT_BATTERY, models=model or ("efficientnet-lite0",),
-                    seed=seed, batch_size=batch_size)
+                    seed=seed, batch_size=batch_size, stimuli=tuple(stimulus or ()),
+                    cache_mode="off" if no_cache else "refresh" if refresh_cache else "use", allow_mixed=allow_mixed)
     try:
         summary = do_run(cfg, progress=progress, console=console)
         rows = score_file(out / "records.jsonl",
@@ -105,6 +116,10 @@ def run(
         _fail(e)
     console.print(f"{summary.run_id}: wrote {summary.written} records ({summary.written - summary.human_written} "
                   f"model trials, {summary.human_written} human), skipped {summary.skipped} finished trials")
+    for d in summary.mixed:
+        console.print(f"[yellow]mixed:[/yellow] {escape(d.what)} of {d.n} finished trial(s) of {escape(d.task_id)} "
+                      f"({escape(d.model)}) differs; allowed by --allow-mixed and recorded in run.json",
+                      highlight=False)
     if summary.cache_requests:
         console.print(f"response cache: {summary.cache_hits} of {summary.cache_requests} VLM answers came from the "
                       "cache (no model call)")
@@ -184,6 +199,86 @@ def render(
                       **{k: v for k, v in s.meta.items() if isinstance(v, (str, int, float, list))}})
     (out / "index.json").write_text(json.dumps(index, indent=1))
     console.print(f"wrote {len(index)} PNGs and index.json to {out}")
+
+
+@app.command()
+def show(
+    run_dir: Path = typer.Argument(..., help="Run directory (holds records.jsonl)."),
+    trial_id: str = typer.Argument(..., help="trial_id, e.g. 'closure.nat.silhouette|silh_bear1|mymodel|rep0'."),
+) -> None:
+    """Print one trial: prompt text, raw output, parse metadata, and the path of its rendered
+    stimulus image (written to RUN_DIR/stimuli/ if needed).  Imports no torch."""
+    import json
+
+    from .records import RecordError, read_records
+    from .seeding import image_sha256, text_hash
+    from .sources import SourceError
+    from .tasks import get_task
+
+    path = run_dir / "records.jsonl"
+    try:
+        recs = read_records(path)
+    except RecordError as e:
+        _fail(e)
+    rec = next((r for r in recs if r.trial_id == trial_id), None)
+    if rec is None:
+        near = [r.trial_id for r in recs if trial_id in r.trial_id] or [r.trial_id for r in recs]
+        _fail(f"{path}: no trial {trial_id!r}; e.g. {', '.join(repr(t) for t in near[:4])} ({len(recs)} trials)")
+    meta = dict(rec.run_meta.model_extra or {})
+    console.print(f"[bold]{escape(rec.trial_id)}[/bold]", highlight=False)
+    for k in ("task_id", "stimulus_id", "model", "model_family", "readout", "response", "ground_truth", "correct",
+              "prompt_id", "prompt_hash"):
+        console.print(f"{k}: {escape(json.dumps(getattr(rec, k), ensure_ascii=False))}", highlight=False)
+    console.print(f"model_version: {escape(rec.run_meta.model_version)}  seed: {rec.run_meta.seed}  "
+                  f"run_id: {escape(rec.run_meta.run_id)}", highlight=False)
+    prompt, images, note = None, [], ""
+    try:
+        task = get_task(rec.task_id)
+        stim = next((s for s in task.stimuli(rec.run_meta.seed) if s.stimulus_id == rec.stimulus_id), None)
+        if stim is None:
+            note = f"stimulus {rec.stimulus_id} is not in {rec.task_id} at seed {rec.run_meta.seed} any more"
+        elif rec.readout == "vlm_prompt":
+            imgs, prompt, _ = task.vlm_request(stim, rec.run_meta.seed)
+            images = list(imgs)
+        else:
+            images = [stim.render()]
+            if rec.model_family != "human":
+                from .readouts.encoder import READOUT_SPECS
+
+                prompt = READOUT_SPECS.get(rec.readout)
+    except (KeyError, ValueError, SourceError, OSError) as e:
+        note = f"cannot rebuild the stimulus: {e}"
+    if prompt is not None:
+        same = rec.prompt_hash is None or text_hash(prompt) == rec.prompt_hash
+        console.print("prompt" + ("" if same else " [red](re-built now; its hash differs from the record's "
+                                                   "prompt_hash: the prompt changed since this trial ran)[/red]")
+                      + ":", highlight=False)
+        console.print(escape(prompt), highlight=False, soft_wrap=True)
+    console.print("raw_output:", highlight=False)
+    console.print(escape(str(rec.raw_output)), highlight=False, soft_wrap=True)
+    console.print(f"parse: {escape(json.dumps(meta.get('parse'), ensure_ascii=False))}", highlight=False)
+    for k in ("skipped", "fewshot_stimulus_ids", "mixed_resume", "stimulus_sha256"):
+        if k in meta:
+            console.print(f"{k}: {escape(json.dumps(meta[k], ensure_ascii=False))}", highlight=False)
+    if images:
+        safe = lambda x: "".join(c if c.isalnum() or c in "._-=" else "_" for c in x)  # noqa: E731
+        folder = run_dir / "stimuli" / safe(rec.task_id)
+        folder.mkdir(parents=True, exist_ok=True)
+        for i, img in enumerate(images):
+            last = i == len(images) - 1
+            p = folder / (f"{safe(rec.stimulus_id)}.png" if last else f"{safe(rec.stimulus_id)}.example{i + 1}.png")
+            if not p.exists():
+                tmp = p.with_suffix(".tmp.png")
+                img.save(tmp)
+                tmp.replace(p)
+            label = "stimulus image" if last else f"few-shot example {i + 1} image"
+            check = ""
+            if last and meta.get("stimulus_sha256"):
+                check = (" (pixels match the record's stimulus_sha256)" if image_sha256(img) == meta["stimulus_sha256"]
+                         else " [red](pixels differ from the record's stimulus_sha256)[/red]")
+            console.print(f"{label}: {escape(str(p))}{check}", highlight=False)
+    if note:
+        console.print(f"[yellow]note:[/yellow] {escape(note)}", highlight=False)
 
 
 @app.command()

@@ -29,11 +29,19 @@ from .tasks.registry import DEFAULT_BATTERY
 
 @dataclass
 class RunConfig:
+    """What to run.  ``stimuli``: test stimulus ids to run (empty: all); ``cache_mode``:
+    ``use`` | ``refresh`` | ``off`` for the VLM response cache; ``allow_mixed``: resume even
+    when finished trials were written under another prompt, package version, task setting
+    or generation setting (recorded in run.json and in the new records)."""
+
     out: Path
     tasks: Sequence[str] = DEFAULT_BATTERY
     models: Sequence[str] = ("efficientnet-lite0",)
     seed: int = 0
     batch_size: int = 32
+    stimuli: Sequence[str] = ()
+    cache_mode: str = "use"
+    allow_mixed: bool = False
 
 
 @dataclass
@@ -45,6 +53,8 @@ class RunSummary:
     cache_hits: int = 0
     cache_requests: int = 0
     per_task_model: dict = field(default_factory=dict)
+    warnings: list = field(default_factory=list)
+    mixed: list = field(default_factory=list)
 
 
 def _check_run_json(out: Path, cfg: RunConfig) -> None:
@@ -64,6 +74,95 @@ def _check_run_json(out: Path, cfg: RunConfig) -> None:
     os.replace(tmp, path)
 
 
+def _record_mixed(out: Path, run_id: str, diffs: list) -> None:
+    """Append what an ``--allow-mixed`` resume allowed to run.json (atomically)."""
+    path = out / "run.json"
+    data = json.loads(path.read_text()) if path.exists() else {}
+    data.setdefault("mixed", []).extend({**d.as_json(), "run_id": run_id} for d in diffs)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(data, indent=1, default=str))
+    os.replace(tmp, path)
+
+
+def _template_hash(task: Task) -> str:
+    return text_hash(getattr(task, "prompt_template", None) or task.prompt_text)
+
+
+def _static_differences(task: Task, stimuli: list[Stimulus], finished: list, seed: int) -> list:
+    """What differs between a task's finished trials and what this run would write, before any
+    model is loaded: package version, task settings, prompt (template hash on every record, and
+    the full prompt of up to 3 finished stimuli re-built now), encoder readout spec."""
+    from .provenance import Difference, compare
+
+    by_model: dict[str, list] = {}
+    for r in finished:
+        by_model.setdefault(r.model if r.model_family != "human" else "human data", []).append(r)
+    by_id = {s.stimulus_id: s for s in stimuli}
+    prompts: dict[str, str] = {}
+    diffs = []
+    for model, recs in by_model.items():
+        diffs += compare(recs, {"package version": __version__, "task settings": dict(task.params)},
+                         lambda r: {"package version": r.run_meta.model_extra.get("package_version"),
+                                    "task settings": r.run_meta.model_extra.get("task_params")},
+                         task.task_id, model)
+        vlm = [r for r in recs if r.readout == "vlm_prompt"]
+        d = compare(vlm, {"prompt": _template_hash(task)},
+                    lambda r: {"prompt": r.run_meta.model_extra.get("prompt_template_hash")}, task.task_id, model)
+        if not d:  # the filled prompt of a few finished stimuli, re-built now
+            sample = [r for r in vlm if r.prompt_hash and r.stimulus_id in by_id][:3]
+            for r in sample:
+                if r.stimulus_id not in prompts:
+                    prompts[r.stimulus_id] = text_hash(task.vlm_request(by_id[r.stimulus_id], seed)[1])
+            bad = [r for r in sample if r.prompt_hash != prompts[r.stimulus_id]]
+            if bad:
+                d = [Difference("prompt", task.task_id, model, bad[0].prompt_hash, prompts[bad[0].stimulus_id],
+                                len(bad))]
+        diffs += d
+        for readout in {r.readout for r in recs} & set(READOUT_SPECS):
+            diffs += compare([r for r in recs if r.readout == readout],
+                             {"readout spec": text_hash(READOUT_SPECS[readout])},
+                             lambda r: {"readout spec": r.prompt_hash}, task.task_id, model)
+    return diffs
+
+
+def _model_differences(name: str, model, finished: list) -> list:
+    """What differs between a model's finished trials and the loaded model: model_version (never
+    allowed: other weights under one short name are another model) and generation settings."""
+    from .provenance import compare
+
+    gs = dict(getattr(model, "generation_settings", None) or {})
+    cur = {"model_version": model.model_version}
+    if gs and getattr(model, "family", "encoder") != "encoder":
+        cur["generation settings"] = gs
+
+    def get(r):
+        vals = {"model_version": r.run_meta.model_version}
+        old = r.run_meta.model_extra.get("settings")
+        if "generation settings" in cur and r.readout == "vlm_prompt" and isinstance(old, dict):
+            vals["generation settings"] = {**gs, **{k: old[k] for k in gs if k in old}}
+        return vals
+
+    tasks = sorted({r.task_id for r in finished})
+    return compare(finished, cur, get, ", ".join(tasks[:3]) + (" ..." if len(tasks) > 3 else ""), name,
+                   not_allowable=frozenset({"model_version"}))
+
+
+def _select_stimuli(task_stimuli: list, wanted: Sequence[str]) -> None:
+    """Check that every id in ``wanted`` is a test stimulus of some task (ValueError naming the
+    id and a few valid ones otherwise)."""
+    test_ids = [s.stimulus_id for _, stimuli in task_stimuli for s in stimuli if s.split == "test"]
+    known = set(test_ids)
+    probe = {s.stimulus_id for _, stimuli in task_stimuli for s in stimuli if s.split != "test"}
+    for sid in wanted:
+        if sid in known:
+            continue
+        tids = ", ".join(t.task_id for t, _ in task_stimuli)
+        if sid in probe:
+            raise ValueError(f"--stimulus {sid}: a probe-train stimulus of {tids}, not a test trial")
+        some = ", ".join(test_ids[:5]) + (f", ... ({len(test_ids)} in all)" if len(test_ids) > 5 else "")
+        raise ValueError(f"--stimulus {sid}: no such test stimulus in {tids}; valid ids: {some or 'none'}")
+
+
 def _chunks(xs: list, n: int):
     for i in range(0, len(xs), n):
         yield xs[i:i + n]
@@ -78,6 +177,7 @@ class _EncoderRunner:
         self.run_id, self.bs, self.advance = run_id, batch_size, advance
         self.readout = task.encoder_readout_for(model)
         self.spec = READOUT_SPECS[self.readout]
+        self.extra_meta: dict = {}
 
     def _record(self, s: Stimulus, response, raw: str, img_sha: str, **meta):
         return make_record(
@@ -86,7 +186,8 @@ class _EncoderRunner:
             manipulated_value=s.manipulated_value, raw_output=raw,
             prompt_id=readout_prompt_id(self.readout), prompt_hash=text_hash(self.spec),
             model_version=self.model.model_version, seed=self.seed, run_id=self.run_id,
-            stimulus_sha256=img_sha, split=s.split, settings={"batch_size": self.bs}, **s.meta, **meta)
+            stimulus_sha256=img_sha, split=s.split, settings={"batch_size": self.bs}, **self.extra_meta,
+            **s.meta, **meta)
 
     def _embed_stimuli(self, stimuli: list[Stimulus]):
         out = []
@@ -170,22 +271,41 @@ def run(cfg: RunConfig, *, progress: bool = True, load_model: Callable | None = 
     task_stimuli = [(task, task.stimuli(cfg.seed)) for task in tasks]
     for task, stimuli in task_stimuli:
         require_test_stimuli(task, stimuli)  # before run.json or any record is written
+    wanted = set(cfg.stimuli)
+    if wanted:
+        _select_stimuli(task_stimuli, list(cfg.stimuli))
     _check_run_json(out, cfg)
     with RecordStore(out / "records.jsonl") as store:
-        versions: dict[str, set[str]] = {}
+        finished: list = []
         if store.done:
             from .records import read_records
 
-            for r in read_records(store.path):
-                if r.model_family != "human":
-                    versions.setdefault(r.model, set()).add(r.run_meta.model_version)
+            finished = read_records(store.path)
+        # a resume must not mix versions silently: compare finished trials with what this run writes
+        mixed: list = []
+
+        def gate(diffs: list) -> None:
+            for d in diffs:
+                if not (cfg.allow_mixed and d.allowable):
+                    raise ValueError(d.message(str(out)))
+            if diffs:
+                mixed.extend(diffs)
+                _record_mixed(out, run_id, diffs)
+                summary.mixed.extend(diffs)
+
+        for task, stimuli in task_stimuli:
+            gate(_static_differences(task, stimuli, [r for r in finished if r.task_id == task.task_id], cfg.seed))
+        extra_meta = lambda: ({"mixed_resume": sorted({f"{d.what} ({d.task_id}, {d.model})" for d in mixed})}
+                              if mixed else {})
         plan = []
         for task, stimuli in task_stimuli:
             hr = task.human_records(cfg.seed, run_id, stimuli)
+            if wanted:
+                hr = [r for r in hr if r.stimulus_id in wanted]
             n_h = store.append(hr)
             summary.written += n_h
             summary.human_written += n_h
-            test = [s for s in stimuli if s.split == "test"]
+            test = [s for s in stimuli if s.split == "test" and (not wanted or s.stimulus_id in wanted)]
             for arg, name in zip(cfg.models, names):
                 pending = [s for s in test
                            if make_trial_id(task.task_id, s.stimulus_id, name, 0) not in store.done]
@@ -201,22 +321,26 @@ def run(cfg: RunConfig, *, progress: bool = True, load_model: Callable | None = 
                 if arg not in models:
                     bar.update(ptask, description=f"loading {name} ...")
                     models[arg] = load_model(arg)
-                    old = versions.get(name, set()) - {models[arg].model_version}
-                    if old:
-                        raise ValueError(
-                            f"{out} already holds trials of {name} from model_version {sorted(old)[0]}, but "
-                            f"{arg} is {models[arg].model_version}; resume with the same weights, or give this "
-                            "model another short name (SHORT=SPEC) or another --out")
+                    gate(_model_differences(name, models[arg], [r for r in finished if r.model == name]))
+                    warning = getattr(models[arg], "identity_warning", None)
+                    if warning:
+                        summary.warnings.append(warning)
+                        if console is not None:
+                            from rich.markup import escape
+
+                            console.print(f"[yellow]warning:[/yellow] {escape(warning)}", highlight=False)
                 model = models[arg]
                 bar.update(ptask, description=f"{task.task_id} | {name}")
                 probe = [s for s in stimuli if s.split == "probe_train"]
                 advance = (lambda k, t=ptask: bar.advance(t, k))
                 if getattr(model, "family", "encoder") == "encoder":
-                    n = _EncoderRunner(task, model, store, cfg.seed, run_id, cfg.batch_size, advance).run(pending, probe)
+                    er = _EncoderRunner(task, model, store, cfg.seed, run_id, cfg.batch_size, advance)
+                    er.extra_meta = extra_meta()
+                    n = er.run(pending, probe)
                 else:
                     from .vlm_runner import run_vlm_task
                     n, hits, reqs = run_vlm_task(task, model, store, pending, cfg.seed, run_id, cfg.batch_size,
-                                                 out, advance)
+                                                 out, advance, cache_mode=cfg.cache_mode, extra_meta=extra_meta())
                     summary.cache_hits += hits
                     summary.cache_requests += reqs
                 summary.written += n

@@ -89,8 +89,13 @@ def score_records(records: list[TrialRecord], seed: int | None = None, parser_mo
     The bootstrap seed is ``seed`` if given, else the records' ``run_meta.seed`` (which
     must be unique per task; ValueError otherwise).  Every VLM answer is re-parsed from its
     ``raw_output`` under ``parser_mode`` (``default``, ``strict``: ambiguous answers null,
-    ``seed``: the seed's literal rule; see :func:`apply_parser_mode`)."""
+    ``seed``: the seed's literal rule; see :func:`apply_parser_mode`).  Records of one task and
+    model written under two prompt versions are scored as two respondents
+    (:func:`perceptbench.provenance.split_prompt_versions`)."""
     records = apply_parser_mode(records, parser_mode)
+    from .provenance import split_prompt_versions
+
+    records, _ = split_prompt_versions(records)  # two prompt versions of one task are never pooled
     by_task: dict[str, list[TrialRecord]] = defaultdict(list)
     for r in records:
         by_task[r.task_id].append(r)

@@ -28,14 +28,26 @@ def response_cache_dir() -> Path:
 
 
 def run_vlm_task(task: Task, vlm, store: RecordStore, pending: list[Stimulus], seed: int, run_id: str,
-                 batch_size: int, out: Path, advance: Callable[[int], None]) -> tuple[int, int, int]:
+                 batch_size: int, out: Path, advance: Callable[[int], None], cache_mode: str = "use",
+                 extra_meta: dict | None = None) -> tuple[int, int, int]:
     """Answer every pending stimulus, parse, and append records chunk by chunk.
 
-    Returns (records written, answers served from the response cache, answers requested)."""
+    ``cache_mode``: ``use`` | ``refresh`` | ``off`` (see
+    :data:`perceptbench.models.response_cache.CACHE_MODES`); ``extra_meta`` goes into
+    every record's ``run_meta`` (e.g. what an ``--allow-mixed`` resume allowed).
+    Returns (records written, answers served from the response cache, answers requested).
+    Raises :class:`~perceptbench.models.response_cache.StaleCacheError` when a re-asked
+    cached answer of a name-only model differs from its live answer."""
     from .models.response_cache import CachedVLM, ResponseCache
 
-    cached = vlm if isinstance(vlm, CachedVLM) else CachedVLM(vlm, ResponseCache(response_cache_dir()))
+    cached = vlm if isinstance(vlm, CachedVLM) else CachedVLM(vlm, ResponseCache(response_cache_dir()),
+                                                              mode=cache_mode)
     inner = cached.inner
+    identity = getattr(inner, "identity", None)
+    extra_meta = dict(extra_meta or {})
+    if identity:
+        extra_meta["model_identity"] = identity
+    template_hash = text_hash(getattr(task, "prompt_template", None) or task.prompt_text)
     written = 0
     n_images = 1 + getattr(task, "shots", 0)
     if n_images > 1 and not cached.supports_multi_image:
@@ -44,7 +56,8 @@ def run_vlm_task(task: Task, vlm, store: RecordStore, pending: list[Stimulus], s
                             readout="vlm_prompt", response=None, ground_truth=s.ground_truth,
                             manipulated_value=s.manipulated_value, raw_output=None, prompt_id=task.prompt_id,
                             prompt_hash=None, model_version=inner.model_version, seed=seed, run_id=run_id,
-                            split=s.split, skipped=reason) for s in pending]
+                            split=s.split, skipped=reason, prompt_template_hash=template_hash, **extra_meta)
+                for s in pending]
         advance(len(pending))
         return store.append(recs), 0, 0
     hits0, calls0 = cached.hits, cached.calls
@@ -64,7 +77,7 @@ def run_vlm_task(task: Task, vlm, store: RecordStore, pending: list[Stimulus], s
                 prompt_hash=text_hash(prompt), model_version=inner.model_version, seed=seed, run_id=run_id,
                 stimulus_sha256=hs[-1], image_sha256s=hs, split=s.split,
                 settings={**inner.generation_settings, "request_max_new_tokens": reqs[0].max_new_tokens},
-                parse=parse_meta, **extra, **s.meta))
+                parse=parse_meta, prompt_template_hash=template_hash, **extra_meta, **extra, **s.meta))
         written += store.append(recs)
         advance(len(chunk))
     return written, cached.hits - hits0, (cached.hits - hits0) + (cached.calls - calls0)

@@ -290,6 +290,17 @@ class _HTTPVLM(abc.ABC):
         with ThreadPoolExecutor(max_workers=min(self.concurrency, len(reqs))) as pool:
             return list(pool.map(self._generate_one, reqs))
 
+    def _pin(self, version: str | None) -> None:
+        """Identity of a hosted model known by name (and an optional user pin) only."""
+        self.pinned_version = version or None
+        self.identity_by_name_only = not self.pinned_version
+        self.verify_cache_hits = False  # hosted APIs are not deterministic: a re-asked answer proves nothing
+        self.identity = {"kind": "api", "url": self.base_url, "model": self.model,
+                         "pinned_version": self.pinned_version}
+        self.identity_warning = None if self.pinned_version else (
+            f"{self.provider}:{self.model}: the provider may update the model behind this name; cached answers "
+            f"are matched by name only (pin one with {self.provider}:{self.model}@VERSION, or --refresh-cache)")
+
     def _settings(self, **extra: Any) -> dict:
         s = {
             "provider": self.provider,
@@ -333,6 +344,24 @@ class OpenAICompatibleVLM(_HTTPVLM):
     require_key:
         If True, a missing ``api_key_env`` variable raises :class:`ModelLoadError` at
         construction (use for hosted APIs such as OpenAI's; local servers need no key).
+    version:
+        A version the user pins (``openai-compatible:URL#MODEL@VERSION``): part of
+        ``model_version`` and so of every cache key; never sent to the server.
+    query_server:
+        Ask ``GET {base_url}/models`` (then ``/models/{model}``) once at construction for
+        the model's metadata (default True).
+
+    Attributes
+    ----------
+    model_version:
+        ``URL#MODEL`` [``@VERSION``] [``+server:<12 hex>``]: the last part is a hash of the
+        server's model metadata when it holds anything beyond the name (see
+        :func:`perceptbench.models.identity.server_model_identity`).
+    identity_by_name_only, identity_warning:
+        True (and a one-line warning) when neither a pin nor the server's metadata can
+        tell a model swapped behind the same name; ``verify_cache_hits`` is then True for
+        a self-hosted server at temperature 0 (the response cache re-asks one cached
+        request per run and stops if the answer changed).
     """
 
     provider = "openai-compatible"
@@ -357,6 +386,8 @@ class OpenAICompatibleVLM(_HTTPVLM):
         extra_body: dict | None = None,
         max_top_logprobs: int = 20,
         require_key: bool = False,
+        version: str | None = None,
+        query_server: bool = True,
     ) -> None:
         self.base_url = str(base_url).rstrip("/")
         self.max_tokens_field = max_tokens_field
@@ -369,8 +400,76 @@ class OpenAICompatibleVLM(_HTTPVLM):
             extra_body=extra_body,
         )
         self.url = self.base_url + "/chat/completions"
-        self.model_version = f"{self.base_url}#{self.model}"
         self.generation_settings = self._settings(max_tokens_field=max_tokens_field)
+        self._set_identity(version, self._fetch_model_entry() if query_server else (None, "not queried"))
+
+    # --------------------------------------------------------------- identity
+    def _fetch_model_entry(self) -> tuple[dict | None, str]:
+        """(this model's entry of ``GET {base_url}/models``, or of ``GET {base_url}/models/{model}``;
+        None when the server lists no such model or the request fails) and what happened."""
+        from urllib.parse import quote
+
+        tried = []
+        for url, single in ((self.base_url + "/models", False),
+                            (self.base_url + "/models/" + quote(self.model, safe=""), True)):
+            try:
+                resp = self._client.get(url, headers=self._headers(), timeout=min(self.timeout, 10.0))
+            except httpx.HTTPError as e:
+                tried.append(f"GET {url}: {type(e).__name__}")
+                continue
+            if resp.status_code != 200:
+                tried.append(f"GET {url}: HTTP {resp.status_code}")
+                continue
+            try:
+                data = resp.json()
+            except ValueError:
+                tried.append(f"GET {url}: not JSON")
+                continue
+            if single:
+                if isinstance(data, dict) and data.get("id") == self.model:
+                    return data, f"GET {url}"
+            else:
+                for entry in (data.get("data") or []) if isinstance(data, dict) else []:
+                    if isinstance(entry, dict) and entry.get("id") == self.model:
+                        return entry, f"GET {url}"
+            tried.append(f"GET {url}: model not listed")
+        return None, "; ".join(tried)
+
+    def _set_identity(self, version: str | None, fetched: tuple[dict | None, str]) -> None:
+        """``model_version`` = ``URL#MODEL`` [``@VERSION`` when pinned] [``+server:<sha12>`` of
+        the server's distinguishing model metadata], and the ``identity`` behind it."""
+        import hashlib
+        import json
+
+        from .identity import server_model_identity
+
+        entry, how = fetched
+        fields, distinguishing = server_model_identity(entry)
+        self.pinned_version = version or None
+        mv = f"{self.base_url}#{self.model}"
+        if self.pinned_version:
+            mv += f"@{self.pinned_version}"
+        if distinguishing:
+            mv += "+server:" + hashlib.sha256(
+                json.dumps(fields, sort_keys=True, separators=(",", ":"), default=str).encode()).hexdigest()[:12]
+        self.model_version = mv
+        self.identity_by_name_only = not self.pinned_version and not distinguishing
+        # re-asking one cached request live tells a swapped model only where answers are deterministic:
+        # self-hosted servers at temperature 0, not hosted APIs (they are not deterministic even at 0)
+        self.verify_cache_hits = self.identity_by_name_only and not self.key_required and self.temperature == 0
+        self.identity = {"kind": "api", "url": self.base_url, "model": self.model,
+                         "pinned_version": self.pinned_version, "server_metadata": fields,
+                         "server_metadata_distinguishing": distinguishing, "server_metadata_source": how}
+        self.identity_warning = None
+        if self.identity_by_name_only:
+            self.identity_warning = (
+                f"{self.base_url}#{self.model}: the server reports nothing that tells one model from another "
+                f"under this name ({'its /models entry: ' + json.dumps(fields) if entry else how}), so cached "
+                "answers are matched by name only; pin a version with "
+                f"openai-compatible:{self.base_url}#{self.model}@VERSION (change VERSION whenever the served "
+                "model changes) or run with --refresh-cache"
+                + ("; each run re-asks one cached request and stops if the answer changed" if self.verify_cache_hits
+                   else ""))
 
     def _base_for_repr(self) -> str:
         return self.base_url
@@ -469,6 +568,7 @@ class AnthropicVLM(_HTTPVLM):
         temperature: float | None = 0.0,
         max_tokens: int | None = None,
         extra_body: dict | None = None,
+        version: str | None = None,
     ) -> None:
         self.base_url = str(base_url).rstrip("/")
         super().__init__(
@@ -478,7 +578,8 @@ class AnthropicVLM(_HTTPVLM):
             extra_body=extra_body,
         )
         self.url = self.base_url + "/v1/messages"
-        self.model_version = f"anthropic:{self.model}"
+        self._pin(version)
+        self.model_version = f"anthropic:{self.model}" + (f"@{version}" if version else "")
         self.generation_settings = self._settings(anthropic_version=self.API_VERSION)
 
     def _base_for_repr(self) -> str:
@@ -549,6 +650,7 @@ class GeminiVLM(_HTTPVLM):
         max_tokens: int | None = None,
         extra_body: dict | None = None,
         max_top_logprobs: int = 20,
+        version: str | None = None,
     ) -> None:
         self.base_url = str(base_url).rstrip("/")
         self.max_top_logprobs = int(max_top_logprobs)
@@ -560,7 +662,8 @@ class GeminiVLM(_HTTPVLM):
         )
         m = self.model if self.model.startswith("models/") else f"models/{self.model}"
         self.url = f"{self.base_url}/v1beta/{m}:generateContent"
-        self.model_version = f"gemini:{self.model}"
+        self._pin(version)
+        self.model_version = f"gemini:{self.model}" + (f"@{version}" if version else "")
         self.generation_settings = self._settings()
 
     def _base_for_repr(self) -> str:

@@ -34,14 +34,15 @@ MODEL_KINDS: tuple[ModelKind, ...] = (
     ModelKind("timm:", "timm:NAME", "encoder", "any timm model, pooled pre-logit features", "timm:resnet50.a1_in1k"),
     ModelKind("open_clip:", "open_clip:ARCH@PRETRAINED", "encoder", "open_clip image-text encoders",
               "open_clip:ViT-B-32@laion2b_s34b_b79k"),
-    ModelKind("openai:", "openai:MODEL", "api", "OpenAI chat completions (OPENAI_API_KEY)", "openai:gpt-4o-mini"),
-    ModelKind("openai-compatible:", "openai-compatible:URL#MODEL", "api",
+    ModelKind("openai:", "openai:MODEL[@VERSION]", "api", "OpenAI chat completions (OPENAI_API_KEY)", "openai:gpt-4o-mini"),
+    ModelKind("openai-compatible:", "openai-compatible:URL#MODEL[@VERSION]", "api",
               "any OpenAI-compatible server: vLLM, SGLang, Ollama, llama.cpp, LM Studio, transformers serve "
-              "(key only from OPENAI_COMPATIBLE_API_KEY, never OPENAI_API_KEY)",
+              "(key only from OPENAI_COMPATIBLE_API_KEY, never OPENAI_API_KEY); @VERSION pins the served "
+              "model's version for the response cache (change it when the model behind the name changes)",
               "openai-compatible:http://127.0.0.1:8000/v1#my-model"),
-    ModelKind("anthropic:", "anthropic:MODEL", "api", "Anthropic Messages API (ANTHROPIC_API_KEY)",
+    ModelKind("anthropic:", "anthropic:MODEL[@VERSION]", "api", "Anthropic Messages API (ANTHROPIC_API_KEY)",
               "anthropic:claude-sonnet-4-5"),
-    ModelKind("gemini:", "gemini:MODEL", "api", "Google Gemini API (GEMINI_API_KEY)", "gemini:gemini-2.5-flash"),
+    ModelKind("gemini:", "gemini:MODEL[@VERSION]", "api", "Google Gemini API (GEMINI_API_KEY)", "gemini:gemini-2.5-flash"),
 )
 
 COMPATIBLE_KEY_ENV = "OPENAI_COMPATIBLE_API_KEY"
@@ -64,6 +65,20 @@ def parse_model_arg(arg: str) -> tuple[str, ModelSpec]:
             raise ValueError(f"unknown model {arg!r}; see `perceptbench models` for the syntax")
         spec = ModelSpec(kind, ref)
     return short or default_short_name(spec), spec
+
+
+def split_pinned_version(model: str) -> tuple[str, str | None]:
+    """``MODEL@VERSION`` -> (MODEL, VERSION); ``MODEL`` -> (MODEL, None).
+
+    VERSION is the user's pin for an API model (perceptbench's, never sent to the
+    server): it goes into ``model_version`` and so into every response-cache key.  The
+    last ``@`` splits.  Raises ModelLoadError for an empty model or version."""
+    base, sep, version = model.rpartition("@")
+    if not sep:
+        return model, None
+    if not base or not version:
+        raise ModelLoadError(f"{model!r}: MODEL@VERSION needs both a model and a version")
+    return base, version
 
 
 def default_short_name(spec: ModelSpec) -> str:
@@ -120,17 +135,21 @@ def load_model(arg: str):
                                  "(random initialisation is for tests only)")
         return _cls("perceptbench.models.encoders_openclip:OpenCLIPEncoder")(arch, pretrained or None, name=short)
     if spec.kind == "openai":
+        model, version = split_pinned_version(spec.ref)
         return _cls("perceptbench.models.api:OpenAICompatibleVLM")(
-            "https://api.openai.com/v1", spec.ref, name=short, require_key=True)
+            "https://api.openai.com/v1", model, name=short, require_key=True, version=version)
     if spec.kind == "openai-compatible":
         url, sep, model = spec.ref.partition("#")
         if not sep or not model:
-            raise ModelLoadError(f"openai-compatible needs URL#MODEL, got {spec.ref!r}")
+            raise ModelLoadError(f"openai-compatible needs URL#MODEL[@VERSION], got {spec.ref!r}")
+        model, version = split_pinned_version(model)
         # never send OPENAI_API_KEY to an arbitrary host: a self-hosted server's key comes from its own variable
-        return _cls("perceptbench.models.api:OpenAICompatibleVLM")(url, model, name=short,
+        return _cls("perceptbench.models.api:OpenAICompatibleVLM")(url, model, name=short, version=version,
                                                                   api_key_env=COMPATIBLE_KEY_ENV)
     if spec.kind == "anthropic":
-        return _cls("perceptbench.models.api:AnthropicVLM")(spec.ref, name=short)
+        model, version = split_pinned_version(spec.ref)
+        return _cls("perceptbench.models.api:AnthropicVLM")(model, name=short, version=version)
     if spec.kind == "gemini":
-        return _cls("perceptbench.models.api:GeminiVLM")(spec.ref, name=short)
+        model, version = split_pinned_version(spec.ref)
+        return _cls("perceptbench.models.api:GeminiVLM")(model, name=short, version=version)
     raise ModelLoadError(f"no loader for {arg!r}")

@@ -30,9 +30,19 @@ from PIL import Image
 
 from .base import TokenDistribution, VLMRequest
 
-__all__ = ["SCHEMA_VERSION", "ResponseCache", "CachedVLM", "image_sha256", "canonical_json"]
+__all__ = ["SCHEMA_VERSION", "CACHE_MODES", "ResponseCache", "CachedVLM", "StaleCacheError", "image_sha256",
+           "canonical_json"]
 
 SCHEMA_VERSION = 1
+
+CACHE_MODES = ("use", "refresh", "off")
+"""``use``: answer from the cache, store misses; ``refresh``: never read, (over)write every
+answer; ``off``: neither read nor write (``run --no-cache``)."""
+
+
+class StaleCacheError(RuntimeError):
+    """A cached answer no longer matches what the model answers now (the model behind a
+    name changed while its identity did not)."""
 
 
 def canonical_json(obj: Any) -> str:
@@ -164,14 +174,27 @@ class CachedVLM:
     after each chunk, so an interrupted run keeps what it finished.  ``name``,
     ``model_version``, ``family``, ``supports_multi_image`` and ``generation_settings``
     are the inner model's.  ``next_token_distribution`` is passed through uncached.
+
+    ``mode`` is one of :data:`CACHE_MODES`.  When the inner model's identity is its name
+    only and its answers are deterministic (``inner.verify_cache_hits``, e.g. a
+    self-hosted OpenAI-compatible server at temperature 0 that reports nothing
+    distinguishing about its model), the first cache hit of this wrapper is re-asked
+    live (one extra call, counted in ``calls`` and ``verified``); a different answer
+    raises :class:`StaleCacheError` instead of serving stale answers.  This detects a
+    swapped model whenever it answers that one request differently; it cannot detect a
+    swap that answers it identically.
     """
 
-    def __init__(self, vlm: Any, cache: ResponseCache, chunk_size: int = 64) -> None:
+    def __init__(self, vlm: Any, cache: ResponseCache, chunk_size: int = 64, mode: str = "use") -> None:
+        if mode not in CACHE_MODES:
+            raise ValueError(f"cache mode {mode!r} not in {CACHE_MODES}")
         self.inner = vlm
         self.cache = cache
         self.chunk_size = max(1, int(chunk_size))
+        self.mode = mode
         self.calls = 0
         self.hits = 0
+        self.verified = 0
 
     # VLM attributes, read through to the inner model
     @property
@@ -226,8 +249,12 @@ class CachedVLM:
             self.key_for_request(r, None if image_sha256s is None else image_sha256s[i])
             for i, r in enumerate(reqs)
         ]
-        out: list[str | None] = [self.cache.get(k) for k in keys]
+        out: list[str | None] = [self.cache.get(k) if self.mode == "use" else None for k in keys]
         self.hits += sum(x is not None for x in out)
+        if getattr(self.inner, "verify_cache_hits", False) and not self.verified:
+            first = next((i for i, x in enumerate(out) if x is not None), None)
+            if first is not None:
+                self._verify(reqs[first], out[first])
         todo: dict[str, int] = {}  # key -> index of the first request with that key
         for i, (k, x) in enumerate(zip(keys, out)):
             if x is None and k not in todo:
@@ -241,6 +268,11 @@ class CachedVLM:
             self.calls += len(chunk)
             for (k, i), text in zip(chunk, texts):
                 r = reqs[i]
+                if self.mode == "off":
+                    for j, kj in enumerate(keys):
+                        if kj == k and out[j] is None:
+                            out[j] = text
+                    continue
                 self.cache.put(
                     k,
                     text,
@@ -255,6 +287,17 @@ class CachedVLM:
                     if kj == k and out[j] is None:
                         out[j] = text
         return [x if x is not None else "" for x in out]
+
+    def _verify(self, request: VLMRequest, cached: str) -> None:
+        live = self.inner.generate([request], batch_size=1)
+        self.calls += 1
+        self.verified += 1
+        if len(live) != 1 or live[0] != cached:
+            now = live[0] if live else ""
+            raise StaleCacheError(
+                f"{self.inner.name}: a cached answer differs from what {self.inner.model_version} answers now "
+                f"(cached {cached[:40]!r}, now {now[:40]!r}): the model behind this name changed (or it is not "
+                "deterministic); rerun with --refresh-cache, or pin the version (URL#MODEL@VERSION)")
 
     def next_token_distribution(self, image, prompt, top_k=None) -> TokenDistribution:
         """The inner model's next-token distribution (not cached)."""

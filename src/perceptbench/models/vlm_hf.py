@@ -99,9 +99,16 @@ class HFVLM:
     Attributes
     ----------
     model_version:
-        ``"<hub id>@<commit sha>"`` for a hub model (the commit the files were resolved
-        to), or ``"<absolute dir>@sha256:<first 16 hex of local_weights_sha256>"`` for a
-        local directory.
+        ``"<hub id>@<commit sha>"`` for a hub model (the commit resolved with
+        ``huggingface_hub`` when online, else the local hub cache's ref; the model is
+        loaded at that commit), or ``"<absolute dir>@sha256:<first 16 hex>"`` for a local
+        directory, hashed over the weights *and* every processor, tokenizer, chat-template
+        and generation-config file (:func:`perceptbench.models.identity.local_model_sha256`),
+        so editing e.g. the image processor's resize or normalisation is a new version.
+    identity:
+        JSON-able dict behind ``model_version`` (component hashes, or the commit and how
+        it was resolved); ``identity_by_name_only`` is True for a hub id whose commit
+        could not be resolved.
     generation_settings:
         JSON-able dict of everything besides weights and inputs that changes an answer:
         decoding, max_new_tokens, dtype, device type and the chat template's sha256.
@@ -143,6 +150,14 @@ class HFVLM:
         if int(max_new_tokens) < 1:
             raise ValueError("max_new_tokens must be >= 1")
         self.max_new_tokens = int(max_new_tokens)
+        self.identity: dict = {}
+        if not self.is_local:
+            from .identity import resolve_hub_revision
+
+            sha, how = resolve_hub_revision(ref, revision)
+            self.identity = {"kind": "hub", "revision": revision or "main", "commit": sha, "resolved_by": how}
+            if sha:
+                revision = sha  # load exactly the files the identity names
         kw = {} if self.is_local else {"revision": revision}
         try:
             self.processor = AutoProcessor.from_pretrained(self.model_id, **kw)
@@ -160,10 +175,21 @@ class HFVLM:
         if tok.pad_token_id is None:
             tok.pad_token = tok.eos_token
         if self.is_local:
-            self.model_version = f"{self.model_id}@sha256:{local_weights_sha256(self.model_id)[:16]}"
+            from .identity import local_model_sha256
+
+            try:
+                shas = local_model_sha256(self.model_id)
+            except FileNotFoundError as e:
+                raise ModelLoadError(str(e)) from None
+            self.identity = {"kind": "local", "weights_sha256": shas["weights"], "configs_sha256": shas["configs"]}
+            # weights AND processor/tokenizer/chat-template/generation configs: any change -> new version
+            self.model_version = f"{self.model_id}@sha256:{shas['all'][:16]}"
         else:
-            commit = getattr(self.model.config, "_commit_hash", None) or revision or "unresolved"
-            self.model_version = f"{self.model_id}@{commit}"
+            commit = self.identity.get("commit") or getattr(self.model.config, "_commit_hash", None)
+            if commit and not self.identity.get("commit"):
+                self.identity.update(commit=commit, resolved_by="loaded-config")
+            self.model_version = f"{self.model_id}@{commit or 'unresolved'}"
+        self.identity_by_name_only = not self.is_local and not self.identity.get("commit")
         template = getattr(self.processor, "chat_template", None) or getattr(tok, "chat_template", None)
         if not template:
             raise ModelLoadError(f"{ref!r} has no chat template (processor or tokenizer)")

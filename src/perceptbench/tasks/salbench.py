@@ -69,6 +69,8 @@ y_max)`` in pixels."""
 
 FEWSHOT_HEAD = ("You will see {n} images. The first {k} are solved examples; answer the same question "
                 "for the last image.")
+FEWSHOT_EXAMPLE = "Example {i} (image {i}): {prompt}\nAnswer: {answer}"
+FEWSHOT_QUESTION = "Question (image {n}): {prompt}"
 
 
 def distractor_group(n: int | None) -> str:
@@ -115,6 +117,14 @@ class SalBenchTask(Task):
         return PROMPTS[self.kind]
 
     @property
+    def prompt_template(self) -> str:
+        """The prompt before it is filled per stimulus, few-shot format included: its hash
+        (``run_meta.prompt_template_hash``) is the prompt version a resume and scoring compare."""
+        if not self.shots:
+            return PROMPTS[self.kind]
+        return "\n".join((FEWSHOT_HEAD, FEWSHOT_EXAMPLE, FEWSHOT_QUESTION, PROMPTS[self.kind]))
+
+    @property
     def categories(self) -> tuple[str, ...]:
         return SYN_LABELS if self.split_name == "syn" else SEVEN
 
@@ -153,20 +163,40 @@ class SalBenchTask(Task):
         ex = self.fewshot_examples(seed, s.stimulus_id)
         lines = [FEWSHOT_HEAD.format(n=len(ex) + 1, k=len(ex))]
         for i, e in enumerate(ex, 1):
-            lines.append(f"Example {i} (image {i}): {self._filled_prompt(e.meta, e.stimulus_id)}")
-            lines.append("Answer: " + ", ".join(e.ground_truth))
-        lines.append(f"Question (image {len(ex) + 1}): {query}")
+            lines.append(FEWSHOT_EXAMPLE.format(i=i, prompt=self._filled_prompt(e.meta, e.stimulus_id),
+                                                answer=", ".join(e.ground_truth)))
+        lines.append(FEWSHOT_QUESTION.format(n=len(ex) + 1, prompt=query))
         return tuple(e.render() for e in ex) + (img,), "\n".join(lines), {
             "fewshot_stimulus_ids": [e.stimulus_id for e in ex]}
 
     def fewshot_examples(self, seed: int, stimulus_id: str) -> list[Stimulus]:
         """The k solved examples shown before one trial's query.
 
+        The pool is the non-test split minus the query itself, by stimulus id *and* by image
+        content (:meth:`_content_sha256`, the image before any box is drawn), with repeated
+        images kept once, so a release that holds one image under two ids never shows the
+        query as its own solved example.  Raises ValueError when fewer than k remain.
+
         Drawn per trial (``rng_for(seed, base_id, "fewshot", stimulus_id)``) from the non-test
         pool: truth sets are visited in a random order, one random example each, cycling
         until k are picked (so labels are as balanced as k allows and no label is always
         last); the examples are then shuffled."""
-        pool = [s for s in self.stimuli(seed) if s.split == "probe_train"]
+        everything = self.stimuli(seed)
+        query = next((s for s in everything if s.stimulus_id == stimulus_id), None)
+        pool = [s for s in everything if s.split == "probe_train" and s.stimulus_id != stimulus_id]
+        # the same image can come under two ids (it happens in real releases): exclude by content too,
+        # and never show one image as two examples (the first id, in pool order, stands)
+        if query is not None:
+            qsha = self._content_sha256(query)
+            pool = [s for s in pool if self._content_sha256(s) != qsha]
+        seen_sha: set[str] = set()
+        unique = []
+        for s in pool:
+            h = self._content_sha256(s)
+            if h not in seen_sha:
+                seen_sha.add(h)
+                unique.append(s)
+        pool = unique
         if len(pool) < self.shots:
             hint = " (set probe_fraction > 0 on the natural split)" if self.split_name == "nat" else ""
             raise ValueError(f"{self.task_id}: {self.shots} shots need {self.shots} non-test stimuli, "
@@ -184,6 +214,18 @@ class SalBenchTask(Task):
                 if cands and len(picked) < self.shots:
                     picked.append(cands[int(rng.integers(len(cands)))])
         return [picked[j] for j in rng.permutation(len(picked))]
+
+    def _content_sha256(self, s: Stimulus) -> str:
+        """sha256 (hex, :func:`perceptbench.seeding.image_sha256`) of a stimulus's image content
+        before any overlay (the red box of visual referring), computed once per stimulus."""
+        from ..seeding import image_sha256
+
+        sha = getattr(s, "_content_sha256", None)
+        if sha is None:
+            source = getattr(s, "_source_image", None)
+            sha = image_sha256(source() if source is not None else s.render())
+            s._content_sha256 = sha  # type: ignore[attr-defined]
+        return sha
 
     # -- stimuli
     def _syn_stimuli(self, seed: int) -> list[Stimulus]:
@@ -217,8 +259,10 @@ class SalBenchTask(Task):
             return sa.draw_red_box(img, st.target_bbox) if kind == "visual_referring" else img
 
         sid = f"{'probe-' if split == 'probe_train' else ''}p3syn-{i:05d}"
-        return Stimulus(sid, split, render=render, ground_truth=[sa.FEATURE_LABEL[feat]],
+        stim = Stimulus(sid, split, render=render, ground_truth=[sa.FEATURE_LABEL[feat]],
                         manipulated_value=f"{feat}/{diff}", meta=meta)
+        stim._source_image = lambda: make().image  # type: ignore[attr-defined]  # content before the box
+        return stim
 
     def _nat_stimuli(self, seed: int) -> list[Stimulus]:
         from ..stimuli import salbench_natural as sn
@@ -260,9 +304,11 @@ class SalBenchTask(Task):
                     "bbox_text": sa.format_box_text(it.target_bbox) if it.target_bbox else "",
                     "source": it.source, "annotations": source_sha,
                     "distractor_bin": distractor_group(it.n_distractors)}
-            out.append(Stimulus(it.stimulus_id, "probe_train" if it.stimulus_id in probe_ids else "test",
-                                render=render, ground_truth=sorted(it.labels),
-                                manipulated_value=it.n_distractors, meta=meta))
+            stim = Stimulus(it.stimulus_id, "probe_train" if it.stimulus_id in probe_ids else "test",
+                            render=render, ground_truth=sorted(it.labels),
+                            manipulated_value=it.n_distractors, meta=meta)
+            stim._source_image = it.load_image  # type: ignore[attr-defined]  # content before the box
+            out.append(stim)
         return out
 
     def _int_param(self, key: str, minimum: int) -> int:
