@@ -243,7 +243,11 @@ def sources_verify(source: Optional[List[str]] = typer.Argument(None)) -> None:
 
     from .sources.fetch import MIRROR_ENV, ChecksumError, cache_dir
 
-    where = f"mirror {os.environ[MIRROR_ENV]}" if os.environ.get(MIRROR_ENV) else f"cache {cache_dir()}"
+    mirror = os.environ.get(MIRROR_ENV)
+    if mirror and not Path(mirror).is_dir():
+        _fail(f"{MIRROR_ENV}={mirror}: the mirror directory does not exist. Point {MIRROR_ENV} at the data "
+              f"mirror, or unset it to use the download cache {cache_dir()}.")
+    where = f"mirror {mirror}" if mirror else f"cache {cache_dir()}"
     bad = 0
     for sid in source or list(SOURCES):
         files = get_source(sid).files
