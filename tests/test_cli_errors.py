@@ -66,3 +66,4 @@ def test_missing_model_directory(tmp_path):
     p = cli("run", "--out", str(tmp_path / "r"), "--task", "similarity.chart.mark_color",
             "--model", f"hf:{tmp_path}/no-such-model", "--no-progress")
     assert p.returncode == 2 and "no such model directory" in p.stdout
+    assert not (tmp_path / "r").exists()  # resolved before the run directory is created
