@@ -151,3 +151,15 @@ def test_ctrl_c_during_run_says_what_was_written_and_how_to_resume(tmp_path, mir
     n = records.read_bytes().count(b"\n")
     assert "interrupted:" in text and f"({n} in {records})" in text.replace("\n", "")
     assert "Rerun the same command to resume" in text and "Traceback" not in text
+
+
+@pytest.mark.parametrize("columns", ["40", "80", "120", "180", "400"])
+def test_tasks_ids_stay_whole_at_any_width(columns):
+    from perceptbench.tasks.registry import NOT_RUNNABLE, list_tasks
+
+    p = cli("tasks", COLUMNS=columns)
+    assert p.returncode == 0, p.stderr
+    tokens = {tok.strip("│┃ ") for line in p.stdout.splitlines() for tok in line.split()}
+    ids = [c.base_id for c in list_tasks()] + list(NOT_RUNNABLE) + ["similarity.chart.mark_color@kernel=l5"]
+    missing = [i for i in ids if i not in tokens]
+    assert not missing, f"ids broken at COLUMNS={columns}: {missing}"

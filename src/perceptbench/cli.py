@@ -5,6 +5,7 @@ torch; only ``run`` loads model back-ends, and only for models it needs."""
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from typing import List, Optional
@@ -18,7 +19,7 @@ app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="Do vision models see the way people do? Run the battery, score trial records.")
 sources_app = typer.Typer(no_args_is_help=True, help="Human-data sources: list, fetch, verify.")
 app.add_typer(sources_app, name="sources")
-console = Console(width=None if sys.stdout.isatty() else 150)
+console = Console(width=None if sys.stdout.isatty() or os.environ.get("COLUMNS") else 150)
 
 HEADLINE = {"accuracy", "B", "kappa_aggregate", "kappa_pairwise", "position_floor", "capacity_k", "replicates",
             "capacity_in_band_prob", "null_rate", "n_ambiguous",
@@ -291,22 +292,40 @@ def render(
 
 @app.command()
 def tasks() -> None:
-    """List the tasks, their settings and human references."""
+    """List the tasks, their settings and human references.
+
+    Task ids are never broken across lines, whatever the terminal width: a wide terminal
+    gets a table whose id column does not wrap, a narrow one a list with each id on a line
+    of its own."""
     from .tasks.registry import DEFAULT_BATTERY, NOT_RUNNABLE, list_tasks
 
-    t = Table(title="tasks")
-    for c in ("task_id", "principle/track", "response", "encoder readout", "settings (default)", "human reference",
-              "default run", "description"):
-        t.add_column(c, overflow="fold")
+    rows = []
     for cls in list_tasks():
         settings = ", ".join(f"{k}={v} ({'|'.join(cls.allowed.get(k, ['any']))})" for k, v in cls.defaults.items())
-        t.add_row(cls.base_id, f"{cls.principle}/{cls.track}", cls.response_space, cls.encoder_readout,
-                  settings or "-", cls().human_ref_id, "yes" if cls.base_id in DEFAULT_BATTERY else "",
-                  cls.description)
+        rows.append((cls.base_id, f"{cls.principle}/{cls.track}", cls.response_space, cls.encoder_readout,
+                     settings or "-", cls().human_ref_id, "yes" if cls.base_id in DEFAULT_BATTERY else "",
+                     cls.description))
     for tid, why in NOT_RUNNABLE.items():
-        t.add_row(tid, "", "", "", "", "", "not runnable", why)
-    console.print(t)
-    console.print("Variants: BASE@key=value[,key=value], e.g. similarity.chart.mark_color@kernel=l5")
+        rows.append((tid, "", "", "", "", "", "not runnable", why))
+    cols = ("task_id", "principle/track", "response", "encoder readout", "settings (default)", "human reference",
+            "default run", "description")
+    id_width = max(len(r[0]) for r in rows)
+    if console.width >= id_width + 150:
+        t = Table(title="tasks")
+        t.add_column(cols[0], no_wrap=True, min_width=id_width)
+        for c in cols[1:]:
+            t.add_column(c, no_wrap=c == "human reference")  # the others wrap at word boundaries
+        for r in rows:
+            t.add_row(*(escape(x) for x in r))
+        console.print(t)
+    else:
+        for r in rows:
+            console.print(f"[bold]{escape(r[0])}[/bold]", soft_wrap=True)  # never wrapped: copy-pasteable
+            for name, value in zip(cols[1:], r[1:]):
+                if value:
+                    console.print(f"    {name}: {escape(value)}", highlight=False)
+    console.print("Variants: BASE@key=value[,key=value], e.g.", highlight=False)
+    console.print("similarity.chart.mark_color@kernel=l5", soft_wrap=True, highlight=False)
 
 
 @app.command()
