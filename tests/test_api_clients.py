@@ -270,13 +270,13 @@ def test_400_is_not_retried():
     assert len(srv.requests) == 1
 
 
-def test_connection_refused_is_retried_then_clear_error():
+def test_connection_refused_on_loopback_fails_fast_with_clear_error():
     port = _free_port()  # nothing listens there
     vlm = OpenAICompatibleVLM(f"http://127.0.0.1:{port}/v1", "m", max_retries=2, timeout=2, **FAST)
     with pytest.raises(APIError) as ei:
         vlm.generate([REQ])
-    assert ei.value.attempts == 3 and ei.value.status is None
-    assert f"127.0.0.1:{port}/v1/chat/completions" in str(ei.value)
+    assert ei.value.attempts == 1 and ei.value.status is None  # a local server that is not up: no retries
+    assert f"127.0.0.1:{port}/v1/chat/completions" in str(ei.value) and "nothing is listening" in str(ei.value)
 
 
 def test_timeout_is_retried():

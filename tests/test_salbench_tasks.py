@@ -155,3 +155,26 @@ def test_referring_prompt_refuses_missing_box(tmp_path):
     s = t.stimuli(0)[0]
     with pytest.raises(ValueError, match="bbox_text"):
         t.vlm_request(s, 0)
+
+
+def test_synthetic_stimuli_are_generated_lazily(monkeypatch):
+    """Listing a synthetic task's stimuli renders nothing; metadata and images come on first use,
+    and only the metadata is kept (before: every array was rendered up front and kept)."""
+    from perceptbench.stimuli import search_arrays as sa
+    from perceptbench.tasks import get_task
+
+    calls = []
+    real = sa.make_search_stimulus
+    monkeypatch.setattr(sa, "make_search_stimulus", lambda *a, **k: calls.append(a) or real(*a, **k))
+    task = get_task("salbench.visual_referring.syn@n=30,n_probe=6")
+    stimuli = task.stimuli(0)
+    assert len(stimuli) == 36 and calls == []
+    s = [x for x in stimuli if x.split == "test"][0]
+    img = s.render()
+    assert len(calls) == 1 and img.size == (512, 512)
+    assert s.meta["n_distractors"] == 48 and len(calls) == 1  # filled by render, no second rendering
+    ref = real(*calls[0])
+    assert s.meta["bbox"] == list(ref.target_bbox) and s.meta["object_category"] == ref.object_category
+    other = [x for x in stimuli if x.split == "test"][1]
+    assert other.meta["feature"] and len(calls) == 2 - 1  # plan fields need no rendering
+    assert "bbox_text" in dict(other.meta) and len(calls) == 2

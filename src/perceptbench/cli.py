@@ -5,6 +5,7 @@ torch; only ``run`` loads model back-ends, and only for models it needs."""
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from typing import List, Optional
@@ -18,7 +19,7 @@ app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="Do vision models see the way people do? Run the battery, score trial records.")
 sources_app = typer.Typer(no_args_is_help=True, help="Human-data sources: list, fetch, verify.")
 app.add_typer(sources_app, name="sources")
-console = Console(width=None if sys.stdout.isatty() else 150)
+console = Console(width=None if sys.stdout.isatty() or os.environ.get("COLUMNS") else 150)
 
 HEADLINE = {"accuracy", "B", "kappa_aggregate", "kappa_pairwise", "position_floor", "capacity_k", "replicates",
             "capacity_in_band_prob", "null_rate", "n_ambiguous", "n_unclosed_reasoning",
@@ -43,10 +44,8 @@ def _print_scores(rows, all_rows: bool = False) -> None:
         if not all_rows and r.model.startswith("human:") and r.model not in ("human:panel", "human:kernels"):
             continue
         shown += 1
-        ci = "" if r.ci_low is None else f"[{r.ci_low:.3f}, {r.ci_high:.3f}]"
-        val = f"{r.value:.0f}" if float(r.value).is_integer() and (r.metric.startswith("n_") or
-                                                                    r.metric in ("capacity_k", "replicates")) \
-            else f"{r.value:.3f}"
+        ci = format_ci(r.ci_low, r.ci_high)
+        val = format_value(r.metric, r.value)
         cells = [r.task_id, r.model, r.metric, val, ci, str(r.n), str(r.n_null or 0)] + ([r.note] if all_rows else [])
         t.add_row(*(escape(c) for c in cells))
     console.print(t)
@@ -65,6 +64,51 @@ def _check_parser(mode: str) -> None:
 
     if mode not in PARSER_MODES:
         _fail(f"--parser {mode!r}: must be one of {', '.join(PARSER_MODES)}")
+
+
+def _finite(x) -> bool:
+    import math
+
+    return x is not None and math.isfinite(float(x))
+
+
+def format_value(metric: str, value) -> str:
+    """A score value as printed: counts as integers, every other metric with 3 decimals,
+    an undefined (NaN) value as ``undefined`` (the reason is in the row's note)."""
+    if not _finite(value):
+        return "undefined"
+    if float(value).is_integer() and (metric.startswith("n_") or metric in ("capacity_k", "replicates", "skipped")):
+        return f"{value:.0f}"
+    return f"{value:.3f}"
+
+
+def format_ci(low, high) -> str:
+    """``[low, high]`` with 3 decimals; empty when there is no interval or it is undefined
+    (never ``[nan, nan]``)."""
+    if not (_finite(low) and _finite(high)):
+        return ""
+    return f"[{low:.3f}, {high:.3f}]"
+
+
+def _check_out(out: Path, must_be: str) -> None:
+    """One-line error unless ``--out`` can be what the command writes (``dir`` or ``file``)."""
+    if must_be == "dir" and out.exists() and not out.is_dir():
+        _fail(f"--out {out} is a file; --out must be a directory (a new one, or one this command wrote before)")
+    if must_be == "file" and out.is_dir():
+        _fail(f"--out {out} is a directory; --out must be the path of the scores CSV file "
+              f"(e.g. {out / 'scores.csv'})")
+    parent = out.parent
+    while not parent.exists() and parent != parent.parent:
+        parent = parent.parent
+    if parent.exists() and not parent.is_dir():
+        _fail(f"--out {out}: {parent} is a file, so nothing can be written below it")
+
+
+def _count_records(path: Path) -> int:
+    try:
+        return path.read_bytes().count(b"\n")
+    except OSError:
+        return 0
 
 
 def _fail(msg) -> None:
@@ -104,13 +148,22 @@ def run(
     _check_parser(parser)
     if no_cache and refresh_cache:
         _fail("--no-cache and --refresh-cache exclude each other")
+    _check_out(out, "dir")
     cfg = RunConfig(out=out, tasks=task or DEFAULT_BATTERY, models=model or ("efficientnet-lite0",),
                     seed=seed, batch_size=batch_size, stimuli=tuple(stimulus or ()),
                     cache_mode="off" if no_cache else "refresh" if refresh_cache else "use", allow_mixed=allow_mixed)
+    records_file = out / "records.jsonl"
+    before = _count_records(records_file)
     try:
         summary = do_run(cfg, progress=progress, console=console)
-        rows = score_file(out / "records.jsonl",
+        rows = score_file(records_file,
                           None if parser == "default" else out / f"scores.{parser}.csv", parser_mode=parser)
+    except KeyboardInterrupt:
+        after = _count_records(records_file)
+        console.print(f"interrupted: {after - before} records written in this run ({after} in {records_file}); "
+                      "every written trial is kept. Rerun the same command to resume where it stopped.",
+                      highlight=False)
+        raise typer.Exit(130)
     except (ValueError, KeyError, ModelLoadError, SourceError, RecordError, RuntimeError, OSError,
             ImportError) as e:
         _fail(e)
@@ -130,52 +183,114 @@ def run(
 
 @app.command()
 def score(
-    records: Path = typer.Argument(..., help="records.jsonl"),
-    out: Optional[Path] = typer.Option(None, help="scores.csv path (default: beside the records)."),
+    records: List[Path] = typer.Argument(..., help="Run directories or records.jsonl files; several are merged by "
+                                                   "trial id first (see `perceptbench merge`)."),
+    out: Optional[Path] = typer.Option(None, help="scores.csv path (default: beside the records; required for "
+                                                  "several runs)."),
     seed: Optional[int] = typer.Option(None, help="Bootstrap seed (default: the records' seed)."),
     parser: str = typer.Option("default", help=_PARSER_HELP + " Re-parses every raw output; non-default modes "
                                "write scores.MODE.csv."),
-    all_rows: bool = typer.Option(False, "--all-rows"),
+    all_rows: bool = typer.Option(False, "--all-rows", help="Print every score row (per-observer, per-difficulty, "
+                                                            "notes), not only the headline metrics."),
 ) -> None:
     """Recompute scores.csv from trial records alone (imports no torch)."""
     from .records import RecordError, has_torn_tail
-    from .scoring import score_file
+    from .runs import load_runs, records_path
+    from .scoring import score_file, score_records, write_scores
 
-    if records.exists() and has_torn_tail(records):
-        console.print(f"[yellow]warning:[/yellow] {records}: the last line is a torn write (crash); it is "
-                      "not a complete record and is left out. A rerun of `perceptbench run` removes it.")
     _check_parser(parser)
-    if out is None and parser != "default":
-        out = records.with_name(f"scores.{parser}.csv")  # never overwrite the default table silently
+    if out is not None:
+        _check_out(out, "file")
     try:
-        rows = score_file(records, out, seed, parser)
+        files = [records_path(p) for p in records]
+    except RecordError as e:
+        _fail(e)
+    for f in files:
+        if has_torn_tail(f):
+            console.print(f"[yellow]warning:[/yellow] {f}: the last line is a torn write (crash); it is "
+                          "not a complete record and is left out. A rerun of `perceptbench run` removes it.")
+    if len(files) > 1 and out is None:
+        _fail("--out is required when scoring several runs: the path of the merged scores CSV file")
+    if out is None and parser != "default":
+        out = files[0].with_name(f"scores.{parser}.csv")  # never overwrite the default table silently
+    try:
+        if len(files) == 1:
+            rows = score_file(files[0], out, seed, parser)
+        else:
+            rows = score_records(load_runs(files), seed, parser)
+            write_scores(rows, out)
     except (RecordError, ValueError, KeyError) as e:
         _fail(e)
     _print_scores(rows, all_rows)
-    console.print(f"scores: {out or records.with_name('scores.csv')}")
+    console.print(f"scores: {out or files[0].with_name('scores.csv')}")
+
+
+@app.command()
+def merge(
+    runs: List[Path] = typer.Argument(..., help="Run directories or records.jsonl files of one seed."),
+    out: Path = typer.Option(..., help="New run directory for the merged records.jsonl and run.json."),
+) -> None:
+    """Merge runs of one seed into a new run directory (identical trials once; conflicts refused).
+
+    Two records with one trial id must agree in every field but run_meta.run_id; records of
+    different seeds are refused. Score the result with `perceptbench score OUT`."""
+    import json
+    import time
+
+    from . import __version__
+    from .records import RecordError, RecordStore
+    from .runs import load_runs, records_path
+
+    _check_out(out, "dir")
+    if out.is_dir() and any(out.iterdir()):
+        _fail(f"--out {out} is not empty; --out must be a new (or empty) directory for the merged run")
+    try:
+        sources = [records_path(p) for p in runs]
+        merged = load_runs(sources)
+    except RecordError as e:
+        _fail(e)
+    out.mkdir(parents=True, exist_ok=True)
+    seed = merged[0].run_meta.seed
+    with RecordStore(out / "records.jsonl") as store:
+        store.append(merged)
+    tmp = out / "run.json.tmp"
+    tmp.write_text(json.dumps({"seed": seed, "package_version": __version__,
+                               "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                               "merged_from": [str(p.resolve()) for p in sources]}, indent=1))
+    tmp.replace(out / "run.json")
+    n_in = sum(_count_records(p) for p in sources)
+    console.print(f"merged {len(sources)} runs (seed {seed}): {len(merged)} distinct trials from {n_in} records "
+                  f"into {out / 'records.jsonl'}; score with: perceptbench score {out}", highlight=False)
 
 
 @app.command()
 def validate(records: Path = typer.Argument(..., help="records.jsonl")) -> None:
     """Validate a records file against the trial-record schema, field for field."""
-    from .records import validate_file
+    from .records import check_file
 
     if not records.exists():
         _fail(f"{records}: no such records file")
-    n_ok, errors = validate_file(records)
+    if records.is_dir():
+        records = records / "records.jsonl"
+        if not records.exists():
+            _fail(f"{records.parent}: not a run directory (no records.jsonl in it)")
+    n_ok, errors, n_problems = check_file(records)
     for e in errors:
-        console.print(f"[red]{e}[/red]", highlight=False)
-    console.print(f"{records}: {n_ok} valid records, {len(errors)} problem(s)")
-    if errors:
+        console.print(f"[red]{escape(e)}[/red]", highlight=False)
+    more = f" ({n_problems - len(errors)} more not shown)" if n_problems > len(errors) else ""
+    console.print(f"{records}: {n_ok} valid records, {n_problems} problem(s){more}", highlight=False)
+    if n_problems:
         raise typer.Exit(2)
 
 
 @app.command()
 def render(
     task: str = typer.Argument(..., help="Task id, e.g. salbench.visual_referring.syn@n=30"),
-    out: Path = typer.Option(Path("stimuli"), help="Folder for the PNGs."),
+    out: Optional[Path] = typer.Option(None, help="Folder for the PNGs and index.json (default: a folder per task "
+                                                  "and seed under the perceptbench cache, printed at the end)."),
     limit: int = typer.Option(12, help="How many test stimuli to render."),
-    seed: int = typer.Option(0),
+    seed: int = typer.Option(0, help="The run seed: stimuli, splits and position shuffles are those a `run` with "
+                                     "this --seed shows."),
 ) -> None:
     """Write the human-facing images of a task's test stimuli as PNG (what a VLM is shown)."""
     import json
@@ -184,11 +299,19 @@ def render(
     from .sources import SourceError
     from .tasks import get_task
 
+    if out is not None:
+        _check_out(out, "dir")
     try:
         t = get_task(task)
         stimuli = [s for s in t.stimuli(seed) if s.split == "test"][:limit]
     except (KeyError, ValueError, SourceError) as e:
         _fail(e)
+    if out is None:
+        import re
+
+        from .sources.fetch import cache_dir
+
+        out = cache_dir() / "stimuli" / f"{re.sub(r'[^A-Za-z0-9._=@,-]+', '_', t.task_id)}-seed{seed}"
     out.mkdir(parents=True, exist_ok=True)
     index = []
     for s in stimuli:
@@ -283,22 +406,40 @@ def show(
 
 @app.command()
 def tasks() -> None:
-    """List the tasks, their settings and human references."""
+    """List the tasks, their settings and human references.
+
+    Task ids are never broken across lines, whatever the terminal width: a wide terminal
+    gets a table whose id column does not wrap, a narrow one a list with each id on a line
+    of its own."""
     from .tasks.registry import DEFAULT_BATTERY, NOT_RUNNABLE, list_tasks
 
-    t = Table(title="tasks")
-    for c in ("task_id", "principle/track", "response", "encoder readout", "settings (default)", "human reference",
-              "default run", "description"):
-        t.add_column(c, overflow="fold")
+    rows = []
     for cls in list_tasks():
         settings = ", ".join(f"{k}={v} ({'|'.join(cls.allowed.get(k, ['any']))})" for k, v in cls.defaults.items())
-        t.add_row(cls.base_id, f"{cls.principle}/{cls.track}", cls.response_space, cls.encoder_readout,
-                  settings or "-", cls().human_ref_id, "yes" if cls.base_id in DEFAULT_BATTERY else "",
-                  cls.description)
+        rows.append((cls.base_id, f"{cls.principle}/{cls.track}", cls.response_space, cls.encoder_readout,
+                     settings or "-", cls().human_ref_id, "yes" if cls.base_id in DEFAULT_BATTERY else "",
+                     cls.description))
     for tid, why in NOT_RUNNABLE.items():
-        t.add_row(tid, "", "", "", "", "", "not runnable", why)
-    console.print(t)
-    console.print("Variants: BASE@key=value[,key=value], e.g. similarity.chart.mark_color@kernel=l5")
+        rows.append((tid, "", "", "", "", "", "not runnable", why))
+    cols = ("task_id", "principle/track", "response", "encoder readout", "settings (default)", "human reference",
+            "default run", "description")
+    id_width = max(len(r[0]) for r in rows)
+    if console.width >= id_width + 150:
+        t = Table(title="tasks")
+        t.add_column(cols[0], no_wrap=True, min_width=id_width)
+        for c in cols[1:]:
+            t.add_column(c, no_wrap=c == "human reference")  # the others wrap at word boundaries
+        for r in rows:
+            t.add_row(*(escape(x) for x in r))
+        console.print(t)
+    else:
+        for r in rows:
+            console.print(f"[bold]{escape(r[0])}[/bold]", soft_wrap=True)  # never wrapped: copy-pasteable
+            for name, value in zip(cols[1:], r[1:]):
+                if value:
+                    console.print(f"    {name}: {escape(value)}", highlight=False)
+    console.print("Variants: BASE@key=value[,key=value], e.g.", highlight=False)
+    console.print("similarity.chart.mark_color@kernel=l5", soft_wrap=True, highlight=False)
 
 
 @app.command()
@@ -357,7 +498,11 @@ def sources_verify(source: Optional[List[str]] = typer.Argument(None)) -> None:
 
     from .sources.fetch import MIRROR_ENV, ChecksumError, cache_dir
 
-    where = f"mirror {os.environ[MIRROR_ENV]}" if os.environ.get(MIRROR_ENV) else f"cache {cache_dir()}"
+    mirror = os.environ.get(MIRROR_ENV)
+    if mirror and not Path(mirror).is_dir():
+        _fail(f"{MIRROR_ENV}={mirror}: the mirror directory does not exist. Point {MIRROR_ENV} at the data "
+              f"mirror, or unset it to use the download cache {cache_dir()}.")
+    where = f"mirror {mirror}" if mirror else f"cache {cache_dir()}"
     bad = 0
     for sid in source or list(SOURCES):
         files = get_source(sid).files

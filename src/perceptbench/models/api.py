@@ -114,6 +114,30 @@ def _parse_retry_after(value: str | None) -> float | None:
     return max(0.0, when.timestamp() - time.time())
 
 
+def _is_loopback(url: str) -> bool:
+    """Whether ``url`` points at this machine (localhost, 127.0.0.0/8, ::1)."""
+    import ipaddress
+
+    host = httpx.URL(url).host
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def _is_refused(e: BaseException) -> bool:
+    """Whether a transport error is a refused TCP connection (nothing listens on the port)."""
+    seen = set()
+    while e is not None and id(e) not in seen:
+        seen.add(id(e))
+        if isinstance(e, ConnectionRefusedError) or "connection refused" in str(e).lower():
+            return True
+        e = e.__cause__ or e.__context__
+    return False
+
+
 def _is_retryable_status(status: int) -> bool:
     return status in RETRY_STATUS or 500 <= status <= 599
 
@@ -160,9 +184,10 @@ class _HTTPVLM(abc.ABC):
         self.extra_body = dict(extra_body or {})
         if self.key_required and not os.environ.get(api_key_env):
             raise ModelLoadError(
-                f"{self.provider}: environment variable {api_key_env} is not set (the API key is "
-                "read only from the environment)"
+                f"{self._label()} model {self.model!r}: environment variable {api_key_env} is not set (the API "
+                "key is read only from the environment)"
             )
+        self._retry_announced = False
         self._client = httpx.Client(
             timeout=httpx.Timeout(self.timeout),
             limits=httpx.Limits(max_connections=self.concurrency, max_keepalive_connections=self.concurrency),
@@ -186,6 +211,20 @@ class _HTTPVLM(abc.ABC):
 
     def _base_for_repr(self) -> str:  # overridden
         return ""
+
+    def _label(self) -> str:
+        """The provider as the user named it (messages only; ``provider`` stays in settings)."""
+        return self.provider
+
+    def _announce_retry(self, rs: tenacity.RetryCallState, url: str) -> None:
+        """One warning line per adapter for the first retry; later retries are logged at DEBUG."""
+        why = self._redact(str(rs.outcome.exception())) if rs.outcome else "?"
+        if not self._retry_announced:
+            self._retry_announced = True
+            log.warning("%s: request to %s failed (%s); retrying quietly (up to %d retries per request, "
+                        "backoff up to %.0f s)", self._label(), url, why, self.max_retries, self.backoff_max)
+        else:
+            log.debug("%s: attempt %d to %s failed (%s); retrying", self._label(), rs.attempt_number, url, why)
 
     def close(self) -> None:
         """Close the HTTP client (connections); the adapter is unusable afterwards."""
@@ -213,7 +252,17 @@ class _HTTPVLM(abc.ABC):
         def once() -> dict:
             nonlocal attempts
             attempts += 1
-            resp = self._client.post(url, headers=headers, json=body)
+            try:
+                resp = self._client.post(url, headers=headers, json=body)
+            except httpx.ConnectError as e:
+                if _is_loopback(url) and _is_refused(e):
+                    raise APIError(
+                        f"{self._label()}: nothing is listening at {url} (connection refused on a loopback "
+                        "address; not retried). Start the server first (e.g. `transformers serve DIR --port P`, "
+                        "ready when GET /health answers 200) or check the URL and port.",
+                        provider=self.provider, url=url, status=None, attempts=attempts,
+                    ) from None
+                raise
             if resp.status_code >= 400:
                 text = self._redact(resp.text[:500])
                 if _is_retryable_status(resp.status_code):
@@ -222,7 +271,7 @@ class _HTTPVLM(abc.ABC):
                     on_error(resp.status_code, text)
                 raise APIError(
                     self._redact(
-                        f"{self.provider} request to {url} failed with HTTP {resp.status_code} "
+                        f"{self._label()} request to {url} failed with HTTP {resp.status_code} "
                         f"(not retried): {text}"
                     ),
                     provider=self.provider, url=url, status=resp.status_code, attempts=attempts,
@@ -231,7 +280,7 @@ class _HTTPVLM(abc.ABC):
                 data = resp.json()
             except ValueError:
                 raise APIError(
-                    self._redact(f"{self.provider} response from {url} is not JSON: {resp.text[:200]!r}"),
+                    self._redact(f"{self._label()} response from {url} is not JSON: {resp.text[:200]!r}"),
                     provider=self.provider, url=url, status=resp.status_code, attempts=attempts,
                 ) from None
             return data
@@ -242,11 +291,7 @@ class _HTTPVLM(abc.ABC):
             ),
             stop=tenacity.stop_after_attempt(self.max_retries + 1),
             wait=self._wait,
-            before_sleep=lambda rs: log.warning(
-                "%s: attempt %d to %s failed (%s); retrying",
-                self.provider, rs.attempt_number, url,
-                self._redact(str(rs.outcome.exception())) if rs.outcome else "?",
-            ),
+            before_sleep=lambda rs: self._announce_retry(rs, url),
             reraise=True,
         )
         try:
@@ -254,7 +299,7 @@ class _HTTPVLM(abc.ABC):
         except _RetryableHTTP as e:
             raise APIError(
                 self._redact(
-                    f"{self.provider} request to {url} failed with HTTP {e.status} after {attempts} "
+                    f"{self._label()} request to {url} failed with HTTP {e.status} after {attempts} "
                     f"attempts ({self.max_retries} retries): {e.body[:300]}"
                 ),
                 provider=self.provider, url=url, status=e.status, attempts=attempts,
@@ -262,7 +307,7 @@ class _HTTPVLM(abc.ABC):
         except (httpx.TimeoutException, httpx.TransportError) as e:
             raise APIError(
                 self._redact(
-                    f"{self.provider} request to {url} failed after {attempts} attempts "
+                    f"{self._label()} request to {url} failed after {attempts} attempts "
                     f"({self.max_retries} retries): {type(e).__name__}: {e}"
                 ),
                 provider=self.provider, url=url, status=None, attempts=attempts,
@@ -390,6 +435,7 @@ class OpenAICompatibleVLM(_HTTPVLM):
         query_server: bool = True,
     ) -> None:
         self.base_url = str(base_url).rstrip("/")
+        self._provider_label = "openai" if httpx.URL(self.base_url).host == "api.openai.com" else self.provider
         self.max_tokens_field = max_tokens_field
         self.key_required = bool(require_key)
         self.max_top_logprobs = int(max_top_logprobs)
@@ -473,6 +519,9 @@ class OpenAICompatibleVLM(_HTTPVLM):
 
     def _base_for_repr(self) -> str:
         return self.base_url
+
+    def _label(self) -> str:
+        return self._provider_label
 
     def _headers(self) -> dict:
         h = {"Content-Type": "application/json"}

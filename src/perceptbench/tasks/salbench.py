@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
+from collections.abc import Mapping
 
 import numpy as np
 
@@ -77,6 +78,54 @@ def distractor_group(n: int | None) -> str:
     from ..metrics.saliency import distractor_bin
 
     return "unknown" if n is None else distractor_bin(int(n))
+
+
+class LazySearchMeta(Mapping):
+    """``Stimulus.meta`` of a synthetic search array, computed on first use.
+
+    Holds the plan's fields (feature, difficulty, generator seed and index) from the
+    start; the fields that need the rendered array (``bbox`` as [x_min, y_min, x_max,
+    y_max] inclusive pixels, ``bbox_text``, ``n_distractors``, ``object_category``,
+    ``shape``, ``difference``) are filled by :meth:`fill` from a rendered
+    :class:`~perceptbench.stimuli.search_arrays.SearchStimulus`, or by rendering once
+    (``make()``) on the first look-up of a missing key.  The image itself is never kept."""
+
+    KEYS = ("feature", "difficulty", "bbox", "bbox_text", "n_distractors", "object_category", "shape",
+            "difference", "generator_seed", "generator_index")
+
+    def __init__(self, make, static: dict):
+        self._make = make
+        self._d = dict(static)
+        self._filled = False
+
+    def fill(self, st) -> None:
+        """Take the rendered array's metadata (not its image)."""
+        from ..stimuli import search_arrays as sa
+
+        if not self._filled:
+            self._d.update({"bbox": list(st.target_bbox), "bbox_text": sa.format_box_text(st.target_bbox),
+                            "n_distractors": st.n_distractors, "object_category": st.object_category,
+                            "shape": st.shape, "difference": round(float(st.difference), 4)})
+            self._filled = True
+
+    def _full(self) -> dict:
+        if not self._filled:
+            self.fill(self._make())
+        return self._d
+
+    def __getitem__(self, key):
+        if key in self._d:
+            return self._d[key]
+        return self._full()[key]
+
+    def __iter__(self):
+        return iter([k for k in self.KEYS if k in self._full()])
+
+    def __len__(self) -> int:
+        return len(self._full())
+
+    def __repr__(self) -> str:
+        return f"LazySearchMeta({self._d!r}{'' if self._filled else ', not rendered yet'})"
 
 
 class SalBenchTask(Task):
@@ -245,18 +294,22 @@ class SalBenchTask(Task):
         return out
 
     def _stimulus_from_search(self, make, split, feat, diff, gseed, i) -> Stimulus:
+        """A synthetic stimulus that renders nothing until it is used.
+
+        Its metadata (target box, distractor count, shape ...) comes from the rendered
+        array, so it is filled by the first ``render()`` or the first metadata look-up
+        (:class:`LazySearchMeta`); only the metadata is kept, never the image, so memory
+        does not grow with the number of stimuli."""
         from ..stimuli import search_arrays as sa
 
-        st = make()  # rendered once here for its metadata; render() re-renders on demand
-        meta = {"feature": feat, "difficulty": diff, "bbox": list(st.target_bbox),
-                "bbox_text": sa.format_box_text(st.target_bbox), "n_distractors": st.n_distractors,
-                "object_category": st.object_category, "shape": st.shape,
-                "difference": round(float(st.difference), 4), "generator_seed": gseed, "generator_index": i}
+        meta = LazySearchMeta(make, {"feature": feat, "difficulty": diff, "generator_seed": gseed,
+                                     "generator_index": i})
         kind = self.kind
 
         def render():
-            img = make().image
-            return sa.draw_red_box(img, st.target_bbox) if kind == "visual_referring" else img
+            st = make()
+            meta.fill(st)
+            return sa.draw_red_box(st.image, st.target_bbox) if kind == "visual_referring" else st.image
 
         sid = f"{'probe-' if split == 'probe_train' else ''}p3syn-{i:05d}"
         stim = Stimulus(sid, split, render=render, ground_truth=[sa.FEATURE_LABEL[feat]],
