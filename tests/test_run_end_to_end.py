@@ -67,7 +67,7 @@ def test_default_run_writes_valid_records_and_scores(demo):
     acc = next(r for r in rows if r["model"] == "efficientnet-lite0" and r["metric"] == "accuracy"
                and r["task_id"] == "closure.nat.silhouette")
     assert float(acc["ci_low"]) <= float(acc["value"]) <= float(acc["ci_high"])
-    assert "ceiling_kappa_pairwise_mean@all" in stdout
+    assert "ceiling = mean pairwise observer kappa@test" in stdout  # the headline names its reference
 
 
 def test_score_recomputes_identical_table_without_torch(demo, tmp_path):
