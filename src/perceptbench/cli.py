@@ -1,6 +1,6 @@
 """The ``perceptbench`` command line.
 
-Light commands (``tasks``, ``models``, ``score``, ``sources``, ``validate``) import no
+Light commands (``tasks``, ``models``, ``score``, ``sources``, ``validate``, ``report``) import no
 torch; only ``run`` loads model back-ends, and only for models it needs."""
 
 from __future__ import annotations
@@ -111,6 +111,7 @@ def run(
                       "cache (no model call)")
     _print_scores(rows, all_rows)
     console.print(f"records: {out / 'records.jsonl'}\nscores:  {out / 'scores.csv'} (+ scores.json)")
+    console.print(f"report:  perceptbench report {out} --out {out / 'report.html'}  (HTML page with the figures)")
 
 
 @app.command()
@@ -136,6 +137,27 @@ def score(
         _fail(e)
     _print_scores(rows, all_rows)
     console.print(f"scores: {out or records.with_name('scores.csv')}")
+
+
+@app.command()
+def report(
+    run_dirs: List[Path] = typer.Argument(..., help="Run directories (records.jsonl [+ scores.json]); several are "
+                                                     "merged by trial id."),
+    out: Optional[Path] = typer.Option(None, "--out", help="HTML file (default: report.html in the first run "
+                                                           "directory); a Markdown summary is written beside it."),
+) -> None:
+    """Write one self-contained HTML page (figures inline) and a Markdown summary from
+    trial records and scores alone (imports no torch, runs no model)."""
+    from .records import RecordError
+    from .reports.html import write_report
+
+    out = out or (run_dirs[0] if run_dirs[0].is_dir() else run_dirs[0].parent) / "report.html"
+    try:
+        res = write_report(run_dirs, out)
+    except (RecordError, ValueError, KeyError, OSError) as e:
+        _fail(e)
+    console.print(f"report: {res.html_path} ({res.n_models} model(s), {res.n_tasks} task(s), {res.n_figures} "
+                  f"figures)\nsummary: {res.md_path}")
 
 
 @app.command()
