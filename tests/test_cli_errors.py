@@ -28,6 +28,14 @@ def test_missing_mirror_names_the_file(tmp_path):
                         "--task", "similarity.chart.mark_color", "--no-progress"], capture_output=True, text=True,
                        env=env)
     assert p.returncode == 2
+    assert "nowhere: the mirror directory does not exist" in p.stdout and "unset it" in p.stdout
+    assert not (tmp_path / "r").exists()
+    (tmp_path / "empty").mkdir()  # the mirror exists but lacks the file: that file is named
+    env["PERCEPTBENCH_MIRROR"] = str(tmp_path / "empty")
+    p = subprocess.run([sys.executable, "-m", "perceptbench.cli", "run", "--out", str(tmp_path / "r"),
+                        "--task", "similarity.chart.mark_color", "--no-progress"], capture_output=True, text=True,
+                       env=env)
+    assert p.returncode == 2
     assert "color-tm.txt is not in the mirror" in p.stdout and "https://raw.githubusercontent.com" in p.stdout
     assert not (tmp_path / "r").exists()
 
@@ -58,3 +66,4 @@ def test_missing_model_directory(tmp_path):
     p = cli("run", "--out", str(tmp_path / "r"), "--task", "similarity.chart.mark_color",
             "--model", f"hf:{tmp_path}/no-such-model", "--no-progress")
     assert p.returncode == 2 and "no such model directory" in p.stdout
+    assert not (tmp_path / "r").exists()  # resolved before the run directory is created

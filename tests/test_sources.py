@@ -27,6 +27,39 @@ def test_checksum_mismatch_names_file_and_both_hashes(tmp_path, monkeypatch, mir
         resolve(sf)
     msg = str(e.value)
     assert str(bad) in msg and sf.sha256 in msg and "got" in msg
+    # mirror mode never downloads: the remedy must not be "delete the file to re-download"
+    assert "Delete the file" not in msg and "re-download" not in msg and "replace the file" in msg and sf.url in msg
+
+
+def test_checksum_mismatch_in_cache_says_delete_and_fetch(tmp_path, monkeypatch, mirror):
+    sf = get_source("demiralp2014-kernels").files[0]
+    monkeypatch.delenv("PERCEPTBENCH_MIRROR")
+    monkeypatch.setenv("PERCEPTBENCH_CACHE", str(tmp_path))
+    bad = tmp_path / sf.path
+    bad.parent.mkdir(parents=True)
+    bad.write_bytes((mirror / sf.path).read_bytes() + b"0")
+    with pytest.raises(ChecksumError, match="Delete the file and run `perceptbench sources fetch`"):
+        resolve(sf, download=False)
+
+
+def test_missing_mirror_directory_is_named(tmp_path, monkeypatch):
+    sf = get_source("demiralp2014-kernels").files[0]
+    monkeypatch.setenv("PERCEPTBENCH_MIRROR", str(tmp_path / "nowhere"))
+    with pytest.raises(MissingSourceError, match="nowhere: the mirror directory does not exist"):
+        resolve(sf)
+
+
+def test_sources_verify_and_fetch_name_a_missing_mirror(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "PERCEPTBENCH_MIRROR": str(tmp_path / "nowhere"), "COLUMNS": "300"}
+    for cmd in (["verify"], ["fetch"]):
+        p = subprocess.run([sys.executable, "-m", "perceptbench.cli", "sources", *cmd], capture_output=True,
+                           text=True, env=env)
+        assert p.returncode != 0 and "the mirror directory does not exist" in p.stdout, p.stdout
+        assert "sources fetch" not in p.stdout.split("does not exist")[1]
 
 
 def test_missing_source_says_how_to_fetch(tmp_path, monkeypatch):

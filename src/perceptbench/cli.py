@@ -28,10 +28,8 @@ def _print_scores(rows, all_rows: bool = False) -> None:
     for c in ("task", "model", "metric", "value", "CI", "n", "null", "note"):
         t.add_column(c, overflow="fold")
     for r in rows:
-        ci = "" if r.ci_low is None else f"[{r.ci_low:.3f}, {r.ci_high:.3f}]"
-        val = f"{r.value:.0f}" if float(r.value).is_integer() and (r.metric.startswith("n_") or
-                                                                    r.metric in ("capacity_k", "replicates")) \
-            else f"{r.value:.3f}"
+        ci = format_ci(r.ci_low, r.ci_high)
+        val = format_value(r.metric, r.value)
         cells = [r.task_id, r.model, r.metric, val, ci, str(r.n), str(r.n_null or 0), r.note]
         t.add_row(*(escape(c) for c in cells))
     console.print(t)
@@ -71,6 +69,51 @@ def _print_headline(rows) -> None:
                   "metric definitions: docs/metrics.md")
 
 
+def _finite(x) -> bool:
+    import math
+
+    return x is not None and math.isfinite(float(x))
+
+
+def format_value(metric: str, value) -> str:
+    """A score value as printed: counts as integers, every other metric with 3 decimals,
+    an undefined (NaN) value as ``undefined`` (the reason is in the row's note)."""
+    if not _finite(value):
+        return "undefined"
+    if float(value).is_integer() and (metric.startswith("n_") or metric in ("capacity_k", "replicates", "skipped")):
+        return f"{value:.0f}"
+    return f"{value:.3f}"
+
+
+def format_ci(low, high) -> str:
+    """``[low, high]`` with 3 decimals; empty when there is no interval or it is undefined
+    (never ``[nan, nan]``)."""
+    if not (_finite(low) and _finite(high)):
+        return ""
+    return f"[{low:.3f}, {high:.3f}]"
+
+
+def _check_out(out: Path, must_be: str) -> None:
+    """One-line error unless ``--out`` can be what the command writes (``dir`` or ``file``)."""
+    if must_be == "dir" and out.exists() and not out.is_dir():
+        _fail(f"--out {out} is a file; --out must be a directory (a new one, or one this command wrote before)")
+    if must_be == "file" and out.is_dir():
+        _fail(f"--out {out} is a directory; --out must be the path of the scores CSV file "
+              f"(e.g. {out / 'scores.csv'})")
+    parent = out.parent
+    while not parent.exists() and parent != parent.parent:
+        parent = parent.parent
+    if parent.exists() and not parent.is_dir():
+        _fail(f"--out {out}: {parent} is a file, so nothing can be written below it")
+
+
+def _count_records(path: Path) -> int:
+    try:
+        return path.read_bytes().count(b"\n")
+    except OSError:
+        return 0
+
+
 def _fail(msg) -> None:
     if isinstance(msg, KeyError) and msg.args:
         msg = msg.args[0]
@@ -96,11 +139,20 @@ def run(
     from .sources import SourceError
     from .tasks.registry import DEFAULT_BATTERY
 
+    _check_out(out, "dir")
     cfg = RunConfig(out=out, tasks=task or DEFAULT_BATTERY, models=model or ("efficientnet-lite0",),
                     seed=seed, batch_size=batch_size)
+    records_file = out / "records.jsonl"
+    before = _count_records(records_file)
     try:
         summary = do_run(cfg, progress=progress, console=console)
-        rows = score_file(out / "records.jsonl")
+        rows = score_file(records_file)
+    except KeyboardInterrupt:
+        after = _count_records(records_file)
+        console.print(f"interrupted: {after - before} records written in this run ({after} in {records_file}); "
+                      "every written trial is kept. Rerun the same command to resume where it stopped.",
+                      highlight=False)
+        raise typer.Exit(130)
     except (ValueError, KeyError, ModelLoadError, SourceError, RecordError, RuntimeError, OSError,
             ImportError) as e:
         _fail(e)
@@ -116,27 +168,82 @@ def run(
 
 @app.command()
 def score(
-    records: Path = typer.Argument(..., help="records.jsonl"),
-    out: Optional[Path] = typer.Option(None, help="scores.csv path (default: beside the records)."),
+    records: List[Path] = typer.Argument(..., help="Run directories or records.jsonl files; several are merged by "
+                                                   "trial id first (see `perceptbench merge`)."),
+    out: Optional[Path] = typer.Option(None, help="scores.csv path (default: beside the records; required for "
+                                                  "several runs)."),
     seed: Optional[int] = typer.Option(None, help="Bootstrap seed (default: the records' seed)."),
     parser: str = typer.Option("default", help="default: first option named counts; strict: ambiguous answers are null."),
-    all_rows: bool = typer.Option(False, "--all-rows"),
+    all_rows: bool = typer.Option(False, "--all-rows", help="Print every score row (per-observer, per-difficulty, "
+                                                            "notes), not only the headline metrics."),
 ) -> None:
     """Recompute scores.csv from trial records alone (imports no torch)."""
     from .records import RecordError, has_torn_tail
-    from .scoring import score_file
+    from .runs import load_runs, records_path
+    from .scoring import score_file, score_records, write_scores
 
-    if records.exists() and has_torn_tail(records):
-        console.print(f"[yellow]warning:[/yellow] {records}: the last line is a torn write (crash); it is "
-                      "not a complete record and is left out. A rerun of `perceptbench run` removes it.")
-    if out is None and parser != "default":
-        out = records.with_name(f"scores.{parser}.csv")  # never overwrite the default table silently
+    if out is not None:
+        _check_out(out, "file")
     try:
-        rows = score_file(records, out, seed, parser)
+        files = [records_path(p) for p in records]
+    except RecordError as e:
+        _fail(e)
+    for f in files:
+        if has_torn_tail(f):
+            console.print(f"[yellow]warning:[/yellow] {f}: the last line is a torn write (crash); it is "
+                          "not a complete record and is left out. A rerun of `perceptbench run` removes it.")
+    if len(files) > 1 and out is None:
+        _fail("--out is required when scoring several runs: the path of the merged scores CSV file")
+    if out is None and parser != "default":
+        out = files[0].with_name(f"scores.{parser}.csv")  # never overwrite the default table silently
+    try:
+        if len(files) == 1:
+            rows = score_file(files[0], out, seed, parser)
+        else:
+            rows = score_records(load_runs(files), seed, parser)
+            write_scores(rows, out)
     except (RecordError, ValueError, KeyError) as e:
         _fail(e)
     _print_scores(rows, all_rows)
-    console.print(f"scores: {out or records.with_name('scores.csv')}")
+    console.print(f"scores: {out or files[0].with_name('scores.csv')}")
+
+
+@app.command()
+def merge(
+    runs: List[Path] = typer.Argument(..., help="Run directories or records.jsonl files of one seed."),
+    out: Path = typer.Option(..., help="New run directory for the merged records.jsonl and run.json."),
+) -> None:
+    """Merge runs of one seed into a new run directory (identical trials once; conflicts refused).
+
+    Two records with one trial id must agree in every field but run_meta.run_id; records of
+    different seeds are refused. Score the result with `perceptbench score OUT`."""
+    import json
+    import time
+
+    from . import __version__
+    from .records import RecordError, RecordStore
+    from .runs import load_runs, records_path
+
+    _check_out(out, "dir")
+    if out.is_dir() and any(out.iterdir()):
+        _fail(f"--out {out} is not empty; --out must be a new (or empty) directory for the merged run")
+    try:
+        sources = [records_path(p) for p in runs]
+        merged = load_runs(sources)
+    except RecordError as e:
+        _fail(e)
+    out.mkdir(parents=True, exist_ok=True)
+    seed = merged[0].run_meta.seed
+    with RecordStore(out / "records.jsonl") as store:
+        store.append(merged)
+    tmp = out / "run.json.tmp"
+    tmp.write_text(json.dumps({"seed": seed, "package_version": __version__,
+                               "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                               "merged_from": [str(p.resolve()) for p in sources]}, indent=1))
+    tmp.replace(out / "run.json")
+    n_in = sum(_count_records(p) for p in sources)
+    console.print(f"merged {len(sources)} runs (seed {seed}): {len(merged)} distinct trials from {n_in} records "
+                  f"into {out / 'records.jsonl'}; score with: perceptbench score {out}", highlight=False)
 
 
 @app.command()
@@ -163,24 +270,31 @@ def report(
 @app.command()
 def validate(records: Path = typer.Argument(..., help="records.jsonl")) -> None:
     """Validate a records file against the trial-record schema, field for field."""
-    from .records import validate_file
+    from .records import check_file
 
     if not records.exists():
         _fail(f"{records}: no such records file")
-    n_ok, errors = validate_file(records)
+    if records.is_dir():
+        records = records / "records.jsonl"
+        if not records.exists():
+            _fail(f"{records.parent}: not a run directory (no records.jsonl in it)")
+    n_ok, errors, n_problems = check_file(records)
     for e in errors:
-        console.print(f"[red]{e}[/red]", highlight=False)
-    console.print(f"{records}: {n_ok} valid records, {len(errors)} problem(s)")
-    if errors:
+        console.print(f"[red]{escape(e)}[/red]", highlight=False)
+    more = f" ({n_problems - len(errors)} more not shown)" if n_problems > len(errors) else ""
+    console.print(f"{records}: {n_ok} valid records, {n_problems} problem(s){more}", highlight=False)
+    if n_problems:
         raise typer.Exit(2)
 
 
 @app.command()
 def render(
     task: str = typer.Argument(..., help="Task id, e.g. salbench.visual_referring.syn@n=30"),
-    out: Path = typer.Option(Path("stimuli"), help="Folder for the PNGs."),
+    out: Optional[Path] = typer.Option(None, help="Folder for the PNGs and index.json (default: a folder per task "
+                                                  "and seed under the perceptbench cache, printed at the end)."),
     limit: int = typer.Option(12, help="How many test stimuli to render."),
-    seed: int = typer.Option(0),
+    seed: int = typer.Option(0, help="The run seed: stimuli, splits and position shuffles are those a `run` with "
+                                     "this --seed shows."),
 ) -> None:
     """Write the human-facing images of a task's test stimuli as PNG (what a VLM is shown)."""
     import json
@@ -189,11 +303,19 @@ def render(
     from .sources import SourceError
     from .tasks import get_task
 
+    if out is not None:
+        _check_out(out, "dir")
     try:
         t = get_task(task)
         stimuli = [s for s in t.stimuli(seed) if s.split == "test"][:limit]
     except (KeyError, ValueError, SourceError) as e:
         _fail(e)
+    if out is None:
+        import re
+
+        from .sources.fetch import cache_dir
+
+        out = cache_dir() / "stimuli" / f"{re.sub(r'[^A-Za-z0-9._=@,-]+', '_', t.task_id)}-seed{seed}"
     out.mkdir(parents=True, exist_ok=True)
     index = []
     for s in stimuli:
@@ -282,7 +404,11 @@ def sources_verify(source: Optional[List[str]] = typer.Argument(None)) -> None:
 
     from .sources.fetch import MIRROR_ENV, ChecksumError, cache_dir
 
-    where = f"mirror {os.environ[MIRROR_ENV]}" if os.environ.get(MIRROR_ENV) else f"cache {cache_dir()}"
+    mirror = os.environ.get(MIRROR_ENV)
+    if mirror and not Path(mirror).is_dir():
+        _fail(f"{MIRROR_ENV}={mirror}: the mirror directory does not exist. Point {MIRROR_ENV} at the data "
+              f"mirror, or unset it to use the download cache {cache_dir()}.")
+    where = f"mirror {mirror}" if mirror else f"cache {cache_dir()}"
     bad = 0
     for sid in source or list(SOURCES):
         files = get_source(sid).files

@@ -173,12 +173,13 @@ def parse_record_line(line: str, where: str = "<string>") -> TrialRecord:
         raise RecordError(f"{where}: field {loc}: {first['msg']}") from None
 
 
-def validate_file(path: str | os.PathLike, max_errors: int = 50) -> tuple[int, list[str]]:
-    """Check every line of a records file; returns (valid record count, error messages).
+def check_file(path: str | os.PathLike, max_errors: int = 50) -> tuple[int, list[str], int]:
+    """Check every line of a records file; returns (valid record count, the first
+    ``max_errors`` problem messages, the total number of problems).
 
     Unlike :func:`read_records` it does not stop at the first problem: each bad line,
-    duplicate ``trial_id``, torn final line and mixed ``run_meta.seed`` per task is listed
-    (up to ``max_errors``)."""
+    duplicate ``trial_id``, torn final line and mixed ``run_meta.seed`` per task is a
+    problem, and so is a file without a single record (an empty file is not a run)."""
     path = Path(path)
     data = path.read_bytes()
     lines = data.split(b"\n")
@@ -206,7 +207,16 @@ def validate_file(path: str | os.PathLike, max_errors: int = 50) -> tuple[int, l
     for task, ss in seeds.items():
         if len(ss) > 1:
             errors.append(f"{path}: task {task} mixes run_meta.seed values {sorted(ss)}")
-    return n_ok, errors[:max_errors]
+    if n_ok == 0 and not errors:
+        errors.append(f"{path}: holds no trial records (empty file)")
+    return n_ok, errors[:max_errors], len(errors)
+
+
+def validate_file(path: str | os.PathLike, max_errors: int = 50) -> tuple[int, list[str]]:
+    """(valid record count, up to ``max_errors`` problem messages); see :func:`check_file`,
+    which also returns how many problems there are in all."""
+    n_ok, errors, _ = check_file(path, max_errors)
+    return n_ok, errors
 
 
 def has_torn_tail(path: str | os.PathLike) -> bool:

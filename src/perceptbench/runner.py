@@ -147,6 +147,24 @@ class _EncoderRunner:
         return written
 
 
+def resolve_models(cfg: RunConfig, load_model: Callable) -> dict[str, object]:
+    """Resolve every model spec of a run before its directory is created.
+
+    A new run directory (no ``records.jsonl`` with records yet) will need every model, so
+    each one is loaded here, before anything is written: a missing model directory or
+    weights package, an unknown timm name, a bad open_clip tag, or an install without the
+    ``models`` extra then fail with nothing on disk, and a rerun with another seed is not
+    refused over a directory the failed run left behind.  When resuming an existing run,
+    models load lazily (only those with missing trials), as before.
+
+    Returns ``{model argument: loaded model}``; raises what ``load_model`` raises
+    (:class:`~perceptbench.models.base.ModelLoadError` naming the model)."""
+    records = Path(cfg.out) / "records.jsonl"
+    if records.exists() and records.stat().st_size > 0:
+        return {}
+    return {arg: load_model(arg) for arg in dict.fromkeys(cfg.models)}
+
+
 def run(cfg: RunConfig, *, progress: bool = True, load_model: Callable | None = None,
         console=None) -> RunSummary:
     """Run tasks x models into ``cfg.out``; returns what was written and skipped.
@@ -168,6 +186,7 @@ def run(cfg: RunConfig, *, progress: bool = True, load_model: Callable | None = 
     if len(set(names)) != len(names):
         raise ValueError(f"two models share a short name: {names}; name them with SHORT=SPEC")
     task_stimuli = [(task, task.stimuli(cfg.seed)) for task in tasks]
+    preloaded = resolve_models(cfg, load_model)
     _check_run_json(out, cfg)
     with RecordStore(out / "records.jsonl") as store:
         versions: dict[str, set[str]] = {}
@@ -194,7 +213,7 @@ def run(cfg: RunConfig, *, progress: bool = True, load_model: Callable | None = 
                       TimeElapsedColumn(), disable=not progress, console=console) as bar:
             bars = [bar.add_task(f"{task.task_id} | {name}", total=len(pending))
                     for task, _, _, name, pending in plan]
-            models: dict[str, object] = {}
+            models: dict[str, object] = dict(preloaded)
             for (task, stimuli, arg, name, pending), ptask in zip(plan, bars):
                 if arg not in models:
                     bar.update(ptask, description=f"loading {name} ...")

@@ -10,7 +10,7 @@ import os
 from collections import defaultdict
 from pathlib import Path
 
-from .records import TrialRecord, read_records
+from .records import RecordError, TrialRecord, read_records
 from .tasks import get_task
 from .tasks.base import ScoreRow
 
@@ -86,14 +86,20 @@ def write_scores(rows: list[ScoreRow], csv_path: str | os.PathLike) -> tuple[Pat
     plus note, bootstrap draws/drops and seed).  Both are written to a temporary file and
     renamed, so a crash never leaves a half-written table."""
     csv_path = Path(csv_path)
+    if csv_path.is_dir():
+        raise ValueError(f"--out {csv_path} is a directory; --out must be the path of the scores CSV file "
+                         f"(e.g. {csv_path / 'scores.csv'})")
     csv_path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = csv_path.with_suffix(".csv.tmp")
-    with open(tmp, "w", newline="") as f:
-        w = csv.writer(f)
-        w.writerow(ScoreRow.CSV_COLUMNS)
-        for r in rows:
-            w.writerow([_fmt(getattr(r, c)) for c in ScoreRow.CSV_COLUMNS])
-    os.replace(tmp, csv_path)
+    tmp = csv_path.with_name(csv_path.name + ".tmp")
+    try:
+        with open(tmp, "w", newline="") as f:
+            w = csv.writer(f)
+            w.writerow(ScoreRow.CSV_COLUMNS)
+            for r in rows:
+                w.writerow([_fmt(getattr(r, c)) for c in ScoreRow.CSV_COLUMNS])
+        os.replace(tmp, csv_path)
+    finally:
+        tmp.unlink(missing_ok=True)
     json_path = csv_path.with_suffix(".json")
     tmpj = json_path.with_suffix(".json.tmp")
 
@@ -107,8 +113,15 @@ def write_scores(rows: list[ScoreRow], csv_path: str | os.PathLike) -> tuple[Pat
 
 def score_file(records_path: str | os.PathLike, out_csv: str | os.PathLike | None = None,
                seed: int | None = None, parser_mode: str = "default") -> list[ScoreRow]:
-    """Read, validate and score a records file; write scores.csv/json next to it (or to out_csv)."""
+    """Read, validate and score a records file; write scores.csv/json next to it (or to out_csv).
+
+    Raises :class:`~perceptbench.records.RecordError` for an invalid or empty records file
+    (an empty file is not a run: it would score to an empty table), ValueError for an
+    ``out_csv`` that is a directory."""
     records_path = Path(records_path)
-    rows = score_records(read_records(records_path), seed, parser_mode)
+    records = read_records(records_path)
+    if not records:
+        raise RecordError(f"{records_path}: holds no trial records (empty file); nothing to score")
+    rows = score_records(records, seed, parser_mode)
     write_scores(rows, out_csv or records_path.with_name("scores.csv"))
     return rows

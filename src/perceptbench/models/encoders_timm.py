@@ -34,7 +34,9 @@ checkpoint that does not fit.
 
 from __future__ import annotations
 
+import os
 import re
+import socket
 from pathlib import Path
 from typing import Sequence
 
@@ -96,6 +98,7 @@ class TimmEncoder:
             self.model_version = f"timm:{arch}+sha256:{sha256_of_file(checkpoint_path)}"
             weights = "checkpoint"
         elif pretrained:
+            check_pretrained_reachable(model_name)
             try:
                 self.model = timm.create_model(model_name, pretrained=True, num_classes=0)
             except Exception as e:
@@ -171,6 +174,76 @@ class TimmEncoder:
 
     def __repr__(self) -> str:
         return f"TimmEncoder(name={self.name!r}, model_version={self.model_version!r})"
+
+
+def _hub_host() -> tuple[str, int]:
+    from urllib.parse import urlparse
+
+    u = urlparse(os.environ.get("HF_ENDPOINT") or "https://huggingface.co")
+    return u.hostname or "huggingface.co", u.port or (80 if u.scheme == "http" else 443)
+
+
+def hub_unreachable_reason(timeout: float = 3.0) -> str | None:
+    """Why the Hugging Face hub cannot be reached, or None when it can.
+
+    ``HF_HUB_OFFLINE`` (any value but empty/0/false) is a reason by itself; otherwise one
+    TCP connection to the hub host (``HF_ENDPOINT`` or huggingface.co, port 443) is
+    tried with a ``timeout`` in seconds, so an offline machine is detected in well under a
+    second instead of after the hub client's retries."""
+    try:
+        from huggingface_hub import constants as hf_constants
+        offline_const = bool(getattr(hf_constants, "HF_HUB_OFFLINE", False))
+    except ImportError:  # pragma: no cover
+        offline_const = False
+    if offline_const or os.environ.get("HF_HUB_OFFLINE", "").strip().lower() not in ("", "0", "false", "no", "off"):
+        return "HF_HUB_OFFLINE is set"
+    host, port = _hub_host()
+    try:
+        socket.create_connection((host, port), timeout=timeout).close()
+    except OSError as e:
+        return f"{host}:{port} is not reachable ({type(e).__name__}: {e})"
+    return None
+
+
+def check_pretrained_reachable(model_name: str) -> None:
+    """Fail fast when timm's pretrained weights for ``model_name`` would need a download
+    that cannot happen.
+
+    Raises :class:`ModelLoadError` for an unknown architecture or pretrained tag, and
+    when the weights are not in the Hugging Face cache while the hub is unreachable
+    (see :func:`hub_unreachable_reason`); the message says how to pass a local weights
+    file (``timm:NAME@/path/to/weights``).  Returns None when loading may proceed."""
+    import timm
+    from timm.models import get_pretrained_cfg
+
+    try:
+        cfg = get_pretrained_cfg(model_name, allow_unregistered=False)
+    except RuntimeError as e:
+        known = "" if timm.is_model(model_name.split(".")[0]) else " (see timm.list_models())"
+        raise ModelLoadError(f"timm:{model_name}: {e}{known}") from None
+    hub_id = getattr(cfg, "hf_hub_id", None)
+    if hub_id and _cached_hub_commit(hub_id) is None and _cached_weights_file(hub_id) is None:
+        why = hub_unreachable_reason()
+        if why:
+            raise ModelLoadError(
+                f"timm:{model_name}: pretrained weights ({hub_id}) are not in the Hugging Face cache and {why}; "
+                f"pass a local weights file instead: --model timm:{model_name}@/path/to/weights.pth")
+
+
+def _cached_weights_file(hf_hub_id: str) -> str | None:
+    try:
+        from huggingface_hub import try_to_load_from_cache
+    except ImportError:  # pragma: no cover
+        return None
+    repo = hf_hub_id.split(":")[0]
+    for fname in ("model.safetensors", "open_clip_model.safetensors", "pytorch_model.bin"):
+        try:
+            path = try_to_load_from_cache(repo, fname)
+        except Exception:
+            continue
+        if isinstance(path, str):
+            return path
+    return None
 
 
 def _create(model_name: str, **kw):

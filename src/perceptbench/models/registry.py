@@ -31,7 +31,9 @@ MODEL_KINDS: tuple[ModelKind, ...] = (
     ModelKind("hf:", "hf:ORG/NAME[@REVISION] | hf:/local/dir", "encoder-or-vlm",
               "Hugging Face transformers: CLIP, SigLIP, DINOv2, ViT, ViTMAE, BEiT encoders; "
               "image-text-to-text VLMs (LLaVA, Idefics3/SmolVLM, Qwen2-VL ...)", "hf:openai/clip-vit-base-patch32"),
-    ModelKind("timm:", "timm:NAME", "encoder", "any timm model, pooled pre-logit features", "timm:resnet50.a1_in1k"),
+    ModelKind("timm:", "timm:NAME[@WEIGHTS_FILE]", "encoder",
+              "any timm model, pooled pre-logit features; hub weights, or a local timm-format weights file "
+              "(offline: fails at once when the weights are not cached)", "timm:resnet50.a1_in1k"),
     ModelKind("open_clip:", "open_clip:ARCH@PRETRAINED", "encoder", "open_clip image-text encoders",
               "open_clip:ViT-B-32@laion2b_s34b_b79k"),
     ModelKind("openai:", "openai:MODEL", "api", "OpenAI chat completions (OPENAI_API_KEY)", "openai:gpt-4o-mini"),
@@ -112,6 +114,12 @@ def load_model(arg: str):
             return _cls("perceptbench.models.vlm_hf:HFVLM")(repo, name=short, revision=rev or None)
         return _cls("perceptbench.models.encoders_hf:HFEncoder")(repo, name=short, revision=rev or None)
     if spec.kind == "timm":
+        arch, sep, weights = spec.ref.partition("@")
+        if sep:  # timm:NAME@/path/to/weights.pth: a local checkpoint, no hub
+            if not weights or not os.path.isfile(os.path.expanduser(weights)):
+                raise ModelLoadError(f"timm:{spec.ref}: no such weights file {weights!r}")
+            return _cls("perceptbench.models.encoders_timm:TimmEncoder")(
+                arch, name=short, checkpoint_path=os.path.expanduser(weights))
         return _cls("perceptbench.models.encoders_timm:TimmEncoder")(spec.ref, name=short)
     if spec.kind == "open_clip":
         arch, _, pretrained = spec.ref.partition("@")

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..records import RecordError, TrialRecord, read_records
+from ..runs import load_runs, records_path
 from ..tasks.base import ScoreRow
 
 
@@ -29,15 +30,6 @@ class ReportData:
     records: list[TrialRecord]
     scores: list[ScoreRow]
     scores_source: str
-
-
-def _records_path(d: Path) -> Path:
-    if d.is_file():
-        return d
-    p = d / "records.jsonl"
-    if not p.exists():
-        raise RecordError(f"{d}: no records.jsonl (is this a run directory written by `perceptbench run`?)")
-    return p
 
 
 def _read_scores_json(path: Path) -> list[ScoreRow]:
@@ -59,19 +51,13 @@ def load_report_data(paths: list[str | os.PathLike]) -> ReportData:
     if not dirs:
         raise ValueError("no run directory given")
     if len(dirs) == 1:
-        rp = _records_path(dirs[0])
+        rp = records_path(dirs[0])
         records = read_records(rp)
         sj = rp.with_name("scores.json")
         if sj.exists() and sj.stat().st_mtime >= rp.stat().st_mtime:
             return ReportData(dirs, records, _read_scores_json(sj), str(sj))
     else:
-        try:
-            from ..runs import load_runs
-        except ImportError:
-            raise ValueError("merging several run directories needs perceptbench.runs.load_runs "
-                             "(branch `newcomer`), which this build lacks; give one run directory") from None
-        merged = load_runs([_records_path(d).parent for d in dirs])
-        records = list(getattr(merged, "records", merged))
+        records = load_runs(dirs)
     from ..scoring import score_records
 
     return ReportData(dirs, records, score_records(records), "rescored from records")

@@ -39,15 +39,23 @@ def cache_dir() -> Path:
 _verified: dict[tuple[str, float, int], str] = {}
 
 
-def verify(sf: SourceFile, path: Path) -> Path:
-    """Check ``path`` against ``sf.sha256``; raises :class:`ChecksumError` naming both hashes."""
+def verify(sf: SourceFile, path: Path, *, in_mirror: bool = False) -> Path:
+    """Check ``path`` against ``sf.sha256``; raises :class:`ChecksumError` naming both hashes.
+
+    The remedy in the message depends on where the file is: a file in the read-only
+    mirror (``in_mirror``) must be replaced there (perceptbench never downloads into a
+    mirror); a cached file can be deleted so that the next fetch downloads it again."""
     st = path.stat()
     key = (str(path), st.st_mtime, st.st_size)
     actual = _verified.get(key) or sha256_file(path)
     if actual != sf.sha256:
+        fix = (f"The mirror ({MIRROR_ENV}) is used as is and nothing is downloaded into it: replace the file with "
+               f"a good copy from {sf.url}, or unset {MIRROR_ENV} to use the download cache."
+               if in_mirror else
+               "Delete the file and run `perceptbench sources fetch` to download it again.")
         raise ChecksumError(
             f"checksum mismatch for {path} (source file {sf.path}): expected sha256 {sf.sha256}, "
-            f"got {actual}. Delete the file to re-download, or fix the mirror.")
+            f"got {actual}. {fix}")
     _verified[key] = actual
     return path
 
@@ -86,12 +94,16 @@ def resolve(sf: SourceFile, *, download: bool = True) -> Path:
     """
     mirror = os.environ.get(MIRROR_ENV)
     if mirror:
+        if not Path(mirror).is_dir():
+            raise MissingSourceError(
+                f"{MIRROR_ENV}={mirror}: the mirror directory does not exist. Point {MIRROR_ENV} at the "
+                f"data mirror, or unset it to download into the cache {cache_dir()}.")
         p = Path(mirror) / sf.path
         if not p.exists():
             raise MissingSourceError(
                 f"{sf.path} is not in the mirror {mirror} ({MIRROR_ENV}); expected it at {p}. "
                 f"Unset {MIRROR_ENV} to download it from {sf.url}.")
-        return verify(sf, p)
+        return verify(sf, p, in_mirror=True)
     p = cache_dir() / sf.path
     if p.exists():
         return verify(sf, p)

@@ -1,0 +1,124 @@
+"""Several runs -> one list of trial records (merge by ``trial_id``).
+
+Two run directories of the same seed share their human records and may share model
+trials (a rerun into a new directory, or one model per machine).  :func:`load_runs`
+reads them all and merges by ``trial_id``:
+
+- **Identical duplicates collapse** to the first one read.  Two records are identical
+  when every field agrees except ``run_meta.run_id`` (which names the run that wrote
+  the record, so it differs between any two runs by construction).  Everything else
+  must agree: the response, raw output, ground truth, prompt hash, ``run_meta.seed``,
+  ``model_version``, ``stimulus_sha256``, ``settings`` (e.g. the batch size),
+  ``package_version`` and every other ``run_meta`` key.  A trial that differs in any of
+  these is not the same observation, so keeping either silently would hide a difference.
+- **Conflicting duplicates are refused**: :class:`~perceptbench.records.RecordError`
+  naming the trial id, the first differing field and both files.
+- **Different seeds are refused**: stimuli, splits and shuffles depend on the seed, so
+  records of two seeds do not describe the same trials; the error names both files and
+  their seeds.
+
+Reading never writes: the inputs are left as they are (a torn final line, the trace of
+a crash, is skipped as in :func:`perceptbench.records.read_records`).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Sequence
+
+from .records import RecordError, TrialRecord, read_records
+
+IGNORED_RUN_META: tuple[str, ...] = ("run_id",)
+"""``run_meta`` keys that may differ between identical duplicates (see the module docstring)."""
+
+
+def records_path(path: str | Path) -> Path:
+    """The ``records.jsonl`` of a run directory, or ``path`` itself when it is a file.
+
+    Raises :class:`~perceptbench.records.RecordError` when ``path`` does not exist or is
+    a directory without ``records.jsonl``."""
+    p = Path(path)
+    if p.is_dir():
+        f = p / "records.jsonl"
+        if not f.is_file():
+            raise RecordError(f"{p}: not a run directory (no records.jsonl in it)")
+        return f
+    if not p.exists():
+        raise RecordError(f"{p}: no such run directory or records file")
+    return p
+
+
+def _comparable(r: TrialRecord) -> dict[str, Any]:
+    d = r.model_dump(mode="json")
+    for k in IGNORED_RUN_META:
+        d["run_meta"].pop(k, None)
+    return d
+
+
+def _first_difference(a: dict, b: dict, prefix: str = "") -> str:
+    for k in list(a) + [k for k in b if k not in a]:
+        va, vb = a.get(k, "<absent>"), b.get(k, "<absent>")
+        if va != vb:
+            if isinstance(va, dict) and isinstance(vb, dict):
+                return _first_difference(va, vb, f"{prefix}{k}.")
+            return f"{prefix}{k} ({va!r} vs {vb!r})"
+    return "?"
+
+
+def load_runs(paths: Sequence[str | Path]) -> list[TrialRecord]:
+    """Read the records of several runs and merge them by ``trial_id``.
+
+    Parameters
+    ----------
+    paths:
+        Run directories (each holding ``records.jsonl``) or records files, in any mix.
+        The same seed throughout.
+
+    Returns
+    -------
+    list[TrialRecord]
+        Every distinct trial once, in the order first read (path by path, line by line).
+
+    Raises
+    ------
+    RecordError
+        No path given; a path that does not exist, is not a run directory, holds an
+        invalid record or holds no record at all; two records with one ``trial_id`` that
+        differ in a field other than ``run_meta.run_id`` (names the trial id, the field
+        and both files); records of different ``run_meta.seed`` values (names both files).
+    """
+    if not paths:
+        raise RecordError("no run directory or records file given")
+    merged: dict[str, TrialRecord] = {}
+    origin: dict[str, Path] = {}
+    comparable: dict[str, dict] = {}
+    first_seed: tuple[int, Path] | None = None
+    for p in paths:
+        f = records_path(p)
+        recs = read_records(f)
+        if not recs:
+            raise RecordError(f"{f}: holds no trial records (an empty records file is not a run)")
+        for r in recs:
+            s = r.run_meta.seed
+            if first_seed is None:
+                first_seed = (s, f)
+            elif s != first_seed[0]:
+                raise RecordError(
+                    f"{f} holds records of seed {s} but {first_seed[1]} of seed {first_seed[0]}: "
+                    "runs of different seeds show different stimuli and cannot be merged "
+                    "(score them separately)")
+            prev = merged.get(r.trial_id)
+            if prev is None:
+                merged[r.trial_id] = r
+                origin[r.trial_id] = f
+                continue
+            cur = _comparable(r)
+            if r.trial_id not in comparable:
+                comparable[r.trial_id] = _comparable(prev)
+            if cur != comparable[r.trial_id]:
+                diff = _first_difference(comparable[r.trial_id], cur)
+                raise RecordError(
+                    f"trial {r.trial_id!r} differs between {origin[r.trial_id]} and {f} in {diff}; "
+                    "conflicting trials cannot be merged (keep one run, or rerun the model under "
+                    "another short name)")
+    return list(merged.values())
