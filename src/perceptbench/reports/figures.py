@@ -46,7 +46,11 @@ def to_svg(fig) -> str:
     fig.savefig(buf, format="svg", bbox_inches="tight", metadata={"Date": None})
     plt.close(fig)
     s = buf.getvalue()
-    return s[s.index("<svg"):]
+    s = s[s.index("<svg"):]
+    a, b = s.find("<metadata>"), s.find("</metadata>")
+    if a >= 0 and b > a:  # RDF creator block: namespaces only, nothing a reader needs
+        s = s[:a] + s[b + len("</metadata>"):]
+    return s
 
 
 def _finite(x) -> bool:
