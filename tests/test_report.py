@@ -185,3 +185,23 @@ def test_report_merges_run_directories_and_refuses_other_seeds(tmp_path):
     assert not (tmp_path / "r2.html").exists()
     p = cli("report", str(tmp_path / "nope"))
     assert p.returncode == 2 and "nope" in p.stdout
+
+
+def test_paired_draws_reproduce_the_scorers_intervals(hostile_run):
+    """The count-matrix evaluation gives the scorers' own bootstrap intervals (Gestalt tasks;
+    SalBench's scorer resamples only the scorable trials, which cannot be paired)."""
+    from perceptbench.records import read_records
+    from perceptbench.reports.paired import model_draws
+
+    rows = {(r.task_id, r.model, r.metric): r for r in score_file(hostile_run / "records.jsonl",
+                                                                   hostile_run / "s2.csv")}
+    draws = model_draws(read_records(hostile_run / "records.jsonl"))
+    assert len(draws) >= 3 * 5
+    for (tid, m, metric), (point, d, _) in draws.items():
+        r = rows[(tid, m, metric)]
+        if tid.startswith("salbench."):
+            assert point == pytest.approx(r.value, abs=1e-12)
+            continue
+        assert point == pytest.approx(r.value, abs=1e-12)
+        lo, hi = np.percentile(d[np.isfinite(d)], [2.5, 97.5])
+        assert (lo, hi) == pytest.approx((r.ci_low, r.ci_high), abs=1e-9), (tid, m, metric)

@@ -77,11 +77,15 @@ def _index(rows):
     return {(r.task_id, r.model, r.metric): r for r in rows}
 
 
-def _models(rows, task_pred) -> list[str]:
+def _models(rows, task_pred, only: list[str] | None = None) -> list[str]:
+    """Non-human models with rows on the tasks ``task_pred`` accepts; in the order of
+    ``only`` and limited to it when given (figures show at most a declared few models)."""
     seen = []
     for r in rows:
         if task_pred(r.task_id) and not r.model.startswith("human:") and r.model not in seen:
             seen.append(r.model)
+    if only is not None:
+        seen = [m for m in only if m in seen]
     return seen
 
 
@@ -143,7 +147,7 @@ def matrix(heads: list[HeadlineRow], models: list[str], cols: list[tuple[str, st
 
 # ------------------------------------------------------------------ 2. accuracy vs kappa
 
-def dissociation(rows: list[ScoreRow]):
+def dissociation(rows: list[ScoreRow], labelled: list[str] | None = None):
     """Silhouette accuracy (x) vs error consistency kappa (y), 95% CIs both ways; the
     observers as grey points (accuracy@test, kappa_loo@test); the pairwise human ceiling
     as a band (its bootstrap CI) and a line (its mean)."""
@@ -176,13 +180,24 @@ def dissociation(rows: list[ScoreRow]):
         if hx:
             ax.scatter(hx, hy, s=22, color=HUMAN_GREY, marker="o", facecolors="none",
                        label=f"human observers (n={len(hx)}; kappa vs the other observers)")
-        for i, m in enumerate(models):
+        labelled = models if labelled is None else [m for m in labelled if m in models]
+        others = [m for m in models if m not in labelled]
+        ox, oy = [], []
+        for m in others:
+            a, k = ix.get((tid, m, "accuracy")), ix.get((tid, m, "kappa_pairwise"))
+            if a is not None and k is not None and _finite(a.value) and _finite(k.value):
+                ox.append(a.value)
+                oy.append(k.value)
+        if ox:
+            ax.scatter(ox, oy, s=12, color=OKABE_ITO[5], marker=".",
+                       label=f"{len(ox)} further models (point estimates; card and table give each)")
+        for i, m in enumerate(labelled):
             a, k = ix.get((tid, m, "accuracy")), ix.get((tid, m, "kappa_pairwise"))
             if a is None or k is None or not (_finite(a.value) and _finite(k.value)):
                 continue
             st = style(i)
             ax.errorbar(a.value, k.value, xerr=_err(a), yerr=_err(k), fmt=st["marker"], color=st["color"],
-                        ms=6, capsize=2, lw=1, label=m if len(models) <= 12 else None)
+                        ms=6, capsize=2, lw=1, label=m)
         ax.set_xlim(-0.02, 1.02)
         ax.set_xlabel("accuracy on silhouettes (proportion correct, 16-way)")
         ax.set_ylabel("error consistency kappa (unitless)")
@@ -193,7 +208,7 @@ def dissociation(rows: list[ScoreRow]):
 
 # ------------------------------------------------------------------ 3. a(k)
 
-def ak_curves(rows: list[ScoreRow]):
+def ak_curves(rows: list[ScoreRow], only: list[str] | None = None):
     """a(k) with 95% CIs per model, the 6-12 capacity band shaded, capacity_k and its
     interval as a marker with a horizontal bar, P(in band) printed in the legend."""
     tids = sorted({r.task_id for r in rows if r.task_id.split("@")[0] == "similarity.chart.series_count"})
@@ -203,7 +218,7 @@ def ak_curves(rows: list[ScoreRow]):
     with plt.rc_context(RC):
         fig, axes = plt.subplots(len(tids), 1, figsize=(7.2, 3.6 * len(tids)), squeeze=False)
         for ax, tid in zip(axes[:, 0], tids):
-            models = _models(rows, lambda t: t == tid)
+            models = _models(rows, lambda t: t == tid, only)
             ax.axvspan(CAPACITY_BAND[0], CAPACITY_BAND[1], color=HUMAN_GREY, alpha=0.15, lw=0,
                        label=f"human capacity band {CAPACITY_BAND[0]}-{CAPACITY_BAND[1]} series")
             for i, m in enumerate(models):
@@ -243,7 +258,7 @@ def ak_curves(rows: list[ScoreRow]):
 
 # ------------------------------------------------------------------ 4. mark colour
 
-def mark_color(rows: list[ScoreRow]):
+def mark_color(rows: list[ScoreRow], only: list[str] | None = None):
     """B per model (95% CI) per mark-colour task variant, the position floor as a line, and
     the other kernels' B against the task's kernel as grey points: the reference's own
     spread."""
@@ -251,7 +266,7 @@ def mark_color(rows: list[ScoreRow]):
     if not tids:
         return None
     ix = _index(rows)
-    models = _models(rows, lambda t: t in tids)
+    models = _models(rows, lambda t: t in tids, only)
     with plt.rc_context(RC):
         fig, ax = plt.subplots(figsize=(max(5.0, 1.2 + 1.6 * len(tids)), 3.8))
         width = 0.7
@@ -289,7 +304,7 @@ def _sal_key(tid: str):
     return kind, split, int(p.get("shots", 0)), {k: v for k, v in p.items() if k != "shots"}
 
 
-def salbench_shots(rows: list[ScoreRow]):
+def salbench_shots(rows: list[ScoreRow], only: list[str] | None = None):
     """Exact match and mean F1 by shots (0/3/5) per SalBench task and model, nulls excluded
     (filled markers, 95% CI) and nulls-as-empty (open markers, lmms-eval convention)."""
     tids = sorted({r.task_id for r in rows if r.task_id.startswith("salbench.")})
@@ -297,7 +312,7 @@ def salbench_shots(rows: list[ScoreRow]):
         return None
     ix = _index(rows)
     kinds = sorted({_sal_key(t)[:2] for t in tids})
-    models = _models(rows, lambda t: t in tids)
+    models = _models(rows, lambda t: t in tids, only)
     with plt.rc_context(RC):
         fig, axes = plt.subplots(len(kinds), 2, figsize=(9.5, 2.9 * len(kinds)), squeeze=False)
         for row_i, (kind, split) in enumerate(kinds):
@@ -331,13 +346,13 @@ def salbench_shots(rows: list[ScoreRow]):
         return to_svg(fig)
 
 
-def salbench_categories(rows: list[ScoreRow]):
+def salbench_categories(rows: list[ScoreRow], only: list[str] | None = None):
     """Per-category F1 (nulls excluded, 95% CI) per SalBench task variant and model."""
     tids = sorted({r.task_id for r in rows if r.task_id.startswith("salbench.")})
     if not tids:
         return None
     ix = _index(rows)
-    models = _models(rows, lambda t: t in tids)
+    models = _models(rows, lambda t: t in tids, only)
     with plt.rc_context(RC):
         fig, axes = plt.subplots(len(tids), 1, figsize=(8.5, 2.5 * len(tids)), squeeze=False)
         for ax, tid in zip(axes[:, 0], tids):
@@ -363,7 +378,7 @@ def salbench_categories(rows: list[ScoreRow]):
         return to_svg(fig)
 
 
-def salbench_breakdowns(rows: list[ScoreRow]):
+def salbench_breakdowns(rows: list[ScoreRow], only: list[str] | None = None):
     """Exact match by difficulty, by feature x difficulty (synthetic) and by distractor
     count (natural), nulls excluded, 95% CI; one panel per task variant and grouping."""
     tids = sorted({r.task_id for r in rows if r.task_id.startswith("salbench.")})
@@ -379,7 +394,7 @@ def salbench_breakdowns(rows: list[ScoreRow]):
                 panels.append((tid, g, keys))
     if not panels:
         return None
-    models = _models(rows, lambda t: t in tids)
+    models = _models(rows, lambda t: t in tids, only)
     with plt.rc_context(RC):
         fig, axes = plt.subplots(len(panels), 1, figsize=(9.0, 2.6 * len(panels)), squeeze=False)
         for ax, (tid, g, keys) in zip(axes[:, 0], panels):

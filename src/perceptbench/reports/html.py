@@ -27,6 +27,9 @@ PRIMARY = {"closure.nat.silhouette": ("B", "kappa_pairwise"), "similarity.chart.
 """Headline metrics shown in the model x task matrix (SalBench: exact_match; VSI: its first headline metric)."""
 
 N_EXAMPLES = 3
+MAX_FIGURE_MODELS = 8
+"""Point and curve figures draw at most this many models (the first in the matrix order; one
+Okabe-Ito colour each); the matrix, the cards and the tables show every model."""
 MAX_DIFF_ROWS = 200
 
 
@@ -169,11 +172,12 @@ def render_report(data: ReportData, title: str) -> tuple[str, str, int]:
     shown = diffs if len(diffs) <= MAX_DIFF_ROWS else (
         sorted(excl, key=lambda d: -abs(d.diff))[:MAX_DIFF_ROWS])
     vsi_rows = [r for r in data.scores if r.task_id.startswith("vsi.")]
+    few = models[:MAX_FIGURE_MODELS]
     figs = dict(
-        fig_matrix=F.matrix(heads, models, cols), fig_dissociation=F.dissociation(data.scores),
-        fig_ak=F.ak_curves(data.scores), fig_mark=F.mark_color(data.scores),
-        fig_sal_shots=F.salbench_shots(data.scores), fig_sal_cats=F.salbench_categories(data.scores),
-        fig_sal_break=F.salbench_breakdowns(data.scores), fig_forest=F.paired_forest(diffs),
+        fig_matrix=F.matrix(heads, models, cols), fig_dissociation=F.dissociation(data.scores, few),
+        fig_ak=F.ak_curves(data.scores, few), fig_mark=F.mark_color(data.scores, few),
+        fig_sal_shots=F.salbench_shots(data.scores, few), fig_sal_cats=F.salbench_categories(data.scores, few),
+        fig_sal_break=F.salbench_breakdowns(data.scores, few), fig_forest=F.paired_forest(diffs),
         fig_vsi=F.vsi_histograms(_vsi_samples(data)) if vsi_rows else None)
     n_fig = sum(v is not None for v in figs.values())
     figs = {k: (Markup(v) if v is not None else None) for k, v in figs.items()}  # matplotlib-escaped SVG
@@ -194,6 +198,9 @@ def render_report(data: ReportData, title: str) -> tuple[str, str, int]:
                    "that declare both; models without such a column last, then by name",
         cards=cards, diffs=diffs, diffs_shown=shown, n_excl=len(excl), diff_notes=diff_notes, vsi_rows=vsi_rows,
         run_dirs=[str(d) for d in data.run_dirs], n_examples=N_EXAMPLES,
+        few_note=(f"Figures 2-5 draw the first {len(few)} of the {len(models)} models in the matrix order "
+                  "(one colour each); the matrix, the cards and the tables give every model."
+                  if len(models) > len(few) else ""),
         vtext=value_text, fmt=fmt, rtext=lambda r: (fmt(r.value) + (f" [{fmt(r.ci_low)}, {fmt(r.ci_high)}]"
                                                                     if finite(r.ci_low) else "")),
         bar_left=lambda p: f"{25 + 50 * max(-0.5, min(1.5, p)):.1f}", **figs, **prov)

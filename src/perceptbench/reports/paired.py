@@ -1,11 +1,16 @@
 """Model vs model: paired-bootstrap differences on the headline metrics (issue 10, item 8).
 
 Every model answering the same stimuli of a task is resampled with the *same* index
-matrix (:func:`perceptbench.metrics.bootstrap.resample_indices`: seed, n, draws and, for
-series counting, the strata k), exactly as the scorers do, so the per-draw difference
+matrix (:func:`perceptbench.metrics.bootstrap.resample_indices`: seed, n and draws,
+unstratified, exactly as the scorers' headline rows), so the per-draw difference
 ``stat_a(draw) - stat_b(draw)`` is the paired bootstrap of the difference (seed 000
 D.5).  The interval is the 2.5th-97.5th percentile of the defined differences; a
 difference "excludes 0" when both bounds lie on the same side of 0.
+
+For the Gestalt tasks each model's own draws are exactly the scorer's (its interval in
+scores.csv).  SalBench's scorer resamples only a model's scorable (non-null) trials,
+which differ between models; here all shared stimuli are resampled and nulls are left
+out inside each draw, so both models of a pair see the same draws.
 
 Statistics (the same formulas as the scorers, recomputed from the records):
 accuracy / B / exact match = masked mean of ``correct`` over non-null trials (seed 000
@@ -21,9 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..metrics.agreement import masked_mean
 from ..metrics.bootstrap import N_BOOT_B, N_BOOT_KAPPA, resample_indices
-from ..metrics.error_consistency import kappa_pairwise_mean
 from ..records import TrialRecord
 
 
@@ -63,11 +66,51 @@ def _model_groups(records: list[TrialRecord]):
     return by_task
 
 
+def _counts(idx: np.ndarray, n: int) -> np.ndarray:
+    """How often each stimulus occurs in each draw: index matrix (d, n) -> counts (d, n) float64.
+    Every statistic here is a function of these counts, so one matrix product per model
+    evaluates it on all draws at once (the same values as indexing, in a fraction of the time)."""
+    d = idx.shape[0]
+    flat = (np.arange(d)[:, None] * n + idx).ravel()
+    return np.bincount(flat, minlength=d * n).reshape(d, n).astype(float)
+
+
+def _ratio(num: np.ndarray, den: np.ndarray) -> np.ndarray:
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(den > 0, num / np.where(den > 0, den, 1), np.nan)
+
+
+def _masked_mean_c(x: np.ndarray, valid: np.ndarray):
+    xv = np.where(valid, x, 0.0)
+    v = valid.astype(float)
+    return lambda C: _ratio(C @ xv, C @ v)
+
+
+def _kappa_pairwise_c(m: np.ndarray, obs: np.ndarray, valid: np.ndarray):
+    """Mean over observers of kappa(model, observer) on counts C (seed 000 Eq. 2; the same
+    definition as :func:`perceptbench.metrics.error_consistency.kappa_pairwise_mean`)."""
+    v = valid.astype(float)
+    agree = (m[None] * obs + (1 - m[None]) * (1 - obs)) * v[None]  # (J, n)
+
+    def stat(C):
+        den = C @ v
+        p_m = _ratio(C @ (m * v), den)
+        p_h = _ratio(C @ (obs * v[None]).T, den[:, None])
+        c_obs = _ratio(C @ agree.T, den[:, None])
+        c_exp = p_m[:, None] * p_h + (1 - p_m[:, None]) * (1 - p_h)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            k = (c_obs - c_exp) / (1 - c_exp)
+        k = np.where(np.isclose(c_exp, 1.0, rtol=0, atol=1e-12), np.nan, k)
+        ok = np.isfinite(k)
+        return _ratio(np.where(ok, k, 0).sum(1), ok.sum(1).astype(float))
+    return stat
+
+
 def _stats(base: str, rs: list[TrialRecord], humans: dict[str, list[TrialRecord]]):
-    """metric -> (function of an index matrix (d, n) -> (d,), number of draws)."""
+    """metric -> (function of a counts matrix (d, n) -> (d,), number of draws)."""
     correct = np.array([bool(r.correct) for r in rs], float)
     valid = np.array([r.response is not None and r.ground_truth is not None for r in rs])
-    acc = (lambda i: masked_mean(correct[i], valid[i]), N_BOOT_B)
+    acc = (_masked_mean_c(correct, valid), N_BOOT_B)
     if base == "closure.nat.silhouette":
         obs_models = sorted(m for m in humans if m.startswith("human:subject"))
         if not obs_models:
@@ -80,10 +123,9 @@ def _stats(base: str, rs: list[TrialRecord], humans: dict[str, list[TrialRecord]
         modal = [_mode([per[m][s].response for m in obs_models]) for s in sids]
         has = np.array([h is not None for h in modal])
         match = np.array([r.response is not None and r.response == h for r, h in zip(rs, modal)], float)
-        v_b = valid & has
         return {"accuracy": acc,
-                "B": (lambda i: masked_mean(match[i], v_b[i]), N_BOOT_B),
-                "kappa_pairwise": (lambda i: kappa_pairwise_mean(correct[i], obs[:, i], valid[i]), N_BOOT_KAPPA)}
+                "B": (_masked_mean_c(match, valid & has), N_BOOT_B),
+                "kappa_pairwise": (_kappa_pairwise_c(correct, obs, valid), N_BOOT_KAPPA)}
     if base == "similarity.chart.mark_color":
         return {"B": acc}
     if base == "similarity.chart.series_count":
@@ -95,50 +137,54 @@ def _stats(base: str, rs: list[TrialRecord], humans: dict[str, list[TrialRecord]
     return {}
 
 
-def paired_differences(records: list[TrialRecord]) -> tuple[list[PairedDiff], list[str]]:
-    """Paired differences for every pair of non-human models within each task and
-    headline metric.  Returns (differences, notes); a note names each pair that could not
-    be paired (different stimulus sets) instead of comparing unpaired resamples."""
-    out: list[PairedDiff] = []
-    notes: list[str] = []
+def model_draws(records: list[TrialRecord]) -> dict[tuple[str, str, str], tuple[float, np.ndarray, tuple]]:
+    """(task_id, model, metric) -> (point estimate, bootstrap draws (n_draws,), stimulus key)
+    for every non-human model and headline metric; draws use the scorers' resamples."""
+    out = {}
     for tid, models in sorted(_model_groups(records).items()):
         base = tid.split("@", 1)[0]
         humans = {m: rs for m, rs in models.items() if m.startswith("human:")}
         names = sorted(m for m in models if not m.startswith("human:"))
-        if len(names) < 2:
+        if not names:
             continue
-        seeds = {r.run_meta.seed for m in names for r in models[m]}
-        seed = min(seeds)
-        key = {m: tuple((r.stimulus_id, r.rep) for r in models[m]) for m in names}
-        groups: dict[tuple, list[str]] = defaultdict(list)
+        seed = min(r.run_meta.seed for m in names for r in models[m])
+        counts: dict[tuple, np.ndarray] = {}
         for m in names:
-            groups[key[m]].append(m)
+            rs = models[m]
+            key = tuple((r.stimulus_id, r.rep) for r in rs)
+            n = len(rs)
+            for metric, (fn, nd) in _stats(base, rs, humans).items():
+                ck = (key, nd)
+                if ck not in counts:
+                    counts[ck] = _counts(resample_indices(n, nd, seed), n)  # unstratified, as the scorers' rows
+                out[(tid, m, metric)] = (float(fn(np.ones((1, n)))[0]), np.asarray(fn(counts[ck]), float), key)
+    return out
+
+
+def paired_differences(records: list[TrialRecord]) -> tuple[list[PairedDiff], list[str]]:
+    """Paired differences for every pair of non-human models within each task and
+    headline metric.  Returns (differences, notes); a note names each task whose models
+    answered different stimulus sets (only models with the same stimuli are compared,
+    never unpaired resamples)."""
+    draws = model_draws(records)
+    by_tm: dict[tuple[str, str], list[str]] = defaultdict(list)
+    for (tid, m, metric) in draws:
+        by_tm[(tid, metric)].append(m)
+    out: list[PairedDiff] = []
+    notes: list[str] = []
+    for (tid, metric), models in sorted(by_tm.items()):
+        groups: dict[tuple, list[str]] = defaultdict(list)
+        for m in sorted(models):
+            groups[draws[(tid, m, metric)][2]].append(m)
         if len(groups) > 1:
-            notes.append(f"{tid}: {len(groups)} different stimulus sets among the models; only models with the "
-                         "same stimuli are compared")
-        for stim_key, members in groups.items():
-            if len(members) < 2:
-                continue
-            n = len(stim_key)
-            strata = (np.array([int(r.manipulated_value) for r in models[members[0]]])
-                      if base == "similarity.chart.series_count" else None)
-            draws: dict[tuple[str, str], np.ndarray] = {}
-            points: dict[tuple[str, str], float] = {}
-            idx_cache: dict[int, np.ndarray] = {}
-            for m in members:
-                for metric, (fn, nd) in _stats(base, models[m], humans).items():
-                    if nd not in idx_cache:
-                        idx_cache[nd] = resample_indices(n, nd, seed, strata)
-                    draws[(m, metric)] = np.asarray(fn(idx_cache[nd]), float)
-                    points[(m, metric)] = float(fn(np.arange(n)[None])[0])
-            metrics = sorted({k[1] for k in draws})
-            for metric in metrics:
-                for a, b in itertools.combinations(members, 2):
-                    if (a, metric) not in draws or (b, metric) not in draws:
-                        continue
-                    d = draws[(a, metric)] - draws[(b, metric)]
-                    ok = np.isfinite(d)
-                    lo, hi = (np.percentile(d[ok], [2.5, 97.5]) if ok.any() else (np.nan, np.nan))
-                    out.append(PairedDiff(tid, metric, a, b, points[(a, metric)] - points[(b, metric)],
-                                          float(lo), float(hi), n, len(d)))
+            notes.append(f"{tid} {metric}: {len(groups)} different stimulus sets among the models; only models "
+                         "with the same stimuli are compared")
+        for key, members in groups.items():
+            for a, b in itertools.combinations(members, 2):
+                pa, da, _ = draws[(tid, a, metric)]
+                pb, db, _ = draws[(tid, b, metric)]
+                d = da - db
+                ok = np.isfinite(d)
+                lo, hi = np.percentile(d[ok], [2.5, 97.5]) if ok.any() else (np.nan, np.nan)
+                out.append(PairedDiff(tid, metric, a, b, pa - pb, float(lo), float(hi), len(key), len(d)))
     return out, notes
