@@ -9,7 +9,8 @@ rows, every paired difference (N(N-1)/2 pairs x task x metric), the figures and 
 
     PYTHONPATH=src PERCEPTBENCH_MIRROR=... python benchmarks/bench_report.py [--models 45] [--repeats 3]
 
-The best of ``--repeats`` runs is reported (shared machine), and the median beside it.
+The best of ``--repeats`` runs is reported (shared machine), and the median beside it, with
+the process's CPU time and the load average (on a busy machine wall time exceeds CPU time).
 """
 
 from __future__ import annotations
@@ -42,11 +43,12 @@ def main() -> None:
         rows = score_file(d / "records.jsonl")
         t_score = time.perf_counter() - t0
         n_rec = sum(1 for _ in open(d / "records.jsonl"))
-        times = []
+        times, cpu = [], []
         for _ in range(args.repeats):
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), time.process_time()
             res = write_report([d], d / "report.html")
             times.append(time.perf_counter() - t0)
+            cpu.append(time.process_time() - c0)
         size = (d / "report.html").stat().st_size
     print(f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, python "
           f"{platform.python_version()}")
@@ -54,7 +56,8 @@ def main() -> None:
           f"(synthesised in {t_write:.1f} s, scored in {t_score:.1f} s, untimed)")
     print(f"report: {res.n_figures} figures, {size / 1e6:.2f} MB HTML")
     print(f"write_report: best {min(times):.2f} s, median {statistics.median(times):.2f} s over {len(times)} runs "
-          f"(target < 10 s)")
+          f"(target < 10 s); CPU time of this process best {min(cpu):.2f} s")
+    print(f"load average during the run: {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs (shared machine)")
 
 
 if __name__ == "__main__":

@@ -92,11 +92,16 @@ def _kappa_pairwise_c(m: np.ndarray, obs: np.ndarray, valid: np.ndarray):
     v = valid.astype(float)
     agree = (m[None] * obs + (1 - m[None]) * (1 - obs)) * v[None]  # (J, n)
 
+    obs_v = obs * v[None]
+
+    def cols(C, rows):  # C @ rows.T as one matrix-vector product per observer (BLAS gemm threads
+        return np.stack([C @ r for r in rows], axis=1)  # spin on a busy machine; gemv does not)
+
     def stat(C):
         den = C @ v
         p_m = _ratio(C @ (m * v), den)
-        p_h = _ratio(C @ (obs * v[None]).T, den[:, None])
-        c_obs = _ratio(C @ agree.T, den[:, None])
+        p_h = _ratio(cols(C, obs_v), den[:, None])
+        c_obs = _ratio(cols(C, agree), den[:, None])
         c_exp = p_m[:, None] * p_h + (1 - p_m[:, None]) * (1 - p_h)
         with np.errstate(invalid="ignore", divide="ignore"):
             k = (c_obs - c_exp) / (1 - c_exp)
@@ -180,11 +185,23 @@ def paired_differences(records: list[TrialRecord]) -> tuple[list[PairedDiff], li
             notes.append(f"{tid} {metric}: {len(groups)} different stimulus sets among the models; only models "
                          "with the same stimuli are compared")
         for key, members in groups.items():
-            for a, b in itertools.combinations(members, 2):
-                pa, da, _ = draws[(tid, a, metric)]
-                pb, db, _ = draws[(tid, b, metric)]
-                d = da - db
-                ok = np.isfinite(d)
-                lo, hi = np.percentile(d[ok], [2.5, 97.5]) if ok.any() else (np.nan, np.nan)
-                out.append(PairedDiff(tid, metric, a, b, pa - pb, float(lo), float(hi), len(key), len(d)))
+            if len(members) < 2:
+                continue
+            pairs = list(itertools.combinations(range(len(members)), 2))
+            D = np.stack([draws[(tid, m, metric)][1] for m in members])  # (models, draws)
+            ia = np.array([a for a, _ in pairs])
+            ib = np.array([b for _, b in pairs])
+            d = D[ia] - D[ib]  # (pairs, draws): one index matrix, so paired
+            if np.isfinite(d).all():
+                lo, hi = np.percentile(d, [2.5, 97.5], axis=1)
+            else:
+                lo, hi = np.full(len(pairs), np.nan), np.full(len(pairs), np.nan)
+                for j in range(len(pairs)):
+                    ok = np.isfinite(d[j])
+                    if ok.any():
+                        lo[j], hi[j] = np.percentile(d[j][ok], [2.5, 97.5])
+            for j, (a, b) in enumerate(pairs):
+                pa, pb = draws[(tid, members[a], metric)][0], draws[(tid, members[b], metric)][0]
+                out.append(PairedDiff(tid, metric, members[a], members[b], pa - pb, float(lo[j]), float(hi[j]),
+                                      len(key), d.shape[1]))
     return out, notes
