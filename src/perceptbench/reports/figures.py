@@ -139,6 +139,8 @@ def matrix(heads: list[HeadlineRow], models: list[str], cols: list[tuple[str, st
         for lab in ax.get_yticklabels()[:2]:
             lab.set_fontstyle("italic")
         ax.tick_params(length=0)
+        if len(labels) > 12:  # tall matrix: column labels on top as well
+            ax.tick_params(labeltop=True)
         cb = fig.colorbar(im, ax=ax, fraction=0.03, pad=0.01)
         cb.set_label("metric value (proportion; kappa unitless)")
         ax.set_title("Model x task: headline value [95% CI] with the floor/chance and the human ceiling")
@@ -209,50 +211,64 @@ def dissociation(rows: list[ScoreRow], labelled: list[str] | None = None):
 # ------------------------------------------------------------------ 3. a(k)
 
 def ak_curves(rows: list[ScoreRow], only: list[str] | None = None):
-    """a(k) with 95% CIs per model, the 6-12 capacity band shaded, capacity_k and its
-    interval as a marker with a horizontal bar, P(in band) printed in the legend."""
+    """a(k) with 95% CIs per model, the 6-12 capacity band shaded; below it, one line per
+    model with capacity_k and its 95% interval, P(in band) printed beside it."""
     tids = sorted({r.task_id for r in rows if r.task_id.split("@")[0] == "similarity.chart.series_count"})
     if not tids:
         return None
     ix = _index(rows)
     with plt.rc_context(RC):
-        fig, axes = plt.subplots(len(tids), 1, figsize=(7.2, 3.6 * len(tids)), squeeze=False)
-        for ax, tid in zip(axes[:, 0], tids):
+        sizes = [len(_models(rows, lambda t, tid=tid: t == tid, only)) for tid in tids]
+        ratios = []
+        for n in sizes:
+            ratios += [3.2, 0.35 + 0.28 * max(n, 1)]
+        fig, axes = plt.subplots(2 * len(tids), 1, figsize=(7.6, sum(ratios) + 0.6 * len(tids)),
+                                 gridspec_kw={"height_ratios": ratios, "hspace": 0.12}, squeeze=False)
+        for q, tid in enumerate(tids):
+            ax, axc = axes[2 * q, 0], axes[2 * q + 1, 0]
+            axc.sharex(ax)
             models = _models(rows, lambda t: t == tid, only)
-            ax.axvspan(CAPACITY_BAND[0], CAPACITY_BAND[1], color=HUMAN_GREY, alpha=0.15, lw=0,
-                       label=f"human capacity band {CAPACITY_BAND[0]}-{CAPACITY_BAND[1]} series")
+            for a_ in (ax, axc):
+                a_.axvspan(CAPACITY_BAND[0], CAPACITY_BAND[1], color=HUMAN_GREY, alpha=0.15, lw=0,
+                           label=f"human capacity band {CAPACITY_BAND[0]}-{CAPACITY_BAND[1]} series"
+                           if a_ is ax else None)
+            labels = []
             for i, m in enumerate(models):
                 pts = sorted((int(r.metric[4:-1]), r) for (t, mm, met), r in ix.items()
                              if t == tid and mm == m and met.startswith("a_k["))
-                if not pts:
-                    continue
                 st = style(i)
-                ks = np.array([k for k, _ in pts]) + (i - (len(models) - 1) / 2) * 0.12
-                v = np.array([r.value for _, r in pts])
-                lo = np.array([r.ci_low if _finite(r.ci_low) else np.nan for _, r in pts])
-                hi = np.array([r.ci_high if _finite(r.ci_high) else np.nan for _, r in pts])
+                if pts:
+                    ks = np.array([k for k, _ in pts]) + (i - (len(models) - 1) / 2) * 0.1
+                    v = np.array([r.value for _, r in pts])
+                    lo = np.array([r.ci_low if _finite(r.ci_low) else np.nan for _, r in pts])
+                    hi = np.array([r.ci_high if _finite(r.ci_high) else np.nan for _, r in pts])
+                    eb = ax.errorbar(ks, v, yerr=[np.nan_to_num(v - lo), np.nan_to_num(hi - v)], color=st["color"],
+                                     marker=st["marker"], ms=4, lw=1.4, capsize=2, elinewidth=0.8, label=m)
+                    for c in eb[2]:
+                        c.set_alpha(0.45)
                 cap = ix.get((tid, m, "capacity_k"))
                 prob = ix.get((tid, m, "capacity_in_band_prob"))
-                lab = m
+                y = len(models) - 1 - i
+                txt = "capacity_k undefined"
                 if cap is not None and _finite(cap.value):
-                    lab += f": capacity_k {cap.value:.0f} [{cap.ci_low:.0f}, {cap.ci_high:.0f}]"
-                elif cap is not None:
-                    lab += ": capacity_k undefined"
+                    if _finite(cap.ci_low):
+                        axc.plot([cap.ci_low, cap.ci_high], [y, y], color=st["color"], lw=2)
+                    axc.plot([cap.value], [y], marker=st["marker"], color=st["color"], ms=6)
+                    txt = f"capacity_k {cap.value:.0f} [{cap.ci_low:.0f}, {cap.ci_high:.0f}]"
                 if prob is not None:
-                    lab += f", P(in band) {prob.value:.2f}"
-                eb = ax.errorbar(ks, v, yerr=[np.nan_to_num(v - lo), np.nan_to_num(hi - v)], color=st["color"],
-                                 marker=st["marker"], ms=4, lw=1.4, capsize=2, elinewidth=0.8, label=lab)
-                for c in eb[2]:
-                    c.set_alpha(0.45)
-                if cap is not None and _finite(cap.value):
-                    y = 1.04 + 0.05 * i
-                    ax.plot([cap.ci_low, cap.ci_high], [y, y], color=st["color"], lw=2, clip_on=False)
-                    ax.plot([cap.value], [y], marker="|", ms=10, mew=2, color=st["color"], clip_on=False)
-            ax.set_ylim(-0.03, 1.0)
-            ax.set_xlabel("rendered series count k (number of colour series)")
+                    txt += f", P(in band) {prob.value:.2f}"
+                labels.append(f"{m}: {txt}")
+            ax.set_ylim(-0.03, 1.03)
             ax.set_ylabel("a(k): accuracy (proportion)")
-            ax.set_title(f"a(k) for {tid}; bars above the axes: capacity_k and its 95% interval", pad=22)
+            ax.set_title(f"a(k) for {tid} (95% CI per k)")
             ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1), frameon=False)
+            ax.tick_params(labelbottom=False)
+            axc.set_yticks(range(len(models)), labels[::-1], fontsize=7)
+            axc.yaxis.tick_right()
+            axc.set_ylim(-0.6, len(models) - 0.4)
+            axc.spines["left"].set_visible(False)
+            axc.set_xlabel("rendered series count k (number of colour series); lower panel: capacity_k, 95% CI")
+            axc.set_xlim(1.3, 16.7)
         return to_svg(fig)
 
 
@@ -289,7 +305,7 @@ def mark_color(rows: list[ScoreRow], only: list[str] | None = None):
                             label=m if j == 0 and len(models) <= 12 else None)
         ax.set_xticks(range(len(tids)), tids, rotation=15, ha="right")
         ax.set_ylim(0, 1)
-        ax.set_ylabel("B: agreement with the kernel's odd-one-out (proportion)")
+        ax.set_ylabel("B, agreement with the kernel (proportion)")
         ax.set_title("Mark colour odd-one-out: B vs the position floor and the kernels' spread")
         ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1), frameon=False)
         return to_svg(fig)

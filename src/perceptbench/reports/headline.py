@@ -272,6 +272,8 @@ def value_text(h: HeadlineRow) -> str:
     """'0.684 [0.577, 0.787]' (value and its 95% bootstrap CI)."""
     if h.metric == "skipped":
         return "skipped"
+    if not _finite(h.value):
+        return "undefined"
     d = 0 if h.metric == "capacity_k" and _finite(h.value) and float(h.value).is_integer() else 3
     s = fmt(h.value, d)
     if h.ci_low is not None:

@@ -27,7 +27,7 @@ PRIMARY = {"closure.nat.silhouette": ("B", "kappa_pairwise"), "similarity.chart.
 """Headline metrics shown in the model x task matrix (SalBench: exact_match; VSI: its first headline metric)."""
 
 N_EXAMPLES = 3
-MAX_FIGURE_MODELS = 8
+MAX_FIGURE_MODELS = 7
 """Point and curve figures draw at most this many models (the first in the matrix order; one
 Okabe-Ito colour each); the matrix, the cards and the tables show every model."""
 MAX_DIFF_ROWS = 200
@@ -199,7 +199,7 @@ def render_report(data: ReportData, title: str) -> tuple[str, str, int]:
         cards=cards, diffs=diffs, diffs_shown=shown, n_excl=len(excl), diff_notes=diff_notes, vsi_rows=vsi_rows,
         run_dirs=[str(d) for d in data.run_dirs], n_examples=N_EXAMPLES,
         few_note=(f"Figures 2-5 draw the first {len(few)} of the {len(models)} models in the matrix order "
-                  "(one colour each); the matrix, the cards and the tables give every model."
+                  "(one Okabe-Ito colour each, yellow left out: weak on white); the matrix, the cards and the tables give every model."
                   if len(models) > len(few) else ""),
         vtext=value_text, fmt=fmt, rtext=lambda r: (fmt(r.value) + (f" [{fmt(r.ci_low)}, {fmt(r.ci_high)}]"
                                                                     if finite(r.ci_low) else "")),
