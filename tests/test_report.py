@@ -205,3 +205,38 @@ def test_paired_draws_reproduce_the_scorers_intervals(hostile_run):
         assert point == pytest.approx(r.value, abs=1e-12)
         lo, hi = np.percentile(d[np.isfinite(d)], [2.5, 97.5])
         assert (lo, hi) == pytest.approx((r.ci_low, r.ci_high), abs=1e-9), (tid, m, metric)
+
+
+def test_vsi_section_from_vsi_score_rows(tmp_path):
+    """Score rows named as branch `vsi` / `vsi-analyses` write them give the VSI section: a
+    histogram from vsi_histogram rows, the insensitive fractions, the signal table and the
+    headline rows (median VSI with its IQR shown as such, not as a CI)."""
+    import json
+
+    from perceptbench.records import read_records
+    from perceptbench.reports.data import ReportData
+    from perceptbench.reports.html import render_report
+    from perceptbench.scoring import score_records
+
+    d = write_synthetic_run(tmp_path / "v", ["vlm-a"], tasks=("similarity.chart.mark_color",))
+    recs = read_records(d / "records.jsonl")
+    tid, cell = "vsi.salbench.syn", "[region_blur,sigma=20]"
+    edges = [0.0] + [10.0 ** e for e in np.arange(-4.0, 1.01, 0.5)] + [None]
+    vsi = [ScoreRow(tid, "vlm-a", "vsi_median" + cell, 0.02, 0.004, 0.3, 50, None, "nats; quartiles"),
+           ScoreRow(tid, "vlm-a", "insensitive_frac@0.05" + cell, 0.56, 0.42, 0.7, 50, None),
+           ScoreRow(tid, "vlm-a", "argmax_change_rate" + cell, 0.1, 0.04, 0.18, 50, None),
+           ScoreRow(tid, "vlm-a", "vsi_histogram" + cell, 50.0, None, None, 50, None,
+                    json.dumps({"edges_nats": edges, "counts": [3, 4, 5, 6, 7, 8, 6, 5, 3, 2, 1, 0]})),
+           ScoreRow(tid, "vlm-a", "auroc_vsi" + cell, 0.48, 0.35, 0.6, 50, 0),
+           ScoreRow(tid, "vlm-a", "signal_auroc[vsi,sigma=20]", 0.48, None, None, 50, 0),
+           ScoreRow(tid, "vlm-a", "signal_auroc[max_prob,sigma=20]", 0.61, None, None, 50, 0)]
+    data = ReportData([d], recs, score_records(recs) + vsi, "test")
+    html, md, n_fig = render_report(data, "vsi")
+    assert 'id="vsi"' in html and "signal_auroc" not in md
+    sec = html[html.index('id="vsi"'):html.index('id="cards"')]
+    assert sec.count("<svg") == 1 and "max_prob" in sec and "0.610" in sec and "56% below 0.05 nats" in sec
+    h = {x.metric: x for x in headline_rows(data.scores) if x.task_id == tid}
+    med = h["vsi_median" + cell]
+    assert med.ci_low is None and "IQR [0.004, 0.300] nats" in med.extra
+    au = h["auroc_vsi" + cell]
+    assert au.floor == 0.5 and "≤ chance" in au.flags

@@ -17,6 +17,7 @@ import math
 from collections import defaultdict
 
 import matplotlib
+import matplotlib.ticker
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
@@ -441,29 +442,49 @@ def salbench_breakdowns(rows: list[ScoreRow], only: list[str] | None = None):
 
 # ------------------------------------------------------------------ 6. VSI
 
-def vsi_histograms(samples_by_model: dict[str, list[float]], threshold: float = 0.05):
-    """Histogram of per-sample VSI (nats, log-spaced bins) per model, the 0.05-nat
-    insensitivity threshold as a line (seed 002 §3)."""
-    if not samples_by_model:
+def vsi_histograms(rows: list[ScoreRow], only: list[str] | None = None, threshold: float = 0.05):
+    """Histograms of per-sample VSI from the ``vsi_histogram[condition,sigma=S]`` score rows
+    (their note holds bin edges in nats and counts; branch ``vsi``), one panel per task and
+    condition, one step line per model, the 0.05-nat insensitivity threshold dashed (seed 002
+    §2.2).  Log x axis; the [0, 1e-4) bin is drawn at its upper edge's left, the open last bin
+    to the right of the last finite edge."""
+    import json
+
+    hist = [r for r in rows if r.task_id.startswith("vsi.") and r.metric.startswith("vsi_histogram[")]
+    panels: dict[tuple[str, str], list[ScoreRow]] = defaultdict(list)
+    for r in hist:
+        panels[(r.task_id, r.metric[len("vsi_histogram"):])].append(r)
+    if not panels:
         return None
     with plt.rc_context(RC):
-        fig, ax = plt.subplots(figsize=(7.0, 3.6))
-        allv = np.concatenate([np.asarray(v, float) for v in samples_by_model.values()])
-        allv = allv[np.isfinite(allv)]
-        lo = max(min(allv.min() if allv.size else 1e-4, threshold / 10), 1e-6)
-        hi = max(allv.max() if allv.size else 1.0, threshold * 10)
-        bins = np.logspace(np.log10(lo), np.log10(hi), 30)
-        for i, (m, v) in enumerate(sorted(samples_by_model.items())):
-            v = np.clip(np.asarray(v, float), lo, None)
-            frac = float(np.mean(v < threshold)) if v.size else float("nan")
-            ax.hist(v, bins=bins, histtype="step", lw=1.5, color=style(i)["color"],
-                    label=f"{m}: {frac:.0%} below {threshold}")
-        ax.axvline(threshold, color="black", ls="--", lw=1)
-        ax.set_xscale("log")
-        ax.set_xlabel("VSI = KL(p_clean || p_blurred) (nats, log scale)")
-        ax.set_ylabel("samples (count)")
-        ax.set_title(f"Visual Sensitivity Index per sample; dashed: insensitivity threshold {threshold} nats")
-        ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1), frameon=False)
+        fig, axes = plt.subplots(len(panels), 1, figsize=(7.6, 2.8 * len(panels)), squeeze=False)
+        for ax, ((tid, cell), rs) in zip(axes[:, 0], sorted(panels.items())):
+            models = [m for m in (only or [r.model for r in rs]) if any(r.model == m for r in rs)]
+            for i, m in enumerate(models):
+                r = next(x for x in rs if x.model == m)
+                try:
+                    h = json.loads(r.note)
+                    edges = [e for e in h["edges_nats"]]
+                    counts = np.asarray(h["counts"], float)
+                except (ValueError, KeyError, TypeError):
+                    continue
+                fin = [e for e in edges if e is not None and e > 0]
+                lo_edge, hi_edge = fin[0] / 10 ** 0.5, fin[-1] * 10 ** 0.5
+                xs = [lo_edge if (e is None or e <= 0) and j == 0 else (hi_edge if e is None else e)
+                      for j, e in enumerate(edges)]
+                frac = counts / max(counts.sum(), 1)
+                ins = next((x for x in rows if x.task_id == tid and x.model == m
+                            and x.metric == f"insensitive_frac@{threshold:g}{cell}"), None)
+                lab = m + (f": {ins.value:.0%} below {threshold:g} nats" if ins is not None and _finite(ins.value) else "")
+                ax.stairs(frac, xs, color=style(i)["color"], lw=1.6, label=lab)
+            ax.axvline(threshold, color="black", ls="--", lw=1)
+            ax.set_xscale("log")
+            ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda x, _: f"{x:g}"))
+            ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())  # mathtext is off: plain labels
+            ax.set_xlabel("VSI = KL(p_clean || p_blurred) (nats, log scale; outer bins open)")
+            ax.set_ylabel("share of samples (proportion)")
+            ax.set_title(f"{tid} {cell}: VSI per sample; dashed: {threshold:g} nats")
+            ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1), frameon=False)
         return to_svg(fig)
 
 

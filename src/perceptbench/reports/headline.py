@@ -222,12 +222,31 @@ def _salbench(ix: _Index, tid: str, m: str) -> list[HeadlineRow | None]:
 
 
 def _vsi(ix: _Index, tid: str, m: str) -> list[HeadlineRow | None]:
-    out = []
-    for metric, label in (("insensitive_fraction", "insensitive fraction (VSI < 0.05)"), ("vsi_mean", "mean VSI (nats)"),
-                          ("auroc_neg_vsi", "AUROC of -VSI for errors")):
-        floor = 0.5 if metric.startswith("auroc") else None
-        out.append(_make(ix, tid, m, metric, label, floor=floor, floor_label="chance 0.5" if floor else "",
-                         proportion=False, source="seed 002"))
+    """VSI task rows (branch ``vsi`` names): per region-blur cell the insensitive fraction at
+    0.05 nats, the median VSI (its ci columns are quartiles, shown as IQR, not as a CI), the
+    argmax-change rate, and the AUROC of -VSI for errors against chance 0.5 (seed 002 §2-§4)."""
+    sk = ix.get(tid, m, "skipped")
+    if sk is not None:
+        return [HeadlineRow(tid, m, "skipped", "skipped", float("nan"), None, None, sk.n, sk.n_null, None,
+                            source="seed 002", flags=(f"skipped: {sk.note}",))]
+    out: list[HeadlineRow | None] = []
+    mine = [r for r in ix.rows if r.task_id == tid and r.model == m]
+    for r in mine:
+        met = r.metric
+        if "[region" not in met:
+            continue
+        if met.startswith("insensitive_frac@0.05["):
+            out.append(_make(ix, tid, m, met, "insensitive fraction (VSI < 0.05 nats)", source="seed 002 §2.2"))
+        elif met.startswith("vsi_median["):
+            h = _make(ix, tid, m, met, "median VSI (nats)", proportion=False, source="seed 002 §2.2")
+            if h is not None:
+                iqr = f"IQR [{fmt(r.ci_low)}, {fmt(r.ci_high)}] nats (quartiles, not a CI)"
+                out.append(HeadlineRow(**{**h.__dict__, "ci_low": None, "ci_high": None, "extra": iqr}))
+        elif met.startswith("argmax_change_rate["):
+            out.append(_make(ix, tid, m, met, "argmax change rate", source="seed 002 §2.4"))
+        elif met.startswith("auroc_vsi["):
+            out.append(_make(ix, tid, m, met, "AUROC of -VSI for errors", floor=0.5, floor_label="chance 0.5",
+                             proportion=False, source="seed 002 §4"))
     return out
 
 

@@ -46,8 +46,9 @@ def _matrix_cols(heads: list[HeadlineRow]) -> list[tuple[str, str]]:
     cols: list[tuple[str, str]] = []
     for h in heads:
         want = PRIMARY.get(h.base_task, ("exact_match",) if h.base_task.startswith("salbench.") else
-                           ("insensitive_fraction",) if h.base_task.startswith("vsi.") else ())
-        if h.metric in want and (h.task_id, h.metric) not in cols:
+                           ("insensitive_frac@0.05[region_blur",) if h.base_task.startswith("vsi.") else ())
+        hit = h.metric in want or (h.base_task.startswith("vsi.") and h.metric.startswith(want))
+        if hit and (h.task_id, h.metric) not in cols:
             cols.append((h.task_id, h.metric))
     return sorted(cols, key=lambda c: (c[0], PRIMARY.get(c[0].split("@")[0], (c[1],)).index(c[1])
                                        if c[1] in PRIMARY.get(c[0].split("@")[0], ()) else 0))
@@ -106,21 +107,6 @@ def _provenance(data: ReportData):
                 human_prov=human_prov, skipped=skipped, examples=examples)
 
 
-def _vsi_samples(data: ReportData) -> dict[str, list[float]]:
-    """Per-sample VSI values by model, when the VSI records and their reader exist."""
-    if not any(r.task_id.startswith("vsi.") for r in data.records):
-        return {}
-    try:
-        from ..metrics.vsi import vsi_samples  # branch `vsi`
-    except ImportError:
-        return {}
-    out: dict[str, list[float]] = defaultdict(list)
-    for s in vsi_samples([r for r in data.records if r.task_id.startswith("vsi.")]):
-        if s.perturbation == "region":
-            out[s.model].append(s.vsi)
-    return dict(out)
-
-
 def _md_cell(s) -> str:
     return _html.escape(str(s)).replace("|", "\\|").replace("\n", " ")
 
@@ -171,14 +157,20 @@ def render_report(data: ReportData, title: str) -> tuple[str, str, int]:
     excl = [d for d in diffs if d.excludes_zero]
     shown = diffs if len(diffs) <= MAX_DIFF_ROWS else (
         sorted(excl, key=lambda d: -abs(d.diff))[:MAX_DIFF_ROWS])
-    vsi_rows = [r for r in data.scores if r.task_id.startswith("vsi.")]
+    vsi_rows = [r for r in data.scores if r.task_id.startswith("vsi.") and not r.metric.startswith("vsi_histogram")]
+    signal = defaultdict(dict)  # (task, model, cell) -> signal -> AUROC (branch vsi-analyses names)
+    for r in vsi_rows:
+        if r.metric.startswith("signal_auroc["):
+            sig, _, rest = r.metric[len("signal_auroc["):].partition(",")
+            signal[(r.task_id, r.model, rest.rstrip("]"))][sig] = r.value
+    signal_names = sorted({k for v in signal.values() for k in v})
     few = models[:MAX_FIGURE_MODELS]
     figs = dict(
         fig_matrix=F.matrix(heads, models, cols), fig_dissociation=F.dissociation(data.scores, few),
         fig_ak=F.ak_curves(data.scores, few), fig_mark=F.mark_color(data.scores, few),
         fig_sal_shots=F.salbench_shots(data.scores, few), fig_sal_cats=F.salbench_categories(data.scores, few),
         fig_sal_break=F.salbench_breakdowns(data.scores, few), fig_forest=F.paired_forest(diffs),
-        fig_vsi=F.vsi_histograms(_vsi_samples(data)) if vsi_rows else None)
+        fig_vsi=F.vsi_histograms(data.scores, few) if vsi_rows else None)
     n_fig = sum(v is not None for v in figs.values())
     figs = {k: (Markup(v) if v is not None else None) for k, v in figs.items()}  # matplotlib-escaped SVG
     cards = {m: [h for h in heads if h.model == m] for m in models}
@@ -196,6 +188,7 @@ def render_report(data: ReportData, title: str) -> tuple[str, str, int]:
         matrix_cols=cols, head_by={(h.task_id, h.metric, h.model): h for h in heads}, model_score=model_score,
         order_rule="descending mean position between floor (0) and human ceiling (1) over the matrix columns "
                    "that declare both; models without such a column last, then by name",
+        signal=sorted(signal.items()), signal_names=signal_names,
         cards=cards, diffs=diffs, diffs_shown=shown, n_excl=len(excl), diff_notes=diff_notes, vsi_rows=vsi_rows,
         run_dirs=[str(d) for d in data.run_dirs], n_examples=N_EXAMPLES,
         few_note=(f"Figures 2-5 draw the first {len(few)} of the {len(models)} models in the matrix order "
