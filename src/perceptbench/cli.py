@@ -259,6 +259,7 @@ def report(
     from .reports.html import write_report
 
     out = out or (run_dirs[0] if run_dirs[0].is_dir() else run_dirs[0].parent) / "report.html"
+    _check_out(out, "file")
     try:
         res = write_report(run_dirs, out)
     except (RecordError, ValueError, KeyError, OSError) as e:
