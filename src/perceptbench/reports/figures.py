@@ -293,9 +293,11 @@ def mark_color(rows: list[ScoreRow], only: list[str] | None = None):
                 ax.plot([j - 0.45, j + 0.45], [fl.value] * 2, color="black", ls="--", lw=1,
                         label="position floor" if j == 0 else None)
             kern = [(m, r) for (t, m, met), r in ix.items() if t == tid and m.startswith("human:kernel-") and met == "B"]
-            for q, (m, r) in enumerate(sorted(kern)):
+            for q, (m, r) in enumerate(sorted(kern, key=lambda x: x[1].value)):
                 ax.scatter([j + 0.38], [r.value], color=HUMAN_GREY, marker="_", s=120,
                            label="other kernels vs this kernel (reference spread)" if j == 0 and q == 0 else None)
+                ax.annotate(m.removeprefix("human:kernel-"), (j + 0.38, r.value), xytext=(8, 6 * (q % 2) - 3),
+                            textcoords="offset points", fontsize=6, color="#555555", va="center")
             for i, m in enumerate(models):
                 r = ix.get((tid, m, "B"))
                 if r is None:

@@ -108,7 +108,7 @@ def _provenance(data: ReportData):
 
 
 def _md_cell(s) -> str:
-    return _html.escape(str(s)).replace("|", "\\|").replace("\n", " ")
+    return _html.escape(str(s), quote=False).replace("|", "\\|").replace("\n", " ")
 
 
 def markdown_summary(data: ReportData, heads: list[HeadlineRow], diffs, title: str) -> str:
@@ -125,6 +125,13 @@ def markdown_summary(data: ReportData, heads: list[HeadlineRow], diffs, title: s
         lines.append("| " + " | ".join(_md_cell(x) for x in (
             h.task_id, h.model, h.metric, value_text(h), fmt(h.floor), fmt(h.ceiling), ratio,
             f"{h.n if h.n is not None else '-'} ({h.n_null or 0})", flags)) + " |")
+    refs = {}
+    for h in heads:
+        ref = "; ".join(x for x in (f"floor = {h.floor_label}" if h.floor_label else "",
+                                    f"ceiling = {h.ceiling_label}" if h.ceiling_label else "") if x)
+        if ref:
+            refs[(h.base_task, h.metric)] = ref
+    lines += [""] + [f"- {_md_cell(t)} {_md_cell(m)}: {_md_cell(r)}" for (t, m), r in refs.items()]
     excl = [d for d in diffs if d.excludes_zero]
     lines += ["", f"Paired differences: {len(excl)} of {len(diffs)} exclude 0."]
     for d in excl[:30]:
