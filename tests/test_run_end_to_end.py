@@ -67,7 +67,7 @@ def test_default_run_writes_valid_records_and_scores(demo):
     acc = next(r for r in rows if r["model"] == "efficientnet-lite0" and r["metric"] == "accuracy"
                and r["task_id"] == "closure.nat.silhouette")
     assert float(acc["ci_low"]) <= float(acc["value"]) <= float(acc["ci_high"])
-    assert "ceiling_kappa_pairwise_mean@all" in stdout
+    assert "ceiling = mean pairwise observer kappa@test" in stdout  # the headline names its reference
 
 
 def test_score_recomputes_identical_table_without_torch(demo, tmp_path):
@@ -78,7 +78,10 @@ def test_score_recomputes_identical_table_without_torch(demo, tmp_path):
             "assert 'torch' not in sys.modules, 'score imported torch'\n"
             "from perceptbench.cli import app as a; sys.argv=['perceptbench','tasks']\n"
             "try:\n    a()\nexcept SystemExit:\n    pass\n"
-            "assert 'torch' not in sys.modules, 'tasks imported torch'\nprint('NO_TORCH_OK')")
+            "assert 'torch' not in sys.modules, 'tasks imported torch'\n"
+            f"sys.argv=['perceptbench','report',{str(out)!r},'--out',{str(tmp_path / 'r.html')!r}]\n"
+            "try:\n    a()\nexcept SystemExit as e:\n    assert not e.code, e.code\n"
+            "assert 'torch' not in sys.modules, 'report imported torch'\nprint('NO_TORCH_OK')")
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert "NO_TORCH_OK" in p.stdout, p.stdout + p.stderr
     assert (tmp_path / "s.csv").read_text() == (out / "scores.csv").read_text()

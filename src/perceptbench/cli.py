@@ -1,6 +1,6 @@
 """The ``perceptbench`` command line.
 
-Light commands (``tasks``, ``models``, ``score``, ``sources``, ``validate``) import no
+Light commands (``tasks``, ``models``, ``score``, ``sources``, ``validate``, ``report``) import no
 torch; only ``run`` loads model back-ends, and only for models it needs."""
 
 from __future__ import annotations
@@ -21,37 +21,53 @@ sources_app = typer.Typer(no_args_is_help=True, help="Human-data sources: list, 
 app.add_typer(sources_app, name="sources")
 console = Console(width=None if sys.stdout.isatty() or os.environ.get("COLUMNS") else 150)
 
-HEADLINE = {"accuracy", "B", "kappa_aggregate", "kappa_pairwise", "position_floor", "capacity_k", "replicates",
-            "capacity_in_band_prob", "null_rate", "n_ambiguous", "n_unclosed_reasoning",
-            "ceiling_kappa_pairwise_mean@test", "ceiling_kappa_loo_mean@test", "observer_accuracy_mean@test",
-            "observer_B_mean@test", "ceiling_kappa_pairwise_mean@all", "ceiling_kappa_loo_mean@all",
-            "observer_accuracy_mean@all", "n_differ_min", "n_differ_max", "exact_match", "mean_f1",
-            "exact_match@nulls_excluded", "mean_f1@defined_categories", "kappa_over_ceiling", "B_over_ceiling",
-            "retrieval_top1", "retrieval_top3", "retrieval_chance_top1",
-            "retrieval_chance_top3", "skipped", "exact_match[difficulty=easy]", "exact_match[difficulty=medium]",
-            "exact_match[difficulty=hard]"}
-
-
 def _print_scores(rows, all_rows: bool = False) -> None:
+    if not all_rows:
+        _print_headline(rows)
+        return
     t = Table(title="scores (95% bootstrap CI)")
-    cols = ("task", "model", "metric", "value", "CI", "n", "null") + (("note",) if all_rows else ())
-    for c in cols:
+    for c in ("task", "model", "metric", "value", "CI", "n", "null", "note"):
         t.add_column(c, overflow="fold")
-    shown = 0
     for r in rows:
-        if not all_rows and r.metric not in HEADLINE:
-            continue
-        if not all_rows and r.model.startswith("human:") and r.model not in ("human:panel", "human:kernels"):
-            continue
-        shown += 1
         ci = format_ci(r.ci_low, r.ci_high)
         val = format_value(r.metric, r.value)
-        cells = [r.task_id, r.model, r.metric, val, ci, str(r.n), str(r.n_null or 0)] + ([r.note] if all_rows else [])
+        cells = [r.task_id, r.model, r.metric, val, ci, str(r.n), str(r.n_null or 0), r.note]
         t.add_row(*(escape(c) for c in cells))
     console.print(t)
-    if shown < len(rows):
-        console.print(f"{len(rows) - shown} more rows in scores.csv (print them with --all-rows); "
-                      "metric definitions: docs/metrics.md")
+
+
+def _print_headline(rows) -> None:
+    """One table per task: each model's value beside its floor/chance and human ceiling,
+    one line per metric (the same rows as the report's human-likeness card:
+    perceptbench.reports.headline)."""
+    from .reports.headline import fmt, headline_rows, value_text
+
+    by_task: dict[str, list] = {}
+    for h in headline_rows(rows):
+        by_task.setdefault(h.task_id, []).append(h)
+    for task_id, heads in by_task.items():
+        t = Table(title=f"{escape(task_id)}: value [95% bootstrap CI] beside its references", title_justify="left")
+        for c in ("model", "metric", "value [CI]", "floor", "ceiling", "v/ceil", "n (null)", "flags"):
+            t.add_column(c, overflow="fold", no_wrap=c in ("value [CI]", "metric", "v/ceil", "n (null)"))
+        refs: dict[str, str] = {}
+        for h in heads:
+            bad = any(f.startswith(("≤", "small n", "nulls", "undefined", "skipped")) for f in h.flags)
+            ceil = "-" if h.ceiling is None else fmt(h.ceiling) + (
+                f" [{fmt(h.ceiling_ci[0])}, {fmt(h.ceiling_ci[1])}]" if h.ceiling_ci else "")
+            ratio = "-" if h.ratio is None else f"{h.ratio:.2f}"
+            flags = "; ".join(h.flags + ((h.extra,) if h.extra else ()))
+            cells = [h.model, h.metric, value_text(h), fmt(h.floor), ceil, ratio,
+                     f"{h.n if h.n is not None else '-'} ({h.n_null or 0})", flags]
+            t.add_row(*(escape(c) for c in cells), style="yellow" if bad else None)
+            ref = "; ".join(x for x in (f"floor = {h.floor_label}" if h.floor_label else "",
+                                        f"ceiling = {h.ceiling_label}" if h.ceiling_label else "") if x)
+            if ref:
+                refs[h.metric] = ref
+        console.print(t)
+        for metric, ref in refs.items():
+            console.print(f"  {escape(metric)}: {escape(ref)}", highlight=False)
+    console.print(f"{len(rows)} score rows in scores.csv (print them all with --all-rows); "
+                  "metric definitions: docs/metrics.md")
 
 
 _PARSER_HELP = ("Answer parser mode: default (reasoning blocks stripped, the last answer marker stands, "
@@ -179,6 +195,7 @@ def run(
     _print_scores(rows, all_rows)
     scores_csv = out / ("scores.csv" if parser == "default" else f"scores.{parser}.csv")
     console.print(f"records: {out / 'records.jsonl'}\nscores:  {scores_csv} (+ .json)")
+    console.print(f"report:  perceptbench report {out} --out {out / 'report.html'}  (HTML page with the figures)")
 
 
 @app.command()
@@ -261,6 +278,28 @@ def merge(
     n_in = sum(_count_records(p) for p in sources)
     console.print(f"merged {len(sources)} runs (seed {seed}): {len(merged)} distinct trials from {n_in} records "
                   f"into {out / 'records.jsonl'}; score with: perceptbench score {out}", highlight=False)
+
+
+@app.command()
+def report(
+    run_dirs: List[Path] = typer.Argument(..., help="Run directories (records.jsonl [+ scores.json]); several are "
+                                                     "merged by trial id."),
+    out: Optional[Path] = typer.Option(None, "--out", help="HTML file (default: report.html in the first run "
+                                                           "directory); a Markdown summary is written beside it."),
+) -> None:
+    """Write one self-contained HTML page (figures inline) and a Markdown summary from
+    trial records and scores alone (imports no torch, runs no model)."""
+    from .records import RecordError
+    from .reports.html import write_report
+
+    out = out or (run_dirs[0] if run_dirs[0].is_dir() else run_dirs[0].parent) / "report.html"
+    _check_out(out, "file")
+    try:
+        res = write_report(run_dirs, out)
+    except (RecordError, ValueError, KeyError, OSError) as e:
+        _fail(e)
+    console.print(f"report: {res.html_path} ({res.n_models} model(s), {res.n_tasks} task(s), {res.n_figures} "
+                  f"figures)\nsummary: {res.md_path}")
 
 
 @app.command()

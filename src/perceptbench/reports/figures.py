@@ -1,0 +1,517 @@
+"""The report's figures, drawn with matplotlib and returned as inline SVG text.
+
+Colours: the Okabe-Ito palette (Okabe & Ito 2008, "Color Universal Design"), readable
+for the common colour-vision deficiencies, cycled with marker shapes so that more models
+than colours stay distinguishable; heatmaps use ``cividis`` (Nuñez, Anderton & Renslow
+2018), designed to be perceptually uniform for deuteranomalous readers.
+
+Text is kept as SVG ``<text>`` (``svg.fonttype = "none"``) and escaped by matplotlib's
+SVG writer; mathtext is switched off so a ``$`` in a model name is printed as is.
+Every function takes score rows (and, for the human points, nothing else) and returns
+``None`` when the run holds nothing to draw."""
+
+from __future__ import annotations
+
+import io
+import math
+from collections import defaultdict
+
+import matplotlib
+import matplotlib.ticker
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+
+from ..tasks.base import ScoreRow  # noqa: E402
+from .headline import CAPACITY_BAND, HeadlineRow  # noqa: E402
+
+OKABE_ITO = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000", "#F0E442")
+"""Okabe-Ito colours, most distinguishable first (yellow last: weak on white)."""
+MARKERS = ("o", "s", "^", "D", "v", "P", "X", "<", ">", "h")
+HUMAN_GREY = "#7f7f7f"
+
+RC = {"svg.fonttype": "none", "svg.hashsalt": "perceptbench", "text.parse_math": False, "font.size": 9,
+      "axes.titlesize": 10, "axes.labelsize": 9, "legend.fontsize": 8, "axes.spines.top": False,
+      "axes.spines.right": False, "font.family": "DejaVu Sans"}
+
+
+def style(i: int) -> dict:
+    """Colour and marker of the i-th model (Okabe-Ito colour, marker cycles after 8)."""
+    return {"color": OKABE_ITO[i % len(OKABE_ITO)], "marker": MARKERS[(i // len(OKABE_ITO)) % len(MARKERS)]}
+
+
+def to_svg(fig) -> str:
+    """The figure as an ``<svg>`` element (XML prologue and DOCTYPE stripped), closed."""
+    buf = io.StringIO()
+    fig.savefig(buf, format="svg", bbox_inches="tight", metadata={"Date": None})
+    plt.close(fig)
+    s = buf.getvalue()
+    s = s[s.index("<svg"):]
+    a, b = s.find("<metadata>"), s.find("</metadata>")
+    if a >= 0 and b > a:  # RDF creator block: namespaces only, nothing a reader needs
+        s = s[:a] + s[b + len("</metadata>"):]
+    return s
+
+
+def _finite(x) -> bool:
+    return isinstance(x, (int, float)) and math.isfinite(x)
+
+
+def _err(r: ScoreRow):
+    if r is None or not _finite(r.ci_low):
+        return None
+    return [[max(r.value - r.ci_low, 0)], [max(r.ci_high - r.value, 0)]]
+
+
+def _wrap_task(tid: str) -> str:
+    """A task id broken over lines at '.', '@' and ',' so matrix column labels stay narrow."""
+    base, _, params = tid.partition("@")
+    parts = base.split(".")
+    out = ".".join(parts[:2]) + ".\n" + ".".join(parts[2:])
+    if params:
+        out += "\n@" + ",\n".join(params.split(","))
+    return out
+
+
+def _index(rows):
+    return {(r.task_id, r.model, r.metric): r for r in rows}
+
+
+def _models(rows, task_pred, only: list[str] | None = None) -> list[str]:
+    """Non-human models with rows on the tasks ``task_pred`` accepts; in the order of
+    ``only`` and limited to it when given (figures show at most a declared few models)."""
+    seen = []
+    for r in rows:
+        if task_pred(r.task_id) and not r.model.startswith("human:") and r.model not in seen:
+            seen.append(r.model)
+    if only is not None:
+        seen = [m for m in only if m in seen]
+    return seen
+
+
+# ------------------------------------------------------------------ 1. model x task matrix
+
+def matrix(heads: list[HeadlineRow], models: list[str], cols: list[tuple[str, str]]):
+    """Heatmap: models (rows, in the given order) x (task, metric) columns; cell = value and
+    CI; two extra rows give the floor/chance and the human ceiling of each column."""
+    if not models or not cols:
+        return None
+    h = {(x.task_id, x.metric, x.model): x for x in heads}
+    ref_rows = ["floor / chance", "human ceiling"]
+    labels = ref_rows + models
+    vals = np.full((len(labels), len(cols)), np.nan)
+    text = [["" for _ in cols] for _ in labels]
+    for j, (tid, metric) in enumerate(cols):
+        any_h = next((x for x in heads if x.task_id == tid and x.metric == metric), None)
+        if any_h is not None:
+            for i, ref in enumerate((any_h.floor, any_h.ceiling)):
+                if ref is not None:
+                    vals[i, j] = ref
+                    text[i][j] = f"{ref:.2f}"
+                else:
+                    text[i][j] = "-"
+        for i, m in enumerate(models, start=2):
+            x = h.get((tid, metric, m))
+            if x is None:
+                text[i][j] = "not run"
+                continue
+            if _finite(x.value):
+                vals[i, j] = x.value
+                text[i][j] = f"{x.value:.2f}" + (f"\n[{x.ci_low:.2f}, {x.ci_high:.2f}]" if x.ci_low is not None else "")
+                if any(f.startswith("≤") for f in x.flags):
+                    text[i][j] += " ≤fl"
+            else:
+                text[i][j] = "skipped" if x.metric == "skipped" else "undefined"
+    with plt.rc_context(RC):
+        w = min(2 + 1.45 * len(cols), 22)
+        fig, ax = plt.subplots(figsize=(w, 0.9 + 0.42 * len(labels)))
+        im = ax.imshow(vals, cmap="cividis", vmin=min(0.0, np.nanmin(vals) if np.isfinite(vals).any() else 0),
+                       vmax=1.0, aspect="auto")
+        for i in range(len(labels)):
+            for j in range(len(cols)):
+                v = vals[i, j]
+                dark = np.isfinite(v) and v < 0.55
+                ax.text(j, i, text[i][j], ha="center", va="center", fontsize=7,
+                        color="white" if dark else "black")
+        ax.axhline(1.5, color="white", lw=3)
+        ax.set_yticks(range(len(labels)), labels)
+        ax.set_xticks(range(len(cols)), [_wrap_task(t) + f"\n{m}" for t, m in cols], fontsize=7)
+        for lab in ax.get_yticklabels()[:2]:
+            lab.set_fontstyle("italic")
+        ax.tick_params(length=0)
+        if len(labels) > 12:  # tall matrix: column labels on top as well
+            ax.tick_params(labeltop=True)
+        cb = fig.colorbar(im, ax=ax, fraction=0.03, pad=0.01)
+        cb.set_label("metric value (proportion; kappa unitless)")
+        ax.set_title("Model x task: headline value [95% CI] with the floor/chance and the human ceiling")
+        return to_svg(fig)
+
+
+# ------------------------------------------------------------------ 2. accuracy vs kappa
+
+def dissociation(rows: list[ScoreRow], labelled: list[str] | None = None):
+    """Silhouette accuracy (x) vs error consistency kappa (y), 95% CIs both ways; the
+    observers as grey points (accuracy@test, kappa_loo@test); the pairwise human ceiling
+    as a band (its bootstrap CI) and a line (its mean)."""
+    task = "closure.nat.silhouette"
+    tids = sorted({r.task_id for r in rows if r.task_id.split("@")[0] == task})
+    if not tids:
+        return None
+    tid = tids[0]
+    ix = _index(rows)
+    models = _models(rows, lambda t: t == tid)
+    with plt.rc_context(RC):
+        fig, ax = plt.subplots(figsize=(6.4, 4.4))
+        ceil = ix.get((tid, "human:panel", "ceiling_kappa_pairwise_mean@test"))
+        if ceil is not None:
+            if _finite(ceil.ci_low):
+                ax.axhspan(ceil.ci_low, ceil.ci_high, color=HUMAN_GREY, alpha=0.18, lw=0,
+                           label="human-human ceiling, 95% CI")
+            ax.axhline(ceil.value, color=HUMAN_GREY, lw=1, ls="--",
+                       label=f"mean pairwise observer kappa {ceil.value:.3f}")
+        ax.axhline(0, color="black", lw=0.6, ls=":")
+        ax.axvline(1 / 16, color="black", lw=0.6, ls=":")
+        ax.text(1 / 16, 0.01, " chance 1/16", transform=ax.get_xaxis_transform(), fontsize=7, va="bottom")
+        hx, hy = [], []
+        for (t, m, met), r in ix.items():
+            if t == tid and m.startswith("human:subject") and met == "accuracy@test":
+                k = ix.get((t, m, "kappa_loo@test"))
+                if k is not None:
+                    hx.append(r.value)
+                    hy.append(k.value)
+        if hx:
+            ax.scatter(hx, hy, s=22, color=HUMAN_GREY, marker="o", facecolors="none",
+                       label=f"human observers (n={len(hx)}; kappa vs the other observers)")
+        labelled = models if labelled is None else [m for m in labelled if m in models]
+        others = [m for m in models if m not in labelled]
+        ox, oy = [], []
+        for m in others:
+            a, k = ix.get((tid, m, "accuracy")), ix.get((tid, m, "kappa_pairwise"))
+            if a is not None and k is not None and _finite(a.value) and _finite(k.value):
+                ox.append(a.value)
+                oy.append(k.value)
+        if ox:
+            ax.scatter(ox, oy, s=12, color=OKABE_ITO[5], marker=".",
+                       label=f"{len(ox)} further models (point estimates; card and table give each)")
+        for i, m in enumerate(labelled):
+            a, k = ix.get((tid, m, "accuracy")), ix.get((tid, m, "kappa_pairwise"))
+            if a is None or k is None or not (_finite(a.value) and _finite(k.value)):
+                continue
+            st = style(i)
+            ax.errorbar(a.value, k.value, xerr=_err(a), yerr=_err(k), fmt=st["marker"], color=st["color"],
+                        ms=6, capsize=2, lw=1, label=m)
+        ax.set_xlim(-0.02, 1.02)
+        ax.set_xlabel("accuracy on silhouettes (proportion correct, 16-way)")
+        ax.set_ylabel("error consistency kappa (unitless)")
+        ax.set_title("Accuracy vs error consistency (closure.nat.silhouette, test split)")
+        ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1), frameon=False)
+        return to_svg(fig)
+
+
+# ------------------------------------------------------------------ 3. a(k)
+
+def ak_curves(rows: list[ScoreRow], only: list[str] | None = None):
+    """a(k) with 95% CIs per model, the 6-12 capacity band shaded; below it, one line per
+    model with capacity_k and its 95% interval, P(in band) printed beside it."""
+    tids = sorted({r.task_id for r in rows if r.task_id.split("@")[0] == "similarity.chart.series_count"})
+    if not tids:
+        return None
+    ix = _index(rows)
+    with plt.rc_context(RC):
+        sizes = [len(_models(rows, lambda t, tid=tid: t == tid, only)) for tid in tids]
+        ratios = []
+        for n in sizes:
+            ratios += [3.2, 0.35 + 0.28 * max(n, 1)]
+        fig, axes = plt.subplots(2 * len(tids), 1, figsize=(7.6, sum(ratios) + 0.6 * len(tids)),
+                                 gridspec_kw={"height_ratios": ratios, "hspace": 0.12}, squeeze=False)
+        for q, tid in enumerate(tids):
+            ax, axc = axes[2 * q, 0], axes[2 * q + 1, 0]
+            axc.sharex(ax)
+            models = _models(rows, lambda t: t == tid, only)
+            for a_ in (ax, axc):
+                a_.axvspan(CAPACITY_BAND[0], CAPACITY_BAND[1], color=HUMAN_GREY, alpha=0.15, lw=0,
+                           label=f"human capacity band {CAPACITY_BAND[0]}-{CAPACITY_BAND[1]} series"
+                           if a_ is ax else None)
+            labels = []
+            for i, m in enumerate(models):
+                pts = sorted((int(r.metric[4:-1]), r) for (t, mm, met), r in ix.items()
+                             if t == tid and mm == m and met.startswith("a_k["))
+                st = style(i)
+                if pts:
+                    ks = np.array([k for k, _ in pts]) + (i - (len(models) - 1) / 2) * 0.1
+                    v = np.array([r.value for _, r in pts])
+                    lo = np.array([r.ci_low if _finite(r.ci_low) else np.nan for _, r in pts])
+                    hi = np.array([r.ci_high if _finite(r.ci_high) else np.nan for _, r in pts])
+                    eb = ax.errorbar(ks, v, yerr=[np.nan_to_num(v - lo), np.nan_to_num(hi - v)], color=st["color"],
+                                     marker=st["marker"], ms=4, lw=1.4, capsize=2, elinewidth=0.8, label=m)
+                    for c in eb[2]:
+                        c.set_alpha(0.45)
+                cap = ix.get((tid, m, "capacity_k"))
+                prob = ix.get((tid, m, "capacity_in_band_prob"))
+                y = len(models) - 1 - i
+                txt = "capacity_k undefined"
+                if cap is not None and _finite(cap.value):
+                    if _finite(cap.ci_low):
+                        axc.plot([cap.ci_low, cap.ci_high], [y, y], color=st["color"], lw=2)
+                    axc.plot([cap.value], [y], marker=st["marker"], color=st["color"], ms=6)
+                    txt = f"capacity_k {cap.value:.0f} [{cap.ci_low:.0f}, {cap.ci_high:.0f}]"
+                if prob is not None:
+                    txt += f", P(in band) {prob.value:.2f}"
+                labels.append(f"{m}: {txt}")
+            ax.set_ylim(-0.03, 1.03)
+            ax.set_ylabel("a(k): accuracy (proportion)")
+            ax.set_title(f"a(k) for {tid} (95% CI per k)")
+            ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1), frameon=False)
+            ax.tick_params(labelbottom=False)
+            axc.set_yticks(range(len(models)), labels[::-1], fontsize=7)
+            axc.yaxis.tick_right()
+            axc.set_ylim(-0.6, len(models) - 0.4)
+            axc.spines["left"].set_visible(False)
+            axc.set_xlabel("rendered series count k (number of colour series); lower panel: capacity_k, 95% CI")
+            axc.set_xlim(1.3, 16.7)
+        return to_svg(fig)
+
+
+# ------------------------------------------------------------------ 4. mark colour
+
+def mark_color(rows: list[ScoreRow], only: list[str] | None = None):
+    """B per model (95% CI) per mark-colour task variant, the position floor as a line, and
+    the other kernels' B against the task's kernel as grey points: the reference's own
+    spread."""
+    tids = sorted({r.task_id for r in rows if r.task_id.split("@")[0] == "similarity.chart.mark_color"})
+    if not tids:
+        return None
+    ix = _index(rows)
+    models = _models(rows, lambda t: t in tids, only)
+    with plt.rc_context(RC):
+        fig, ax = plt.subplots(figsize=(max(5.0, 1.2 + 1.6 * len(tids)), 3.8))
+        width = 0.7
+        for j, tid in enumerate(tids):
+            fl = next((r for (t, m, met), r in ix.items() if t == tid and met == "position_floor"), None)
+            if fl is not None:
+                ax.plot([j - 0.45, j + 0.45], [fl.value] * 2, color="black", ls="--", lw=1,
+                        label="position floor" if j == 0 else None)
+            kern = [(m, r) for (t, m, met), r in ix.items() if t == tid and m.startswith("human:kernel-") and met == "B"]
+            for q, (m, r) in enumerate(sorted(kern, key=lambda x: x[1].value)):
+                ax.scatter([j + 0.38], [r.value], color=HUMAN_GREY, marker="_", s=120,
+                           label="other kernels vs this kernel (reference spread)" if j == 0 and q == 0 else None)
+                ax.annotate(m.removeprefix("human:kernel-"), (j + 0.38, r.value), xytext=(8, 6 * (q % 2) - 3),
+                            textcoords="offset points", fontsize=6, color="#555555", va="center")
+            for i, m in enumerate(models):
+                r = ix.get((tid, m, "B"))
+                if r is None:
+                    continue
+                st = style(i)
+                x = j - width / 2 + width * (i + 0.5) / max(len(models), 1) - 0.08
+                ax.errorbar([x], [r.value], yerr=_err(r), fmt=st["marker"], color=st["color"], capsize=2, ms=5,
+                            label=m if j == 0 and len(models) <= 12 else None)
+        ax.set_xticks(range(len(tids)), tids, rotation=15, ha="right")
+        ax.set_ylim(0, 1)
+        ax.set_ylabel("B, agreement with the kernel (proportion)")
+        ax.set_title("Mark colour odd-one-out: B vs the position floor and the kernels' spread")
+        ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1), frameon=False)
+        return to_svg(fig)
+
+
+# ------------------------------------------------------------------ 5. SalBench
+
+def _sal_key(tid: str):
+    base, _, params = tid.partition("@")
+    p = dict(x.split("=", 1) for x in params.split(",") if "=" in x)
+    kind, split = base.split(".")[1:3]
+    return kind, split, int(p.get("shots", 0)), {k: v for k, v in p.items() if k != "shots"}
+
+
+def salbench_shots(rows: list[ScoreRow], only: list[str] | None = None):
+    """Exact match and mean F1 by shots (0/3/5) per SalBench task and model, nulls excluded
+    (filled markers, 95% CI) and nulls-as-empty (open markers, lmms-eval convention)."""
+    tids = sorted({r.task_id for r in rows if r.task_id.startswith("salbench.")})
+    if not tids:
+        return None
+    ix = _index(rows)
+    kinds = sorted({_sal_key(t)[:2] for t in tids})
+    models = _models(rows, lambda t: t in tids, only)
+    with plt.rc_context(RC):
+        fig, axes = plt.subplots(len(kinds), 2, figsize=(9.5, 2.9 * len(kinds)), squeeze=False)
+        for row_i, (kind, split) in enumerate(kinds):
+            mine = [t for t in tids if _sal_key(t)[:2] == (kind, split)]
+            for col, metric in enumerate(("exact_match", "mean_f1")):
+                ax = axes[row_i, col]
+                for i, m in enumerate(models):
+                    st = style(i)
+                    pts = sorted((_sal_key(t)[2], ix.get((t, m, metric)), ix.get((t, m, metric + "@nulls_as_empty")))
+                                 for t in mine if ix.get((t, m, metric)) is not None)
+                    if not pts:
+                        continue
+                    off = (i - (len(models) - 1) / 2) * 0.18
+                    xs = np.array([p[0] for p in pts]) + off
+                    ys = [p[1].value for p in pts]
+                    err = [[max(p[1].value - p[1].ci_low, 0) if _finite(p[1].ci_low) else 0 for p in pts],
+                           [max(p[1].ci_high - p[1].value, 0) if _finite(p[1].ci_high) else 0 for p in pts]]
+                    ax.errorbar(xs, ys, yerr=err, fmt=st["marker"] + "-", color=st["color"], capsize=2, ms=5,
+                                lw=1, label=f"{m} (nulls excluded)" if row_i == 0 and col == 0 else None)
+                    ye = [p[2].value if p[2] is not None else np.nan for p in pts]
+                    ax.plot(xs + 0.06, ye, st["marker"], mfc="none", color=st["color"], ms=6,
+                            label=f"{m} (nulls as empty, lmms-eval)" if row_i == 0 and col == 0 else None)
+                ax.set_xticks([0, 3, 5])
+                ax.set_xlim(-0.8, 5.8)
+                ax.set_ylim(-0.03, 1.05)
+                ax.set_xlabel("few-shot examples in the prompt (shots)")
+                ax.set_ylabel(("exact match" if metric == "exact_match" else "mean F1") + " (proportion)")
+                ax.set_title(f"salbench.{kind}.{split}: {metric}")
+        fig.legend(loc="upper left", bbox_to_anchor=(1.0, 0.98), frameon=False)
+        fig.tight_layout()
+        return to_svg(fig)
+
+
+def salbench_categories(rows: list[ScoreRow], only: list[str] | None = None):
+    """Per-category F1 (nulls excluded, 95% CI) per SalBench task variant and model."""
+    tids = sorted({r.task_id for r in rows if r.task_id.startswith("salbench.")})
+    if not tids:
+        return None
+    ix = _index(rows)
+    models = _models(rows, lambda t: t in tids, only)
+    with plt.rc_context(RC):
+        fig, axes = plt.subplots(len(tids), 1, figsize=(8.5, 2.5 * len(tids)), squeeze=False)
+        for ax, tid in zip(axes[:, 0], tids):
+            cats = sorted({met[3:-1] for (t, m, met) in ix if t == tid and met.startswith("f1[") and met.endswith("]")})
+            for i, m in enumerate(models):
+                st = style(i)
+                rs = [ix.get((tid, m, f"f1[{c}]")) for c in cats]
+                xs = np.arange(len(cats)) + (i - (len(models) - 1) / 2) * 0.15
+                ok = [j for j, r in enumerate(rs) if r is not None and _finite(r.value)]
+                if not ok:
+                    continue
+                ax.errorbar(xs[ok], [rs[j].value for j in ok],
+                            yerr=[[max(rs[j].value - rs[j].ci_low, 0) if _finite(rs[j].ci_low) else 0 for j in ok],
+                                  [max(rs[j].ci_high - rs[j].value, 0) if _finite(rs[j].ci_high) else 0 for j in ok]],
+                            fmt=st["marker"], color=st["color"], capsize=2, ms=5,
+                            label=m if tid == tids[0] else None)
+            ax.set_xticks(range(len(cats)), cats)
+            ax.set_ylim(-0.03, 1.05)
+            ax.set_ylabel("F1 (proportion)")
+            ax.set_title(f"{tid}: per-category F1, nulls excluded")
+        fig.legend(loc="upper left", bbox_to_anchor=(1.0, 0.98), frameon=False)
+        fig.tight_layout()
+        return to_svg(fig)
+
+
+def salbench_breakdowns(rows: list[ScoreRow], only: list[str] | None = None):
+    """Exact match by difficulty, by feature x difficulty (synthetic) and by distractor
+    count (natural), nulls excluded, 95% CI; one panel per task variant and grouping."""
+    tids = sorted({r.task_id for r in rows if r.task_id.startswith("salbench.")})
+    ix = _index(rows)
+    panels = []
+    order = {"easy": 0, "medium": 1, "hard": 2, "<7": 0, "7-15": 1, "15-25": 2, ">25": 3}
+    for tid in tids:
+        for g in ("difficulty", "feature_difficulty", "distractors"):
+            keys = sorted({met.split("=", 1)[1][:-1] for (t, m, met) in ix
+                           if t == tid and met.startswith(f"exact_match[{g}=")},
+                          key=lambda k: (k.split("/")[0] if "/" in k else "", order.get(k.split("/")[-1], 9), k))
+            if keys:
+                panels.append((tid, g, keys))
+    if not panels:
+        return None
+    models = _models(rows, lambda t: t in tids, only)
+    with plt.rc_context(RC):
+        fig, axes = plt.subplots(len(panels), 1, figsize=(9.0, 2.6 * len(panels)), squeeze=False)
+        for ax, (tid, g, keys) in zip(axes[:, 0], panels):
+            for i, m in enumerate(models):
+                st = style(i)
+                rs = [ix.get((tid, m, f"exact_match[{g}={k}]")) for k in keys]
+                xs = np.arange(len(keys)) + (i - (len(models) - 1) / 2) * 0.15
+                ok = [j for j, r in enumerate(rs) if r is not None and _finite(r.value)]
+                if not ok:
+                    continue
+                ax.errorbar(xs[ok], [rs[j].value for j in ok],
+                            yerr=[[max(rs[j].value - rs[j].ci_low, 0) if _finite(rs[j].ci_low) else 0 for j in ok],
+                                  [max(rs[j].ci_high - rs[j].value, 0) if _finite(rs[j].ci_high) else 0 for j in ok]],
+                            fmt=st["marker"], color=st["color"], capsize=2, ms=5,
+                            label=m if (tid, g) == panels[0][:2] else None)
+            ax.set_xticks(range(len(keys)), keys, rotation=20 if g == "feature_difficulty" else 0,
+                          ha="right" if g == "feature_difficulty" else "center")
+            ax.set_ylim(-0.03, 1.05)
+            ax.set_ylabel("exact match (proportion)")
+            unit = {"difficulty": "difficulty bin (seed 001 §3.2)", "feature_difficulty": "feature / difficulty bin",
+                    "distractors": "number of distractors"}[g]
+            ax.set_xlabel(unit)
+            ax.set_title(f"{tid}: exact match by {g.replace('_', ' x ')}, nulls excluded")
+        fig.legend(loc="upper left", bbox_to_anchor=(1.0, 0.98), frameon=False)
+        fig.tight_layout()
+        return to_svg(fig)
+
+
+# ------------------------------------------------------------------ 6. VSI
+
+def vsi_histograms(rows: list[ScoreRow], only: list[str] | None = None, threshold: float = 0.05):
+    """Histograms of per-sample VSI from the ``vsi_histogram[condition,sigma=S]`` score rows
+    (their note holds bin edges in nats and counts; branch ``vsi``), one panel per task and
+    condition, one step line per model, the 0.05-nat insensitivity threshold dashed (seed 002
+    §2.2).  Log x axis; the [0, 1e-4) bin is drawn at its upper edge's left, the open last bin
+    to the right of the last finite edge."""
+    import json
+
+    hist = [r for r in rows if r.task_id.startswith("vsi.") and r.metric.startswith("vsi_histogram[")]
+    panels: dict[tuple[str, str], list[ScoreRow]] = defaultdict(list)
+    for r in hist:
+        panels[(r.task_id, r.metric[len("vsi_histogram"):])].append(r)
+    if not panels:
+        return None
+    with plt.rc_context(RC):
+        fig, axes = plt.subplots(len(panels), 1, figsize=(7.6, 2.8 * len(panels)), squeeze=False)
+        for ax, ((tid, cell), rs) in zip(axes[:, 0], sorted(panels.items())):
+            models = [m for m in (only or [r.model for r in rs]) if any(r.model == m for r in rs)]
+            for i, m in enumerate(models):
+                r = next(x for x in rs if x.model == m)
+                try:
+                    h = json.loads(r.note)
+                    edges = [e for e in h["edges_nats"]]
+                    counts = np.asarray(h["counts"], float)
+                except (ValueError, KeyError, TypeError):
+                    continue
+                fin = [e for e in edges if e is not None and e > 0]
+                lo_edge, hi_edge = fin[0] / 10 ** 0.5, fin[-1] * 10 ** 0.5
+                xs = [lo_edge if (e is None or e <= 0) and j == 0 else (hi_edge if e is None else e)
+                      for j, e in enumerate(edges)]
+                frac = counts / max(counts.sum(), 1)
+                ins = next((x for x in rows if x.task_id == tid and x.model == m
+                            and x.metric == f"insensitive_frac@{threshold:g}{cell}"), None)
+                lab = m + (f": {ins.value:.0%} below {threshold:g} nats" if ins is not None and _finite(ins.value) else "")
+                ax.stairs(frac, xs, color=style(i)["color"], lw=1.6, label=lab)
+            ax.axvline(threshold, color="black", ls="--", lw=1)
+            ax.set_xscale("log")
+            ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda x, _: f"{x:g}"))
+            ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())  # mathtext is off: plain labels
+            ax.set_xlabel("VSI = KL(p_clean || p_blurred) (nats, log scale; outer bins open)")
+            ax.set_ylabel("share of samples (proportion)")
+            ax.set_title(f"{tid} {cell}: VSI per sample; dashed: {threshold:g} nats")
+            ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1), frameon=False)
+        return to_svg(fig)
+
+
+# ------------------------------------------------------------------ 8. model vs model
+
+def paired_forest(diffs, max_rows: int = 40):
+    """Forest plot of paired differences (a - b) with 95% CIs; differences whose interval
+    excludes 0 are drawn filled, the others open.  At most ``max_rows`` rows (the largest
+    |difference| first); returns None without differences."""
+    if not diffs:
+        return None
+    ds = sorted(diffs, key=lambda d: -abs(d.diff) if _finite(d.diff) else 0)[:max_rows]
+    ds = sorted(ds, key=lambda d: (d.task_id, d.metric, d.a, d.b))
+    with plt.rc_context(RC):
+        fig, ax = plt.subplots(figsize=(8.5, 0.9 + 0.26 * len(ds)))
+        for y, d in enumerate(ds):
+            ex = d.excludes_zero
+            c = OKABE_ITO[0] if ex else HUMAN_GREY
+            if _finite(d.low):
+                ax.plot([d.low, d.high], [y, y], color=c, lw=1.5)
+            ax.plot([d.diff], [y], "o", color=c, mfc=c if ex else "white", ms=5)
+        ax.axvline(0, color="black", lw=0.8)
+        ax.set_yticks(range(len(ds)), [f"{d.task_id.split('@')[0]} {d.metric}: {d.a} - {d.b}" for d in ds],
+                      fontsize=7)
+        ax.invert_yaxis()
+        ax.set_xlabel("paired difference a - b (metric units; proportion or kappa)")
+        ax.set_title("Model vs model, paired bootstrap 95% CI (filled: excludes 0)")
+        return to_svg(fig)

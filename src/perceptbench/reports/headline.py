@@ -1,0 +1,306 @@
+"""Headline rows: each model's value beside its own reference, on one line.
+
+One implementation feeds both the terminal table printed after ``run``/``score`` and the
+per-model human-likeness card of the HTML report (issue 10, item 7).  A headline row
+puts a model's value (with its bootstrap CI) next to the task's floor or chance level,
+the human ceiling, value / ceiling and the position of the value between floor and
+ceiling, and carries flags a reader must not miss:
+
+* ``at or below floor`` / ``at or below chance``: value <= floor (a model at the position
+  floor of an odd-one-out task has learned nothing beyond where the target tends to sit);
+* ``CI reaches floor``: the lower CI bound is at or below the floor;
+* ``above ceiling``: value / ceiling > 1, shown as such, never clipped;
+* ``small n``: fewer than :data:`MIN_N` scored trials (the CI half-width bound
+  1.96 / (2 sqrt n) exceeds 0.18 below n = 30; seed 000 D.1);
+* ``high null rate``: null fraction nu above :data:`MAX_NULL_RATE`; for proportions the
+  null bracket (1 - nu) v <= v_full <= (1 - nu) v + nu (seed 000 D.4) is given.
+
+``replicates`` (series counting) is never shown on its own: it appears inside the
+``capacity_k`` row together with ``capacity_in_band_prob``.
+
+Reads nothing but score rows (no torch, no records).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Iterable
+
+from ..tasks.base import ScoreRow
+
+MIN_N = 30
+"""Rows scored on fewer trials are flagged ``small n`` (CI half-width bound 1.96/(2 sqrt 30) = 0.179, seed 000 D.1)."""
+
+MAX_NULL_RATE = 0.10
+"""Rows whose respondent left more than this fraction of trials null are flagged with the null bracket (seed 000 D.4)."""
+
+CAPACITY_BAND = (6, 12)
+"""Human categorical-colour capacity band (Healey 1996; Ware 2013; seed 000 §2.1)."""
+
+
+@dataclass(frozen=True)
+class HeadlineRow:
+    """One model x task x metric line of the headline table / human-likeness card.
+
+    ``floor``/``ceiling`` are in the metric's own units (proportions for accuracy, B and
+    exact match; unitless kappa; k series for capacity) or None when the task declares
+    none.  ``ratio`` = value / ceiling (None without a positive ceiling); ``position`` =
+    (value - floor) / (ceiling - floor), 0 at the floor and 1 at the ceiling, unclipped.
+    ``bracket``: the null bracket (low, high) when the null rate is high and the metric is
+    a proportion.  ``flags``: short warnings (see the module docstring)."""
+
+    task_id: str
+    model: str
+    metric: str
+    label: str
+    value: float
+    ci_low: float | None
+    ci_high: float | None
+    n: int | None
+    n_null: int | None
+    null_rate: float | None
+    floor: float | None = None
+    floor_label: str = ""
+    ceiling: float | None = None
+    ceiling_ci: tuple[float, float] | None = None
+    ceiling_label: str = ""
+    ratio: float | None = None
+    position: float | None = None
+    bracket: tuple[float, float] | None = None
+    extra: str = ""
+    source: str = ""
+    flags: tuple[str, ...] = field(default_factory=tuple)
+
+    @property
+    def base_task(self) -> str:
+        return self.task_id.split("@", 1)[0]
+
+
+def _finite(x) -> bool:
+    return x is not None and isinstance(x, (int, float)) and math.isfinite(x)
+
+
+class _Index:
+    """(task_id, model, metric) -> ScoreRow, plus per-task lookups."""
+
+    def __init__(self, rows: Iterable[ScoreRow]):
+        self.rows = list(rows)
+        self.by_key = {(r.task_id, r.model, r.metric): r for r in self.rows}
+        self.models_by_task: dict[str, list[str]] = defaultdict(list)
+        for r in self.rows:
+            if not r.model.startswith("human:") and r.model not in self.models_by_task[r.task_id]:
+                self.models_by_task[r.task_id].append(r.model)
+
+    def get(self, task_id, model, metric) -> ScoreRow | None:
+        return self.by_key.get((task_id, model, metric))
+
+    def value(self, task_id, model, metric) -> float | None:
+        r = self.get(task_id, model, metric)
+        return r.value if r is not None and _finite(r.value) else None
+
+
+def _split_suffix(ix: _Index, task_id: str, model: str) -> str:
+    """The human panel split a model's trials correspond to: ``@test`` when the model
+    answered no more stimuli than the declared test split has (the default run), else ``@all``."""
+    trials = ix.get(task_id, model, "null_rate")
+    test = ix.get(task_id, "human:panel", "observer_accuracy_mean@test")
+    if test is not None and (trials is None or trials.n is None or trials.n <= test.n):
+        return "@test"
+    return "@all"
+
+
+def _make(ix: _Index, task_id: str, model: str, metric: str, label: str, *, floor=None, floor_label="",
+          ceiling_row: ScoreRow | None = None, ceiling=None, ceiling_label="", proportion=True, extra="",
+          source="") -> HeadlineRow | None:
+    r = ix.get(task_id, model, metric)
+    if r is None:
+        return None
+    nu = ix.value(task_id, model, "null_rate")
+    if ceiling_row is not None and _finite(ceiling_row.value):
+        ceiling = ceiling_row.value
+        ceiling_ci = (ceiling_row.ci_low, ceiling_row.ci_high) if _finite(ceiling_row.ci_low) else None
+    else:
+        ceiling_ci = None
+    v = r.value
+    flags: list[str] = []
+    ratio = position = None
+    bracket = None
+    if not _finite(v):
+        flags.append("undefined")
+    else:
+        if _finite(floor):
+            word = "chance" if "chance" in floor_label else "floor"
+            if v <= floor + 1e-12:
+                flags.append(f"≤ {word}")
+            elif _finite(r.ci_low) and r.ci_low <= floor:
+                flags.append(f"CI reaches {word}")
+        if _finite(ceiling) and ceiling > 0:
+            ratio = v / ceiling
+            if ratio > 1:
+                flags.append("above ceiling")
+            if _finite(floor) and ceiling > floor:
+                position = (v - floor) / (ceiling - floor)
+    if r.n is not None and r.n < MIN_N:
+        flags.append(f"small n={r.n}")
+    if _finite(nu) and nu > MAX_NULL_RATE:
+        if proportion and _finite(v):
+            bracket = ((1 - nu) * v, (1 - nu) * v + nu)
+            flags.append(f"nulls {nu:.0%}: all-trials value in [{bracket[0]:.3f}, {bracket[1]:.3f}]")
+        else:
+            flags.append(f"nulls {nu:.0%}")
+    return HeadlineRow(task_id, model, metric, label, v, r.ci_low if _finite(r.ci_low) else None,
+                       r.ci_high if _finite(r.ci_high) else None, r.n, r.n_null, nu, floor, floor_label,
+                       ceiling, ceiling_ci, ceiling_label, ratio, position, bracket, extra, source, tuple(flags))
+
+
+def _silhouette(ix: _Index, tid: str, m: str) -> list[HeadlineRow | None]:
+    s = _split_suffix(ix, tid, m)
+    chance = 1 / 16
+    return [
+        _make(ix, tid, m, "accuracy", "accuracy", floor=chance, floor_label="chance 1/16",
+              ceiling_row=ix.get(tid, "human:panel", f"observer_accuracy_mean{s}"),
+              ceiling_label=f"observers' mean accuracy{s}", source="seed 000 §2.1, D.1"),
+        _make(ix, tid, m, "B", "B (modal agreement)", floor=chance, floor_label="chance 1/16",
+              ceiling_row=ix.get(tid, "human:panel", f"observer_B_mean{s}"),
+              ceiling_label=f"observers' B vs the others' mode{s}", source="seed 000 D.1"),
+        _make(ix, tid, m, "kappa_pairwise", "error consistency kappa", floor=0.0, floor_label="chance 0",
+              ceiling_row=ix.get(tid, "human:panel", f"ceiling_kappa_pairwise_mean{s}"),
+              ceiling_label=f"mean pairwise observer kappa{s}", proportion=False, source="seed 000 Eq. 2, D.2"),
+    ]
+
+
+def _mark_color(ix: _Index, tid: str, m: str) -> list[HeadlineRow | None]:
+    kernels = [r for r in ix.rows if r.task_id == tid and r.model.startswith("human:kernel-") and r.metric == "B"
+               and _finite(r.value)]
+    ceiling = sum(r.value for r in kernels) / len(kernels) if kernels else None
+    extra = ""
+    if kernels:
+        lo, hi = min(r.value for r in kernels), max(r.value for r in kernels)
+        extra = f"kernels {lo:.3f}-{hi:.3f}"
+    return [_make(ix, tid, m, "B", "B (odd-one-out agreement)", floor=ix.value(tid, m, "position_floor"),
+                  floor_label="position floor", ceiling=ceiling,
+                  ceiling_label=f"mean B of the other {len(kernels)} kernels", extra=extra,
+                  source="seed 000 D.1, D.3")]
+
+
+def _series(ix: _Index, tid: str, m: str) -> list[HeadlineRow | None]:
+    out = [_make(ix, tid, m, "accuracy", "accuracy", floor=1 / 20, floor_label="chance 1/20 (answers 1-20)",
+                 source="seed 000 §2.3")]
+    cap = ix.get(tid, m, "capacity_k")
+    prob = ix.value(tid, m, "capacity_in_band_prob")
+    rep = ix.value(tid, m, "replicates")
+    if cap is not None:
+        lo, hi = CAPACITY_BAND
+        extra = f"replicates={rep:.0f} (point estimate in band {lo}-{hi})" if rep is not None else ""
+        if prob is not None:
+            extra += f", P(in band)={prob:.3f} over bootstrap draws"
+        row = _make(ix, tid, m, "capacity_k", "capacity k (series)", proportion=False, extra=extra,
+                    source="seed 000 §2.3")
+        if row is not None and prob is not None and prob < 0.5:
+            row = HeadlineRow(**{**row.__dict__, "flags": row.flags + ("P(in band) < 0.5",)})
+        out.append(row)
+    return out
+
+
+def _salbench(ix: _Index, tid: str, m: str) -> list[HeadlineRow | None]:
+    sk = ix.get(tid, m, "skipped")
+    if sk is not None:
+        return [HeadlineRow(tid, m, "skipped", "skipped", float("nan"), None, None, sk.n, sk.n_null, None,
+                            source="seed 001", flags=(f"skipped: {sk.note}",))]
+    empty = ix.get(tid, m, "exact_match@nulls_as_empty")
+    extra = (f"nulls as empty (lmms-eval): {empty.value:.3f}" if empty is not None and _finite(empty.value)
+             and empty.n_null else "")
+    out = [_make(ix, tid, m, "exact_match", "exact match (nulls excluded)", extra=extra, source="seed 001 §4"),
+           _make(ix, tid, m, "mean_f1", "mean F1 (nulls excluded)", source="seed 001 §4")]
+    for k in (1, 3):
+        out.append(_make(ix, tid, m, f"retrieval_top{k}", f"retrieval top-{k}",
+                         floor=ix.value(tid, m, f"retrieval_chance_top{k}"),
+                         floor_label="chance (this label distribution)", source="seed 001 §5"))
+    return out
+
+
+def _vsi(ix: _Index, tid: str, m: str) -> list[HeadlineRow | None]:
+    """VSI task rows (branch ``vsi`` names): per region-blur cell the insensitive fraction at
+    0.05 nats, the median VSI (its ci columns are quartiles, shown as IQR, not as a CI), the
+    argmax-change rate, and the AUROC of -VSI for errors against chance 0.5 (seed 002 §2-§4)."""
+    sk = ix.get(tid, m, "skipped")
+    if sk is not None:
+        return [HeadlineRow(tid, m, "skipped", "skipped", float("nan"), None, None, sk.n, sk.n_null, None,
+                            source="seed 002", flags=(f"skipped: {sk.note}",))]
+    out: list[HeadlineRow | None] = []
+    mine = [r for r in ix.rows if r.task_id == tid and r.model == m]
+    for r in mine:
+        met = r.metric
+        if "[region" not in met:
+            continue
+        if met.startswith("insensitive_frac@0.05["):
+            out.append(_make(ix, tid, m, met, "insensitive fraction (VSI < 0.05 nats)", source="seed 002 §2.2"))
+        elif met.startswith("vsi_median["):
+            h = _make(ix, tid, m, met, "median VSI (nats)", proportion=False, source="seed 002 §2.2")
+            if h is not None:
+                iqr = f"IQR [{fmt(r.ci_low)}, {fmt(r.ci_high)}] nats (quartiles, not a CI)"
+                out.append(HeadlineRow(**{**h.__dict__, "ci_low": None, "ci_high": None, "extra": iqr}))
+        elif met.startswith("argmax_change_rate["):
+            out.append(_make(ix, tid, m, met, "argmax change rate", source="seed 002 §2.4"))
+        elif met.startswith("auroc_vsi["):
+            out.append(_make(ix, tid, m, met, "AUROC of -VSI for errors", floor=0.5, floor_label="chance 0.5",
+                             proportion=False, source="seed 002 §4"))
+    return out
+
+
+TASK_RULES = {
+    "closure.nat.silhouette": _silhouette,
+    "similarity.chart.mark_color": _mark_color,
+    "similarity.chart.series_count": _series,
+}
+
+
+def headline_rows(rows: Iterable[ScoreRow]) -> list[HeadlineRow]:
+    """Headline rows for every non-human respondent in ``rows``, in task then model order
+    of first appearance.  Tasks without a declared rule contribute nothing (their rows
+    stay in scores.csv)."""
+    ix = _Index(rows)
+    out: list[HeadlineRow] = []
+    for tid, models in ix.models_by_task.items():
+        base = tid.split("@", 1)[0]
+        if base in TASK_RULES:
+            rule = TASK_RULES[base]
+        elif base.startswith("salbench."):
+            rule = _salbench
+        elif base.startswith("vsi."):
+            rule = _vsi
+        else:
+            continue
+        for m in models:
+            out += [h for h in rule(ix, tid, m) if h is not None]
+    return out
+
+
+def fmt(x, digits: int = 3) -> str:
+    """A number for the table: '-' for None, 'nan' for NaN, integers without decimals."""
+    if x is None:
+        return "-"
+    if isinstance(x, float) and math.isnan(x):
+        return "nan"
+    return f"{x:.{digits}f}"
+
+
+def value_text(h: HeadlineRow) -> str:
+    """'0.684 [0.577, 0.787]' (value and its 95% bootstrap CI)."""
+    if h.metric == "skipped":
+        return "skipped"
+    if not _finite(h.value):
+        return "undefined"
+    d = 0 if h.metric == "capacity_k" and _finite(h.value) and float(h.value).is_integer() else 3
+    s = fmt(h.value, d)
+    if h.ci_low is not None:
+        s += f" [{fmt(h.ci_low, d)}, {fmt(h.ci_high, d)}]"
+    return s
+
+
+def ratio_text(h: HeadlineRow) -> str:
+    if h.ratio is None:
+        return "-"
+    return f"{h.ratio:.2f}" + (" (>1: above ceiling)" if h.ratio > 1 else "")

@@ -1,0 +1,227 @@
+"""The self-contained HTML report and its Markdown summary (issue 10).
+
+``write_report(run_dirs, out)`` reads the records and score rows of the run directories
+(:mod:`.data`), draws the figures (:mod:`.figures`, inline SVG), computes the paired
+model differences (:mod:`.paired`) and renders ``templates/report.html.j2`` with Jinja2
+(autoescape on: every string from a record or model is escaped; only the SVG that
+matplotlib wrote, whose text matplotlib escapes itself, is inserted as markup).  The page
+loads nothing from any network address.  A Markdown summary (headline table, differences
+that exclude 0, provenance line) is written beside it as ``<out>.md``.  No torch."""
+
+from __future__ import annotations
+
+import html as _html
+import os
+from collections import Counter, defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+
+from jinja2 import Environment, PackageLoader, select_autoescape
+from markupsafe import Markup
+
+from .data import ReportData, finite, load_report_data
+from .headline import HeadlineRow, fmt, headline_rows, value_text
+
+PRIMARY = {"closure.nat.silhouette": ("B", "kappa_pairwise"), "similarity.chart.mark_color": ("B",),
+           "similarity.chart.series_count": ("accuracy",)}
+"""Headline metrics shown in the model x task matrix (SalBench: exact_match; VSI: its first headline metric)."""
+
+N_EXAMPLES = 3
+MAX_FIGURE_MODELS = 7
+"""Point and curve figures draw at most this many models (the first in the matrix order; one
+Okabe-Ito colour each); the matrix, the cards and the tables show every model."""
+MAX_DIFF_ROWS = 200
+
+
+@dataclass
+class ReportResult:
+    html_path: Path
+    md_path: Path
+    n_models: int
+    n_tasks: int
+    n_figures: int
+
+
+def _matrix_cols(heads: list[HeadlineRow]) -> list[tuple[str, str]]:
+    cols: list[tuple[str, str]] = []
+    for h in heads:
+        want = PRIMARY.get(h.base_task, ("exact_match",) if h.base_task.startswith("salbench.") else
+                           ("insensitive_frac@0.05[region_blur",) if h.base_task.startswith("vsi.") else ())
+        hit = h.metric in want or (h.base_task.startswith("vsi.") and h.metric.startswith(want))
+        if hit and (h.task_id, h.metric) not in cols:
+            cols.append((h.task_id, h.metric))
+    return sorted(cols, key=lambda c: (c[0], PRIMARY.get(c[0].split("@")[0], (c[1],)).index(c[1])
+                                       if c[1] in PRIMARY.get(c[0].split("@")[0], ()) else 0))
+
+
+def _order_models(heads: list[HeadlineRow], models: list[str], cols) -> tuple[list[str], dict[str, float]]:
+    """Declared rule: descending mean position between floor (0) and ceiling (1) over the
+    matrix columns that have both; models without any such column last, then by name."""
+    pos: dict[str, list[float]] = defaultdict(list)
+    colset = set(cols)
+    for h in heads:
+        if (h.task_id, h.metric) in colset and h.position is not None and finite(h.position):
+            pos[h.model].append(h.position)
+    score = {m: sum(v) / len(v) for m, v in pos.items()}
+    return sorted(models, key=lambda m: (m not in score, -score.get(m, 0.0), m)), score
+
+
+def _provenance(data: ReportData):
+    recs = data.records
+    run_ids = Counter(r.run_meta.run_id for r in recs).most_common()
+    pkg = sorted({str((r.run_meta.model_extra or {}).get("package_version", "?")) for r in recs})
+    seeds = sorted((t, sorted({r.run_meta.seed for r in recs if r.task_id == t})) for t in {r.task_id for r in recs})
+    by_model: dict[str, list] = defaultdict(list)
+    by_tm: dict[tuple[str, str], list] = defaultdict(list)
+    for r in recs:
+        by_model[r.model].append(r)
+        by_tm[(r.task_id, r.model)].append(r)
+    amb = {(s.task_id, s.model): int(s.value) for s in data.scores if s.metric == "n_ambiguous" and finite(s.value)}
+    model_prov = [dict(model=m, family=rs[0].model_family, versions=sorted({r.run_meta.model_version for r in rs}),
+                       readouts=sorted({r.readout for r in rs}), n=len(rs))
+                  for m, rs in sorted(by_model.items()) if not m.startswith("human:")]
+    trial_prov, human_groups = [], defaultdict(list)
+    for (t, m), rs in sorted(by_tm.items()):
+        if m.startswith("human:"):
+            human_groups[t] += rs
+            continue
+        settings = {k: v for k, v in ((rs[0].run_meta.model_extra or {}).get("task_params") or {}).items()}
+        trial_prov.append(dict(task_id=t, model=m, prompt_ids=sorted({str(r.prompt_id) for r in rs}),
+                               prompt_hashes=sorted({str(r.prompt_hash) for r in rs}), n=len(rs),
+                               n_null=sum(r.response is None for r in rs), n_amb=amb.get((t, m)),
+                               settings=", ".join(f"{k}={v}" for k, v in sorted(settings.items())) or "-"))
+    human_prov = []
+    for t, rs in sorted(human_groups.items()):
+        who = sorted({r.model for r in rs})
+        who_s = f"{len(who)} respondents ({who[0]} ... {who[-1]})" if len(who) > 3 else ", ".join(who)
+        shas = sorted({r.run_meta.model_version.removeprefix("sha256:")[:16] + "..." for r in rs})
+        human_prov.append(dict(task_id=t, who=who_s, refs=sorted({str(r.human_ref_id) for r in rs}),
+                               shas=shas, n=len(rs)))
+    skipped = [s for s in data.scores if not s.model.startswith("human:")
+               and (s.metric == "skipped" or (not finite(s.value) and s.value is not None))]
+    examples = []
+    for (t, m), rs in sorted(by_tm.items()):
+        if rs[0].readout == "vlm_prompt":
+            examples += sorted(rs, key=lambda r: (r.stimulus_id, r.rep))[:N_EXAMPLES]
+    return dict(run_ids=run_ids, package_versions=pkg, seeds=seeds, model_prov=model_prov, trial_prov=trial_prov,
+                human_prov=human_prov, skipped=skipped, examples=examples)
+
+
+def _md_cell(s) -> str:
+    return _html.escape(str(s), quote=False).replace("|", "\\|").replace("\n", " ")
+
+
+def markdown_summary(data: ReportData, heads: list[HeadlineRow], diffs, title: str) -> str:
+    """The Markdown summary: headline table (every string escaped for Markdown/HTML),
+    paired differences that exclude 0, one provenance line."""
+    lines = [f"# perceptbench report: {_md_cell(title)}", "",
+             "Each value [95% bootstrap CI] beside its floor/chance and human ceiling "
+             "(definitions: docs/metrics.md).", "",
+             "| task | model | metric | value [CI] | floor | ceiling | value/ceiling | n (null) | flags |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for h in heads:
+        ratio = "-" if h.ratio is None else f"{h.ratio:.2f}"
+        flags = "; ".join(h.flags + ((h.extra,) if h.extra else ()))
+        lines.append("| " + " | ".join(_md_cell(x) for x in (
+            h.task_id, h.model, h.metric, value_text(h), fmt(h.floor), fmt(h.ceiling), ratio,
+            f"{h.n if h.n is not None else '-'} ({h.n_null or 0})", flags)) + " |")
+    refs = {}
+    for h in heads:
+        ref = "; ".join(x for x in (f"floor = {h.floor_label}" if h.floor_label else "",
+                                    f"ceiling = {h.ceiling_label}" if h.ceiling_label else "") if x)
+        if ref:
+            refs[(h.base_task, h.metric)] = ref
+    lines += [""] + [f"- {_md_cell(t)} {_md_cell(m)}: {_md_cell(r)}" for (t, m), r in refs.items()]
+    excl = [d for d in diffs if d.excludes_zero]
+    lines += ["", f"Paired differences: {len(excl)} of {len(diffs)} exclude 0."]
+    for d in excl[:30]:
+        lines.append(f"- {_md_cell(d.task_id)} {_md_cell(d.metric)}: {_md_cell(d.a)} - {_md_cell(d.b)} = "
+                     f"{d.diff:+.3f} [{d.low:+.3f}, {d.high:+.3f}]")
+    if len(excl) > 30:
+        lines.append(f"- ... {len(excl) - 30} more in the HTML report")
+    recs = data.records
+    lines += ["", f"{len(recs)} records from {len({r.run_meta.run_id for r in recs})} run(s); "
+              f"{len({r.model for r in recs if r.model_family != 'human'})} model(s); scores: {_md_cell(data.scores_source)}.", ""]
+    return "\n".join(lines)
+
+
+def render_report(data: ReportData, title: str) -> tuple[str, str, int]:
+    """(html, markdown, number of figures) for ``data``."""
+    from . import figures as F
+    from .paired import paired_differences
+
+    heads = headline_rows(data.scores)
+    models = []
+    for h in heads:
+        if h.model not in models:
+            models.append(h.model)
+    for r in data.records:
+        if r.model_family != "human" and r.model not in models:
+            models.append(r.model)
+    cols = _matrix_cols(heads)
+    models, model_score = _order_models(heads, models, cols)
+    diffs, diff_notes = paired_differences(data.records)
+    excl = [d for d in diffs if d.excludes_zero]
+    shown = diffs if len(diffs) <= MAX_DIFF_ROWS else (
+        sorted(excl, key=lambda d: -abs(d.diff))[:MAX_DIFF_ROWS])
+    vsi_rows = [r for r in data.scores if r.task_id.startswith("vsi.") and not r.metric.startswith("vsi_histogram")]
+    signal = defaultdict(dict)  # (task, model, cell) -> signal -> AUROC (branch vsi-analyses names)
+    for r in vsi_rows:
+        if r.metric.startswith("signal_auroc["):
+            sig, _, rest = r.metric[len("signal_auroc["):].partition(",")
+            signal[(r.task_id, r.model, rest.rstrip("]"))][sig] = r.value
+    signal_names = sorted({k for v in signal.values() for k in v})
+    few = models[:MAX_FIGURE_MODELS]
+    figs = dict(
+        fig_matrix=F.matrix(heads, models, cols), fig_dissociation=F.dissociation(data.scores, few),
+        fig_ak=F.ak_curves(data.scores, few), fig_mark=F.mark_color(data.scores, few),
+        fig_sal_shots=F.salbench_shots(data.scores, few), fig_sal_cats=F.salbench_categories(data.scores, few),
+        fig_sal_break=F.salbench_breakdowns(data.scores, few), fig_forest=F.paired_forest(diffs),
+        fig_vsi=F.vsi_histograms(data.scores, few) if vsi_rows else None)
+    n_fig = sum(v is not None for v in figs.values())
+    figs = {k: (Markup(v) if v is not None else None) for k, v in figs.items()}  # matplotlib-escaped SVG
+    cards = {m: [h for h in heads if h.model == m] for m in models}
+    env = Environment(loader=PackageLoader("perceptbench.reports", "templates"),
+                      autoescape=select_autoescape(default=True, default_for_string=True))
+    sections = [("matrix", "matrix"), ("dissociation", "accuracy vs kappa"), ("ak", "a(k)"),
+                ("markcolor", "mark colour"), ("salbench", "SalBench")] + \
+        ([("vsi", "VSI")] if vsi_rows else []) + [("cards", "cards"), ("paired", "model vs model"),
+                                                   ("provenance", "provenance")]
+    prov = _provenance(data)
+    html = env.get_template("report.html.j2").render(
+        title=title, sections=sections, models=models, tasks=sorted({r.task_id for r in data.records}),
+        n_records=len(data.records), n_model_records=sum(r.model_family != "human" for r in data.records),
+        n_human_records=sum(r.model_family == "human" for r in data.records), scores_source=data.scores_source,
+        matrix_cols=cols, head_by={(h.task_id, h.metric, h.model): h for h in heads}, model_score=model_score,
+        order_rule="descending mean position between floor (0) and human ceiling (1) over the matrix columns "
+                   "that declare both; models without such a column last, then by name",
+        signal=sorted(signal.items()), signal_names=signal_names,
+        cards=cards, diffs=diffs, diffs_shown=shown, n_excl=len(excl), diff_notes=diff_notes, vsi_rows=vsi_rows,
+        run_dirs=[str(d) for d in data.run_dirs], n_examples=N_EXAMPLES,
+        few_note=(f"Figures 2-5 draw the first {len(few)} of the {len(models)} models in the matrix order "
+                  "(one Okabe-Ito colour each, yellow left out: weak on white); the matrix, the cards and the tables give every model."
+                  if len(models) > len(few) else ""),
+        vtext=value_text, fmt=fmt, rtext=lambda r: (fmt(r.value) + (f" [{fmt(r.ci_low)}, {fmt(r.ci_high)}]"
+                                                                    if finite(r.ci_low) else "")),
+        bar_left=lambda p: f"{25 + 50 * max(-0.5, min(1.5, p)):.1f}", **figs, **prov)
+    return html, markdown_summary(data, heads, diffs, title), n_fig
+
+
+def write_report(run_dirs: list[str | os.PathLike], out: str | os.PathLike) -> ReportResult:
+    """Write the HTML report to ``out`` and the Markdown summary to ``out`` with suffix
+    ``.md``; both through a temporary file and a rename (a crash leaves no half page).
+
+    Raises RecordError / ValueError (from :func:`load_report_data`) for unreadable or
+    unmergeable run directories."""
+    data = load_report_data(run_dirs)
+    out = Path(out)
+    title = ", ".join(str(Path(d)) for d in run_dirs)
+    html, md, n_fig = render_report(data, title)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    md_path = out.with_suffix(".md")
+    for path, text in ((out, html), (md_path, md)):
+        tmp = path.with_name(path.name + ".tmp")
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, path)
+    models = {r.model for r in data.records if r.model_family != "human"}
+    return ReportResult(out, md_path, len(models), len({r.task_id for r in data.records}), n_fig)
