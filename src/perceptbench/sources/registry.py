@@ -71,6 +71,17 @@ _META = {
         license="Apache-2.0",
         homepage="https://github.com/ykotseruba/P3O3_metrics",
     ),
+    "tseng2023-scatterplots": dict(
+        folder="tseng2023-categorical-scatterplots",
+        prefixes=("tseng2023-categorical-scatterplots/",),
+        title=("Colour-coded multiclass scatterplots (10 batches x 45, 2-10 categories), 10 palettes "
+               "and 3,822 per-trial responses of 91 participants"),
+        citation=("C. Tseng, G. J. Quadri, Z. Wang, D. A. Szafir. Measuring categorical perception in "
+                  "color-coded scatterplots. CHI 2023. doi:10.1145/3544548.3581416. "
+                  "chintseng/Categorical-Perception-In-Scatterplots@c0d6818"),
+        license="no license file in the repository (license unstated)",
+        homepage="https://github.com/chintseng/Categorical-Perception-In-Scatterplots",
+    ),
 }
 
 

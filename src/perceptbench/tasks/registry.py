@@ -8,11 +8,12 @@ Two variants therefore never share a ``trial_id`` in one records file.
 from __future__ import annotations
 
 from .base import Task
+from .chart_category import CategoryMeanTask
 from .gestalt import MarkColorTask, SeriesCountTask, SilhouetteTask
 from .salbench import SALBENCH_TASKS
 
 TASKS: dict[str, type[Task]] = {t.base_id: t for t in (SilhouetteTask, MarkColorTask, SeriesCountTask,
-                                                       *SALBENCH_TASKS)}
+                                                       CategoryMeanTask, *SALBENCH_TASKS)}
 
 DEFAULT_BATTERY = ("closure.nat.silhouette", "similarity.chart.mark_color", "similarity.chart.series_count")
 """What ``perceptbench run`` runs with no ``--task``: the Gestalt battery's runnable tasks."""
