@@ -343,6 +343,12 @@ class CategoryMeanTask(Task):
                            n_draws=N_BOOT_B, seed=seed, strata=k)
             rows.append(ScoreRow.from_boot(tid, m, f"a_k[{lev}]", bk, int(((k == lev) & valid).sum()),
                                            int((~valid[k == lev]).sum())))
+        gt = np.array([int(r.ground_truth) for r in rs])
+        rows.append(ScoreRow(tid, m, "chance", float(np.mean(1.0 / k)), None, None, n, 0,
+                             "mean of 1/k over the answered stimuli (uniform guessing)"))
+        rows.append(ScoreRow(tid, m, "position_floor", float(max((gt == v).mean() for v in set(gt.tolist()))),
+                             None, None, n, 0, "accuracy of always naming the most frequent answer position "
+                             "(seed 000 D.3 floor; the release's answers are not uniform over positions)"))
         nu = n_null / n
         rows.append(ScoreRow(tid, m, "null_rate", nu, None, None, n, n_null))
         return rows
