@@ -209,3 +209,27 @@ def test_run_tiny_encoder_end_to_end(tmp_path):
     for m in ("B", "kappa_aggregate", "kappa_pairwise", "chance", "position_floor"):
         assert ("tiny", m) in rows
     assert ("human:panel", "ceiling_kappa_pairwise_mean@test") in rows
+
+
+def test_tiny_vlm_gets_the_study_question_with_k(tmp_path, monkeypatch):
+    pytest.importorskip("transformers", reason="model extra not installed")
+    from perceptbench.records import read_records
+    from perceptbench.runner import RunConfig, run
+    from perceptbench.scoring import score_file
+    from perceptbench.seeding import text_hash
+    from perceptbench.testing.tiny_vlm import build_tiny_vlm
+
+    monkeypatch.setenv("PERCEPTBENCH_RESPONSE_CACHE", str(tmp_path / "cache"))
+    d = build_tiny_vlm("llava", tmp_path / "tiny-llava")
+    task = TASK + "@n_probe=1,n_test=4"
+    run(RunConfig(out=tmp_path / "run", tasks=(task,), models=(f"vlm=hf:{d}",), batch_size=4), progress=False)
+    recs = [r for r in read_records(tmp_path / "run" / "records.jsonl") if r.model == "vlm"]
+    assert len(recs) == 4
+    t = get_task(task)
+    for r in recs:
+        prompt = t.prompt_text.format(k=r.manipulated_value)
+        assert f"numbered 1 to {r.manipulated_value} under the plot" in prompt
+        assert r.prompt_hash == text_hash(prompt) and r.readout == "vlm_prompt"
+        assert r.response is None or r.response in range(1, 11)
+    rows = {(r.model, r.metric): r for r in score_file(tmp_path / "run" / "records.jsonl")}
+    assert ("vlm", "kappa_aggregate") in rows and ("human:panel", "ceiling_kappa_pairwise_mean@test") in rows
