@@ -86,7 +86,7 @@ _META = {
         folder="things",
         prefixes=("things/data/files/item_names.tsv", "things/MRI/data/Categories_final_20200131.tsv",
                   "things/THINGS-data_LICENSE_CC0.txt"),
-        title=("THINGS concept metadata: 1,854 concept names in index order and 27 bottom-up categories "
+        title=("THINGS concept metadata: 1,854 concept names in index order and their category labels "
                "(the odd-one-out triplets and images are not mirrored: see sources.things_release)"),
         citation=("M. N. Hebart et al. THINGS: A database of 1,854 object concepts and more than 26,000 "
                   "naturalistic object images. PLoS ONE 14(10):e0223792, 2019; names via LukasMut/VICE@5f80103, "

@@ -116,6 +116,11 @@ def _sf(rel: str):
     raise KeyError(f"{ROOT + rel} is not a registered file of {SOURCE_ID}")
 
 
+def source_sha256(rel: str) -> str:
+    """Pinned sha256 of a release file (``rel`` relative to ``public/``)."""
+    return _sf(rel).sha256
+
+
 def _read_csv(rel: str) -> tuple[list[dict], Path, str]:
     sf = _sf(rel)
     p = resolve(sf)

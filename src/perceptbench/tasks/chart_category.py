@@ -164,7 +164,7 @@ class CategoryMeanTask(Task):
 
         plots = ts.load_plots()
         probe_b = set(self.probe_batches(seed))
-        sha = next(f.sha256 for f in ts.get_source(ts.SOURCE_ID).files if f.path.endswith("user response.csv"))
+        sha = ts.source_sha256("dataset/user response.csv")
         out = []
         for t in ts.human_trials():
             p = plots[(t.batch, t.index)]
