@@ -40,9 +40,13 @@ def test_missing_mirror_names_the_file(tmp_path):
     assert not (tmp_path / "r").exists()
 
 
-def test_things_is_declared_not_runnable():
-    p = cli("run", "--task", "similarity.nat.things_ooo", "--no-progress")
-    assert p.returncode == 2 and "OSF" in p.stdout
+def test_things_refuses_without_its_release(tmp_path):
+    import os
+
+    env = {**os.environ, "COLUMNS": "200", "PERCEPTBENCH_THINGS_TRIPLETS": str(tmp_path / "none")}
+    p = subprocess.run([sys.executable, "-m", "perceptbench.cli", "run", "--task", "similarity.nat.things_ooo",
+                        "--out", str(tmp_path / "r"), "--no-progress"], capture_output=True, text=True, env=env)
+    assert p.returncode == 2 and "OSF" in p.stdout and not (tmp_path / "r").exists()
 
 
 def test_render_writes_pngs_and_index(tmp_path):

@@ -18,7 +18,7 @@ import numpy as np
 
 from . import __version__
 from .readouts.encoder import (
-    READOUT_SPECS, LinearProbeReadout, PrototypeReadout, RetrievalReadout, RidgeCountReadout, odd_one_out,
+    READOUT_SPECS, ClassProbeReadout, LinearProbeReadout, PrototypeReadout, RetrievalReadout, RidgeCountReadout, odd_one_out,
     readout_prompt_id)
 from .records import RecordStore, make_trial_id
 from .seeding import image_sha256, text_hash
@@ -197,7 +197,7 @@ class _EncoderRunner:
 
     def run(self, pending: list[Stimulus], probe: list[Stimulus]) -> int:
         written = 0
-        if self.readout in ("prototype_cosine", "ridge_round", "linear_probe", "zero_shot_retrieval"):
+        if self.readout in ("prototype_cosine", "ridge_round", "linear_probe", "class_probe", "zero_shot_retrieval"):
             if self.readout == "zero_shot_retrieval":
                 from .metrics.retrieval import retrieval_sentences
 
@@ -215,6 +215,8 @@ class _EncoderRunner:
                     ro = PrototypeReadout(tuple(self.task.options())).fit(emb, truths)
                 elif self.readout == "linear_probe":
                     ro = LinearProbeReadout().fit(emb, truths)
+                elif self.readout == "class_probe":
+                    ro = ClassProbeReadout().fit(emb, truths)
                 else:
                     ro = RidgeCountReadout(min(truths), max(truths)).fit(emb, truths)
             for chunk in _chunks(pending, self.bs):

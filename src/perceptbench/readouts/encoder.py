@@ -145,6 +145,36 @@ class LinearProbeReadout:
         return out, raws
 
 
+READOUT_SPECS["class_probe"] = (
+    "single-label probe: multinomial logistic regression on embeddings (C=1.0, lbfgs, max_iter 2000) fit on a "
+    "disjoint probe-train split; response = the most probable class seen in probe-train")
+
+
+@dataclass
+class ClassProbeReadout:
+    """Single-label probe.  ``fit(emb (n, d) float32, labels (n,) int or str)``; ``predict``
+    returns (labels of the probe's classes, raw JSON of every class probability).
+    Raises ValueError when probe-train holds fewer than two classes."""
+
+    model: object = None
+
+    def fit(self, emb: np.ndarray, labels: Sequence) -> "ClassProbeReadout":
+        from sklearn.linear_model import LogisticRegression
+
+        y = np.asarray(labels)
+        if len(set(y.tolist())) < 2:
+            raise ValueError("class probe needs probe-train stimuli of at least two classes")
+        self.model = LogisticRegression(C=1.0, max_iter=2000).fit(emb.astype(np.float64), y)
+        return self
+
+    def predict(self, emb: np.ndarray) -> tuple[list, list[str]]:
+        p = self.model.predict_proba(emb.astype(np.float64))
+        cls = [c.item() if hasattr(c, "item") else c for c in self.model.classes_]
+        out = [cls[int(np.argmax(row))] for row in p]
+        raws = [json.dumps({"probability": {str(c): round(float(q), 6) for c, q in zip(cls, row)}}) for row in p]
+        return out, raws
+
+
 @dataclass
 class RetrievalReadout:
     """Zero-shot retrieval against fixed category-sentence embeddings ``text_emb`` (C, d)."""

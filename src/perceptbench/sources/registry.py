@@ -71,6 +71,29 @@ _META = {
         license="Apache-2.0",
         homepage="https://github.com/ykotseruba/P3O3_metrics",
     ),
+    "tseng2023-scatterplots": dict(
+        folder="tseng2023-categorical-scatterplots",
+        prefixes=("tseng2023-categorical-scatterplots/",),
+        title=("Colour-coded multiclass scatterplots (10 batches x 45, 2-10 categories), 10 palettes "
+               "and 3,822 per-trial responses of 91 participants"),
+        citation=("C. Tseng, G. J. Quadri, Z. Wang, D. A. Szafir. Measuring categorical perception in "
+                  "color-coded scatterplots. CHI 2023. doi:10.1145/3544548.3581416. "
+                  "chintseng/Categorical-Perception-In-Scatterplots@c0d6818"),
+        license="no license file in the repository (license unstated)",
+        homepage="https://github.com/chintseng/Categorical-Perception-In-Scatterplots",
+    ),
+    "things-concepts": dict(
+        folder="things",
+        prefixes=("things/data/files/item_names.tsv", "things/MRI/data/Categories_final_20200131.tsv",
+                  "things/THINGS-data_LICENSE_CC0.txt"),
+        title=("THINGS concept metadata: 1,854 concept names in index order and their category labels "
+               "(the odd-one-out triplets and images are not mirrored: see sources.things_release)"),
+        citation=("M. N. Hebart et al. THINGS: A database of 1,854 object concepts and more than 26,000 "
+                  "naturalistic object images. PLoS ONE 14(10):e0223792, 2019; names via LukasMut/VICE@5f80103, "
+                  "categories via ViCCo-Group/THINGS-data@5e0ecca"),
+        license="item_names.tsv from a GPL-3.0 repository (metadata from the THINGS database); categories CC0-1.0",
+        homepage="https://osf.io/jum2f/",
+    ),
 }
 
 

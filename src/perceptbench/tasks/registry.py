@@ -8,20 +8,20 @@ Two variants therefore never share a ``trial_id`` in one records file.
 from __future__ import annotations
 
 from .base import Task
+from .chart_category import CategoryMeanTask
 from .gestalt import MarkColorTask, SeriesCountTask, SilhouetteTask
 from .salbench import SALBENCH_TASKS
+from .things_ooo import ThingsOddOneOutTask
 
 TASKS: dict[str, type[Task]] = {t.base_id: t for t in (SilhouetteTask, MarkColorTask, SeriesCountTask,
-                                                       *SALBENCH_TASKS)}
+                                                       CategoryMeanTask, ThingsOddOneOutTask, *SALBENCH_TASKS)}
 
 DEFAULT_BATTERY = ("closure.nat.silhouette", "similarity.chart.mark_color", "similarity.chart.series_count")
 """What ``perceptbench run`` runs with no ``--task``: the Gestalt battery's runnable tasks."""
 
-NOT_RUNNABLE = {
-    "similarity.nat.things_ooo": ("THINGS odd-one-out: the 500 test triplets, human choices and images "
-                                  "are distributed through OSF only and are not in the data mirror; "
-                                  "not runnable offline"),
-}
+NOT_RUNNABLE: dict[str, str] = {}
+"""Tasks listed but not runnable here (none at present: similarity.nat.things_ooo runs once its
+OSF release and images are supplied, and refuses with a one-line error otherwise)."""
 
 
 def parse_task_id(task_id: str) -> tuple[str, dict[str, str]]:

@@ -1,0 +1,178 @@
+"""``similarity.nat.things_ooo``: THINGS object odd-one-out (seed 000 §2.1, appendix D.1, D.3)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..metrics.agreement import agreement_b, position_floor
+from ..metrics.bootstrap import N_BOOT_B, bootstrap
+from ..records import TrialRecord
+from ..seeding import rng_for, text_hash
+from .base import ScoreRow, Stimulus, Task, make_record
+
+TEST, RETEST = "human:testset2", "human:testset2_repeat"
+
+
+class ThingsOddOneOutTask(Task):
+    """``similarity.nat.things_ooo``: which of three THINGS object images is the odd one out.
+
+    Stimuli: ``n`` (default 500) triplet types drawn without replacement by a seeded
+    permutation (``rng_for(seed, base_id, "sample")``) from the sorted types of the release's
+    repeated test set (``testset2.txt``) that have a modal choice; each shown in a seeded
+    order (``rng_for(seed, base_id, "order", type)``), one image per concept by the rule in
+    :mod:`perceptbench.stimuli.things_triplets`.  ``ground_truth`` = position 1..3 of the
+    modal human choice.  Encoders embed the three images (odd-one-out outside the most
+    cosine-similar pair); VLMs see the numbered montage with the seed's prompt (appendix B).
+
+    Human records: per sampled triplet, the first testset2 line of its type
+    (``human:testset2``) and the aligned repeat line (``human:testset2_repeat``); their
+    ``run_meta`` carries the release-wide test-retest counts, so the ceiling is scored from
+    records alone.  Scores: B raw and as a fraction of the test-retest ceiling (seed D.3),
+    the position floor (max_k f_k) and the test-retest agreement on the sample.
+    """
+
+    base_id = "similarity.nat.things_ooo"
+    principle = "similarity"
+    track = "nat"
+    response_space = "position"
+    encoder_readout = "odd_one_out_cosine"
+    description = ("THINGS object odd-one-out, 500 triplets of the release's repeated test set vs the modal "
+                   "human choice and its test-retest ceiling (OSF release + images needed)")
+    prompt_text = ("Three objects are shown, numbered 1, 2 and 3. Which one is the odd one out (least similar "
+                   "to the other two)? Answer 1, 2, or 3.")
+    human_ref_id = "hebart2023.things-ooo.testset2.modal"
+    defaults = {"n": "500"}
+
+    def __init__(self, **params: str):
+        super().__init__(**params)
+        if not (self.params["n"].isdigit() and int(self.params["n"]) > 0):
+            raise ValueError(f"task {self.base_id}: n={self.params['n']!r} must be a positive integer")
+
+    def options(self) -> tuple:
+        return (1, 2, 3)
+
+    def _release(self):
+        from ..sources.things_release import locate_triplet_files
+        from ..stimuli.things_triplets import load_release
+
+        return load_release(*locate_triplet_files())
+
+    def sampled_types(self, seed: int) -> tuple[list[tuple[int, int, int]], int, object]:
+        """(sampled types, number of tied types excluded, release)."""
+        rel = self._release()
+        types = sorted(rel.first_line())
+        eligible = [t for t in types if rel.modal(t) is not None]
+        n = int(self.params["n"])
+        if len(eligible) < n:
+            raise ValueError(f"{self.base_id}: n={n} but the release has only {len(eligible)} test triplets with a "
+                             "modal choice")
+        perm = rng_for(seed, self.base_id, "sample").permutation(len(eligible))[:n]
+        return [eligible[i] for i in sorted(perm)], len(types) - len(eligible), rel
+
+    def stimuli(self, seed: int) -> list[Stimulus]:
+        """Every test stimulus; raises MissingSourceError (one line) without the release or
+        the images, before anything is written."""
+        from ..sources.things_release import concepts, locate_images
+        from ..stimuli import render
+        from ..stimuli.things_triplets import concept_image_path, load_concept_image
+
+        sampled, n_tied, rel = self.sampled_types(seed)
+        root = locate_images()
+        cons = concepts()
+        paths = {}
+        for t in sampled:
+            for c in t:
+                if c not in paths:
+                    paths[c] = concept_image_path(root, cons[c].unique_id)
+        out = []
+        for t in sampled:
+            order = [t[int(p)] for p in rng_for(seed, self.base_id, "order", t).permutation(3)]
+            modal = rel.modal(t)
+            comps = (lambda o=tuple(order): [load_concept_image(paths[c]) for c in o])
+            out.append(Stimulus(
+                f"things_{t[0]:04d}-{t[1]:04d}-{t[2]:04d}", "test",
+                render=(lambda c=comps: render.numbered_montage(c())),
+                ground_truth=order.index(modal) + 1, components=comps,
+                meta={"order": order, "concepts": [cons[c].unique_id for c in order],
+                      "images": [str(paths[c].relative_to(root)) for c in order],
+                      "n_responses": int(sum(rel.responses[t].values())), "release_sha256": rel.sha256}))
+        return out
+
+    def human_records(self, seed: int, run_id: str, stimuli: list[Stimulus]) -> list[TrialRecord]:
+        from ..sources.things_release import TRIPLET_FILES
+
+        rel = self._release()
+        first = rel.first_line()
+        agree = sum(a == b for a, b in rel.pairs.values())
+        summary = {"release_pairs": len(rel.pairs), "release_agree": int(agree),
+                   "release_misaligned": rel.n_misaligned, "release_types": len(first),
+                   "release_tied_types": sum(rel.modal(t) is None for t in first)}
+        out = []
+        for s in stimuli:
+            order = s.meta["order"]
+            t = tuple(sorted(order))
+            line = first[t]
+            rows = [(TEST, TRIPLET_FILES[0], rel.test[line])]
+            if line in rel.pairs:
+                rows.append((RETEST, TRIPLET_FILES[1], rel.retest[line]))
+            for model, fname, row in rows:
+                out.append(make_record(
+                    self, stimulus_id=s.stimulus_id, model=model, model_family="human", readout="human_trial",
+                    response=order.index(row[2]) + 1, ground_truth=s.ground_truth, manipulated_value=None,
+                    raw_output=" ".join(map(str, row)), prompt_id=f"hebart2023.{fname}",
+                    prompt_hash=text_hash(rel.sha256[fname]), model_version=f"sha256:{rel.sha256[fname]}",
+                    seed=seed, run_id=run_id, split=s.split, line=line + 1, order=order, **summary))
+        return out
+
+    def score(self, records: list[TrialRecord], seed: int) -> list[ScoreRow]:
+        tid = self.task_id
+        by: dict[str, list[TrialRecord]] = {}
+        for r in records:
+            by.setdefault(r.model, []).append(r)
+        for v in by.values():
+            v.sort(key=lambda r: r.stimulus_id)
+        if TEST not in by:
+            raise ValueError(f"{tid}: no {TEST} records: the human reference is missing")
+        meta = by[TEST][0].run_meta.model_extra or {}
+        ceiling = meta["release_agree"] / meta["release_pairs"] if meta.get("release_pairs") else float("nan")
+        rows: list[ScoreRow] = []
+        gts = np.array([r.ground_truth for r in by[TEST]])
+        floor = position_floor(gts)
+        freqs = "/".join(f"{(gts == k).mean():.2f}" for k in (1, 2, 3))
+        rows += [
+            ScoreRow(tid, "human:panel", "ceiling_test_retest", ceiling, None, None, meta.get("release_pairs"), 0,
+                     f"agreement of first and repeated choices over all {meta.get('release_pairs')} aligned line "
+                     f"pairs of testset2/testset2_repeat ({meta.get('release_misaligned')} misaligned left out)"),
+            ScoreRow(tid, "human:panel", "position_floor", floor, None, None, len(gts), 0,
+                     f"max_k f_k of the modal choice's shown position, f = {freqs} (seed 000 D.3)"),
+            ScoreRow(tid, "human:panel", "n_tied_types_excluded", float(meta.get("release_tied_types", 0)), None, None,
+                     meta.get("release_types"), 0, "triplet types whose modal choice is tied: never sampled"),
+        ]
+        if TEST in by and RETEST in by:
+            t = {r.stimulus_id: r.response for r in by[TEST]}
+            rr = [r for r in by[RETEST] if r.stimulus_id in t]
+            match = np.array([r.response == t[r.stimulus_id] for r in rr])
+            b = bootstrap(lambda i: agreement_b(match[i], np.ones_like(match[i])), len(rr), n_draws=N_BOOT_B,
+                          seed=seed)
+            rows.append(ScoreRow.from_boot(tid, "human:panel", "test_retest_on_sample", b, len(rr), 0,
+                                           "first vs repeated choice on the sampled triplets"))
+        for m, rs in sorted(by.items()):
+            n = len(rs)
+            valid = np.array([r.response is not None for r in rs])
+            match = np.array([bool(r.correct) for r in rs])
+            b = bootstrap(lambda i: agreement_b(match[i], valid[i]), n, n_draws=N_BOOT_B, seed=seed)
+            n_null = int((~valid).sum())
+            note = "agreement with the modal human choice"
+            if m in (TEST, RETEST):
+                note += " (this response is one of those the mode is taken over)"
+            rows.append(ScoreRow.from_boot(tid, m, "B", b, int(valid.sum()), n_null, note))
+            if np.isfinite(ceiling) and ceiling > 0:
+                rows.append(ScoreRow(tid, m, "B_over_ceiling", b.estimate / ceiling, b.low / ceiling,
+                                     b.high / ceiling, int(valid.sum()), n_null,
+                                     f"B / test-retest ceiling {ceiling:.4f} (seed 000 D.3); CI = B's CI / ceiling",
+                                     b.n_draws, b.n_dropped, b.seed))
+            if not m.startswith("human:"):
+                rows.append(ScoreRow(tid, m, "position_floor", floor, None, None, len(gts), 0,
+                                     "max_k target-position frequency (seed 000 D.3)"))
+                rows.append(ScoreRow(tid, m, "null_rate", n_null / n, None, None, n, n_null))
+        return rows
