@@ -16,7 +16,7 @@ Tasks (settings as ``@key=value``; defaults in brackets):
   ``vsi.similarity.chart.series_count`` -- the battery stimuli with their own verbatim prompt
   and parser; the task declares the whole image as the question-relevant region (the object
   fills the silhouette image; the marks / scatter points are spread over the whole chart), so
-  only ``perturbation=whole`` is offered.
+  only ``perturbation=whole`` is offered.  ``n`` [all]: the first n test stimuli.
 
 Common settings: ``perturbation`` [both | region | whole], ``sigma`` [20] (pixels; 10 and 40
 for the robustness check of seed 002 C.2), ``answer_prefix`` [""] (declared answer-prefix
@@ -287,7 +287,7 @@ def _battery_vsi(base_cls: type[Task]) -> type[VSITask]:
 
     class _BatteryVSI(VSITask):
         region_perturbation = False
-        defaults = {**VSITask.base_defaults, "perturbation": "whole"}
+        defaults = {**VSITask.base_defaults, "perturbation": "whole", "n": "all"}
 
         def _base(self) -> Task:
             b = self.__dict__.get("_base_task")
@@ -300,10 +300,17 @@ def _battery_vsi(base_cls: type[Task]) -> type[VSITask]:
 
         def samples(self, seed: int) -> list[dict]:
             base = self._base()
+            test = [s for s in base.stimuli(seed) if s.split == "test"]
+            if self.params["n"] != "all":
+                try:
+                    n = int(self.params["n"])
+                except ValueError:
+                    n = 0
+                if n < 1:
+                    raise ValueError(f"{self.base_id}: n must be 'all' or an integer >= 1, got {self.params['n']!r}")
+                test = test[:n]
             out = []
-            for s in base.stimuli(seed):
-                if s.split != "test":
-                    continue
+            for s in test:
                 # the task declares the whole image as the region: region_box None, source "exact"
                 out.append({"sample_id": s.stimulus_id, "image_id": s.stimulus_id, "render": s.render,
                             "prompt": base.prompt_text, "ground_truth": s.ground_truth,
