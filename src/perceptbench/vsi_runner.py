@@ -211,7 +211,7 @@ def _run_chunk(task, m: _VSIModel, chunk: list[Stimulus], seed: int, batch_size:
             conf_texts = m.texts(creqs, [shas[k] for k in clean_i], batch_size)
         for k, (text, dist), ct in zip(clean_i, res, conf_texts):
             s = chunk[k]
-            response, parse_meta = task.parse_answer(text)
+            response, parse_meta = task.parse_for(s, text)
             vc = None if ct is None else parse_confidence(ct)
             recs[k] = record(s, response=response, raw=text, prompt=prompts[k], readout="vlm_vsi_clean",
                              vsi_extra={**dist, "image_sha256": shas[k][0],
