@@ -275,9 +275,10 @@ class VSISalBenchSyn(VSITask):
             n = 0
         if n < 1:
             raise ValueError(f"{self.base_id}: n must be an integer >= 1, got {self.params['n']!r}")
-        counts = {f: int(round(c * n / 2514)) for f, c in P3_COUNTS.items()}
-        short = n - sum(counts.values())
-        for f in list(counts)[:max(0, short)]:
+        # largest-remainder apportionment of n over the P3 composition (810 / 864 / 840 of 2,514)
+        exact = {f: c * n / 2514 for f, c in P3_COUNTS.items()}
+        counts = {f: int(x) for f, x in exact.items()}
+        for f in sorted(exact, key=lambda f: -(exact[f] - counts[f]))[:n - sum(counts.values())]:
             counts[f] += 1
         gseed = int(rng_for(seed, "vsi.salbench.syn", "test_seed").integers(2**31 - 1))
         out = []
