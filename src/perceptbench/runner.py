@@ -357,12 +357,18 @@ def run(cfg: RunConfig, *, progress: bool = True, load_model: Callable | None = 
                 bar.update(ptask, description=f"{task.task_id} | {name}")
                 probe = [s for s in stimuli if s.split == "probe_train"]
                 advance = (lambda k, t=ptask: bar.advance(t, k))
+                if getattr(model, "family", "encoder") == "encoder" and getattr(task, "is_vsi", False):
+                    raise ValueError(f"{task.task_id} measures a VLM's next-token distribution; {name} is an "
+                                     "image encoder (give a VLM: hf:<VLM> or an API model)")
                 if getattr(model, "family", "encoder") == "encoder":
                     er = _EncoderRunner(task, model, store, cfg.seed, run_id, cfg.batch_size, advance)
                     er.extra_meta = extra_meta()
                     n = er.run(pending, probe)
                 else:
-                    from .vlm_runner import run_vlm_task
+                    if getattr(task, "is_vsi", False):
+                        from .vsi_runner import run_vsi_task as run_vlm_task
+                    else:
+                        from .vlm_runner import run_vlm_task
                     n, hits, reqs = run_vlm_task(task, model, store, pending, cfg.seed, run_id, cfg.batch_size,
                                                  out, advance, cache_mode=cfg.cache_mode, extra_meta=extra_meta())
                     summary.cache_hits += hits

@@ -12,9 +12,11 @@ from .chart_category import CategoryMeanTask
 from .gestalt import MarkColorTask, SeriesCountTask, SilhouetteTask
 from .salbench import SALBENCH_TASKS
 from .things_ooo import ThingsOddOneOutTask
+from .vsi import VSI_TASKS
 
 TASKS: dict[str, type[Task]] = {t.base_id: t for t in (SilhouetteTask, MarkColorTask, SeriesCountTask,
-                                                       CategoryMeanTask, ThingsOddOneOutTask, *SALBENCH_TASKS)}
+                                                       CategoryMeanTask, ThingsOddOneOutTask, *SALBENCH_TASKS,
+                                                       *VSI_TASKS)}
 
 DEFAULT_BATTERY = ("closure.nat.silhouette", "similarity.chart.mark_color", "similarity.chart.series_count")
 """What ``perceptbench run`` runs with no ``--task``: the Gestalt battery's runnable tasks."""
