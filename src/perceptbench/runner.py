@@ -212,7 +212,10 @@ def run(cfg: RunConfig, *, progress: bool = True, load_model: Callable | None = 
                 if getattr(model, "family", "encoder") == "encoder":
                     n = _EncoderRunner(task, model, store, cfg.seed, run_id, cfg.batch_size, advance).run(pending, probe)
                 else:
-                    from .vlm_runner import run_vlm_task
+                    if getattr(task, "is_vsi", False):
+                        from .vsi_runner import run_vsi_task as run_vlm_task
+                    else:
+                        from .vlm_runner import run_vlm_task
                     n, hits, reqs = run_vlm_task(task, model, store, pending, cfg.seed, run_id, cfg.batch_size,
                                                  out, advance)
                     summary.cache_hits += hits

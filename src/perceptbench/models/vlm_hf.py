@@ -200,13 +200,14 @@ class HFVLM:
             ids.update([src] if isinstance(src, int) else list(src))
         return ids
 
-    def _chat_text(self, n_images: int, prompt: str) -> str:
+    def _chat_text(self, n_images: int, prompt: str, answer_prefix: str = "") -> str:
         content = [{"type": "image"} for _ in range(n_images)] + [{"type": "text", "text": prompt}]
         messages = [{"role": "user", "content": content}]
-        return self.processor.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
+        text = self.processor.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
+        return text + answer_prefix
 
-    def _encode(self, requests: Sequence[VLMRequest]):
-        texts = [self._chat_text(len(r.images), r.prompt) for r in requests]
+    def _encode(self, requests: Sequence[VLMRequest], answer_prefix: str = ""):
+        texts = [self._chat_text(len(r.images), r.prompt, answer_prefix) for r in requests]
         kwargs: dict[str, Any] = {"text": texts, "padding": True, "return_tensors": "pt"}
         if any(r.images for r in requests):
             kwargs["images"] = [[_rgb(im) for im in r.images] for r in requests]
@@ -370,6 +371,82 @@ class HFVLM:
             v = v / v.norm().clamp_min(1e-12)
             rows.append(v.cpu().numpy().astype(np.float32))
         return np.stack(rows) if rows else np.zeros((0, 0), np.float32)
+
+
+    # ------------------------------------------------ VSI: batched first-token distributions
+    def _forward_last_logits(self, inputs):
+        """Logits of the last input position, (b, vocab) float32 numpy; computes only that
+        position's logits where the model supports ``logits_to_keep``."""
+        with self._torch.inference_mode():
+            try:
+                out = self.model(**inputs, logits_to_keep=1)
+            except TypeError:
+                out = self.model(**inputs)
+            return out.logits[:, -1, :].float().cpu().numpy()
+
+    def _distribution(self, logits: np.ndarray, top_k: int | None) -> TokenDistribution:
+        lp = logits.astype(np.float64)
+        lp = lp - lp.max()
+        lp = lp - np.log(np.exp(lp).sum())
+        V = lp.shape[0]
+        if top_k is None or top_k >= V:
+            order = np.argsort(-lp, kind="stable")
+        else:
+            if top_k < 1:
+                raise ValueError("top_k must be >= 1 or None")
+            part = np.argpartition(-lp, int(top_k) - 1)[: int(top_k)]
+            order = part[np.lexsort((part, -lp[part]))]  # descending logprob, ties by id
+        ids = [int(i) for i in order]
+        tokens = tuple(self.tokenizer.batch_decode([[i] for i in ids], skip_special_tokens=False))
+        return TokenDistribution(tokens=tokens, logprobs=lp[order], complete=len(ids) == V, token_ids=tuple(ids))
+
+    def next_token_distributions(self, requests: Sequence[VLMRequest], top_k: int | None = 50, batch_size: int = 8,
+                                 answer_prefix: str = "") -> list[TokenDistribution]:
+        """First-answer-token distributions for many requests: prefill passes only, no generation.
+
+        The input is the chat template's text with the generation (assistant) prefix, plus
+        ``answer_prefix`` (seed 002 D.1: "after answer-prefix tokens"); requests are batched with
+        left padding as in :meth:`generate`.  Each result holds the ``top_k`` most probable tokens
+        (ids, decoded tokens, log-probabilities in nats from a float64 log-softmax over the full
+        vocabulary, sorted descending, ties by id); ``top_k=None`` gives the whole vocabulary.
+        Batch size changes results by float rounding only (tested: 1e-4 between 1 and 8).
+        """
+        if batch_size < 1:
+            raise ValueError("batch_size must be >= 1")
+        out: list[TokenDistribution | None] = [None] * len(requests)
+        for group in self._groups(requests, batch_size):
+            logits = self._forward_last_logits(self._encode([requests[i] for i in group], answer_prefix))
+            for k, i in enumerate(group):
+                out[i] = self._distribution(logits[k], top_k)
+        return out  # type: ignore[return-value]
+
+    def generate_with_distribution(self, requests: Sequence[VLMRequest], top_k: int | None = 50,
+                                   batch_size: int = 8, answer_prefix: str = ""
+                                   ) -> list[tuple[str, TokenDistribution]]:
+        """Greedy answers continuing ``answer_prefix`` (the prefix itself is not in the text) and
+        the first generated position's distribution from the same pass (``generate`` with
+        ``output_logits``: the raw, unprocessed logits), so the clean condition costs one
+        generation and no extra prefill.  Returns (text, distribution) per request, in order."""
+        if batch_size < 1:
+            raise ValueError("batch_size must be >= 1")
+        out: list[tuple[str, TokenDistribution] | None] = [None] * len(requests)
+        for group in self._groups(requests, batch_size):
+            batch = [requests[i] for i in group]
+            limits = [max(1, min(int(r.max_new_tokens), self.max_new_tokens)) for r in batch]
+            inputs = self._encode(batch, answer_prefix)
+            with self._torch.inference_mode():
+                gen = self.model.generate(**inputs, **self._greedy_kwargs(max(limits)), output_logits=True,
+                                          return_dict_in_generate=True)
+            first = gen.logits[0].float().cpu().numpy()
+            new = gen.sequences[:, inputs["input_ids"].shape[1]:].tolist()
+            for k, (row, i, lim) in enumerate(zip(new, group, limits)):
+                ids: list[int] = []
+                for t in row[:lim]:
+                    if t in self._eos_ids:
+                        break
+                    ids.append(t)
+                out[i] = (self.tokenizer.decode(ids, skip_special_tokens=True), self._distribution(first[k], top_k))
+        return out  # type: ignore[return-value]
 
 
 def _rgb(im: Image.Image) -> Image.Image:

@@ -10,9 +10,10 @@ from __future__ import annotations
 from .base import Task
 from .gestalt import MarkColorTask, SeriesCountTask, SilhouetteTask
 from .salbench import SALBENCH_TASKS
+from .vsi import VSI_TASKS
 
 TASKS: dict[str, type[Task]] = {t.base_id: t for t in (SilhouetteTask, MarkColorTask, SeriesCountTask,
-                                                       *SALBENCH_TASKS)}
+                                                       *SALBENCH_TASKS, *VSI_TASKS)}
 
 DEFAULT_BATTERY = ("closure.nat.silhouette", "similarity.chart.mark_color", "similarity.chart.series_count")
 """What ``perceptbench run`` runs with no ``--task``: the Gestalt battery's runnable tasks."""

@@ -1,0 +1,95 @@
+"""Rule parsers for short VQA answers: yes/no, option letters, and a 0-100 confidence.
+
+Same rule style as :mod:`perceptbench.readouts.parse`: a parser never raises on model text;
+an answer it cannot read is a null response (``response=None``), recorded and counted, and
+an answer naming several in-set options is flagged ``ambiguous`` (the first one counts).
+Self-contained on purpose (so it can later be routed through a shared reasoning-block /
+answer-marker pre-processor without changing its rules).
+
+Used by the VSI tasks (seed 002 appendix A: unparseable greedy answers leave only the
+accuracy-dependent metrics; verbalised confidence is "the first integer", missing -> dropped).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Sequence
+
+__all__ = ["AnswerParse", "parse_yes_no", "parse_letter", "parse_confidence"]
+
+
+@dataclass(frozen=True)
+class AnswerParse:
+    """``response``: the parsed answer or None; ``rule``: which rule fired (``"none"`` when
+    nothing was recognised); ``ambiguous``: the text names more than one distinct in-set answer."""
+
+    response: str | None
+    rule: str
+    ambiguous: bool = False
+
+
+_YES_NO = re.compile(r"(?<![A-Za-z])(yes|no)(?![A-Za-z])", re.IGNORECASE)
+
+
+def parse_yes_no(text: str | None) -> AnswerParse:
+    """``"yes"``/``"no"`` from an answer: the first standalone word *yes* or *no* (any case,
+    punctuation around it allowed: "Yes.", "**No**", "no, there is not").  Null when neither
+    word occurs; ``ambiguous`` when both occur."""
+    found = [m.group(1).lower() for m in _YES_NO.finditer(text or "")]
+    if not found:
+        return AnswerParse(None, "none")
+    return AnswerParse(found[0], "first_yes_no", len(set(found)) > 1)
+
+
+def parse_letter(text: str | None, letters: Sequence[str] = ("A", "B", "C", "D"),
+                 options: Sequence[str] | None = None) -> AnswerParse:
+    """An option letter from an answer, by the first rule that fires:
+
+    1. ``leading_letter``: the answer starts with a letter in ``letters``, alone or bracketed,
+       followed by a non-letter or the end ("B", "(B)", "B.", "B) red", "[B]");
+    2. ``marked_letter``: "answer is B", "answer: (B)", "option B", "choice B";
+    3. ``option_text``: the text equals one option's text (case and surrounding punctuation
+       ignored), or contains exactly one option's text as a whole phrase.
+
+    Letters are matched case-sensitively in rule 1 (so the article "a" is not an answer) and
+    case-insensitively after a marker in rule 2.  Null when no rule fires."""
+    t = (text or "").strip()
+    allowed = [str(x) for x in letters]
+    alt = "|".join(re.escape(x) for x in allowed)
+    m = re.match(rf"^[\s*_`\"']*[\(\[]?({alt})[\)\]]?(?![A-Za-z])", t)
+    if m:
+        return AnswerParse(m.group(1), "leading_letter")
+    marked = re.findall(rf"(?:answer(?:\s+is)?|option|choice)\s*[:\-]?\s*[\(\[]?({alt})[\)\]]?(?![A-Za-z])", t,
+                        flags=re.IGNORECASE)
+    if marked:
+        up = [x.upper() if x.upper() in allowed else x for x in marked]
+        return AnswerParse(up[0], "marked_letter", len(set(up)) > 1)
+    if options:
+        norm = lambda s: re.sub(r"\s+", " ", s.strip().strip(".!*`'\"").strip()).lower()
+        nt = norm(t)
+        for letter, opt in zip(allowed, options):
+            if nt and nt == norm(str(opt)):
+                return AnswerParse(letter, "option_text")
+        hits = [letter for letter, opt in zip(allowed, options)
+                if norm(str(opt)) and re.search(rf"(?<!\w){re.escape(norm(str(opt)))}(?!\w)", nt)]
+        if len(hits) == 1:
+            return AnswerParse(hits[0], "option_text")
+        if len(hits) > 1:
+            return AnswerParse(None, "none", True)
+    return AnswerParse(None, "none")
+
+
+_INT = re.compile(r"(?<![\d.])(\d+)(?:\.\d+)?")
+
+
+def parse_confidence(text: str | None) -> float | None:
+    """Verbalised confidence: the first integer in the text (seed 002 appendix A), as a float in
+    0..100; None when the text has no integer or the first one exceeds 100 ("85%" -> 85.0,
+    "0.9" -> 0.0 is avoided: a decimal's integer part is not taken, it gives None)."""
+    for m in _INT.finditer(text or ""):
+        if m.group(0) != m.group(1):  # a decimal number such as 0.9: not an integer
+            return None
+        v = int(m.group(1))
+        return float(v) if v <= 100 else None
+    return None

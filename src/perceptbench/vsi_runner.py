@@ -1,0 +1,231 @@
+"""VSI trials: clean greedy answers + first-answer-token distributions, perturbed prefill passes.
+
+For each pending VSI stimulus (one per sample x condition, see :mod:`perceptbench.tasks.vsi`):
+
+* ``clean``: one greedy generation (at most 8 new tokens, seed 002 D.1) whose first step's raw
+  logits give the clean distribution (local ``hf:`` VLMs: :meth:`HFVLM.generate_with_distribution`;
+  API models: a generation plus one ``logprobs`` request), the parse and correctness, the
+  maximum first-token probability, and (setting ``verbal_conf``) a second generation asking for
+  a 0-100 confidence, parsed as the first integer (seed 002 appendix A).
+* ``region_blur`` / ``whole_blur``: prefill passes only (no generation), batched
+  (:meth:`HFVLM.next_token_distributions`).
+
+Everything a model returns goes through the content-addressed response cache
+(:mod:`perceptbench.models.response_cache`): greedy and confidence texts under the same keys as
+ordinary prompt trials, distributions under keys whose settings add ``{"vsi_first_token":
+{"top_k", "answer_prefix"}}``, so a rerun or resumed run calls no model for what it has.
+Records are appended per chunk; a killed run resumes at the missing records.
+
+A model that cannot return a next-token distribution (``NotSupportedByProvider``, e.g. a
+server that ignores ``logprobs``, or an API model with a declared answer prefix) gets records
+with a null response and ``run_meta.skipped`` naming the reason; the task scores a ``skipped``
+row for it.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+
+from .models.base import NotSupportedByProvider, TokenDistribution, VLMRequest
+from .records import RecordStore
+from .seeding import image_sha256, text_hash
+from .tasks.base import Stimulus, make_record
+from .tasks.vsi import CONF_MAX_NEW_TOKENS, CONFIDENCE_PROMPT, MAX_NEW_TOKENS
+
+__all__ = ["run_vsi_task", "dist_to_meta"]
+
+
+def dist_to_meta(d: TokenDistribution, source: str) -> dict:
+    """A distribution as the JSON-able ``run_meta.vsi`` keys (ids, tokens, logprobs, complete)."""
+    return {"token_ids": None if d.token_ids is None else [int(i) for i in d.token_ids],
+            "tokens": [str(t) for t in d.tokens], "logprobs": [float(x) for x in np.asarray(d.logprobs)],
+            "complete": bool(d.complete), "distribution_source": source}
+
+
+def _dist_from_meta(m: dict) -> TokenDistribution:
+    return TokenDistribution(tuple(m["tokens"]), np.asarray(m["logprobs"], dtype=np.float64), bool(m["complete"]),
+                             None if m["token_ids"] is None else tuple(m["token_ids"]))
+
+
+class _VSIModel:
+    """The model calls VSI needs, behind the response cache."""
+
+    def __init__(self, cached, task, top_k: int):
+        self.cached, self.inner, self.task = cached, cached.inner, task
+        self.prefix = task.answer_prefix
+        self.is_hf = hasattr(self.inner, "generate_with_distribution")
+        self.top_k = top_k if self.is_hf else min(top_k, int(getattr(self.inner, "max_top_logprobs", top_k)))
+        self.source = "hf_logits" if self.is_hf else "api_top_logprobs"
+        self.cache = cached.cache
+        self.calls = 0
+
+    def _dist_key(self, req: VLMRequest, shas: list[str]) -> str:
+        settings = dict(self.inner.generation_settings,
+                        vsi_first_token={"top_k": self.top_k, "answer_prefix": self.prefix})
+        return self.cache.key_for(self.inner.model_version, req.prompt, shas, settings)
+
+    def _text_key(self, req: VLMRequest, shas: list[str]) -> str:
+        k = self.cached.key_for_request(req, shas)
+        if self.prefix:  # a prefixed answer is another request: key it apart
+            k = self.cache.key_for(self.inner.model_version, req.prompt, shas,
+                                   dict(self.cached.request_settings(req), answer_prefix=self.prefix))
+        return k
+
+    def _get_dist(self, key: str) -> dict | None:
+        t = self.cache.get(key)
+        if t is None:
+            return None
+        try:
+            m = json.loads(t)
+            _dist_from_meta(m)
+            return m
+        except (ValueError, KeyError, TypeError):
+            return None
+
+    def _put_dist(self, key: str, m: dict) -> None:
+        self.cache.put(key, json.dumps(m), meta={"model_version": self.inner.model_version, "kind": "vsi_first_token"})
+
+    def check_supported(self) -> str | None:
+        """The reason this model cannot take part, or None."""
+        if not self.is_hf and self.prefix:
+            return (f"{self.inner.name}: an answer prefix ({self.prefix!r}) cannot be appended to an API model's "
+                    "assistant turn")
+        if not hasattr(self.inner, "next_token_distribution"):
+            return f"{self.inner.name} exposes no next-token distribution"
+        return None
+
+    def clean(self, reqs: list[VLMRequest], shas: list[list[str]], batch_size: int) -> list[tuple[str, dict]]:
+        """(greedy text, distribution meta) per request."""
+        tkeys = [self._text_key(r, s) for r, s in zip(reqs, shas)]
+        dkeys = [self._dist_key(r, s) for r, s in zip(reqs, shas)]
+        texts = [self.cache.get(k) for k in tkeys]
+        dists = [self._get_dist(k) for k in dkeys]
+        todo = [i for i in range(len(reqs)) if texts[i] is None or dists[i] is None]
+        self.cached.hits += len(reqs) - len(todo)
+        if todo:
+            if self.is_hf:
+                res = self.inner.generate_with_distribution([reqs[i] for i in todo], top_k=self.top_k,
+                                                            batch_size=batch_size, answer_prefix=self.prefix)
+                for i, (t, d) in zip(todo, res):
+                    texts[i], dists[i] = t, dist_to_meta(d, self.source)
+            else:
+                need_t = [i for i in todo if texts[i] is None]
+                for i, t in zip(need_t, self.inner.generate([reqs[i] for i in need_t], batch_size=batch_size)):
+                    texts[i] = t
+                for i in todo:
+                    if dists[i] is None:
+                        r = reqs[i]
+                        dists[i] = dist_to_meta(self.inner.next_token_distribution(r.images, r.prompt,
+                                                                                   top_k=self.top_k), self.source)
+            self.cached.calls += len(todo)
+            for i in todo:
+                self.cache.put(tkeys[i], texts[i], meta={"model_version": self.inner.model_version})
+                self._put_dist(dkeys[i], dists[i])
+        return list(zip(texts, dists))  # type: ignore[arg-type]
+
+    def prefill(self, reqs: list[VLMRequest], shas: list[list[str]], batch_size: int) -> list[dict]:
+        """Distribution meta per request (perturbed conditions: no generation)."""
+        keys = [self._dist_key(r, s) for r, s in zip(reqs, shas)]
+        dists = [self._get_dist(k) for k in keys]
+        todo = [i for i, d in enumerate(dists) if d is None]
+        self.cached.hits += len(reqs) - len(todo)
+        if todo:
+            if self.is_hf:
+                res = self.inner.next_token_distributions([reqs[i] for i in todo], top_k=self.top_k,
+                                                          batch_size=batch_size, answer_prefix=self.prefix)
+            else:
+                res = [self.inner.next_token_distribution(reqs[i].images, reqs[i].prompt, top_k=self.top_k)
+                       for i in todo]
+            self.cached.calls += len(todo)
+            for i, d in zip(todo, res):
+                dists[i] = dist_to_meta(d, self.source)
+                self._put_dist(keys[i], dists[i])
+        return dists  # type: ignore[return-value]
+
+    def texts(self, reqs: list[VLMRequest], shas: list[list[str]], batch_size: int) -> list[str]:
+        return self.cached.generate(reqs, batch_size=batch_size, image_sha256s=shas)
+
+
+def run_vsi_task(task, vlm, store: RecordStore, pending: list[Stimulus], seed: int, run_id: str,
+                 batch_size: int, out: Path, advance: Callable[[int], None]) -> tuple[int, int, int]:
+    """Write the pending VSI records of one task x model; returns (written, cache hits, requests)."""
+    from .models.response_cache import CachedVLM, ResponseCache
+    from .readouts.answers import parse_confidence
+    from .vlm_runner import response_cache_dir
+
+    cached = vlm if isinstance(vlm, CachedVLM) else CachedVLM(vlm, ResponseCache(response_cache_dir()))
+    inner = cached.inner
+    m = _VSIModel(cached, task, task.top_k)
+    hits0, calls0 = cached.hits, cached.calls
+
+    def record(s: Stimulus, *, response=None, raw=None, prompt=None, readout, vsi_extra: dict, **meta):
+        vsi = {**s.meta["vsi"], "top_k": m.top_k, **vsi_extra}
+        extra = {k: v for k, v in s.meta.items() if k not in ("vsi", "vsi_prompt")}
+        return make_record(
+            task, stimulus_id=s.stimulus_id, model=inner.name, model_family=inner.family, readout=readout,
+            response=response, ground_truth=s.ground_truth, manipulated_value=s.manipulated_value, raw_output=raw,
+            prompt_id=task.prompt_id, prompt_hash=None if prompt is None else text_hash(prompt),
+            model_version=inner.model_version, seed=seed, run_id=run_id, split=s.split,
+            settings={**inner.generation_settings, "request_max_new_tokens": MAX_NEW_TOKENS},
+            vsi=vsi, **extra, **meta)
+
+    reason = m.check_supported()
+    written = 0
+    for i in range(0, len(pending), batch_size):
+        chunk = pending[i:i + batch_size]
+        if reason is None:
+            try:
+                written += _run_chunk(task, m, chunk, seed, batch_size, record, parse_confidence, store)
+            except NotSupportedByProvider as e:
+                reason = str(e)
+        if reason is not None:
+            empty = {"token_ids": None, "tokens": [], "logprobs": [], "complete": False,
+                     "distribution_source": m.source, "image_sha256": None, "max_prob": None,
+                     "verbal_conf": None, "verbal_raw": None}
+            written += store.append([record(s, readout="vlm_vsi_" + ("clean" if s.meta["vsi"]["condition"] == "clean"
+                                                                    else "perturbed"),
+                                            vsi_extra=empty, skipped=reason) for s in chunk])
+        advance(len(chunk))
+    return written, cached.hits - hits0, (cached.hits - hits0) + (cached.calls - calls0)
+
+
+def _run_chunk(task, m: _VSIModel, chunk: list[Stimulus], seed: int, batch_size: int, record, parse_confidence,
+               store: RecordStore) -> int:
+    imgs = [s.render() for s in chunk]
+    shas = [[image_sha256(im)] for im in imgs]
+    prompts = [s.meta["vsi_prompt"] for s in chunk]
+    clean_i = [k for k, s in enumerate(chunk) if s.meta["vsi"]["condition"] == "clean"]
+    pert_i = [k for k, s in enumerate(chunk) if s.meta["vsi"]["condition"] != "clean"]
+    recs: dict[int, object] = {}
+    if clean_i:
+        reqs = [VLMRequest((imgs[k],), prompts[k], MAX_NEW_TOKENS) for k in clean_i]
+        res = m.clean(reqs, [shas[k] for k in clean_i], batch_size)
+        conf_texts: list[str | None] = [None] * len(clean_i)
+        if task.verbal_conf:
+            creqs = [VLMRequest((imgs[k],), task.confidence_prompt(prompts[k], text), CONF_MAX_NEW_TOKENS)
+                     for k, (text, _) in zip(clean_i, res)]
+            conf_texts = m.texts(creqs, [shas[k] for k in clean_i], batch_size)
+        for k, (text, dist), ct in zip(clean_i, res, conf_texts):
+            s = chunk[k]
+            response, parse_meta = task.parse_answer(text)
+            vc = None if ct is None else parse_confidence(ct)
+            recs[k] = record(s, response=response, raw=text, prompt=prompts[k], readout="vlm_vsi_clean",
+                             vsi_extra={**dist, "image_sha256": shas[k][0],
+                                        "max_prob": float(np.exp(dist["logprobs"][0])),
+                                        "verbal_conf": vc, "verbal_raw": ct},
+                             parse=parse_meta, stimulus_sha256=shas[k][0],
+                             **({"confidence_prompt_hash": text_hash(CONFIDENCE_PROMPT)} if task.verbal_conf
+                                else {}))
+    if pert_i:
+        reqs = [VLMRequest((imgs[k],), prompts[k], 1) for k in pert_i]
+        dists = m.prefill(reqs, [shas[k] for k in pert_i], batch_size)
+        for k, dist in zip(pert_i, dists):
+            recs[k] = record(chunk[k], prompt=prompts[k], readout="vlm_vsi_perturbed",
+                             vsi_extra={**dist, "image_sha256": shas[k][0], "max_prob": None, "verbal_conf": None,
+                                        "verbal_raw": None}, stimulus_sha256=shas[k][0])
+    return store.append([recs[k] for k in sorted(recs)])
+
