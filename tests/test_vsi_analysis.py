@@ -10,7 +10,7 @@ from scipy.stats import spearmanr
 from sklearn.metrics import roc_auc_score
 
 from perceptbench.metrics import vsi_analysis as va
-from perceptbench.metrics.vsi_analysis import VSISample
+from perceptbench.metrics.vsi import VSISample
 
 # 8 samples.  Positives (errors) score 0.9, 0.4, 0.7; negatives 0.4, 0.1, 0.3, 0.8, 0.2.
 # Pairs: 0.9 beats all 5 -> 5; 0.4 beats 0.1, 0.3, 0.2 and ties 0.4 -> 3.5; 0.7 beats 4 -> 4.

@@ -8,8 +8,9 @@ import math
 import numpy as np
 import pytest
 
+from perceptbench import vsi_features as vf
 from perceptbench.metrics import vsi_probe as vp
-from perceptbench.metrics.vsi_analysis import VSISample
+from perceptbench.metrics.vsi import VSISample
 
 
 def test_groupkfold_never_splits_an_image():
@@ -67,22 +68,22 @@ def test_cache_round_trip_and_skipped(tmp_path):
 
     rng = np.random.default_rng(2)
     imgs = [Image.fromarray((rng.random((64, 64, 3)) * 255).astype("uint8")) for _ in range(12)]
-    items = [vp.ProbeItem(f"s{i}", f"img{i}", "region", 20.0, (lambda im=im: im),
+    items = [vf.ProbeItem(f"s{i}", f"img{i}", "region", 20.0, (lambda im=im: im),
                           (lambda im=im: im.filter(ImageFilter.GaussianBlur(3)))) for i, im in enumerate(imgs)]
-    meta = vp.cache_probe_features(_FakeTower(), items, tmp_path)
+    meta = vf.cache_probe_features(_FakeTower(), items, tmp_path, key="fake@t")
     assert json.loads(meta.read_text())["dim"] == 5
     store = vp.ProbeFeatures(tmp_path)
-    f = store.get("fake")
+    f = store.get("fake@t")
     assert set(f) == {(f"s{i}", "region", 20.0) for i in range(12)}
     assert np.allclose(np.linalg.norm(f[("s0", "region", 20.0)][1]), 1, atol=1e-6)
-    vp.cache_probe_features(object(), items, tmp_path, key="api-model")
-    assert "no vision tower" in vp.ProbeFeatures(tmp_path).skipped("api-model")
+    vf.cache_probe_features(object(), items, tmp_path, key="api-model@t")
+    assert "no vision tower" in vp.ProbeFeatures(tmp_path).skipped("api-model@t")
     samples = [VSISample("t", "b", "api-model", "x", f"s{i}", f"img{i}", "region", 20.0, 0.01, False, True, 0.9,
                          None, "exact") for i in range(12)]
     rows = vp.probe_rows(samples, vp.ProbeFeatures(tmp_path))
     assert rows[0].metric == "skipped[region,sigma=20]" and "no vision tower" in rows[0].note
     # a tampered cache is refused
-    p = tmp_path / "fake.npz"
+    p = tmp_path / "fake_t.npz"
     p.write_bytes(p.read_bytes()[:-3] + b"xyz")
     with pytest.raises(ValueError, match="sha256"):
-        vp.ProbeFeatures(tmp_path).get("fake")
+        vp.ProbeFeatures(tmp_path).get("fake@t")

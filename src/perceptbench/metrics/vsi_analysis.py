@@ -61,6 +61,7 @@ from scipy.stats import rankdata
 from ..seeding import rng_for
 from ..tasks.base import ScoreRow
 from .bootstrap import N_BOOT_B, bootstrap, resample_indices
+from .vsi import VSISample
 
 MIN_CLASS = 5
 """Fewer errors or fewer correct answers than this -> NaN row with a note (never 0.5)."""
@@ -78,30 +79,6 @@ SIGMAS = (10.0, 20.0, 40.0)
 """Blur strengths of the robustness analysis, pixels (seed 002 C.2)."""
 DEFAULT_SIGMA = 20.0
 """Default blur strength, pixels (seed 002 §2)."""
-
-
-# --------------------------------------------------------------------------- samples
-@dataclass(frozen=True)
-class VSISample:
-    """One model x stimulus x perturbation VSI measurement (VSI_INTERFACES.md §2).
-
-    Provisional local copy of ``perceptbench.metrics.vsi.VSISample`` until branch ``vsi``
-    lands; then this definition is removed and the real one imported."""
-
-    task_id: str
-    benchmark: str
-    model: str
-    model_family: str
-    sample_id: str
-    image_id: str
-    perturbation: str
-    sigma: float
-    vsi: float
-    argmax_changed: bool
-    correct: bool | None
-    max_prob: float
-    verbal_conf: float | None
-    region_source: str
 
 
 # ------------------------------------------------------------------ array functions

@@ -16,7 +16,8 @@ image) against the same model's argmax-change rate, on the same samples:
   images (``resample_indices`` over the subset's images; each draw sums per-image totals).
 
 Caching (so that ``perceptbench score`` re-scores without torch): features are computed at run
-time by :func:`cache_probe_features` and written to ``<run>/features/<slug>.npz`` (arrays
+time by :func:`perceptbench.vsi_features.cache_probe_features` and written to
+``<run>/features/<slug(model@task_id)>.npz`` (arrays
 ``sample_id, image_id, perturbation, sigma, clean, perturbed``, float32 features) with a
 ``<slug>.json`` sidecar (model, model_version, hook, feature dim, sha256 of the npz).  A model
 without an accessible vision tower gets ``<slug>.json`` with ``"skipped": reason`` and no npz.
@@ -33,21 +34,27 @@ import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Sequence
 
 import numpy as np
 
 from ..seeding import rng_for
 from ..tasks.base import ScoreRow
 from .bootstrap import N_BOOT_B, resample_indices
-from .vsi_analysis import LOW_VSI, VSISample, quintiles
+from .vsi import VSISample
+from .vsi_analysis import LOW_VSI, quintiles
 
 N_FOLDS = 5
 """Grouped cross-validation folds (seed 002 appendix A)."""
 PROBE_C = 1.0
 """Inverse L2 strength of the logistic probe (scikit-learn's default)."""
 WITNESS = "witness:efficientnet-lite0"
-"""Store key of the frozen external image-only witness probe's features."""
+"""Model part of the store key of the frozen external image-only witness probe's features."""
+
+
+def store_key(model: str, task_id: str) -> str:
+    """Key of one (model, task) feature file: ``model@task_id``."""
+    return f"{model}@{task_id}"
 
 
 def slug(name: str) -> str:
@@ -149,82 +156,6 @@ def gap_on_subset(probe_ok: np.ndarray, changed: np.ndarray, image_ids: np.ndarr
     return GapResult(ci(est_po, d_po), ci(est_ch, d_ch), ci(est_po - est_ch, d_po - d_ch), int(mask.sum()), m, 0)
 
 
-# ------------------------------------------------------------------------ caching
-@dataclass(frozen=True)
-class ProbeItem:
-    """One sample's two views for feature extraction: ``clean()`` and ``perturbed()`` return
-    PIL images (loaded lazily)."""
-
-    sample_id: str
-    image_id: str
-    perturbation: str
-    sigma: float
-    clean: Callable
-    perturbed: Callable
-
-
-def _write_atomic(path: Path, data: bytes) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_bytes(data)
-    os.replace(tmp, path)
-
-
-def cache_probe_features(model, items: Sequence[ProbeItem], directory: str | os.PathLike, *,
-                         key: str | None = None, batch: int = 16) -> Path:
-    """Extract and store clean/perturbed features of ``items`` for ``model``.
-
-    ``model``: anything with ``vision_features(images) -> (n, d) float32`` (the ``hf:`` VLM
-    adapter) or ``embed(images)`` (the witness encoder; pass ``key=WITNESS``).  Writes
-    ``<directory>/<slug(key)>.npz`` and ``.json`` (see the module docstring); a model with
-    neither method, or whose tower is unreachable (``VisionTowerUnavailable``), gets a
-    ``.json`` with ``"skipped"`` and no features.  An existing npz holding every item is kept
-    (resume).  Returns the json path."""
-    directory = Path(directory)
-    directory.mkdir(parents=True, exist_ok=True)
-    key = key or model.name
-    base = directory / slug(key)
-    meta_path = base.with_suffix(".json")
-    npz_path = base.with_suffix(".npz")
-    want = {(it.sample_id, it.perturbation, float(it.sigma)) for it in items}
-    if npz_path.exists() and meta_path.exists():
-        with np.load(npz_path) as z:
-            have = set(zip(z["sample_id"].tolist(), z["perturbation"].tolist(), z["sigma"].astype(float).tolist()))
-        if want <= have:
-            return meta_path
-    fn = getattr(model, "vision_features", None) or getattr(model, "embed", None)
-    meta = {"key": key, "model_version": getattr(model, "model_version", ""), "n": len(items)}
-    if fn is None:
-        meta["skipped"] = f"{type(model).__name__} exposes no vision tower (no vision_features / embed)"
-        _write_atomic(meta_path, json.dumps(meta, indent=1).encode())
-        return meta_path
-    from ..models.base import ModelLoadError
-
-    clean, pert = [], []
-    try:
-        for i in range(0, len(items), batch):
-            chunk = items[i:i + batch]
-            clean.append(np.asarray(fn([it.clean() for it in chunk]), np.float32))
-            pert.append(np.asarray(fn([it.perturbed() for it in chunk]), np.float32))
-    except ModelLoadError as e:  # VisionTowerUnavailable
-        meta["skipped"] = str(e)
-        _write_atomic(meta_path, json.dumps(meta, indent=1).encode())
-        return meta_path
-    import io
-
-    buf = io.BytesIO()
-    np.savez(buf, sample_id=np.array([it.sample_id for it in items]),
-             image_id=np.array([it.image_id for it in items]),
-             perturbation=np.array([it.perturbation for it in items]),
-             sigma=np.array([float(it.sigma) for it in items]),
-             clean=np.concatenate(clean), perturbed=np.concatenate(pert))
-    data = buf.getvalue()
-    _write_atomic(npz_path, data)
-    meta.update(hook="vision_features" if hasattr(model, "vision_features") else "embed",
-                dim=int(np.concatenate(clean).shape[1]), sha256=hashlib.sha256(data).hexdigest())
-    _write_atomic(meta_path, json.dumps(meta, indent=1).encode())
-    return meta_path
-
-
 class ProbeFeatures:
     """Read-only store of cached probe features in a directory (numpy only, no torch).
 
@@ -308,15 +239,15 @@ def probe_rows(samples: Sequence[VSISample], store: ProbeFeatures, *, seed: int 
     from .vsi_analysis import _cells, _suffix
 
     rows: list[ScoreRow] = []
-    witness = store.get(WITNESS)
     for (task_id, bench, model, pert, sigma), cell in sorted(_cells(samples).items()):
         sfx = _suffix(pert, sigma)
-        why = store.skipped(model)
+        witness = store.get(store_key(WITNESS, task_id))
+        why = store.skipped(store_key(model, task_id))
         if why:
             rows.append(ScoreRow(task_id, model, f"skipped{sfx}", math.nan, None, None, 0, None,
                                  f"encoder-LLM probe: {why}"))
         else:
-            feats = store.get(model)
+            feats = store.get(store_key(model, task_id))
             if feats is not None:
                 rows += _gap_rows(task_id, model, sfx, "", feats, cell, seed, "own vision tower")
         if witness is not None:
