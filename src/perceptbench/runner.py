@@ -218,6 +218,10 @@ def run(cfg: RunConfig, *, progress: bool = True, load_model: Callable | None = 
                         from .vlm_runner import run_vlm_task
                     n, hits, reqs = run_vlm_task(task, model, store, pending, cfg.seed, run_id, cfg.batch_size,
                                                  out, advance)
+                    if getattr(task, "is_vsi", False):  # encoder-LLM probe features (seed 002 §2.4)
+                        from .vsi_features import cache_task_features
+
+                        cache_task_features(task, getattr(model, "inner", model), out / "features", cfg.seed)
                     summary.cache_hits += hits
                     summary.cache_requests += reqs
                 summary.written += n
