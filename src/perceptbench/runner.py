@@ -147,6 +147,12 @@ class _EncoderRunner:
         return written
 
 
+def _vsi_features_cached(out: Path, name: str, task_id: str) -> bool:
+    from .vsi_features import features_cached
+
+    return features_cached(out / "features", name, task_id)
+
+
 def run(cfg: RunConfig, *, progress: bool = True, load_model: Callable | None = None,
         console=None) -> RunSummary:
     """Run tasks x models into ``cfg.out``; returns what was written and skipped.
@@ -188,7 +194,7 @@ def run(cfg: RunConfig, *, progress: bool = True, load_model: Callable | None = 
                 pending = [s for s in test
                            if make_trial_id(task.task_id, s.stimulus_id, name, 0) not in store.done]
                 summary.skipped += len(test) - len(pending)
-                if pending:
+                if pending or (getattr(task, "is_vsi", False) and not _vsi_features_cached(out, name, task.task_id)):
                     plan.append((task, stimuli, arg, name, pending))
         with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                       TimeElapsedColumn(), disable=not progress, console=console) as bar:

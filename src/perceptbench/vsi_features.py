@@ -53,8 +53,8 @@ def cache_probe_features(model, items: Sequence[ProbeItem], directory: str | os.
     directory.mkdir(parents=True, exist_ok=True)
     key = key or model.name
     base = directory / slug(key)
-    meta_path = base.with_suffix(".json")
-    npz_path = base.with_suffix(".npz")
+    meta_path = base.with_name(base.name + ".json")
+    npz_path = base.with_name(base.name + ".npz")
     want = {(it.sample_id, it.perturbation, float(it.sigma)) for it in items}
     if npz_path.exists() and meta_path.exists():
         with np.load(npz_path) as z:
@@ -126,3 +126,8 @@ def cache_task_features(task, model, directory: str | os.PathLike, seed: int, wi
             witness = EfficientNetLiteEncoder()
         out.append(cache_probe_features(witness, items, directory, key=wkey))
     return out
+
+
+def features_cached(directory: str | os.PathLike, model_name: str, task_id: str) -> bool:
+    """True when the (model, task) feature sidecar exists (features written, or a skip recorded)."""
+    return (Path(directory) / (slug(store_key(model_name, task_id)) + ".json")).exists()
