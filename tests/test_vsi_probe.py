@@ -87,3 +87,37 @@ def test_cache_round_trip_and_skipped(tmp_path):
     p.write_bytes(p.read_bytes()[:-3] + b"xyz")
     with pytest.raises(ValueError, match="sha256"):
         vp.ProbeFeatures(tmp_path).get("fake@t")
+
+
+@pytest.mark.parametrize("family", ["llava", "idefics3", "qwen2_vl"])
+def test_vision_tower_hook(family, tmp_path):
+    pytest.importorskip("torch")
+    from PIL import Image, ImageFilter
+
+    from perceptbench.models.vlm_hf import HFVLM
+    from perceptbench.testing.tiny_vlm import build_tiny_vlm
+
+    m = HFVLM(build_tiny_vlm(family, tmp_path / family), name=family)
+    rng = np.random.default_rng(0)
+    im = Image.fromarray((rng.random((64, 64, 3)) * 255).astype("uint8"))
+    f = m.vision_features([im, im.filter(ImageFilter.GaussianBlur(6)), im])
+    assert f.dtype == np.float32 and f.shape == (3, 32)
+    assert np.allclose(np.linalg.norm(f, axis=1), 1, atol=1e-5)
+    assert np.array_equal(f[0], f[2]) and not np.allclose(f[0], f[1])
+
+
+def test_model_without_tower_is_skipped(tmp_path):
+    from perceptbench.models.vlm_hf import HFVLM, VisionTowerUnavailable
+
+    class NoTower(HFVLM):  # an hf: model of a type without a registered tower
+        def __init__(self):
+            self.name = "other"
+            self.model = type("M", (), {"config": type("C", (), {"model_type": "mllama"})(), "model": None})()
+
+    with pytest.raises(VisionTowerUnavailable, match="mllama"):
+        NoTower().vision_features([])
+    from perceptbench import vsi_features as vf2
+
+    meta = vf2.cache_probe_features(NoTower(), [vf.ProbeItem("s", "i", "region", 20.0, lambda: None, lambda: None)],
+                                    tmp_path, key="other@t")
+    assert "mllama" in json.loads(meta.read_text())["skipped"]
