@@ -29,6 +29,28 @@ def test_auroc_by_hand_and_sklearn():
         assert va.auroc_rows(e, s)[0] == pytest.approx(roc_auc_score(e, s))
 
 
+def test_auroc_draws_equals_rowwise_on_resamples():
+    from perceptbench.metrics.bootstrap import resample_indices
+
+    rng = np.random.default_rng(5)
+    e = rng.random(50) < 0.3
+    s = np.round(rng.random(50), 1)  # ties
+    idx = resample_indices(50, 200, 0)
+    assert np.allclose(va.auroc_draws(e, s, idx), va.auroc_rows(e[idx], s[idx]), equal_nan=True)
+
+
+def test_permutation_tied_and_untied_paths_agree_in_distribution():
+    # the same data with and without an (irrelevant) tie give nearly the same p
+    rng = np.random.default_rng(11)
+    x = rng.random(40)
+    y = x + rng.normal(0, 0.6, 40)
+    p_untied = va.permutation_spearman(x, y, n_perm=20_000).p
+    x2 = x.copy()
+    x2[np.argsort(x)[:2]] = x.min()  # tie the two smallest values
+    p_tied = va.permutation_spearman(x2, y, n_perm=20_000).p
+    assert abs(p_untied - p_tied) < 0.01 + 0.5 * max(p_untied, p_tied)
+
+
 def test_auroc_small_class_is_nan_with_reason():
     d = va.auroc(ERR, SCORE)  # 3 errors < 5
     assert math.isnan(d.value) and d.note == "3 errors < 5"

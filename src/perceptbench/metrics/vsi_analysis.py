@@ -119,6 +119,30 @@ def auroc_rows(error: np.ndarray, score: np.ndarray) -> np.ndarray:
         return np.where((n_pos > 0) & (n_neg > 0), u / (n_pos * n_neg), np.nan)
 
 
+def auroc_draws(error: np.ndarray, score: np.ndarray, idx: np.ndarray) -> np.ndarray:
+    """``auroc_rows(error[idx], score[idx])`` without sorting every draw.
+
+    ``error`` bool (n,), ``score`` float (n,), ``idx`` int (d, n) resample indices.  Each
+    draw is summarised by how often it picks each distinct score value among errors and among
+    correct answers (one ``bincount``); U = sum over values of n_err(v) (n_ok(< v) + n_ok(v)/2).
+    Returns float64 (d,), NaN where a class is empty."""
+    error = np.asarray(error, bool)
+    score = np.asarray(score, float)
+    idx = np.atleast_2d(idx)
+    d = idx.shape[0]
+    uniq, code = np.unique(score, return_inverse=True)
+    k = uniq.size
+    flat = (np.arange(d)[:, None] * k + code[idx]).ravel()
+    e = error[idx].ravel()
+    pos = np.bincount(flat[e], minlength=d * k).reshape(d, k).astype(float)
+    neg = np.bincount(flat[~e], minlength=d * k).reshape(d, k).astype(float)
+    below = np.cumsum(neg, 1) - neg
+    u = (pos * (below + 0.5 * neg)).sum(1)
+    n_pos, n_neg = pos.sum(1), neg.sum(1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where((n_pos > 0) & (n_neg > 0), u / (n_pos * n_neg), np.nan)
+
+
 def auroc(error: np.ndarray, score: np.ndarray, min_class: int = MIN_CLASS) -> Defined:
     """AUROC (see :func:`auroc_rows`) of one sample set; NaN with a note when a class has
     fewer than ``min_class`` members.  ``error`` bool (n,), ``score`` float (n,)."""
@@ -244,8 +268,7 @@ def paired_auroc_diff(error: np.ndarray, score_a: np.ndarray, score_b: np.ndarra
     sa, sb = np.asarray(score_a, float), np.asarray(score_b, float)
     est = float(auroc_rows(error, sa)[0] - auroc_rows(error, sb)[0])
     idx = resample_indices(error.size, n_draws, seed)
-    e = error[idx]
-    d = auroc_rows(e, sa[idx]) - auroc_rows(e, sb[idx])
+    d = auroc_draws(error, sa, idx) - auroc_draws(error, sb, idx)
     ok = np.isfinite(d)
     d = d[ok]
     if d.size == 0:
@@ -283,11 +306,15 @@ def permutation_spearman_many(pairs: Sequence[tuple[np.ndarray, np.ndarray]], *,
     The null permutes x's ranks; p = (#{|rho_perm| >= |rho_obs| - 1e-12} + 1) / (n_perm + 1)
     (seed 002 B.2, D.1).  The permutations for length n come from
     ``rng_for(seed, "vsi-permutation", n)``, generated in chunks of ``chunk`` rows and shared by
-    every pair of that length, so each pair's result equals testing it alone.  Vectorised: one
-    gather and one matrix-vector product per chunk and pair.  Pairs with n < 3 or a constant
-    vector give NaN with a note."""
+    every pair of that length, so each pair's result equals testing it alone.  Pairs without
+    ties: rho_perm = sum_i f(r_x[pi(i)]) f(r_y(i)) has the distribution of
+    sum_j f(pi(j)) f(j) (f = standardised ranks 1..n) whatever the data, so one sorted null of
+    n_perm values per n serves every such pair (a lookup per pair).  Pairs with ties permute
+    their own rank vectors (one gather and one matrix-vector product per chunk and pair).
+    Pairs with n < 3 or a constant vector give NaN with a note."""
     out: list[PermutationRho | None] = [None] * len(pairs)
     by_n: dict[int, list[int]] = defaultdict(list)
+    untied: dict[int, list[int]] = defaultdict(list)
     prepared: dict[int, tuple[np.ndarray, np.ndarray, float]] = {}
     for i, (x, y) in enumerate(pairs):
         x, y = np.asarray(x, float), np.asarray(y, float)
@@ -302,7 +329,24 @@ def permutation_spearman_many(pairs: Sequence[tuple[np.ndarray, np.ndarray]], *,
             out[i] = PermutationRho(math.nan, math.nan, n, n_perm, seed, "constant VSI in one model")
             continue
         prepared[i] = (zx, zy, float(zx @ zy))
-        by_n[n].append(i)
+        if np.unique(x).size == n and np.unique(y).size == n:
+            untied[n].append(i)
+        else:
+            by_n[n].append(i)
+    for n, members in untied.items():  # null of rho depends on n only: one sorted null per n
+        rng = rng_for(seed, "vsi-permutation", n)
+        f = _standardised_ranks(np.arange(n, dtype=float))
+        base = np.broadcast_to(np.arange(n), (min(chunk, n_perm), n))
+        null = np.empty(n_perm)
+        done = 0
+        while done < n_perm:
+            c = min(chunk, n_perm - done)
+            null[done:done + c] = np.abs(f[rng.permuted(base[:c], axis=1)] @ f)
+            done += c
+        null.sort()
+        for i in members:
+            count = n_perm - np.searchsorted(null, abs(prepared[i][2]) - 1e-12, side="left")
+            out[i] = PermutationRho(prepared[i][2], float((count + 1) / (n_perm + 1)), n, n_perm, seed)
     for n, members in by_n.items():
         rng = rng_for(seed, "vsi-permutation", n)
         counts = np.zeros(len(members), np.int64)
@@ -389,7 +433,7 @@ def cell_diagnostics(task_id: str, model: str, cell: Sequence[VSISample], seed: 
     scores = {"vsi": -vsi, "max_prob": -mp}
     for name, sc in scores.items():
         rows.append(_boot_row(task_id, model, f"auroc_{name}{sfx}",
-                              lambda idx, sc=sc: auroc_rows(err[idx], sc[idx]), n, n_null, seed,
+                              lambda idx, sc=sc: auroc_draws(err, sc, idx), n, n_null, seed,
                               "error = positive class", why))
         rows.append(_boot_row(task_id, model, f"prr80_{name}{sfx}",
                               lambda idx, sc=sc: prr_rows(err[idx], sc[idx]), n, n_null, seed,
@@ -404,7 +448,7 @@ def cell_diagnostics(task_id: str, model: str, cell: Sequence[VSISample], seed: 
         vvsi = np.array([s.vsi for s in vs], float)
         vwhy = class_check(verr)
         rows.append(_boot_row(task_id, model, f"auroc_verbal_conf{sfx}",
-                              lambda idx: auroc_rows(verr[idx], -vc[idx]), nv, nv_null, seed,
+                              lambda idx: auroc_draws(verr, -vc, idx), nv, nv_null, seed,
                               "error = positive class", vwhy))
         rows.append(_boot_row(task_id, model, f"prr80_verbal_conf{sfx}",
                               lambda idx: prr_rows(verr[idx], -vc[idx]), nv, nv_null, seed, "",
@@ -632,7 +676,7 @@ def signal_cells(cells: dict[tuple, list[VSISample]], seed: int) -> tuple[list[S
             sc.auroc[k] = float(auroc_rows(err, v)[0])
             if k == "hybrid":
                 rows.append(_boot_row(tid, model, f"auroc_hybrid{sfx}",
-                                      lambda idx, v=v: auroc_rows(err[idx], v[idx]), len(a), n_null, seed,
+                                      lambda idx, v=v: auroc_draws(err, v, idx), len(a), n_null, seed,
                                       "mean rank fraction of -VSI_region and -VSI_whole"))
         if "hybrid" not in scores:
             rows.append(_nan_row(tid, model, f"auroc_hybrid{sfx}", "cell lacks region or whole VSI", len(a), n_null))
