@@ -127,6 +127,27 @@ def _count_records(path: Path) -> int:
         return 0
 
 
+def _print_signal_table(rows) -> None:
+    """The VSI signal table (seed 002 §4): per (benchmark x model) cell, the AUROC of each
+    error signal, the winner and its paired-bootstrap margin over the runner-up."""
+    from .metrics.vsi_analysis import SIGNALS, signal_table_from_rows
+
+    table = signal_table_from_rows(rows)
+    if not table:
+        return
+    t = Table(title="VSI: which error signal wins per cell (AUROC, error = positive class)")
+    for c in ("task", "model", "sigma", *SIGNALS, "winner", "margin [95% CI]"):
+        t.add_column(c, overflow="fold")
+    for r in table:
+        au = [f"{r['auroc'][k]:.3f}" if k in r["auroc"] else "-" for k in SIGNALS]
+        if r["runner_up"]:
+            margin = f"+{r['margin']:.3f} over {r['runner_up']} [{r['low']:.3f}, {r['high']:.3f}]"
+        else:
+            margin = r["note"] or "-"
+        t.add_row(*(escape(str(c)) for c in (r["task_id"], r["model"], r["sigma"], *au, r["winner"] or "-", margin)))
+    console.print(t)
+
+
 def _fail(msg) -> None:
     if isinstance(msg, KeyError) and msg.args:
         msg = msg.args[0]
@@ -193,6 +214,7 @@ def run(
         console.print(f"response cache: {summary.cache_hits} of {summary.cache_requests} VLM answers came from the "
                       "cache (no model call)")
     _print_scores(rows, all_rows)
+    _print_signal_table(rows)
     scores_csv = out / ("scores.csv" if parser == "default" else f"scores.{parser}.csv")
     console.print(f"records: {out / 'records.jsonl'}\nscores:  {scores_csv} (+ .json)")
     console.print(f"report:  perceptbench report {out} --out {out / 'report.html'}  (HTML page with the figures)")
@@ -300,6 +322,8 @@ def report(
         _fail(e)
     console.print(f"report: {res.html_path} ({res.n_models} model(s), {res.n_tasks} task(s), {res.n_figures} "
                   f"figures)\nsummary: {res.md_path}")
+    _print_signal_table(rows)
+    console.print(f"scores: {out or records.with_name('scores.csv')}")
 
 
 @app.command()

@@ -268,6 +268,12 @@ def resolve_models(cfg: RunConfig, load_model: Callable) -> dict[str, object]:
     return {arg: load_model(arg) for arg in dict.fromkeys(cfg.models)}
 
 
+def _vsi_features_cached(out: Path, name: str, task_id: str) -> bool:
+    from .vsi_features import features_cached
+
+    return features_cached(out / "features", name, task_id)
+
+
 def run(cfg: RunConfig, *, progress: bool = True, load_model: Callable | None = None,
         console=None) -> RunSummary:
     """Run tasks x models into ``cfg.out``; returns what was written and skipped.
@@ -331,7 +337,7 @@ def run(cfg: RunConfig, *, progress: bool = True, load_model: Callable | None = 
                 pending = [s for s in test
                            if make_trial_id(task.task_id, s.stimulus_id, name, 0) not in store.done]
                 summary.skipped += len(test) - len(pending)
-                if pending:
+                if pending or (getattr(task, "is_vsi", False) and not _vsi_features_cached(out, name, task.task_id)):
                     plan.append((task, stimuli, arg, name, pending))
         with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                       TimeElapsedColumn(), disable=not progress, console=console) as bar:
@@ -371,6 +377,10 @@ def run(cfg: RunConfig, *, progress: bool = True, load_model: Callable | None = 
                         from .vlm_runner import run_vlm_task
                     n, hits, reqs = run_vlm_task(task, model, store, pending, cfg.seed, run_id, cfg.batch_size,
                                                  out, advance, cache_mode=cfg.cache_mode, extra_meta=extra_meta())
+                    if getattr(task, "is_vsi", False):  # encoder-LLM probe features (seed 002 §2.4)
+                        from .vsi_features import cache_task_features
+
+                        cache_task_features(task, getattr(model, "inner", model), out / "features", cfg.seed)
                     summary.cache_hits += hits
                     summary.cache_requests += reqs
                 summary.written += n

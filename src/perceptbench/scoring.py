@@ -83,7 +83,8 @@ def _parse_rows(task_id: str, records: list[TrialRecord], mode: str) -> list[Sco
     return rows
 
 
-def score_records(records: list[TrialRecord], seed: int | None = None, parser_mode: str = "default") -> list[ScoreRow]:
+def score_records(records: list[TrialRecord], seed: int | None = None, parser_mode: str = "default",
+                  features_dir: str | os.PathLike | None = None) -> list[ScoreRow]:
     """Score every task present in ``records``.
 
     The bootstrap seed is ``seed`` if given, else the records' ``run_meta.seed`` (which
@@ -91,7 +92,9 @@ def score_records(records: list[TrialRecord], seed: int | None = None, parser_mo
     ``raw_output`` under ``parser_mode`` (``default``, ``strict``: ambiguous answers null,
     ``seed``: the seed's literal rule; see :func:`apply_parser_mode`).  Records of one task and
     model written under two prompt versions are scored as two respondents
-    (:func:`perceptbench.provenance.split_prompt_versions`)."""
+    (:func:`perceptbench.provenance.split_prompt_versions`).  VSI records also get the
+    cross-task VSI analyses (:func:`vsi_analysis_rows`); ``features_dir`` holds the cached
+    probe features (``<run>/features``) for the encoder-LLM gap rows."""
     records = apply_parser_mode(records, parser_mode)
     from .provenance import split_prompt_versions
 
@@ -110,7 +113,32 @@ def score_records(records: list[TrialRecord], seed: int | None = None, parser_mo
             s = seeds.pop()
         rows += get_task(task_id).score(recs, s)
         rows += _parse_rows(task_id, recs, parser_mode)
+    rows += vsi_analysis_rows(records, seed, features_dir)
     return rows
+
+
+def vsi_analysis_rows(records: list[TrialRecord], seed: int | None = None,
+                      features_dir: str | os.PathLike | None = None) -> list[ScoreRow]:
+    """Seed 002 §2.3-§4 analyses over every VSI record (all tasks and models together): empty
+    when there is none.  Seed: ``seed``, else the VSI records' unique seed (ValueError if several).
+    Probe rows need ``features_dir`` (read with numpy; no torch)."""
+    from .metrics.vsi import vsi_samples
+
+    samples = vsi_samples(records)
+    if not samples:
+        return []
+    from .metrics.vsi_analysis import score_vsi_analyses
+    from .metrics.vsi_probe import ProbeFeatures
+
+    s = seed
+    if s is None:
+        tasks = {x.task_id for x in samples}
+        seeds = {r.run_meta.seed for r in records if r.task_id in tasks}
+        if len(seeds) != 1:
+            raise ValueError(f"VSI records carry several seeds {sorted(seeds)}; pass --seed")
+        s = seeds.pop()
+    probe = ProbeFeatures(features_dir) if features_dir is not None and Path(features_dir).is_dir() else None
+    return score_vsi_analyses(samples, seed=s, probe=probe)
 
 
 def _fmt(x) -> str:
@@ -164,6 +192,6 @@ def score_file(records_path: str | os.PathLike, out_csv: str | os.PathLike | Non
     records = read_records(records_path)
     if not records:
         raise RecordError(f"{records_path}: holds no trial records (empty file); nothing to score")
-    rows = score_records(records, seed, parser_mode)
+    rows = score_records(records, seed, parser_mode, records_path.with_name("features"))
     write_scores(rows, out_csv or records_path.with_name("scores.csv"))
     return rows

@@ -25,7 +25,7 @@ from PIL import Image
 
 from .base import ModelLoadError, TokenDistribution, VLMRequest
 
-__all__ = ["HFVLM", "local_weights_sha256"]
+__all__ = ["HFVLM", "VisionTowerUnavailable", "local_weights_sha256"]
 
 _WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth", ".gguf")
 
@@ -49,6 +49,11 @@ def local_weights_sha256(directory: str | os.PathLike) -> str:
             for chunk in iter(lambda: f.read(1 << 20), b""):
                 h.update(chunk)
     return h.hexdigest()
+
+
+class VisionTowerUnavailable(ModelLoadError):
+    """The model's vision tower cannot be reached by :meth:`HFVLM.vision_features` (the
+    message says why); the encoder-LLM probe writes a ``skipped`` row instead."""
 
 
 def _transformers_at_least(major: int, minor: int) -> bool:
@@ -341,6 +346,57 @@ class HFVLM:
             complete=len(ids) == V,
             token_ids=tuple(ids),
         )
+
+    # ------------------------------------------------------ vision-tower features
+    VISION_TOWERS = {"llava": "vision_tower", "idefics3": "vision_model", "qwen2_vl": "visual"}
+    """config.model_type -> attribute of ``model.model`` holding the vision tower."""
+
+    def vision_tower_kind(self) -> str:
+        """The family key of :attr:`VISION_TOWERS` for this model; raises
+        ``VisionTowerUnavailable`` naming the model type when the tower is not reachable."""
+        kind = getattr(self.model.config, "model_type", "?")
+        attr = self.VISION_TOWERS.get(kind)
+        inner = getattr(self.model, "model", None)
+        if attr is None or inner is None or getattr(inner, attr, None) is None:
+            raise VisionTowerUnavailable(
+                f"{self.name}: no vision-tower hook for model_type {kind!r} "
+                f"(supported: {', '.join(sorted(self.VISION_TOWERS))})")
+        return kind
+
+    def vision_features(self, images: Sequence[Image.Image]) -> np.ndarray:
+        """Final-layer vision-tower features, mean-pooled over tokens and L2-normalised.
+
+        ``images``: PIL images, preprocessed by the model's own image processor.  Returns
+        float32 ``(n, d)`` with ``d`` the tower's hidden size; rows have unit L2 norm.
+        Per family: LLaVA ``vision_tower(...).last_hidden_state`` without the CLS token when
+        ``vision_feature_select_strategy == "default"``; Idefics3 ``vision_model`` over every
+        crop of the image; Qwen2-VL ``visual`` blocks' output before the patch merger.  This
+        is the input to the encoder-LLM probe (seed 002 §2.4, appendix A: "normalised
+        final-layer image features").  One image per forward pass.  Raises
+        ``VisionTowerUnavailable`` for other model types."""
+        kind = self.vision_tower_kind()
+        torch = self._torch
+        tower = getattr(self.model.model, self.VISION_TOWERS[kind])
+        ip = self.processor.image_processor
+        rows = []
+        for im in images:
+            enc = ip(images=[_rgb(im)], return_tensors="pt")
+            pv = enc["pixel_values"].to(self.device, dtype=self.dtype)
+            with torch.inference_mode():
+                if kind == "llava":
+                    h = tower(pv).last_hidden_state[0]
+                    if getattr(self.model.config, "vision_feature_select_strategy", "default") == "default":
+                        h = h[1:]
+                elif kind == "idefics3":
+                    pv = pv.reshape(-1, *pv.shape[-3:])
+                    real = (pv != 0).flatten(1).any(1)  # padding crops are all zeros
+                    h = tower(pixel_values=pv[real]).last_hidden_state.reshape(-1, tower.config.hidden_size)
+                else:  # qwen2_vl
+                    h = tower(pv, grid_thw=enc["image_grid_thw"].to(self.device)).last_hidden_state
+                v = h.float().mean(0)
+            v = v / v.norm().clamp_min(1e-12)
+            rows.append(v.cpu().numpy().astype(np.float32))
+        return np.stack(rows) if rows else np.zeros((0, 0), np.float32)
 
 
     # ------------------------------------------------ VSI: batched first-token distributions

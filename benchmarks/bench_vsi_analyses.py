@@ -1,0 +1,73 @@
+"""Speed of the VSI analyses (issue 9 targets, measured here, never asserted in tests).
+
+    python benchmarks/bench_vsi_analyses.py [--n 500] [--n-perm 100000]
+
+1. Permutation Spearman: 15 model pairs x n samples x n_perm shuffles (target < 10 s on the
+   2-core build machine).
+2. ``score_vsi_analyses`` on a synthetic 6-model x 4-benchmark x 2-perturbation grid at sigma 20
+   (n samples per cell, 10^5 shuffles per model pair; target < 60 s).
+Prints a JSON summary with wall-clock and process CPU seconds (the build machine is shared:
+wall time under load overstates the cost; CPU time counts every thread numpy uses).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+
+import numpy as np
+
+from perceptbench.metrics.vsi import VSISample
+from perceptbench.metrics.vsi_analysis import permutation_spearman_many, score_vsi_analyses
+
+
+def grid(n: int, models: int = 6, benchmarks: int = 4, seed: int = 0) -> list[VSISample]:
+    rng = np.random.default_rng(seed)
+    out = []
+    for b in range(benchmarks):
+        latent = rng.random(n)
+        for m in range(models):
+            wrong = rng.random(n) < 0.1 + 0.4 * (latent < 0.3)
+            mp = rng.uniform(0.3, 1.0, n)
+            vc = rng.integers(0, 101, n)
+            for pert in ("region", "whole"):
+                vsi = 0.01 * np.exp(4 * latent + rng.normal(0, 0.7, n))
+                for i in range(n):
+                    out.append(VSISample(f"vsi.bench{b}", f"bench{b}", f"model{m}", f"fam{m // 2}", f"s{i:04d}",
+                                         f"img{i // 2}", pert, 20.0, float(vsi[i]), bool(vsi[i] > 0.3),
+                                         None if i % 50 == 0 else bool(not wrong[i]), float(mp[i]),
+                                         None if i % 20 == 1 else float(vc[i]), "exact"))
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--n", type=int, default=500)
+    ap.add_argument("--n-perm", type=int, default=100_000)
+    a = ap.parse_args()
+    rng = np.random.default_rng(1)
+    lat = rng.random(a.n)
+    xs = [lat + rng.normal(0, 1, a.n) for _ in range(6)]
+    pairs = [(xs[i], xs[j]) for i in range(6) for j in range(i + 1, 6)]
+    t, c = time.perf_counter(), time.process_time()
+    permutation_spearman_many(pairs, n_perm=a.n_perm)
+    t_perm, c_perm = time.perf_counter() - t, time.process_time() - c
+    tied = [(np.round(x, 1), np.round(y, 1)) for x, y in pairs]  # ties: the per-pair path
+    t, c = time.perf_counter(), time.process_time()
+    permutation_spearman_many(tied, n_perm=a.n_perm)
+    t_tied, c_tied = time.perf_counter() - t, time.process_time() - c
+    samples = grid(a.n)
+    t, c = time.perf_counter(), time.process_time()
+    rows = score_vsi_analyses(samples, seed=0, n_perm=a.n_perm)
+    t_grid, c_grid = time.perf_counter() - t, time.process_time() - c
+    print(json.dumps({"pairs": 15, "n": a.n, "n_perm": a.n_perm,
+                      "permutation_15_pairs_wall_s": round(t_perm, 2), "permutation_15_pairs_cpu_s": round(c_perm, 2),
+                      "permutation_15_tied_pairs_wall_s": round(t_tied, 2),
+                      "permutation_15_tied_pairs_cpu_s": round(c_tied, 2),
+                      "grid_6x4x2_wall_s": round(t_grid, 2), "grid_6x4x2_cpu_s": round(c_grid, 2),
+                      "grid_samples": len(samples), "grid_rows": len(rows)}, indent=1))
+
+
+if __name__ == "__main__":
+    main()

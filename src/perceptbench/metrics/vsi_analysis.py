@@ -1,0 +1,757 @@
+"""Analyses of per-sample VSI (seed 002 §2.3-§4, appendices B.2, C.2, D.2).
+
+Array-level functions first (each one formula, pinned below), then the table-level
+analyses over :class:`VSISample` lists and :func:`score_vsi_analyses`, which turns them into
+``ScoreRow``s.  numpy/scipy/scikit-learn only: no torch, so re-scoring from records is light.
+
+Pinned definitions (docs/metrics.md, "VSI analyses", repeats them):
+
+* **Positive class** = per-sample error (``correct is False``) on the *answer-parseable subset*
+  (``correct is not None``); unparseable answers leave every accuracy-dependent analysis and are
+  counted in ``n_null`` (seed 002 appendix A).
+* **Ranking scores** (higher = predicted more likely wrong, seed 002 D.2): ``-VSI``,
+  ``-max_prob``, ``-verbal_conf``.
+* **AUROC** = P(score of a random error > score of a random correct) + 1/2 P(tie): the
+  Mann-Whitney form with average ranks, identical to ``sklearn.metrics.roc_auc_score`` (which
+  draws tied scores as one diagonal ROC segment, i.e. counts a tie as 1/2).
+* **< 5 samples in a class** (errors or correct answers) -> the value is NaN with a note; never
+  0.5.  Inside bootstrap draws a draw is undefined (NaN, dropped and counted) only when a class
+  is empty.
+* **PRR@80** (seed 002 D.2): with n parseable samples, r = floor(0.2 n) of the highest ranking
+  scores are rejected.  ``R0 = mean(error)``, ``R80 = (sum(error) - E_rejected) / (n - r)``,
+  ``PRR@80 = (R0 - R80) / R0``.  Scores tied at the rejection threshold are rejected
+  fractionally (each tied sample contributes the tie group's mean error), so the value does not
+  depend on sample order.  NaN when ``R0 == 0`` or r == 0.
+* **ECE** with 10 equal-width bins ``[0, .1), ..., [.9, 1.0]`` (last bin closed; seed 002 B.2):
+  ``sum_b (n_b / n) |acc_b - conf_b|``; **Brier** = ``mean((conf - correct)^2)``.
+  Confidences: ``max_prob``; ``verbal_conf / 100``; **normalised VSI** ``= 1 - exp(-VSI)``, a
+  fixed monotone map of nats onto [0, 1) (no per-cell fitting, so CIs need no re-normalising;
+  it orders samples as VSI does and is *not* a calibrated probability).
+* **Quintiles**: samples sorted by (VSI, sample_id); sample at position i (0-based) of n is in
+  quintile ``floor(5 i / n)``; bottom = 0, top = 4 (sizes differ by at most one).
+* **Quadrants** in the bottom quintile: correct/wrong x high/low confidence, high = ``max_prob``
+  above the median ``max_prob`` of the cell's parseable samples (seed 002 appendix A).
+  Confidently-wrong enrichment = CW fraction in the bottom quintile / CW fraction in the top
+  quintile (the matched top-VSI population: same cell, same size up to one).
+* **Hybrid** (region + whole): ``h = (q(-VSI_region) + q(-VSI_whole)) / 2`` with ``q`` the
+  average rank divided by n, over the samples that have both perturbations in the cell (seed 002
+  §4).  Computed once per cell and then treated as a fixed score (bootstrap resamples samples).
+* **Paired bootstrap** (seed 002 D.1: B = 1000): one index matrix from
+  :func:`perceptbench.metrics.bootstrap.resample_indices` for both signals; p-value two-sided,
+  ``p = min(1, 2 min((#{d <= 0} + 1)/(B + 1), (#{d >= 0} + 1)/(B + 1)))`` over the draws d of
+  the difference.
+* **Permutation Spearman** (seed 002 B.2, D.1: 10^5 shuffles, seed 42): rho = Pearson of the
+  average ranks; the null permutes one rank vector; two-sided
+  ``p = (#{|rho_perm| >= |rho_obs|} + 1) / (N + 1)``.  The generator is re-seeded for every pair
+  (``rng_for(seed, "vsi-permutation", n)``), so a pair's p-value does not depend on which other
+  pairs are tested; pairs with the same n share the permutations (computed once).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from dataclasses import dataclass, field
+from itertools import combinations
+from typing import Iterable, Sequence
+
+import numpy as np
+from scipy.stats import rankdata
+
+from ..seeding import rng_for
+from ..tasks.base import ScoreRow
+from .bootstrap import N_BOOT_B, bootstrap, resample_indices
+from .vsi import VSISample
+
+MIN_CLASS = 5
+"""Fewer errors or fewer correct answers than this -> NaN row with a note (never 0.5)."""
+LOW_VSI = 0.05
+"""Insensitive threshold in nats (seed 002 §2.2, appendix A)."""
+N_BINS = 10
+"""Equal-width calibration bins (seed 002 B.2)."""
+REJECT_FRACTION = 0.2
+"""PRR@80 rejects the worst-ranked 20% (seed 002 D.2)."""
+N_PERM = 100_000
+"""Permutation shuffles (seed 002 B.2, D.1)."""
+PERM_SEED = 42
+"""Permutation seed (seed 002 D.1)."""
+SIGMAS = (10.0, 20.0, 40.0)
+"""Blur strengths of the robustness analysis, pixels (seed 002 C.2)."""
+DEFAULT_SIGMA = 20.0
+"""Default blur strength, pixels (seed 002 §2)."""
+
+
+# ------------------------------------------------------------------ array functions
+@dataclass(frozen=True)
+class Defined:
+    """A value with the reason it is undefined (``note``) when it is NaN."""
+
+    value: float
+    note: str = ""
+
+
+def class_check(error: np.ndarray, min_class: int = MIN_CLASS) -> str:
+    """'' if both classes of the bool array ``error`` (n,) have >= ``min_class`` members, else
+    the reason (e.g. ``"3 errors < 5"``)."""
+    e = np.asarray(error, bool)
+    n_err, n_ok = int(e.sum()), int((~e).sum())
+    if n_err < min_class:
+        return f"{n_err} errors < {min_class}"
+    if n_ok < min_class:
+        return f"{n_ok} correct answers < {min_class}"
+    return ""
+
+
+def auroc_rows(error: np.ndarray, score: np.ndarray) -> np.ndarray:
+    """AUROC of ``score`` for the positive class ``error``, row by row.
+
+    ``error``: bool (d, n); ``score``: float (d, n), higher = more likely an error.
+    Returns float64 (d,): Mann-Whitney U / (n_pos n_neg) with average ranks, so a tie counts
+    1/2 (as ``sklearn.metrics.roc_auc_score``); NaN in rows where a class is empty.
+    Seed 002 D.2 (AUROC_VSI with error as positive class)."""
+    error = np.atleast_2d(np.asarray(error, bool))
+    score = np.atleast_2d(np.asarray(score, float))
+    ranks = rankdata(score, axis=1)  # average ranks over ties
+    n_pos = error.sum(1)
+    n_neg = error.shape[1] - n_pos
+    u = np.where(error, ranks, 0.0).sum(1) - n_pos * (n_pos + 1) / 2.0
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where((n_pos > 0) & (n_neg > 0), u / (n_pos * n_neg), np.nan)
+
+
+def auroc_draws(error: np.ndarray, score: np.ndarray, idx: np.ndarray) -> np.ndarray:
+    """``auroc_rows(error[idx], score[idx])`` without sorting every draw.
+
+    ``error`` bool (n,), ``score`` float (n,), ``idx`` int (d, n) resample indices.  Each
+    draw is summarised by how often it picks each distinct score value among errors and among
+    correct answers (one ``bincount``); U = sum over values of n_err(v) (n_ok(< v) + n_ok(v)/2).
+    Returns float64 (d,), NaN where a class is empty."""
+    error = np.asarray(error, bool)
+    score = np.asarray(score, float)
+    idx = np.atleast_2d(idx)
+    d = idx.shape[0]
+    uniq, code = np.unique(score, return_inverse=True)
+    k = uniq.size
+    flat = (np.arange(d)[:, None] * k + code[idx]).ravel()
+    e = error[idx].ravel()
+    pos = np.bincount(flat[e], minlength=d * k).reshape(d, k).astype(float)
+    neg = np.bincount(flat[~e], minlength=d * k).reshape(d, k).astype(float)
+    below = np.cumsum(neg, 1) - neg
+    u = (pos * (below + 0.5 * neg)).sum(1)
+    n_pos, n_neg = pos.sum(1), neg.sum(1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where((n_pos > 0) & (n_neg > 0), u / (n_pos * n_neg), np.nan)
+
+
+def auroc(error: np.ndarray, score: np.ndarray, min_class: int = MIN_CLASS) -> Defined:
+    """AUROC (see :func:`auroc_rows`) of one sample set; NaN with a note when a class has
+    fewer than ``min_class`` members.  ``error`` bool (n,), ``score`` float (n,)."""
+    why = class_check(error, min_class)
+    if why:
+        return Defined(math.nan, why)
+    return Defined(float(auroc_rows(error, score)[0]))
+
+
+def prr_rows(error: np.ndarray, score: np.ndarray, reject: float = REJECT_FRACTION) -> np.ndarray:
+    """Prediction-rejection ratio at coverage 1 - ``reject`` (PRR@80 for 0.2), row by row.
+
+    ``error``: bool (d, n); ``score``: float (d, n), higher = rejected first.  Formula (seed
+    002 D.2): r = floor(reject n); R0 = mean(error); R_keep = (sum(error) - E_rej) / (n - r);
+    PRR = (R0 - R_keep) / R0, with scores tied at the threshold rejected fractionally (each
+    contributes its tie group's mean error).  Returns float64 (d,); NaN where R0 = 0 or r = 0."""
+    error = np.atleast_2d(np.asarray(error, float))
+    score = np.atleast_2d(np.asarray(score, float))
+    d, n = score.shape
+    r = int(math.floor(reject * n + 1e-9))
+    if r == 0 or r >= n:
+        return np.full(d, np.nan)
+    thr = -np.partition(-score, r - 1, axis=1)[:, r - 1][:, None]  # r-th largest score
+    above = score > thr
+    tie = score == thr
+    n_above = above.sum(1)
+    n_tie = tie.sum(1)
+    e_rej = (error * above).sum(1) + (r - n_above) * (error * tie).sum(1) / n_tie
+    total = error.sum(1)
+    r0 = total / n
+    r_keep = (total - e_rej) / (n - r)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(r0 > 0, (r0 - r_keep) / r0, np.nan)
+
+
+def ece_rows(conf: np.ndarray, correct: np.ndarray, n_bins: int = N_BINS) -> np.ndarray:
+    """Expected calibration error with ``n_bins`` equal-width bins, row by row.
+
+    ``conf``: float in [0, 1] (d, n); ``correct``: bool (d, n).  Bin b holds
+    b/n_bins <= conf < (b+1)/n_bins (conf = 1 in the last bin).  ECE = sum_b (n_b/n)
+    |mean(correct in b) - mean(conf in b)| (seed 002 B.2).  Returns float64 (d,).
+    Raises ValueError for confidences outside [0, 1]."""
+    conf = np.atleast_2d(np.asarray(conf, float))
+    correct = np.atleast_2d(np.asarray(correct, float))
+    if np.any((conf < 0) | (conf > 1)) or np.any(~np.isfinite(conf)):
+        raise ValueError("confidences must lie in [0, 1]")
+    d, n = conf.shape
+    b = np.minimum((conf * n_bins).astype(int), n_bins - 1)
+    rows = np.repeat(np.arange(d)[:, None], n, 1)
+    gap = np.zeros((d, n_bins))
+    np.add.at(gap, (rows, b), correct - conf)  # per bin: sum(correct) - sum(conf)
+    return np.abs(gap).sum(1) / n
+
+
+def brier_rows(conf: np.ndarray, correct: np.ndarray) -> np.ndarray:
+    """Brier score mean((conf - correct)^2), row by row; (d, n) -> (d,) float64."""
+    conf = np.atleast_2d(np.asarray(conf, float))
+    correct = np.atleast_2d(np.asarray(correct, float))
+    return ((conf - correct) ** 2).mean(1)
+
+
+def normalised_vsi(vsi: np.ndarray) -> np.ndarray:
+    """Confidence read from VSI for calibration: ``1 - exp(-VSI)`` (VSI in nats, >= 0)."""
+    return 1.0 - np.exp(-np.maximum(np.asarray(vsi, float), 0.0))
+
+
+def quintiles(vsi: np.ndarray, sample_ids: Sequence[str] | None = None) -> np.ndarray:
+    """Quintile (0 = lowest VSI ... 4) of each sample, int (n,).  Order by (VSI, sample_id);
+    position i of n -> floor(5 i / n)."""
+    vsi = np.asarray(vsi, float)
+    n = vsi.size
+    keys = (np.asarray(sample_ids if sample_ids is not None else np.arange(n)), vsi)
+    order = np.lexsort(keys)
+    q = np.empty(n, int)
+    q[order] = (5 * np.arange(n)) // max(n, 1)
+    return q
+
+
+def quadrant_counts(correct: np.ndarray, high: np.ndarray) -> dict[str, int]:
+    """Counts of the four correctness x confidence quadrants (bool (n,) arrays)."""
+    c, h = np.asarray(correct, bool), np.asarray(high, bool)
+    return {"correct_high": int((c & h).sum()), "correct_low": int((c & ~h).sum()),
+            "wrong_high": int((~c & h).sum()), "wrong_low": int((~c & ~h).sum())}
+
+
+def average_rank_fraction(x: np.ndarray) -> np.ndarray:
+    """Average rank / n, in (0, 1], of a float array (n,)."""
+    x = np.asarray(x, float)
+    return rankdata(x) / max(x.size, 1)
+
+
+def hybrid_score(vsi_region: np.ndarray, vsi_whole: np.ndarray) -> np.ndarray:
+    """Region + whole hybrid ranking score (higher = more likely wrong):
+    mean of the rank fractions of -VSI_region and -VSI_whole (seed 002 §4)."""
+    return 0.5 * (average_rank_fraction(-np.asarray(vsi_region, float))
+                  + average_rank_fraction(-np.asarray(vsi_whole, float)))
+
+
+@dataclass(frozen=True)
+class PairedDiff:
+    """Paired-bootstrap difference a - b of two AUROCs on the same samples."""
+
+    diff: float
+    low: float
+    high: float
+    p: float
+    n_draws: int
+    n_dropped: int
+    seed: int
+    note: str = ""
+
+
+def paired_auroc_diff(error: np.ndarray, score_a: np.ndarray, score_b: np.ndarray, *, seed: int,
+                      n_draws: int = N_BOOT_B, min_class: int = MIN_CLASS) -> PairedDiff:
+    """AUROC(score_a) - AUROC(score_b) with a paired percentile bootstrap (same resampled
+    samples for both; :func:`resample_indices`) and the two-sided bootstrap p-value of
+    the module docstring.  Arrays (n,).  NaN fields with a note when a class has fewer
+    than ``min_class`` members."""
+    error = np.asarray(error, bool)
+    why = class_check(error, min_class)
+    if why:
+        return PairedDiff(math.nan, math.nan, math.nan, math.nan, n_draws, 0, seed, why)
+    sa, sb = np.asarray(score_a, float), np.asarray(score_b, float)
+    est = float(auroc_rows(error, sa)[0] - auroc_rows(error, sb)[0])
+    idx = resample_indices(error.size, n_draws, seed)
+    d = auroc_draws(error, sa, idx) - auroc_draws(error, sb, idx)
+    ok = np.isfinite(d)
+    d = d[ok]
+    if d.size == 0:
+        return PairedDiff(est, math.nan, math.nan, math.nan, n_draws, n_draws, seed, "every draw undefined")
+    lo, hi = np.percentile(d, [2.5, 97.5])
+    B = d.size
+    p = min(1.0, 2 * min((np.sum(d <= 0) + 1) / (B + 1), (np.sum(d >= 0) + 1) / (B + 1)))
+    return PairedDiff(est, float(lo), float(hi), float(p), n_draws, int((~ok).sum()), seed)
+
+
+# --------------------------------------------------------------- permutation Spearman
+def _standardised_ranks(x: np.ndarray) -> np.ndarray:
+    r = rankdata(np.asarray(x, float))
+    r = r - r.mean()
+    s = np.sqrt((r * r).sum())
+    return r / s if s > 0 else r * np.nan
+
+
+@dataclass(frozen=True)
+class PermutationRho:
+    """Spearman rho with its two-sided permutation p-value ((count + 1) / (N + 1))."""
+
+    rho: float
+    p: float
+    n: int
+    n_perm: int
+    seed: int
+    note: str = ""
+
+
+def permutation_spearman_many(pairs: Sequence[tuple[np.ndarray, np.ndarray]], *, n_perm: int = N_PERM,
+                              seed: int = PERM_SEED, chunk: int = 10_000) -> list[PermutationRho]:
+    """Spearman rho and two-sided permutation p for many (x, y) pairs of float arrays (n_i,).
+
+    The null permutes x's ranks; p = (#{|rho_perm| >= |rho_obs| - 1e-12} + 1) / (n_perm + 1)
+    (seed 002 B.2, D.1).  The permutations for length n come from
+    ``rng_for(seed, "vsi-permutation", n)``, generated in chunks of ``chunk`` rows and shared by
+    every pair of that length, so each pair's result equals testing it alone.  Pairs without
+    ties: rho_perm = sum_i f(r_x[pi(i)]) f(r_y(i)) has the distribution of
+    sum_j f(pi(j)) f(j) (f = standardised ranks 1..n) whatever the data, so one sorted null of
+    n_perm values per n serves every such pair (a lookup per pair).  Pairs with ties permute
+    their own rank vectors (one gather and one matrix-vector product per chunk and pair).
+    Pairs with n < 3 or a constant vector give NaN with a note."""
+    out: list[PermutationRho | None] = [None] * len(pairs)
+    by_n: dict[int, list[int]] = defaultdict(list)
+    untied: dict[int, list[int]] = defaultdict(list)
+    prepared: dict[int, tuple[np.ndarray, np.ndarray, float]] = {}
+    for i, (x, y) in enumerate(pairs):
+        x, y = np.asarray(x, float), np.asarray(y, float)
+        if x.shape != y.shape or x.ndim != 1:
+            raise ValueError(f"pair {i}: x and y must be 1-d arrays of equal length, got {x.shape} and {y.shape}")
+        n = x.size
+        if n < 3:
+            out[i] = PermutationRho(math.nan, math.nan, n, n_perm, seed, f"{n} shared samples < 3")
+            continue
+        zx, zy = _standardised_ranks(x), _standardised_ranks(y)
+        if not (np.all(np.isfinite(zx)) and np.all(np.isfinite(zy))):
+            out[i] = PermutationRho(math.nan, math.nan, n, n_perm, seed, "constant VSI in one model")
+            continue
+        prepared[i] = (zx, zy, float(zx @ zy))
+        if np.unique(x).size == n and np.unique(y).size == n:
+            untied[n].append(i)
+        else:
+            by_n[n].append(i)
+    for n, members in untied.items():  # null of rho depends on n only: one sorted null per n
+        rng = rng_for(seed, "vsi-permutation", n)
+        f = _standardised_ranks(np.arange(n, dtype=float))
+        base = np.broadcast_to(np.arange(n), (min(chunk, n_perm), n))
+        null = np.empty(n_perm)
+        done = 0
+        while done < n_perm:
+            c = min(chunk, n_perm - done)
+            null[done:done + c] = np.abs(f[rng.permuted(base[:c], axis=1)] @ f)
+            done += c
+        null.sort()
+        for i in members:
+            count = n_perm - np.searchsorted(null, abs(prepared[i][2]) - 1e-12, side="left")
+            out[i] = PermutationRho(prepared[i][2], float((count + 1) / (n_perm + 1)), n, n_perm, seed)
+    for n, members in by_n.items():
+        rng = rng_for(seed, "vsi-permutation", n)
+        counts = np.zeros(len(members), np.int64)
+        zx = np.stack([prepared[i][0] for i in members])  # (m, n)
+        zy = np.stack([prepared[i][1] for i in members])
+        obs = np.abs(np.array([prepared[i][2] for i in members])) - 1e-12
+        base = np.broadcast_to(np.arange(n), (min(chunk, n_perm), n))
+        done = 0
+        while done < n_perm:
+            c = min(chunk, n_perm - done)
+            perm = rng.permuted(base[:c], axis=1)  # (c, n) independent permutations
+            for k in range(len(members)):
+                rho = zx[k][perm] @ zy[k]  # (c,)
+                counts[k] += int(np.count_nonzero(np.abs(rho) >= obs[k]))
+            done += c
+        for k, i in enumerate(members):
+            out[i] = PermutationRho(prepared[i][2], float((counts[k] + 1) / (n_perm + 1)), n, n_perm, seed)
+    return out  # type: ignore[return-value]
+
+
+def permutation_spearman(x: np.ndarray, y: np.ndarray, *, n_perm: int = N_PERM, seed: int = PERM_SEED) -> PermutationRho:
+    """Spearman rho of two float arrays (n,) with its permutation p (see
+    :func:`permutation_spearman_many`)."""
+    return permutation_spearman_many([(x, y)], n_perm=n_perm, seed=seed)[0]
+
+
+# ------------------------------------------------------------------ table analyses
+def _suffix(pert: str | None, sigma: float | None) -> str:
+    parts = ([pert] if pert else []) + ([f"sigma={sigma:g}"] if sigma is not None else [])
+    return "[" + ",".join(parts) + "]" if parts else ""
+
+
+def _join_ids(ids: Iterable[str]) -> str:
+    return ",".join(sorted(set(ids)))
+
+
+def _nan_row(task_id: str, model: str, metric: str, note: str, n: int = 0, n_null: int = 0) -> ScoreRow:
+    return ScoreRow(task_id, model, metric, math.nan, None, None, n, n_null, note)
+
+
+def _boot_row(task_id, model, metric, stat, n, n_null, seed, note="", why="") -> ScoreRow:
+    """Bootstrap row of a vectorised statistic over n samples, or a NaN row when ``why``."""
+    if why:
+        return _nan_row(task_id, model, metric, why, n, n_null)
+    b = bootstrap(stat, n, seed=seed)
+    return ScoreRow.from_boot(task_id, model, metric, b, n, n_null, note)
+
+
+def _cells(samples: Sequence[VSISample]) -> dict[tuple, list[VSISample]]:
+    cells: dict[tuple, list[VSISample]] = defaultdict(list)
+    for s in samples:
+        cells[(s.task_id, s.benchmark, s.model, s.perturbation, float(s.sigma))].append(s)
+    for k in cells:
+        cells[k].sort(key=lambda s: s.sample_id)
+        ids = [s.sample_id for s in cells[k]]
+        if len(set(ids)) != len(ids):
+            dup = next(i for i in ids if ids.count(i) > 1)
+            raise ValueError(f"VSI samples: sample_id {dup!r} appears twice in cell {k}")
+    return cells
+
+
+def signal_scores(cell: Sequence[VSISample]) -> dict[str, np.ndarray]:
+    """Ranking scores (higher = more likely wrong) of a cell's samples: -VSI and -max_prob."""
+    return {"vsi": -np.array([s.vsi for s in cell], float),
+            "max_prob": -np.array([s.max_prob for s in cell], float)}
+
+
+def cell_diagnostics(task_id: str, model: str, cell: Sequence[VSISample], seed: int) -> list[ScoreRow]:
+    """Seed 002 §3, D.2, B.2 rows of one (task, model, perturbation, sigma) cell: AUROC and
+    PRR@80 of -VSI, -max_prob, -verbal_conf; ECE/Brier of max_prob, normalised VSI and
+    verbal_conf/100; quintile error rates and ratio; low-VSI quadrants and confidently-wrong
+    enrichment; Pearson r(-VSI, -verbal_conf)."""
+    pert, sigma = cell[0].perturbation, float(cell[0].sigma)
+    sfx = _suffix(pert, sigma)
+    parse = [s for s in cell if s.correct is not None]
+    n, n_null = len(parse), len(cell) - len(parse)
+    rows: list[ScoreRow] = []
+    if n == 0:
+        return [_nan_row(task_id, model, f"auroc_vsi{sfx}", "no parseable answer", 0, n_null)]
+    err = np.array([not s.correct for s in parse])
+    vsi = np.array([s.vsi for s in parse], float)
+    mp = np.array([s.max_prob for s in parse], float)
+    why = class_check(err)
+    scores = {"vsi": -vsi, "max_prob": -mp}
+    for name, sc in scores.items():
+        rows.append(_boot_row(task_id, model, f"auroc_{name}{sfx}",
+                              lambda idx, sc=sc: auroc_draws(err, sc, idx), n, n_null, seed,
+                              "error = positive class", why))
+        rows.append(_boot_row(task_id, model, f"prr80_{name}{sfx}",
+                              lambda idx, sc=sc: prr_rows(err[idx], sc[idx]), n, n_null, seed,
+                              "risk reduction rejecting the worst-ranked 20% / baseline risk",
+                              "" if err.any() else "no errors (baseline risk 0)"))
+    # verbalised confidence: its own subset (answers with a parsed integer)
+    vs = [s for s in parse if s.verbal_conf is not None]
+    nv, nv_null = len(vs), n_null + (n - len(vs))
+    if nv:
+        verr = np.array([not s.correct for s in vs])
+        vc = np.array([s.verbal_conf for s in vs], float) / 100.0
+        vvsi = np.array([s.vsi for s in vs], float)
+        vwhy = class_check(verr)
+        rows.append(_boot_row(task_id, model, f"auroc_verbal_conf{sfx}",
+                              lambda idx: auroc_draws(verr, -vc, idx), nv, nv_null, seed,
+                              "error = positive class", vwhy))
+        rows.append(_boot_row(task_id, model, f"prr80_verbal_conf{sfx}",
+                              lambda idx: prr_rows(verr[idx], -vc[idx]), nv, nv_null, seed, "",
+                              "" if verr.any() else "no errors (baseline risk 0)"))
+        if np.any((vc < 0) | (vc > 1)):
+            raise ValueError(f"{task_id} {model}: verbal_conf outside 0-100")
+        rows.append(_boot_row(task_id, model, f"ece_verbal_conf{sfx}",
+                              lambda idx: ece_rows(vc[idx], ~verr[idx]), nv, nv_null, seed))
+        rows.append(_boot_row(task_id, model, f"brier_verbal_conf{sfx}",
+                              lambda idx: brier_rows(vc[idx], ~verr[idx]), nv, nv_null, seed))
+        pwhy = "" if nv >= MIN_CLASS else f"{nv} samples with verbalised confidence < {MIN_CLASS}"
+
+        def pearson(idx):
+            a, b = -vvsi[idx], -vc[idx]
+            a = a - a.mean(1, keepdims=True)
+            b = b - b.mean(1, keepdims=True)
+            den = np.sqrt((a * a).sum(1) * (b * b).sum(1))
+            with np.errstate(invalid="ignore", divide="ignore"):
+                return np.where(den > 0, (a * b).sum(1) / den, np.nan)
+
+        if not pwhy and not np.isfinite(pearson(np.arange(nv)[None])[0]):
+            pwhy = "constant VSI or verbalised confidence"
+        rows.append(_boot_row(task_id, model, f"pearson_neg_vsi_neg_verbal{sfx}", pearson, nv, nv_null, seed,
+                              "Pearson r between -VSI and -verbalised confidence", pwhy))
+    else:
+        rows.append(_nan_row(task_id, model, f"auroc_verbal_conf{sfx}", "no verbalised confidence", 0, len(cell)))
+    if np.any((mp < 0) | (mp > 1)):
+        raise ValueError(f"{task_id} {model}: max_prob outside [0, 1]")
+    nvsi = normalised_vsi(vsi)
+    for name, conf in (("max_prob", mp), ("norm_vsi", nvsi)):
+        rows.append(_boot_row(task_id, model, f"ece_{name}{sfx}",
+                              lambda idx, c=conf: ece_rows(c[idx], ~err[idx]), n, n_null, seed,
+                              "10 equal-width bins" + ("; confidence = 1 - exp(-VSI)" if name == "norm_vsi" else "")))
+        rows.append(_boot_row(task_id, model, f"brier_{name}{sfx}",
+                              lambda idx, c=conf: brier_rows(c[idx], ~err[idx]), n, n_null, seed))
+    # quintiles, quadrants (fixed membership; the CI resamples samples within each group)
+    q = quintiles(vsi, [s.sample_id for s in parse])
+    bottom, top = q == 0, q == 4
+    qwhy = "" if n >= 5 * MIN_CLASS else f"{n} parseable samples < {5 * MIN_CLASS} (5 per quintile)"
+    eb, et = err[bottom], err[top]
+    rows.append(_boot_row(task_id, model, f"error_rate_bottom_quintile{sfx}",
+                          lambda idx: eb[idx].mean(1), int(bottom.sum()), n_null, seed, "", qwhy))
+    rows.append(_boot_row(task_id, model, f"error_rate_top_quintile{sfx}",
+                          lambda idx: et[idx].mean(1), int(top.sum()), n_null, seed, "", qwhy))
+    high = mp > np.median(mp)
+    cw = err & high
+    cwb, cwt = cw[bottom], cw[top]
+    nb, nt = int(bottom.sum()), int(top.sum())
+    if qwhy:
+        rows.append(_nan_row(task_id, model, f"error_rate_ratio{sfx}", qwhy, n, n_null))
+        rows.append(_nan_row(task_id, model, f"cw_enrichment{sfx}", qwhy, n, n_null))
+    else:
+        rng = rng_for(seed, "quintile-bootstrap", nb, nt)
+        ib = rng.integers(0, nb, (N_BOOT_B, nb))
+        it = rng.integers(0, nt, (N_BOOT_B, nt))
+        for metric, xb, xt, note in (
+                ("error_rate_ratio", eb, et, "bottom- / top-quintile error rate"),
+                ("cw_enrichment", cwb, cwt, "confidently-wrong fraction, bottom / top VSI quintile")):
+            num, den = xb.mean(), xt.mean()
+            if den == 0:
+                rows.append(_nan_row(task_id, model, f"{metric}{sfx}", f"top-quintile rate is 0 ({note})", n, n_null))
+                continue
+            with np.errstate(invalid="ignore", divide="ignore"):
+                draws = xb[ib].mean(1) / xt[it].mean(1)
+            ok = np.isfinite(draws)
+            lo, hi = np.percentile(draws[ok], [2.5, 97.5]) if ok.any() else (math.nan, math.nan)
+            rows.append(ScoreRow(task_id, model, f"{metric}{sfx}", float(num / den), float(lo), float(hi), n, n_null,
+                                 note + "; quintiles resampled separately", N_BOOT_B, int((~ok).sum()), seed))
+    counts = quadrant_counts(~err[bottom], high[bottom])
+    for quad, c in counts.items():
+        rows.append(ScoreRow(task_id, model, f"quadrant_{quad}_low_vsi{sfx}", c / nb if nb else math.nan,
+                             None, None, nb, n_null,
+                             f"fraction of the bottom VSI quintile; high = max_prob > cell median {np.median(mp):.4g}"))
+    return rows
+
+
+def _pairs_by_sample(a: Sequence[VSISample], b: Sequence[VSISample]) -> tuple[list[VSISample], list[VSISample]]:
+    ib = {s.sample_id: s for s in b}
+    shared = [s for s in a if s.sample_id in ib]
+    return shared, [ib[s.sample_id] for s in shared]
+
+
+def cross_model_rows(cells: dict[tuple, list[VSISample]], *, families: dict[str, str] | None,
+                     n_perm: int, perm_seed: int) -> list[ScoreRow]:
+    """Seed 002 §2.3, B.2: per (task, perturbation, sigma), Spearman rho of VSI for every model
+    pair over shared samples with its permutation p; mean over pairs per task, and over every
+    task per (perturbation, sigma); same- vs cross-family means when families are tagged."""
+    groups: dict[tuple, dict[str, list[VSISample]]] = defaultdict(dict)
+    for (task_id, bench, model, pert, sigma), cell in cells.items():
+        groups[(task_id, pert, sigma)][model] = cell
+    jobs, meta = [], []
+    for (task_id, pert, sigma), by_model in sorted(groups.items()):
+        for ma, mb in combinations(sorted(by_model), 2):
+            a, b = _pairs_by_sample(by_model[ma], by_model[mb])
+            jobs.append((np.array([s.vsi for s in a]), np.array([s.vsi for s in b])))
+            fam = families or {}
+            fa = fam.get(ma) or by_model[ma][0].model_family
+            fb = fam.get(mb) or by_model[mb][0].model_family
+            meta.append((task_id, pert, sigma, ma, mb, fa, fb))
+    res = permutation_spearman_many(jobs, n_perm=n_perm, seed=perm_seed)
+    rows: list[ScoreRow] = []
+    pooled: dict[tuple, list[tuple[float, bool]]] = defaultdict(list)
+    for (task_id, pert, sigma, ma, mb, fa, fb), r in zip(meta, res):
+        sfx = _suffix(pert, sigma)
+        note = r.note or f"two-sided permutation p = {r.p:.3g} ({r.n_perm} shuffles, seed {r.seed})"
+        rows.append(ScoreRow(task_id, f"{ma}~{mb}", f"vsi_rho{sfx}", r.rho, None, None, r.n, None, note))
+        rows.append(ScoreRow(task_id, f"{ma}~{mb}", f"vsi_rho_p{sfx}", r.p, None, None, r.n, None,
+                             r.note or f"(count + 1) / ({r.n_perm} + 1), seed {r.seed}"))
+        if math.isfinite(r.rho):
+            pooled[(task_id, pert, sigma)].append((r.rho, fa == fb))
+            pooled[("*", pert, sigma)].append((r.rho, fa == fb))
+    fams_tagged = len({f for m in meta for f in m[5:]}) > 1
+    for (task_id, pert, sigma), vals in sorted(pooled.items(), key=lambda kv: (kv[0][0] == "*", kv[0])):
+        sfx = _suffix(pert, sigma)
+        tid = task_id if task_id != "*" else _join_ids(t for t, p, s in groups if p == pert and s == sigma)
+        rho = np.array([v for v, _ in vals])
+        same = np.array([s for _, s in vals])
+        scope = "grand mean over every pair of every task" if task_id == "*" else "mean over model pairs"
+        rows.append(ScoreRow(tid, "all-pairs", f"vsi_rho_mean{sfx}", float(rho.mean()), None, None, len(vals),
+                             None, scope))
+        for label, mask in (("same_family", same), ("cross_family", ~same)):
+            metric = f"vsi_rho_mean_{label}{sfx}"
+            if not fams_tagged:
+                rows.append(_nan_row(tid, "all-pairs", metric, "model families not tagged (one family)", 0))
+            elif not mask.any():
+                rows.append(_nan_row(tid, "all-pairs", metric, f"no {label.replace('_', '-')} pair", 0))
+            else:
+                rows.append(ScoreRow(tid, "all-pairs", metric, float(rho[mask].mean()), None, None,
+                                     int(mask.sum()), None, scope))
+    return rows
+
+
+def perturbation_and_sigma_rows(cells: dict[tuple, list[VSISample]], *, n_perm: int,
+                                perm_seed: int) -> list[ScoreRow]:
+    """Seed 002 C.2: region-vs-whole Spearman rho per (benchmark, model, sigma) and
+    cross-sigma rho per (benchmark, model, perturbation) for every pair of sigmas present."""
+    by: dict[tuple, dict[tuple, list[VSISample]]] = defaultdict(dict)
+    for (task_id, bench, model, pert, sigma), cell in cells.items():
+        by[(bench, model)][(pert, sigma)] = cell
+    jobs, meta = [], []
+    for (bench, model), d in sorted(by.items()):
+        for sigma in sorted({s for _, s in d}):
+            if ("region", sigma) in d and ("whole", sigma) in d:
+                a, b = _pairs_by_sample(d[("region", sigma)], d[("whole", sigma)])
+                meta.append((_join_ids(s.task_id for s in a + b) or _join_ids(
+                    [d[("region", sigma)][0].task_id, d[("whole", sigma)][0].task_id]), model,
+                    f"rho_region_whole{_suffix(None, sigma)}"))
+                jobs.append((np.array([s.vsi for s in a]), np.array([s.vsi for s in b])))
+        for pert in sorted({p for p, _ in d}):
+            sig = sorted(s for p, s in d if p == pert)
+            for s1, s2 in combinations(sig, 2):
+                a, b = _pairs_by_sample(d[(pert, s1)], d[(pert, s2)])
+                meta.append((_join_ids([d[(pert, s1)][0].task_id, d[(pert, s2)][0].task_id]), model,
+                             f"rho_sigma[{pert},{s1:g}~{s2:g}]"))
+                jobs.append((np.array([s.vsi for s in a]), np.array([s.vsi for s in b])))
+    res = permutation_spearman_many(jobs, n_perm=n_perm, seed=perm_seed)
+    return [ScoreRow(tid, model, metric, r.rho, None, None, r.n, None,
+                     r.note or f"Spearman; permutation p = {r.p:.3g} ({r.n_perm} shuffles, seed {r.seed})")
+            for (tid, model, metric), r in zip(meta, res)]
+
+
+SIGNALS = ("max_prob", "vsi", "hybrid")
+"""Candidates of the signal table (seed 002 §4): softmax max-probability, VSI alone (region VSI
+where the cell has it, else whole-image VSI) and the region + whole hybrid."""
+
+
+@dataclass
+class SignalCell:
+    """One line of the signal table: AUROCs of the candidates, the winner and its margin over
+    the runner-up with the paired-bootstrap CI."""
+
+    task_id: str
+    benchmark: str
+    model: str
+    sigma: float
+    n: int
+    n_null: int
+    auroc: dict[str, float] = field(default_factory=dict)
+    winner: str = ""
+    runner_up: str = ""
+    margin: float = math.nan
+    low: float = math.nan
+    high: float = math.nan
+    p: float = math.nan
+    note: str = ""
+
+
+def signal_cells(cells: dict[tuple, list[VSISample]], seed: int) -> tuple[list[SignalCell], list[ScoreRow]]:
+    """Seed 002 §4: per (benchmark, model, sigma), AUROC of -max_prob, -VSI and the hybrid on
+    the parseable samples shared by the region and whole cells (region alone / whole alone when
+    only one exists: no hybrid), the winner, its margin over the runner-up (paired bootstrap,
+    1000 draws) and the hybrid - max_prob paired difference with its p-value."""
+    by: dict[tuple, dict[str, list[VSISample]]] = defaultdict(dict)
+    for (task_id, bench, model, pert, sigma), cell in cells.items():
+        by[(bench, model, sigma)][pert] = cell
+    out: list[SignalCell] = []
+    rows: list[ScoreRow] = []
+    for (bench, model, sigma), d in sorted(by.items()):
+        sfx = _suffix(None, sigma)
+        base = d.get("region") or d.get("whole") or next(iter(d.values()))
+        tid = _join_ids(c[0].task_id for c in d.values())
+        if "region" in d and "whole" in d:
+            a, b = _pairs_by_sample(d["region"], d["whole"])
+        else:
+            a, b = list(base), None
+        keep = [i for i, s in enumerate(a) if s.correct is not None]
+        n_null = len(a) - len(keep)
+        a = [a[i] for i in keep]
+        b = [b[i] for i in keep] if b is not None else None
+        sc = SignalCell(tid, bench, model, sigma, len(a), n_null)
+        err = np.array([not s.correct for s in a], bool)
+        scores = {"max_prob": -np.array([s.max_prob for s in a], float),
+                  "vsi": -np.array([s.vsi for s in a], float)}
+        if b is not None:
+            scores["hybrid"] = hybrid_score([s.vsi for s in a], [s.vsi for s in b])
+        why = class_check(err)
+        if why:
+            sc.note = why
+            out.append(sc)
+            rows.append(_nan_row(tid, model, f"signal_margin{sfx}", why, len(a), n_null))
+            rows.append(_nan_row(tid, model, f"auroc_hybrid{sfx}", why if "hybrid" in scores else
+                                 "cell lacks region or whole VSI", len(a), n_null))
+            continue
+        for k, v in scores.items():
+            sc.auroc[k] = float(auroc_rows(err, v)[0])
+            if k == "hybrid":
+                rows.append(_boot_row(tid, model, f"auroc_hybrid{sfx}",
+                                      lambda idx, v=v: auroc_draws(err, v, idx), len(a), n_null, seed,
+                                      "mean rank fraction of -VSI_region and -VSI_whole"))
+        if "hybrid" not in scores:
+            rows.append(_nan_row(tid, model, f"auroc_hybrid{sfx}", "cell lacks region or whole VSI", len(a), n_null))
+        else:
+            pd = paired_auroc_diff(err, scores["hybrid"], scores["max_prob"], seed=seed)
+            rows.append(ScoreRow(tid, model, f"auroc_diff_hybrid_max_prob{sfx}", pd.diff, pd.low, pd.high, len(a),
+                                 n_null, pd.note or f"paired bootstrap; two-sided p = {pd.p:.3g}", pd.n_draws,
+                                 pd.n_dropped, pd.seed))
+            rows.append(ScoreRow(tid, model, f"auroc_diff_hybrid_max_prob_p{sfx}", pd.p, None, None, len(a), n_null,
+                                 pd.note or "two-sided paired-bootstrap p-value", pd.n_draws, pd.n_dropped, pd.seed))
+        ranked = sorted(sc.auroc, key=lambda k: (-sc.auroc[k], SIGNALS.index(k)))
+        sc.winner = ranked[0]
+        for k in SIGNALS:
+            if k in sc.auroc:
+                rows.append(ScoreRow(tid, model, f"signal_auroc[{k},sigma={sigma:g}]", sc.auroc[k], None, None,
+                                     len(a), n_null, "winner" if k == sc.winner else ""))
+        if len(ranked) > 1:
+            sc.runner_up = ranked[1]
+            pd = paired_auroc_diff(err, scores[sc.winner], scores[sc.runner_up], seed=seed)
+            sc.margin, sc.low, sc.high, sc.p = pd.diff, pd.low, pd.high, pd.p
+            rows.append(ScoreRow(tid, model, f"signal_margin{sfx}", pd.diff, pd.low, pd.high, len(a), n_null,
+                                 f"winner={sc.winner}; runner_up={sc.runner_up}; paired-bootstrap p = {pd.p:.3g}",
+                                 pd.n_draws, pd.n_dropped, pd.seed))
+        out.append(sc)
+    return out, rows
+
+
+def score_vsi_analyses(samples: Sequence[VSISample], *, seed: int = 0, families: dict[str, str] | None = None,
+                       n_perm: int = N_PERM, perm_seed: int = PERM_SEED, probe=None) -> list[ScoreRow]:
+    """Every VSI analysis row of seed 002 §2.3-§4 from per-sample VSI (records only).
+
+    ``samples``: the output of ``vsi_samples(records)``; ``seed``: bootstrap seed;
+    ``families``: optional {model: family} overriding ``VSISample.model_family``;
+    ``n_perm``/``perm_seed``: permutation null (default 10^5, 42, seed 002 D.1);
+    ``probe``: optional :class:`perceptbench.metrics.vsi_probe.ProbeFeatures` store whose
+    encoder-LLM gap rows are appended (seed 002 §2.4).  Raises ValueError for a sample id that
+    appears twice in one cell."""
+    cells = _cells(samples)
+    rows: list[ScoreRow] = []
+    for key in sorted(cells):
+        rows += cell_diagnostics(key[0], key[2], cells[key], seed)
+    rows += cross_model_rows(cells, families=families, n_perm=n_perm, perm_seed=perm_seed)
+    rows += perturbation_and_sigma_rows(cells, n_perm=n_perm, perm_seed=perm_seed)
+    rows += signal_cells(cells, seed)[1]
+    if probe is not None:
+        from .vsi_probe import probe_rows
+
+        rows += probe_rows(samples, probe, seed=seed)
+    return rows
+
+
+def signal_table_from_rows(rows: Sequence[ScoreRow]) -> list[dict]:
+    """The signal table read back from score rows (``signal_auroc[...]`` and
+    ``signal_margin[...]``): one dict per (task_id, model, sigma) with keys task_id, model,
+    sigma, auroc {signal: value}, winner, runner_up, margin, low, high, note."""
+    table: dict[tuple, dict] = {}
+    for r in rows:
+        if r.metric.startswith("signal_auroc["):
+            sig, s = r.metric[len("signal_auroc["):-1].split(",sigma=")
+            t = table.setdefault((r.task_id, r.model, s), {"task_id": r.task_id, "model": r.model, "sigma": s,
+                                                             "auroc": {}, "winner": "", "runner_up": "",
+                                                             "margin": math.nan, "low": None, "high": None,
+                                                             "note": ""})
+            t["auroc"][sig] = r.value
+            if r.note == "winner":
+                t["winner"] = sig
+        elif r.metric.startswith("signal_margin[sigma="):
+            s = r.metric[len("signal_margin[sigma="):-1]
+            t = table.setdefault((r.task_id, r.model, s), {"task_id": r.task_id, "model": r.model, "sigma": s,
+                                                             "auroc": {}, "winner": "", "runner_up": "",
+                                                             "margin": math.nan, "low": None, "high": None,
+                                                             "note": ""})
+            t["margin"], t["low"], t["high"] = r.value, r.ci_low, r.ci_high
+            if "runner_up=" in r.note:
+                t["runner_up"] = r.note.split("runner_up=")[1].split(";")[0]
+            elif not math.isfinite(r.value):
+                t["note"] = r.note
+    return [table[k] for k in sorted(table)]

@@ -1,0 +1,133 @@
+"""Run-time extraction of the encoder-LLM probe features (seed 002 §2.4, appendix A).
+
+Called by the runner after a VSI task x model: the clean and perturbed image of every sample go
+through the model's own vision tower (:meth:`perceptbench.models.vlm_hf.HFVLM.vision_features`)
+and, once per task, through the frozen witness encoder (efficientnet-lite0 ``embed``).  The
+features are written beside the records (``<run>/features/``) so that scoring, which reads them
+with numpy only (:class:`perceptbench.metrics.vsi_probe.ProbeFeatures`), never needs torch.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Sequence
+
+import numpy as np
+
+from .metrics.vsi_probe import WITNESS, slug, store_key
+
+@dataclass(frozen=True)
+class ProbeItem:
+    """One sample's two views for feature extraction: ``clean()`` and ``perturbed()`` return
+    PIL images (loaded lazily)."""
+
+    sample_id: str
+    image_id: str
+    perturbation: str
+    sigma: float
+    clean: Callable
+    perturbed: Callable
+
+
+def _write_atomic(path: Path, data: bytes) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_bytes(data)
+    os.replace(tmp, path)
+
+
+def cache_probe_features(model, items: Sequence[ProbeItem], directory: str | os.PathLike, *,
+                         key: str | None = None, batch: int = 16) -> Path:
+    """Extract and store clean/perturbed features of ``items`` for ``model``.
+
+    ``model``: anything with ``vision_features(images) -> (n, d) float32`` (the ``hf:`` VLM
+    adapter) or ``embed(images)`` (the witness encoder; pass ``key=WITNESS``).  Writes
+    ``<directory>/<slug(key)>.npz`` and ``.json`` (see the module docstring); a model with
+    neither method, or whose tower is unreachable (``VisionTowerUnavailable``), gets a
+    ``.json`` with ``"skipped"`` and no features.  An existing npz holding every item is kept
+    (resume).  Returns the json path."""
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    key = key or model.name
+    base = directory / slug(key)
+    meta_path = base.with_name(base.name + ".json")
+    npz_path = base.with_name(base.name + ".npz")
+    want = {(it.sample_id, it.perturbation, float(it.sigma)) for it in items}
+    if npz_path.exists() and meta_path.exists():
+        with np.load(npz_path) as z:
+            have = set(zip(z["sample_id"].tolist(), z["perturbation"].tolist(), z["sigma"].astype(float).tolist()))
+        if want <= have:
+            return meta_path
+    fn = getattr(model, "vision_features", None) or getattr(model, "embed", None)
+    meta = {"key": key, "model_version": getattr(model, "model_version", ""), "n": len(items)}
+    if fn is None:
+        meta["skipped"] = f"{type(model).__name__} exposes no vision tower (no vision_features / embed)"
+        _write_atomic(meta_path, json.dumps(meta, indent=1).encode())
+        return meta_path
+    from .models.base import ModelLoadError
+
+    clean, pert = [], []
+    try:
+        for i in range(0, len(items), batch):
+            chunk = items[i:i + batch]
+            clean.append(np.asarray(fn([it.clean() for it in chunk]), np.float32))
+            pert.append(np.asarray(fn([it.perturbed() for it in chunk]), np.float32))
+    except ModelLoadError as e:  # VisionTowerUnavailable
+        meta["skipped"] = str(e)
+        _write_atomic(meta_path, json.dumps(meta, indent=1).encode())
+        return meta_path
+    import io
+
+    buf = io.BytesIO()
+    np.savez(buf, sample_id=np.array([it.sample_id for it in items]),
+             image_id=np.array([it.image_id for it in items]),
+             perturbation=np.array([it.perturbation for it in items]),
+             sigma=np.array([float(it.sigma) for it in items]),
+             clean=np.concatenate(clean), perturbed=np.concatenate(pert))
+    data = buf.getvalue()
+    _write_atomic(npz_path, data)
+    meta.update(hook="vision_features" if hasattr(model, "vision_features") else "embed",
+                dim=int(np.concatenate(clean).shape[1]), sha256=hashlib.sha256(data).hexdigest())
+    _write_atomic(meta_path, json.dumps(meta, indent=1).encode())
+    return meta_path
+
+
+
+
+def probe_items(task, seed: int) -> list[ProbeItem]:
+    """One :class:`ProbeItem` per (sample, perturbed condition) of a VSI task's stimuli."""
+    from .metrics.vsi import PERTURBATIONS
+
+    stim = task.stimuli(seed)
+    clean = {s.meta["vsi"]["sample_id"]: s for s in stim if s.meta["vsi"]["condition"] == "clean"}
+    out = []
+    for s in stim:
+        v = s.meta["vsi"]
+        if v["condition"] in PERTURBATIONS and v["sample_id"] in clean:
+            out.append(ProbeItem(v["sample_id"], v["image_id"], PERTURBATIONS[v["condition"]], float(v["sigma_px"]),
+                                 clean[v["sample_id"]].render, s.render))
+    return out
+
+
+def cache_task_features(task, model, directory: str | os.PathLike, seed: int, witness=None) -> list[Path]:
+    """Own-tower features of ``model`` and (once per task) witness features for every sample of
+    the VSI ``task``; ``witness`` is an encoder with ``embed`` (default: the embedded
+    efficientnet-lite0, loaded here).  Returns the sidecar paths written or kept."""
+    items = probe_items(task, seed)
+    out = [cache_probe_features(model, items, directory, key=store_key(model.name, task.task_id))]
+    wkey = store_key(WITNESS, task.task_id)
+    if not (Path(directory) / (slug(wkey) + ".npz")).exists():
+        if witness is None:
+            from .models.default import EfficientNetLiteEncoder
+
+            witness = EfficientNetLiteEncoder()
+        out.append(cache_probe_features(witness, items, directory, key=wkey))
+    return out
+
+
+def features_cached(directory: str | os.PathLike, model_name: str, task_id: str) -> bool:
+    """True when the (model, task) feature sidecar exists (features written, or a skip recorded)."""
+    return (Path(directory) / (slug(store_key(model_name, task_id)) + ".json")).exists()

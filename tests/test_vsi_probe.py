@@ -1,0 +1,123 @@
+"""Encoder-LLM gap probe (seed 002 §2.4, appendix A): folds, probe, subsets, cache."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+
+from perceptbench import vsi_features as vf
+from perceptbench.metrics import vsi_probe as vp
+from perceptbench.metrics.vsi import VSISample
+
+
+def test_groupkfold_never_splits_an_image():
+    rng = np.random.default_rng(0)
+    image_ids = np.array([f"img{k}" for k in rng.integers(0, 23, 70)])  # several questions per image
+    folds = vp.probe_folds(image_ids)
+    n = image_ids.size
+    groups = np.r_[image_ids, image_ids]
+    seen = np.zeros(2 * n, int)
+    for tr, te in folds:
+        seen[te] += 1
+        assert not set(groups[tr]) & set(groups[te])  # no image on both sides
+        for i in te:  # both views of the sample in the same test fold
+            j = i + n if i < n else i - n
+            assert j in set(te.tolist())
+    assert np.all(seen == 1) and len(folds) == 5
+    with pytest.raises(ValueError, match="distinct images"):
+        vp.probe_folds(np.array(["a", "b", "a", "c"]))
+
+
+def test_probe_separates_views_and_gap_on_subsets():
+    rng = np.random.default_rng(1)
+    n, d = 120, 16
+    clean = rng.normal(size=(n, d))
+    pert = clean + 0.0
+    pert[:, 0] += 3.0  # the tower sees the blur along one direction
+    ok, folds = vp.probe_oof_correct(clean, pert, np.array([f"i{k // 2}" for k in range(n)]))
+    assert ok.mean() > 0.85 and folds.shape == (5,)  # Bayes accuracy Phi(1.5) = 0.93
+    vsi = np.r_[np.full(40, 0.01), np.linspace(0.1, 2, 80)]
+    ids = [f"s{i:03d}" for i in range(n)]
+    low, ctrl = vp.subsets(vsi, ids, seed=0)
+    assert low.sum() == 40 and ctrl.sum() == 24 and not (low & ctrl).any()  # top quintile = 24
+    changed = np.r_[np.zeros(40, bool), np.ones(80, bool)]
+    g = vp.gap_on_subset(np.ones(n), changed, np.array([f"i{k // 2}" for k in range(n)]), low, seed=0)
+    assert g.probe_acc[0] == 1 and g.argmax_change[0] == 0 and g.gap[0] == 1 and g.n_images == 20
+
+
+class _FakeTower:
+    """Deterministic 'vision tower' for cache tests: features = pixel means of 4 quadrants."""
+    name = "fake"
+    model_version = "fake@1"
+
+    def vision_features(self, images):
+        out = []
+        for im in images:
+            a = np.asarray(im, float).mean(2)
+            v = np.array([a[:32, :32].mean(), a[:32, 32:].mean(), a[32:, :32].mean(), a[32:, 32:].mean(),
+                          a.std()])
+            out.append(v / np.linalg.norm(v))
+        return np.array(out, np.float32)
+
+
+def test_cache_round_trip_and_skipped(tmp_path):
+    from PIL import Image, ImageFilter
+
+    rng = np.random.default_rng(2)
+    imgs = [Image.fromarray((rng.random((64, 64, 3)) * 255).astype("uint8")) for _ in range(12)]
+    items = [vf.ProbeItem(f"s{i}", f"img{i}", "region", 20.0, (lambda im=im: im),
+                          (lambda im=im: im.filter(ImageFilter.GaussianBlur(3)))) for i, im in enumerate(imgs)]
+    meta = vf.cache_probe_features(_FakeTower(), items, tmp_path, key="fake@t")
+    assert json.loads(meta.read_text())["dim"] == 5
+    store = vp.ProbeFeatures(tmp_path)
+    f = store.get("fake@t")
+    assert set(f) == {(f"s{i}", "region", 20.0) for i in range(12)}
+    assert np.allclose(np.linalg.norm(f[("s0", "region", 20.0)][1]), 1, atol=1e-6)
+    vf.cache_probe_features(object(), items, tmp_path, key="api-model@t")
+    assert "no vision tower" in vp.ProbeFeatures(tmp_path).skipped("api-model@t")
+    samples = [VSISample("t", "b", "api-model", "x", f"s{i}", f"img{i}", "region", 20.0, 0.01, False, True, 0.9,
+                         None, "exact") for i in range(12)]
+    rows = vp.probe_rows(samples, vp.ProbeFeatures(tmp_path))
+    assert rows[0].metric == "skipped[region,sigma=20]" and "no vision tower" in rows[0].note
+    # a tampered cache is refused
+    p = tmp_path / "fake_t.npz"
+    p.write_bytes(p.read_bytes()[:-3] + b"xyz")
+    with pytest.raises(ValueError, match="sha256"):
+        vp.ProbeFeatures(tmp_path).get("fake@t")
+
+
+@pytest.mark.parametrize("family", ["llava", "idefics3", "qwen2_vl"])
+def test_vision_tower_hook(family, tmp_path):
+    pytest.importorskip("torch")
+    from PIL import Image, ImageFilter
+
+    from perceptbench.models.vlm_hf import HFVLM
+    from perceptbench.testing.tiny_vlm import build_tiny_vlm
+
+    m = HFVLM(build_tiny_vlm(family, tmp_path / family), name=family)
+    rng = np.random.default_rng(0)
+    im = Image.fromarray((rng.random((64, 64, 3)) * 255).astype("uint8"))
+    f = m.vision_features([im, im.filter(ImageFilter.GaussianBlur(6)), im])
+    assert f.dtype == np.float32 and f.shape == (3, 32)
+    assert np.allclose(np.linalg.norm(f, axis=1), 1, atol=1e-5)
+    assert np.array_equal(f[0], f[2]) and not np.allclose(f[0], f[1])
+
+
+def test_model_without_tower_is_skipped(tmp_path):
+    from perceptbench.models.vlm_hf import HFVLM, VisionTowerUnavailable
+
+    class NoTower(HFVLM):  # an hf: model of a type without a registered tower
+        def __init__(self):
+            self.name = "other"
+            self.model = type("M", (), {"config": type("C", (), {"model_type": "mllama"})(), "model": None})()
+
+    with pytest.raises(VisionTowerUnavailable, match="mllama"):
+        NoTower().vision_features([])
+    from perceptbench import vsi_features as vf2
+
+    meta = vf2.cache_probe_features(NoTower(), [vf.ProbeItem("s", "i", "region", 20.0, lambda: None, lambda: None)],
+                                    tmp_path, key="other@t")
+    assert "mllama" in json.loads(meta.read_text())["skipped"]
