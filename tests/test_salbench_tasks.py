@@ -142,8 +142,9 @@ def test_natural_split_scores_every_item_by_default_and_probe_needs_opt_in():
     assert all(s.split == "test" for s in t.stimuli(0))
     with pytest.raises(ValueError, match="probe_fraction"):
         get_task(f"salbench.detection.nat@source={FIXTURE},probe_fraction=2").stimuli(0)
-    with pytest.raises(ValueError, match="n must be an integer >= 3"):
-        get_task("salbench.detection.syn@n=abc").stimuli(0)
+    # settings are validated when the task is made (issue 7 item 7), naming setting, value and range
+    with pytest.raises(ValueError, match=r"setting n='abc' is invalid; allowed: an integer in \[3, 1000000\]"):
+        get_task("salbench.detection.syn@n=abc")
 
 
 def test_referring_prompt_refuses_missing_box(tmp_path):

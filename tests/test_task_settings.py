@@ -23,7 +23,7 @@ BAD = [
     (f"{SC}@n_test=١٢", "n_test='١٢'", "an integer"),  # and this
     (f"{SC}@n_test=100001", "n_test='100001'", "[1, 100000]"),
     (f"{SC}@n_probe=-1", "n_probe='-1'", "an integer in [0, 100000]"),
-    ("salbench.detection.syn@n=0", "n='0'", "an integer in [3, 1e+06]"),
+    ("salbench.detection.syn@n=0", "n='0'", "an integer in [3, 1000000]"),
     ("salbench.detection.syn@n=2", "n='2'", "[3, "),
     ("salbench.detection.syn@n_probe=x", "n_probe='x'", "an integer"),
     ("salbench.detection.syn@shots=4", "shots='4'", "one of 0, 3, 5"),

@@ -90,8 +90,11 @@ class Setting:
         if self.kind == "choice":
             return "one of " + ", ".join(self.choices)
         noun = "an integer" if self.kind == "int" else "a number"
-        lo = "-inf" if self.minimum is None else f"{self.minimum:g}"
-        hi = "inf" if self.maximum is None else f"{self.maximum:g}"
+        def num(v: float) -> str:
+            return str(int(v)) if float(v).is_integer() else f"{v:g}"
+
+        lo = "-inf" if self.minimum is None else num(self.minimum)
+        hi = "inf" if self.maximum is None else num(self.maximum)
         return f"{noun} in [{lo}, {hi}{')' if self.maximum_open or self.maximum is None else ']'}"
 
     def normalise(self, value: str) -> str:
