@@ -67,7 +67,10 @@ def test_is_a_vlm_with_versions_and_settings(models, tiny_dirs, family):
     assert m.tokenizer.padding_side == "left"
     path, sha = m.model_version.split("@sha256:")
     assert path == str(tiny_dirs[family].resolve())
-    assert sha == local_weights_sha256(tiny_dirs[family])[:16]
+    from perceptbench.models.identity import local_model_sha256
+
+    assert sha == local_model_sha256(tiny_dirs[family])["all"][:16]  # weights and processor/tokenizer configs
+    assert m.identity["weights_sha256"] == local_weights_sha256(tiny_dirs[family])
     gs = m.generation_settings
     assert gs["decoding"] == "greedy" and gs["do_sample"] is False and gs["max_new_tokens"] == 40
     import json

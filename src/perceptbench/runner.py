@@ -280,7 +280,12 @@ def run(cfg: RunConfig, *, progress: bool = True, load_model: Callable | None = 
 
     Human records are written first (they need no model).  A model is loaded only if one
     of its trials is missing.  Raises ValueError for settings that do not match an
-    existing run directory, KeyError for an unknown task, ModelLoadError for a model."""
+    existing run directory (seed; and, unless ``cfg.allow_mixed``, the finished trials'
+    prompt, readout spec, package version, task settings or generation settings; a
+    different model_version always), naming what changed in one line before anything of
+    it is written; ValueError for an unknown ``cfg.stimuli`` id; KeyError for an unknown
+    task; ModelLoadError for a model; StaleCacheError (a RuntimeError) when a name-only
+    model's re-asked cached answer changed."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from .models.registry import load_model as _load, parse_model_arg

@@ -8,6 +8,11 @@ Key = sha256 (hex) of the canonical JSON (sorted keys, no whitespace, UTF-8) of:
      "image_sha256s": [sha256 of each attached image, in order],
      "generation_settings": <VLM.generation_settings + the request's max_new_tokens>}
 
+``model_version`` is the model's identity (:mod:`perceptbench.models.identity`): for a local
+directory a hash over weights and processor/tokenizer/chat-template/generation files, for a
+hub id the resolved commit, for an API the URL, model, user pin and the server's
+distinguishing model metadata.
+
 One JSON file per key at ``<directory>/<key[:2]>/<key>.json`` holding ``{"schema", "key",
 "text", "meta"}``; written to a temporary file in the same directory, flushed, fsynced and
 moved into place with ``os.replace`` (atomic on POSIX and Windows), so a reader sees either

@@ -31,24 +31,17 @@ _WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth", ".gguf")
 
 
 def local_weights_sha256(directory: str | os.PathLike) -> str:
-    """sha256 (hex) over a local model directory's weight files.
+    """sha256 (hex) over a local model directory's weight files only
+    (``local_model_sha256(directory)["weights"]``, see
+    :func:`perceptbench.models.identity.local_model_sha256`; the model identity also covers
+    the processor/tokenizer/chat-template/generation files).  Raises ``ModelLoadError`` if
+    the directory holds no weight file."""
+    from .identity import local_model_sha256
 
-    Hashes, in sorted path order, each weight file's relative path and bytes
-    (``*.safetensors``, ``*.bin``, ``*.pt``, ``*.pth``, ``*.gguf``; sub-directories
-    included).  Raises ``ModelLoadError`` if the directory holds no weight file.
-    """
-    root = Path(directory)
-    files = sorted(p for p in root.rglob("*") if p.is_file() and p.name.endswith(_WEIGHT_SUFFIXES))
-    if not files:
-        raise ModelLoadError(f"no weight files (*.safetensors, *.bin ...) in {root}")
-    h = hashlib.sha256()
-    for p in files:
-        h.update(p.relative_to(root).as_posix().encode())
-        h.update(b"\0")
-        with open(p, "rb") as f:
-            for chunk in iter(lambda: f.read(1 << 20), b""):
-                h.update(chunk)
-    return h.hexdigest()
+    try:
+        return local_model_sha256(directory)["weights"]
+    except FileNotFoundError as e:
+        raise ModelLoadError(str(e)) from None
 
 
 class VisionTowerUnavailable(ModelLoadError):
