@@ -51,3 +51,8 @@ def test_readme_commands_use_explicit_venv_paths_and_the_mirror():
         if re.search(r"perceptbench (run|render|sources)", ln):
             assert "PERCEPTBENCH_MIRROR=" in ln, ln
 
+
+def test_readme_install_claim_is_the_measured_one():
+    text = (REPO / "README.md").read_text()
+    assert "5.7 GB" not in text and "two minutes" not in text
+    assert "benchmarks/measure_install.sh" in text
