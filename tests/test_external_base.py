@@ -49,3 +49,16 @@ def test_vqa_stimulus_validates_answers():
         VQAStimulus("s4", "i1", load, "q", "C", "letter", options=("x", "y"))
     with pytest.raises(ValueError, match="answer_type"):
         VQAStimulus("s5", "i1", load, "q", "yes", "free")
+
+
+def test_loaders_import_neither_torch_nor_datasets():
+    import subprocess
+    import sys
+
+    code = ("import sys\n"
+            "import perceptbench.external as e\n"
+            "from perceptbench.external import pope, hallusionbench, mmvp, mmstar, grounding, salbench_natural\n"
+            "bad = [m for m in ('torch', 'transformers', 'datasets') if m in sys.modules]\n"
+            "assert not bad, bad\nprint('LIGHT_OK')")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert "LIGHT_OK" in out.stdout, out.stderr

@@ -90,3 +90,11 @@ def test_mmstar_split_question():
     assert stem == "Q?" and opts == ("a cat, sitting", "two dogs", "3, 4, and 5", "none")
     with pytest.raises(ValueError, match="no 'Options:'"):
         mmstar.split_question("Q? A: x, B: y")
+
+
+def test_without_datasets_the_error_says_what_to_install(monkeypatch, tmp_path):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "datasets", None)
+    with pytest.raises(ImportError, match=r"perceptbench\[external\]"):
+        mmstar.load_mmstar(FIX / "mmstar" / "mmstar.parquet", cache_dir=tmp_path)

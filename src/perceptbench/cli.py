@@ -529,7 +529,8 @@ def sources_list() -> None:
     for c in ("id", "files", "MB", "license", "citation"):
         t.add_column(c, overflow="fold")
     for s in SOURCES.values():
-        t.add_row(s.id, str(len(s.files)), f"{sum(f.size for f in s.files) / 1e6:.1f}", s.license, s.citation)
+        files = str(len(s.files)) if s.files or not s.hub_dataset else f"hub:{s.hub_dataset}"
+        t.add_row(s.id, files, f"{sum(f.size for f in s.files) / 1e6:.1f}", s.license, s.citation)
     console.print(t)
 
 
@@ -546,7 +547,14 @@ def sources_fetch(source: Optional[List[str]] = typer.Argument(None)) -> None:
         else f"in the cache {cache_dir()}"
     try:
         for sid in source or list(SOURCES):
-            paths = fetch_source(get_source(sid))
+            src = get_source(sid)
+            if src.hub_dataset and not src.files:
+                console.print(f"{sid}: hub dataset {src.hub_dataset}"
+                              f"{'@' + src.hub_revision[:7] if src.hub_revision else ''}, read by the `datasets` "
+                              "library on first use (pip install 'perceptbench[external]'); nothing to fetch here",
+                              markup=False)
+                continue
+            paths = fetch_source(src)
             console.print(f"{sid}: {len(paths)} files present and verified {where}")
     except (SourceError, KeyError) as e:
         _fail(e)
@@ -569,6 +577,9 @@ def sources_verify(source: Optional[List[str]] = typer.Argument(None)) -> None:
     bad = 0
     for sid in source or list(SOURCES):
         files = get_source(sid).files
+        if not files and get_source(sid).hub_dataset:
+            console.print(f"{sid}: hub dataset {get_source(sid).hub_dataset}, no pinned files to verify")
+            continue
         ok = missing = 0
         for sf in files:
             try:

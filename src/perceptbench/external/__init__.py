@@ -8,7 +8,8 @@ that comes from outside the project (EXIF orientation, transparency, colour mode
 Importing this package imports neither torch nor ``datasets``.
 """
 
+from ._common import MissingExternalDataError
 from .base import Region, VQAStimulus
 from .images import ImageLoadError, load_image, load_mask
 
-__all__ = ["ImageLoadError", "Region", "VQAStimulus", "load_image", "load_mask"]
+__all__ = ["ImageLoadError", "MissingExternalDataError", "Region", "VQAStimulus", "load_image", "load_mask"]

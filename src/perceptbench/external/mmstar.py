@@ -90,7 +90,9 @@ def load_mmstar(
     idx = list(range(len(ds)))
     if categories is not None:
         cats = set(categories)
-        idx = [i for i in idx if ds[i].get("category") in cats]
+        if "category" not in ds.column_names:
+            raise ValueError(f"MMStar ({origin}): no 'category' column to filter on (columns: {ds.column_names})")
+        idx = [i for i, c in enumerate(ds["category"]) if c in cats]
     keep = [idx[j] for j in seeded_subset(len(idx), limit, seed, "mmstar")]
     out = []
     for i in keep:

@@ -14,8 +14,8 @@ in the records:
    ending in ``-ing``, a later word ending in ``-ed`` followed by a closed-class word or punctuation (a
    participle: "the bus *parked* near"; "the *striped* shirt" is kept), or
    punctuation; at most :data:`MAX_WORDS` words; a leading ordinal / side word (``left right
-   top bottom first second ...``) is kept as part of the phrase.  A phrase that only names
-   the picture itself (``image``, ``picture``, ``chart``, ``figure``, ...; see
+   top bottom first second ...``) is kept as part of the phrase.  A phrase containing a word
+   that names the picture itself (``image``, ``picture``, ``chart``, ``figure``, ...; see
    :data:`PICTURE_WORDS`) is skipped and the search goes on.
 3. No such phrase -> None; the stimulus is then perturbed as a whole image and the region
    recorded as ``"fallback_whole"`` with reason ``"no object phrase"``.
@@ -46,6 +46,10 @@ _STOP = {
     "same", "more", "less", "larger", "smaller", "bigger", "longer", "shorter", "taller", "higher",
     "lower", "greater", "fewer", "most", "least", "visible", "present", "shown", "seen", "facing",
     "pointing", "open", "closed", "left", "right", "closer", "farther", "further", "any", "some",
+    # verbs and adverbs that open the predicate of chart/text questions
+    "show", "shows", "shown", "given", "depict", "depicts", "depicted", "contain", "contains",
+    "indicate", "indicates", "represent", "represents", "different", "correct", "true", "also",
+    "only", "exactly", "all", "each", "every", "both", "other",
 }
 #: nouns that name the picture as a whole, not an object in it
 PICTURE_WORDS = frozenset({"image", "picture", "photo", "photograph", "figure", "chart", "graph",
@@ -86,6 +90,6 @@ def principal_noun_phrase(question: str) -> str | None:
             words.append(low)
             if len(words) == MAX_WORDS:
                 break
-        if words and not (len(words) == 1 and words[0] in _KEEP_FIRST) and words[-1] not in PICTURE_WORDS:
+        if words and not (len(words) == 1 and words[0] in _KEEP_FIRST) and not set(words) & PICTURE_WORDS:
             return " ".join(words)
     return None

@@ -321,7 +321,7 @@ def load_hf(
     except ImportError as exc:
         raise ImportError(
             "loading SalBench from the Hugging Face hub needs the `datasets` package: "
-            "pip install datasets (and `huggingface-cli login` with access to "
+            "pip install datasets (the perceptbench[external] extra; and `huggingface-cli login` with access to "
             f"{HF_DATASET})"
         ) from exc
     ds = datasets.load_dataset(HF_DATASET, config, split=split, token=token, cache_dir=cache_dir)

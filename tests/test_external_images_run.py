@@ -1,0 +1,46 @@
+"""A corrupt external image stops a run with a one-line error naming the file; the records
+written before it stay, and the rerun after the file is fixed resumes (issue 7 item 4)."""
+
+from __future__ import annotations
+
+import io
+import json
+
+import numpy as np
+import pytest
+from PIL import Image
+
+pytest.importorskip("torch", reason="model extra not installed")
+
+from perceptbench.external.images import ImageLoadError  # noqa: E402
+from perceptbench.records import read_records  # noqa: E402
+from perceptbench.runner import RunConfig, run  # noqa: E402
+
+
+def test_truncated_image_mid_run_loses_nothing_and_resumes(tmp_path):
+    from perceptbench.testing.tiny_encoders import build_tiny_clip
+
+    rng = np.random.default_rng(0)
+    Image.fromarray(rng.integers(0, 255, (48, 48, 3), dtype=np.uint8)).save(tmp_path / "a.png")
+    buf = io.BytesIO()
+    Image.fromarray(rng.integers(0, 255, (48, 48, 3), dtype=np.uint8)).save(buf, "JPEG")
+    good_b = buf.getvalue()
+    (tmp_path / "b.jpg").write_bytes(good_b[: len(good_b) // 2])
+    ann = tmp_path / "ann.json"
+    ann.write_text(json.dumps([
+        {"image_id": "a", "split": "nat", "image": "a.png", "answer": "Color", "n_distractors": 3},
+        {"image_id": "b", "split": "nat", "image": "b.jpg", "answer": "Shape", "n_distractors": 5}]))
+    d = build_tiny_clip(tmp_path / "clip")
+    cfg = RunConfig(out=tmp_path / "run", tasks=[f"salbench.detection.nat@source={ann}"],
+                    models=[f"clip=hf:{d}"], batch_size=1)
+    with pytest.raises(ImageLoadError) as e:
+        run(cfg, progress=False)
+    assert "b.jpg" in str(e.value) and "\n" not in str(e.value)
+    first = read_records(tmp_path / "run" / "records.jsonl")
+    assert [r.stimulus_id for r in first] == ["a"]
+    (tmp_path / "b.jpg").write_bytes(good_b)
+    summary = run(cfg, progress=False)
+    recs = read_records(tmp_path / "run" / "records.jsonl")
+    assert sorted(r.stimulus_id for r in recs) == ["a", "b"]
+    assert next(r for r in recs if r.stimulus_id == "a").trial_id == first[0].trial_id
+    assert summary is not None
