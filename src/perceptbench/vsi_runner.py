@@ -175,8 +175,9 @@ def run_vsi_task(task, vlm, store: RecordStore, pending: list[Stimulus], seed: i
 
     reason = m.check_supported()
     written = 0
-    for i in range(0, len(pending), batch_size):
-        chunk = pending[i:i + batch_size]
+    step = batch_size * len(task.conditions)  # ~batch_size samples per chunk: full batches in every pass
+    for i in range(0, len(pending), step):
+        chunk = pending[i:i + step]
         if reason is None:
             try:
                 written += _run_chunk(task, m, chunk, seed, batch_size, record, parse_confidence, store)
