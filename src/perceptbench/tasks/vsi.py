@@ -71,6 +71,7 @@ class VSITask(Task):
     (a region was wanted but none was found: counted as a fallback)."""
 
     is_vsi: ClassVar[bool] = True
+    max_new_tokens: ClassVar[int] = MAX_NEW_TOKENS
     encoder_readout = "none (VSI needs a VLM's next-token distribution)"
     benchmark: ClassVar[str]
     region_perturbation: ClassVar[bool] = True
@@ -482,6 +483,7 @@ class VSIHallusionBench(VSIExternalTask):
 
     base_id = "vsi.hallusionbench"
     benchmark = "hallusionbench"
+    max_new_tokens = 64  # seed 002 D.1
     description = "VSI on HallusionBench (yes/no; images=DIR of the unzipped hallusion_bench folder)"
     defaults = {**VSITask.base_defaults, **VSIExternalTask.grounding_defaults, "images": "", "questions": ""}
 
