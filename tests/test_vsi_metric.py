@@ -183,3 +183,15 @@ def test_cell_summary_histogram_and_quartiles():
     assert cs.insensitive[0.01].estimate == pytest.approx(3 / 7)
     assert cs.insensitive[0.05].low <= 4 / 7 <= cs.insensitive[0.05].high
     assert cs.argmax_change_rate.estimate == pytest.approx(4 / 7)
+
+
+@pytest.mark.parametrize("sigma", [10, 20, 40])
+@pytest.mark.parametrize("box", [(181, 239, 199, 271), (0, 0, 30, 30), (400, 480, 512, 512)])
+def test_region_blur_equals_whole_image_blur_inside_mask(sigma, box):
+    from PIL import ImageFilter
+
+    im = _noise(512, 512, seed=1)
+    m = box_mask(im.size, box)
+    d = dilate_mask(m, 4)
+    full = np.asarray(im.filter(ImageFilter.GaussianBlur(radius=sigma)))
+    assert np.array_equal(np.asarray(region_blur(im, m, sigma))[d], full[d])

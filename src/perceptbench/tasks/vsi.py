@@ -71,11 +71,14 @@ class VSITask(Task):
     (a region was wanted but none was found: counted as a fallback)."""
 
     is_vsi: ClassVar[bool] = True
+    max_new_tokens: ClassVar[int] = MAX_NEW_TOKENS
     encoder_readout = "none (VSI needs a VLM's next-token distribution)"
     benchmark: ClassVar[str]
     region_perturbation: ClassVar[bool] = True
     base_defaults: ClassVar[dict[str, str]] = {"perturbation": "both", "sigma": "20", "answer_prefix": "",
                                                 "verbal_conf": "1", "top_k": "50"}
+    allowed = {"perturbation": ("both", "region", "whole"), "verbal_conf": ("0", "1")}
+    whole_only: ClassVar[dict] = {"perturbation": ("whole",), "verbal_conf": ("0", "1")}
 
     def __init__(self, **params: str):
         super().__init__(**params)
@@ -307,6 +310,7 @@ def _battery_vsi(base_cls: type[Task]) -> type[VSITask]:
 
     class _BatteryVSI(VSITask):
         region_perturbation = False
+        allowed = VSITask.whole_only
         defaults = {**VSITask.base_defaults, "perturbation": "whole", "n": "all"}
 
         def _base(self) -> Task:
@@ -460,7 +464,7 @@ class VSIPope(VSIExternalTask):
     description = "VSI on POPE (yes/no object existence; images=DIR of COCO val2014; grounding regions)"
     defaults = {**VSITask.base_defaults, **VSIExternalTask.grounding_defaults, "split": "adversarial",
                 "dataset": "coco", "images": "", "questions": ""}
-    allowed = {"split": ("random", "popular", "adversarial"), "dataset": ("coco", "aokvqa", "gqa")}
+    allowed = {**VSITask.allowed, "split": ("random", "popular", "adversarial"), "dataset": ("coco", "aokvqa", "gqa")}
 
     @property
     def benchmark(self) -> str:  # type: ignore[override]
@@ -479,6 +483,7 @@ class VSIHallusionBench(VSIExternalTask):
 
     base_id = "vsi.hallusionbench"
     benchmark = "hallusionbench"
+    max_new_tokens = 64  # seed 002 D.1
     description = "VSI on HallusionBench (yes/no; images=DIR of the unzipped hallusion_bench folder)"
     defaults = {**VSITask.base_defaults, **VSIExternalTask.grounding_defaults, "images": "", "questions": ""}
 
@@ -510,6 +515,7 @@ class VSIMMStar(VSIExternalTask):
     base_id = "vsi.mmstar"
     benchmark = "mmstar"
     region_perturbation = False
+    allowed = VSITask.whole_only
     description = "VSI on MMStar (lettered options; whole-image blur only, as seed 002 does)"
     defaults = {**VSITask.base_defaults, "perturbation": "whole", "limit": "all", "source": ""}
 
