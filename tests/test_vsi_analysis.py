@@ -164,6 +164,9 @@ def test_score_vsi_analyses_end_to_end():
     q = [by[("vsi.bench@sigma=20", "m1", f"quadrant_{k}_low_vsi[region,sigma=20]")].value
          for k in ("correct_high", "correct_low", "wrong_high", "wrong_low")]
     assert sum(q) == pytest.approx(1.0)
+    assert by[("vsi.bench@sigma=20", "all-pairs", "vsi_rho_grand_mean[region,sigma=20]")].n == 3
+    keys = [(r.task_id, r.model, r.metric) for r in rows]
+    assert len(keys) == len(set(keys))  # one row per (task, model, metric)
     # every row is finite or says why not
     for row in rows:
         assert math.isfinite(row.value) or row.note, row

@@ -125,6 +125,9 @@ def score(
     seed: Optional[int] = typer.Option(None, help="Bootstrap seed (default: the records' seed)."),
     parser: str = typer.Option("default", help="default: first option named counts; strict: ambiguous answers are null."),
     all_rows: bool = typer.Option(False, "--all-rows"),
+    family: Optional[List[str]] = typer.Option(None, "--family",
+                                               help="MODEL=FAMILY (repeatable): model families for the VSI "
+                                                    "same- vs cross-family agreement means."),
 ) -> None:
     """Recompute scores.csv from trial records alone (imports no torch)."""
     from .records import RecordError, has_torn_tail
@@ -135,8 +138,14 @@ def score(
                       "not a complete record and is left out. A rerun of `perceptbench run` removes it.")
     if out is None and parser != "default":
         out = records.with_name(f"scores.{parser}.csv")  # never overwrite the default table silently
+    families = {}
+    for f in family or ():
+        m, sep, fam = f.partition("=")
+        if not sep or not m or not fam:
+            _fail(f"--family {f!r}: expected MODEL=FAMILY")
+        families[m] = fam
     try:
-        rows = score_file(records, out, seed, parser)
+        rows = score_file(records, out, seed, parser, families or None)
     except (RecordError, ValueError, KeyError) as e:
         _fail(e)
     _print_scores(rows, all_rows)

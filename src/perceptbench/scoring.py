@@ -48,14 +48,16 @@ def _ambiguity_rows(task_id: str, records: list[TrialRecord], mode: str) -> list
 
 
 def score_records(records: list[TrialRecord], seed: int | None = None, parser_mode: str = "default",
-                  features_dir: str | os.PathLike | None = None) -> list[ScoreRow]:
+                  features_dir: str | os.PathLike | None = None,
+                  families: dict[str, str] | None = None) -> list[ScoreRow]:
     """Score every task present in ``records``.
 
     The bootstrap seed is ``seed`` if given, else the records' ``run_meta.seed`` (which
     must be unique per task; ValueError otherwise).  ``parser_mode="strict"`` scores
     ambiguous VLM answers as null (see :func:`apply_parser_mode`).  VSI records also get the
     cross-task VSI analyses (:func:`vsi_analysis_rows`); ``features_dir`` holds the cached
-    probe features (``<run>/features``) for the encoder-LLM gap rows."""
+    probe features (``<run>/features``) for the encoder-LLM gap rows; ``families``
+    ({model: family}) tags model families for the same- vs cross-family agreement means."""
     records = apply_parser_mode(records, parser_mode)
     by_task: dict[str, list[TrialRecord]] = defaultdict(list)
     for r in records:
@@ -71,12 +73,13 @@ def score_records(records: list[TrialRecord], seed: int | None = None, parser_mo
             s = seeds.pop()
         rows += get_task(task_id).score(recs, s)
         rows += _ambiguity_rows(task_id, recs, parser_mode)
-    rows += vsi_analysis_rows(records, seed, features_dir)
+    rows += vsi_analysis_rows(records, seed, features_dir, families)
     return rows
 
 
 def vsi_analysis_rows(records: list[TrialRecord], seed: int | None = None,
-                      features_dir: str | os.PathLike | None = None) -> list[ScoreRow]:
+                      features_dir: str | os.PathLike | None = None,
+                      families: dict[str, str] | None = None) -> list[ScoreRow]:
     """Seed 002 §2.3-§4 analyses over every VSI record (all tasks and models together): empty
     when there is none.  Seed: ``seed``, else the VSI records' unique seed (ValueError if several).
     Probe rows need ``features_dir`` (read with numpy; no torch)."""
@@ -96,7 +99,7 @@ def vsi_analysis_rows(records: list[TrialRecord], seed: int | None = None,
             raise ValueError(f"VSI records carry several seeds {sorted(seeds)}; pass --seed")
         s = seeds.pop()
     probe = ProbeFeatures(features_dir) if features_dir is not None and Path(features_dir).is_dir() else None
-    return score_vsi_analyses(samples, seed=s, probe=probe)
+    return score_vsi_analyses(samples, seed=s, probe=probe, families=families)
 
 
 def _fmt(x) -> str:
@@ -134,9 +137,11 @@ def write_scores(rows: list[ScoreRow], csv_path: str | os.PathLike) -> tuple[Pat
 
 
 def score_file(records_path: str | os.PathLike, out_csv: str | os.PathLike | None = None,
-               seed: int | None = None, parser_mode: str = "default") -> list[ScoreRow]:
-    """Read, validate and score a records file; write scores.csv/json next to it (or to out_csv)."""
+               seed: int | None = None, parser_mode: str = "default",
+               families: dict[str, str] | None = None) -> list[ScoreRow]:
+    """Read, validate and score a records file; write scores.csv/json next to it (or to out_csv).
+    VSI probe features are read from the ``features/`` folder beside the records."""
     records_path = Path(records_path)
-    rows = score_records(read_records(records_path), seed, parser_mode, records_path.with_name("features"))
+    rows = score_records(read_records(records_path), seed, parser_mode, records_path.with_name("features"), families)
     write_scores(rows, out_csv or records_path.with_name("scores.csv"))
     return rows

@@ -566,11 +566,13 @@ def cross_model_rows(cells: dict[tuple, list[VSISample]], *, families: dict[str,
         tid = task_id if task_id != "*" else _join_ids(t for t, p, s in groups if p == pert and s == sigma)
         rho = np.array([v for v, _ in vals])
         same = np.array([s for _, s in vals])
-        scope = "grand mean over every pair of every task" if task_id == "*" else "mean over model pairs"
-        rows.append(ScoreRow(tid, "all-pairs", f"vsi_rho_mean{sfx}", float(rho.mean()), None, None, len(vals),
+        grand = task_id == "*"
+        scope = "grand mean over every pair of every task" if grand else "mean over model pairs"
+        stem = "vsi_rho_grand_mean" if grand else "vsi_rho_mean"
+        rows.append(ScoreRow(tid, "all-pairs", f"{stem}{sfx}", float(rho.mean()), None, None, len(vals),
                              None, scope))
         for label, mask in (("same_family", same), ("cross_family", ~same)):
-            metric = f"vsi_rho_mean_{label}{sfx}"
+            metric = f"{stem}_{label}{sfx}"
             if not fams_tagged:
                 rows.append(_nan_row(tid, "all-pairs", metric, "model families not tagged (one family)", 0))
             elif not mask.any():
