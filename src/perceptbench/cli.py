@@ -62,7 +62,10 @@ def _print_signal_table(rows) -> None:
     table = signal_table_from_rows(rows)
     if not table:
         return
-    t = Table(title="VSI: which error signal wins per cell (AUROC, error = positive class)")
+    t = Table(title="VSI: which error signal wins per cell (AUROC, error = positive class)",
+              caption="max_prob = -softmax max-probability; vsi = -VSI (region blur where measured, else whole); "
+                      "hybrid = mean rank of -VSI region and whole; margin = winner - runner-up, paired bootstrap "
+                      "(docs/metrics.md)")
     for c in ("task", "model", "sigma", *SIGNALS, "winner", "margin [95% CI]"):
         t.add_column(c, overflow="fold")
     for r in table:
