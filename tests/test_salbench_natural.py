@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from perceptbench.stimuli import salbench_natural as sn
+from perceptbench.external import salbench_natural as sn
 
 FIX = Path(__file__).parent / "fixtures" / "salbench"
 MIRROR = os.environ.get("PERCEPTBENCH_MIRROR", "/work/shared/data")

@@ -8,7 +8,7 @@ from perceptbench.sources import ChecksumError, MissingSourceError, get_source, 
 def test_every_registered_file_verifies_in_the_mirror(mirror):
     n = 0
     for s in SOURCES.values():
-        assert s.citation and s.license and s.files
+        assert s.citation and s.license and (s.files or s.hub_dataset)
         for f in s.files:
             assert f.url.startswith("https://") and len(f.sha256) == 64
             resolve(f)
@@ -48,3 +48,14 @@ def test_cache_hit_is_verified(tmp_path, monkeypatch, mirror):
     dest.parent.mkdir(parents=True)
     shutil.copy(mirror / sf.path, dest)
     assert resolve(sf, download=False) == dest
+
+
+def test_external_benchmark_sources_are_registered():
+    pope = get_source("li2023-pope")
+    assert "pope/output/coco/coco_pope_adversarial.json" in {f.path for f in pope.files}
+    assert all(f.url.startswith("https://raw.githubusercontent.com/AoiDragon/POPE/08d957b") for f in pope.files)
+    hb = get_source("guan2024-hallusionbench")
+    assert {f.path for f in hb.files} == {"hallusionbench/HallusionBench.json", "hallusionbench/LICENSE.md"}
+    assert get_source("tong2024-mmvp").hub_dataset == "MMVP/MMVP"
+    mmstar = get_source("chen2024-mmstar")
+    assert mmstar.hub_dataset == "Lin-Chen/MMStar" and len(mmstar.hub_revision) == 40 and not mmstar.files

@@ -215,6 +215,9 @@ def run(cfg: RunConfig, *, progress: bool = True, load_model: Callable | None = 
                 bar.update(ptask, description=f"{task.task_id} | {name}")
                 probe = [s for s in stimuli if s.split == "probe_train"]
                 advance = (lambda k, t=ptask: bar.advance(t, k))
+                if getattr(model, "family", "encoder") == "encoder" and getattr(task, "is_vsi", False):
+                    raise ValueError(f"{task.task_id} measures a VLM's next-token distribution; {name} is an "
+                                     "image encoder (give a VLM: hf:<VLM> or an API model)")
                 if getattr(model, "family", "encoder") == "encoder":
                     n = _EncoderRunner(task, model, store, cfg.seed, run_id, cfg.batch_size, advance).run(pending, probe)
                 else:

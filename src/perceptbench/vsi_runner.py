@@ -2,7 +2,8 @@
 
 For each pending VSI stimulus (one per sample x condition, see :mod:`perceptbench.tasks.vsi`):
 
-* ``clean``: one greedy generation (at most 8 new tokens, seed 002 D.1) whose first step's raw
+* ``clean``: one greedy generation (at most ``task.max_new_tokens``: 8, HallusionBench 64, seed 002 D.1;
+  the ``hf:`` adapter's own cap, 40 by default, also applies) whose first step's raw
   logits give the clean distribution (local ``hf:`` VLMs: :meth:`HFVLM.generate_with_distribution`;
   API models: a generation plus one ``logprobs`` request), the parse and correctness, the
   maximum first-token probability, and (setting ``verbal_conf``) a second generation asking for
@@ -34,7 +35,7 @@ from .models.base import NotSupportedByProvider, TokenDistribution, VLMRequest
 from .records import RecordStore
 from .seeding import image_sha256, text_hash
 from .tasks.base import Stimulus, make_record
-from .tasks.vsi import CONF_MAX_NEW_TOKENS, CONFIDENCE_PROMPT, MAX_NEW_TOKENS
+from .tasks.vsi import CONF_MAX_NEW_TOKENS, CONFIDENCE_PROMPT
 
 __all__ = ["run_vsi_task", "dist_to_meta"]
 
@@ -112,15 +113,15 @@ class _VSIModel:
                                                             batch_size=batch_size, answer_prefix=self.prefix)
                 for i, (t, d) in zip(todo, res):
                     texts[i], dists[i] = t, dist_to_meta(d, self.source)
-            else:
-                need_t = [i for i in todo if texts[i] is None]
-                for i, t in zip(need_t, self.inner.generate([reqs[i] for i in need_t], batch_size=batch_size)):
-                    texts[i] = t
+            else:  # distributions first: a provider without logprobs fails before any paid generation
                 for i in todo:
                     if dists[i] is None:
                         r = reqs[i]
                         dists[i] = dist_to_meta(self.inner.next_token_distribution(r.images, r.prompt,
                                                                                    top_k=self.top_k), self.source)
+                need_t = [i for i in todo if texts[i] is None]
+                for i, t in zip(need_t, self.inner.generate([reqs[i] for i in need_t], batch_size=batch_size)):
+                    texts[i] = t
             self.cached.calls += len(todo)
             for i in todo:
                 self.cache.put(tkeys[i], texts[i], meta={"model_version": self.inner.model_version})
@@ -170,13 +171,14 @@ def run_vsi_task(task, vlm, store: RecordStore, pending: list[Stimulus], seed: i
             response=response, ground_truth=s.ground_truth, manipulated_value=s.manipulated_value, raw_output=raw,
             prompt_id=task.prompt_id, prompt_hash=None if prompt is None else text_hash(prompt),
             model_version=inner.model_version, seed=seed, run_id=run_id, split=s.split,
-            settings={**inner.generation_settings, "request_max_new_tokens": MAX_NEW_TOKENS},
+            settings={**inner.generation_settings, "request_max_new_tokens": task.max_new_tokens},
             vsi=vsi, **extra, **meta)
 
     reason = m.check_supported()
     written = 0
-    for i in range(0, len(pending), batch_size):
-        chunk = pending[i:i + batch_size]
+    step = batch_size * len(task.conditions)  # ~batch_size samples per chunk: full batches in every pass
+    for i in range(0, len(pending), step):
+        chunk = pending[i:i + step]
         if reason is None:
             try:
                 written += _run_chunk(task, m, chunk, seed, batch_size, record, parse_confidence, store)
@@ -202,7 +204,7 @@ def _run_chunk(task, m: _VSIModel, chunk: list[Stimulus], seed: int, batch_size:
     pert_i = [k for k, s in enumerate(chunk) if s.meta["vsi"]["condition"] != "clean"]
     recs: dict[int, object] = {}
     if clean_i:
-        reqs = [VLMRequest((imgs[k],), prompts[k], MAX_NEW_TOKENS) for k in clean_i]
+        reqs = [VLMRequest((imgs[k],), prompts[k], task.max_new_tokens) for k in clean_i]
         res = m.clean(reqs, [shas[k] for k in clean_i], batch_size)
         conf_texts: list[str | None] = [None] * len(clean_i)
         if task.verbal_conf:
@@ -211,7 +213,7 @@ def _run_chunk(task, m: _VSIModel, chunk: list[Stimulus], seed: int, batch_size:
             conf_texts = m.texts(creqs, [shas[k] for k in clean_i], batch_size)
         for k, (text, dist), ct in zip(clean_i, res, conf_texts):
             s = chunk[k]
-            response, parse_meta = task.parse_answer(text)
+            response, parse_meta = task.parse_for(s, text)
             vc = None if ct is None else parse_confidence(ct)
             recs[k] = record(s, response=response, raw=text, prompt=prompts[k], readout="vlm_vsi_clean",
                              vsi_extra={**dist, "image_sha256": shas[k][0],

@@ -28,9 +28,16 @@ condition: ``clean``, and ``region_blur`` and/or ``whole_blur`` at the task's si
   condition             ``clean`` | ``region_blur`` | ``whole_blur``
   sigma_px              Gaussian sigma in pixels (0 for clean)
   dilate_px             mask dilation in pixels (4, seed 002 appendix A)
-  region_source         ``exact`` | ``annotation`` | ``grounding`` | ``fallback_whole``
-  region_bbox           [x0, y0, x1, y1] (exclusive ends) bounding the undilated mask, or null
-  fallback              True when region blur fell back to the whole image
+  region_source         ``exact`` | ``annotation`` | ``grounding`` | ``fallback_whole``; on
+                        region_blur records the region actually blurred; on clean and
+                        whole_blur records the sample's nominal source (grounding is run
+                        only for region blur)
+  region_bbox           [x0, y0, x1, y1] (exclusive ends) bounding the undilated region, or null
+                        (whole image)
+  fallback              True when region blur fell back to the whole image (grounding found no
+                        box above 0.3, or no object phrase)
+  region                (optional, grounded samples) the Region's JSON summary: detector score,
+                        phrase, model names, mask pixel count
   answer_prefix         declared answer-prefix string appended after the assistant prefix
   top_k                 requested k (50, seed 002 D.1; API providers may cap it)
   token_ids             ids of the top tokens (local models), or null (API providers)
@@ -90,6 +97,7 @@ class VSISample:
     ``vsi`` is KL(p_clean || p_perturbed) in nats (:func:`kl_topk`); ``argmax_changed`` whether
     the most probable first answer token differs between clean and perturbed; ``correct`` the
     clean greedy answer's correctness (None when unparseable or without ground truth);
+    ``region_source`` the perturbed record's (for ``perturbation="region"``: what was blurred);
     ``max_prob`` the clean first-token maximum probability (0..1); ``verbal_conf`` the clean
     verbalised confidence (0..100) or None (seed 002 appendix A)."""
 
@@ -243,7 +251,7 @@ def vsi_samples(records: Iterable[Any]) -> list[VSISample]:
             sample_id=str(m["sample_id"]), image_id=str(m["image_id"]), perturbation=PERTURBATIONS[m["condition"]],
             sigma=float(m["sigma_px"]), vsi=v, argmax_changed=bool(changed), correct=cr.correct,
             max_prob=float(cm["max_prob"]), verbal_conf=None if vc is None else float(vc),
-            region_source=str(cm["region_source"])))
+            region_source=str(m["region_source"])))
     out.sort(key=lambda s: (s.task_id, s.model, s.sample_id, s.perturbation, s.sigma))
     return out
 

@@ -417,7 +417,7 @@ class OpenAICompatibleVLM(_HTTPVLM):
         Sends ``logprobs=true, top_logprobs=k`` (k = ``top_k`` or ``max_top_logprobs``),
         ``max_tokens=1``, temperature 0.  Raises ``ValueError`` if ``top_k`` exceeds
         ``max_top_logprobs``; :class:`NotSupportedByProvider` if the server returns no
-        logprobs (e.g. ``transformers serve``, which ignores the field).  Entries whose
+        logprobs or refuses the fields with HTTP 400/422 naming them (``transformers serve``).  Entries whose
         token strings coincide are kept once (the more probable).
         """
         k = self.max_top_logprobs if top_k is None else int(top_k)
@@ -427,7 +427,15 @@ class OpenAICompatibleVLM(_HTTPVLM):
         body = self._body(imgs, prompt, 1)
         body["logprobs"] = True
         body["top_logprobs"] = k
-        data = self._post_json(self.url, self._headers(), body)
+
+        def on_error(status: int, text: str) -> None:
+            # servers that refuse the fields (e.g. ``transformers serve``: HTTP 422 naming them)
+            if status in (400, 422) and "logprob" in text.lower():
+                raise NotSupportedByProvider(
+                    f"{self.provider} server at {self.base_url} (model {self.model!r}) refuses logprobs: "
+                    f"HTTP {status}: {self._redact(text[:200])}")
+
+        data = self._post_json(self.url, self._headers(), body, on_error=on_error)
         try:
             entries = data["choices"][0]["logprobs"]["content"][0]["top_logprobs"]
         except (KeyError, IndexError, TypeError):

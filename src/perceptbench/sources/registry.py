@@ -36,6 +36,11 @@ class Source:
     license: str
     homepage: str
     files: tuple[SourceFile, ...] = field(default=(), repr=False)
+    #: Hugging Face hub dataset ``"owner/name"`` for releases read through the ``datasets``
+    #: library instead of pinned files (MMVP, MMStar); None for file releases.
+    hub_dataset: str | None = None
+    #: hub commit the dataset is pinned to (passed as ``revision=``); None = not pinned.
+    hub_revision: str | None = None
 
 
 _META = {
@@ -71,6 +76,53 @@ _META = {
         license="Apache-2.0",
         homepage="https://github.com/ykotseruba/P3O3_metrics",
     ),
+    "li2023-pope": dict(
+        folder="pope",
+        prefixes=("pope/output/", "pope/POPE_LICENSE_MIT.txt", "pope/POPEv2/"),
+        title="POPE object-probing yes/no questions (COCO random/popular/adversarial, A-OKVQA and GQA "
+              "SEEM splits); images are COCO val2014 / GQA, not included",
+        citation=("Y. Li, Y. Du, K. Zhou, J. Wang, W. X. Zhao, J.-R. Wen. Evaluating object "
+                  "hallucination in large vision-language models. EMNLP 2023. "
+                  "AoiDragon/POPE@08d957b"),
+        license="MIT (question files); COCO images under the COCO terms of use",
+        homepage="https://github.com/AoiDragon/POPE",
+    ),
+    "guan2024-hallusionbench": dict(
+        folder="hallusionbench",
+        prefixes=("hallusionbench/",),
+        title="HallusionBench yes/no questions (visual dependent / supplement); images distributed "
+              "separately as hallusion_bench.zip, not included",
+        citation=("T. Guan, F. Liu, X. Wu, R. Xian, Z. Li, X. Liu, X. Wang, L. Chen, F. Huang, "
+                  "Y. Yacoob, D. Manocha, T. Zhou. HallusionBench: an advanced diagnostic suite for "
+                  "entangled language hallucination and visual illusion in large vision-language "
+                  "models. CVPR 2024. tianyi-lab/HallusionBench@744007c"),
+        license="BSD-3-Clause",
+        homepage="https://github.com/tianyi-lab/HallusionBench",
+    ),
+    "tong2024-mmvp": dict(
+        folder="mmvp",
+        prefixes=(),
+        title="MMVP: 300 images in 150 CLIP-blind pairs, two-option questions (hub dataset MMVP/MMVP)",
+        citation=("S. Tong, Z. Liu, Y. Zhai, Y. Ma, Y. LeCun, S. Xie. Eyes wide shut? Exploring the "
+                  "visual shortcomings of multimodal LLMs. CVPR 2024. tsb0601/MMVP"),
+        license="see the MMVP/MMVP dataset card and tsb0601/MMVP (not verified offline)",
+        homepage="https://github.com/tsb0601/MMVP",
+        hub_dataset="MMVP/MMVP",
+        hub_revision=None,
+    ),
+    "chen2024-mmstar": dict(
+        folder="mmstar",
+        prefixes=(),
+        title="MMStar: 1,500 vision-indispensable multiple-choice questions, 6 capabilities x 3 axes "
+              "(hub dataset Lin-Chen/MMStar, split val)",
+        citation=("L. Chen, J. Li, X. Dong, P. Zhang, Y. Zang, Z. Chen, H. Duan, J. Wang, Y. Qiao, "
+                  "D. Lin, F. Zhao. Are we on the right way for evaluating large vision-language "
+                  "models? NeurIPS 2024. arXiv:2403.20330"),
+        license="see the Lin-Chen/MMStar dataset card (not verified offline)",
+        homepage="https://github.com/MMStar-Benchmark/MMStar",
+        hub_dataset="Lin-Chen/MMStar",
+        hub_revision="bc98d668301da7b14f648724866e57302778ab27",
+    ),
 }
 
 
@@ -85,9 +137,9 @@ def _manifest() -> tuple[SourceFile, ...]:
 def _build() -> dict[str, Source]:
     out = {}
     for sid, meta in _META.items():
-        files = tuple(f for f in _manifest() if f.path.startswith(meta["prefixes"]))
+        files = tuple(f for f in _manifest() if meta["prefixes"] and f.path.startswith(meta["prefixes"]))
         out[sid] = Source(sid, meta["folder"], meta["title"], meta["citation"], meta["license"],
-                          meta["homepage"], files)
+                          meta["homepage"], files, meta.get("hub_dataset"), meta.get("hub_revision"))
     return out
 
 

@@ -72,12 +72,13 @@ def silhouette_images() -> list[SilhouetteImage]:
 
 
 def load_image(path: Path) -> Image.Image:
-    """Open an image as RGB; raises ValueError naming the file if it cannot be decoded."""
-    try:
-        with Image.open(path) as im:
-            return im.convert("RGB")
-    except Exception as e:  # PIL raises several types for corrupt files
-        raise ValueError(f"cannot decode image {path}: {e}") from e
+    """Open a silhouette as RGB through the project's one external-image loader
+    (:func:`perceptbench.external.images.load_image`: EXIF orientation, transparency onto
+    white, colour modes); raises ImageLoadError (a ValueError) naming the file if it cannot
+    be decoded."""
+    from ..external.images import load_image as _load
+
+    return _load(path)
 
 
 def observer_trials() -> list[ObserverTrial]:

@@ -5,7 +5,7 @@ Six task families ``salbench.{detection,referring,visual_referring}.{syn,nat}``,
 by :mod:`perceptbench.stimuli.search_arrays` (default: the P3 composition, 2,514 arrays);
 natural stimuli come from the published SalBench/O3 data (setting ``source``: ``hf`` for the
 Hugging Face dataset ``salbench-vlm/salbench``, or a local annotation file in the schema of
-:func:`perceptbench.stimuli.salbench_natural.load_local`).
+:func:`perceptbench.external.salbench_natural.load_local`).
 
 Prompts are verbatim from seed 001 §4 "Setting" (all seven features on both splits).
 Few-shot format (designed here; the seed defers it to its supplement): the example images
@@ -210,7 +210,7 @@ class SalBenchTask(Task):
                         manipulated_value=f"{feat}/{diff}", meta=meta)
 
     def _nat_stimuli(self, seed: int) -> list[Stimulus]:
-        from ..stimuli import salbench_natural as sn
+        from ..external import salbench_natural as sn
         from ..stimuli import search_arrays as sa
 
         src = self.params["source"]

@@ -16,7 +16,7 @@ Tasks (settings as ``@key=value``; defaults in brackets):
   ``vsi.similarity.chart.series_count`` -- the battery stimuli with their own verbatim prompt
   and parser; the task declares the whole image as the question-relevant region (the object
   fills the silhouette image; the marks / scatter points are spread over the whole chart), so
-  only ``perturbation=whole`` is offered.
+  only ``perturbation=whole`` is offered.  ``n`` [all]: the first n test stimuli.
 
 Common settings: ``perturbation`` [both | region | whole], ``sigma`` [20] (pixels; 10 and 40
 for the robustness check of seed 002 C.2), ``answer_prefix`` [""] (declared answer-prefix
@@ -71,11 +71,14 @@ class VSITask(Task):
     (a region was wanted but none was found: counted as a fallback)."""
 
     is_vsi: ClassVar[bool] = True
+    max_new_tokens: ClassVar[int] = MAX_NEW_TOKENS
     encoder_readout = "none (VSI needs a VLM's next-token distribution)"
     benchmark: ClassVar[str]
     region_perturbation: ClassVar[bool] = True
     base_defaults: ClassVar[dict[str, str]] = {"perturbation": "both", "sigma": "20", "answer_prefix": "",
                                                 "verbal_conf": "1", "top_k": "50"}
+    allowed = {"perturbation": ("both", "region", "whole"), "verbal_conf": ("0", "1")}
+    whole_only: ClassVar[dict] = {"perturbation": ("whole",), "verbal_conf": ("0", "1")}
 
     def __init__(self, **params: str):
         super().__init__(**params)
@@ -118,7 +121,13 @@ class VSITask(Task):
 
     def stimuli(self, seed: int) -> list[Stimulus]:
         """One stimulus per (sample, condition), ids ``{sample_id}~{condition}``; the clean image
-        is rendered once per sample and reused (small LRU cache)."""
+        is rendered once per sample and reused (small LRU cache).
+
+        A sample's region is either a fixed ``region_box`` (exclusive ends; None = the whole
+        image as declared by the task) or, for benchmarks that need the grounding step, a
+        ``region`` callable ``image -> external.base.Region`` evaluated when the region-blur
+        stimulus is first rendered; rendering then writes the region's source, box and fallback
+        flag into the stimulus's ``meta["vsi"]`` (the record is built after rendering)."""
         cache = self.__dict__.setdefault("_stimuli_cache", {})
         if seed in cache:
             return cache[seed]
@@ -127,30 +136,43 @@ class VSITask(Task):
         out = []
         for smp in self.samples(seed):
             clean = lru_cache(maxsize=1)(smp["render"])
-            box = smp["region_box"]
+            box, region_fn = smp.get("region_box"), smp.get("region")
+            region_fn = lru_cache(maxsize=1)(region_fn) if region_fn is not None else None
             for cond in self.conditions:
                 sigma = 0.0 if cond == "clean" else self.sigma
+                source = smp["region_source"]
+                vsi = {"sample_id": smp["sample_id"], "image_id": smp["image_id"], "benchmark": self.benchmark,
+                       "condition": cond, "sigma_px": sigma, "dilate_px": perturb.DILATE_PX,
+                       "region_source": source, "region_bbox": None if box is None else list(box),
+                       "fallback": cond == "region_blur" and source == "fallback_whole",
+                       "answer_prefix": self.answer_prefix, "top_k": self.top_k}
 
-                def render(clean=clean, cond=cond, box=box, sigma=sigma):
+                def render(clean=clean, cond=cond, box=box, sigma=sigma, vsi=vsi, region_fn=region_fn):
                     img = clean()
                     if cond == "clean":
                         return img
-                    if cond == "whole_blur" or box is None:
+                    if cond == "whole_blur":
                         return perturb.whole_blur(img, sigma)
-                    return perturb.region_blur(img, perturb.box_mask(img.size, box), sigma, perturb.DILATE_PX)
+                    mask = None if box is None else perturb.box_mask(img.size, box)
+                    if region_fn is not None:
+                        reg = region_fn()
+                        vsi.update(region_source=reg.source, region_bbox=None if reg.box is None else list(reg.box),
+                                   fallback=reg.source == "fallback_whole", region=reg.to_json())
+                        mask = None if reg.source == "fallback_whole" else reg.to_mask(img.size)
+                    if mask is None:
+                        return perturb.whole_blur(img, sigma)
+                    return perturb.region_blur(img, mask, sigma, perturb.DILATE_PX)
 
-                fallback = cond == "region_blur" and smp["region_source"] == "fallback_whole"
-                vsi = {"sample_id": smp["sample_id"], "image_id": smp["image_id"], "benchmark": self.benchmark,
-                       "condition": cond, "sigma_px": sigma, "dilate_px": perturb.DILATE_PX,
-                       "region_source": smp["region_source"],
-                       "region_bbox": None if box is None else list(box), "fallback": fallback,
-                       "answer_prefix": self.answer_prefix, "top_k": self.top_k}
                 mv = "clean" if cond == "clean" else f"{cond}:sigma={sigma:g}"
                 out.append(Stimulus(f"{smp['sample_id']}~{cond}", "test", render=render,
                                     ground_truth=smp["ground_truth"], manipulated_value=mv,
                                     meta={"vsi": vsi, "vsi_prompt": smp["prompt"], **smp.get("meta", {})}))
         cache[seed] = out
         return out
+
+    def parse_for(self, s: Stimulus, text: str | None) -> tuple[Any, dict]:
+        """Parse one clean greedy answer of stimulus ``s`` (default: :meth:`parse_answer`)."""
+        return self.parse_answer(text)
 
     def vlm_request(self, s: Stimulus, seed: int):
         return (s.render(),), s.meta["vsi_prompt"], {}
@@ -256,9 +278,10 @@ class VSISalBenchSyn(VSITask):
             n = 0
         if n < 1:
             raise ValueError(f"{self.base_id}: n must be an integer >= 1, got {self.params['n']!r}")
-        counts = {f: int(round(c * n / 2514)) for f, c in P3_COUNTS.items()}
-        short = n - sum(counts.values())
-        for f in list(counts)[:max(0, short)]:
+        # largest-remainder apportionment of n over the P3 composition (810 / 864 / 840 of 2,514)
+        exact = {f: c * n / 2514 for f, c in P3_COUNTS.items()}
+        counts = {f: int(x) for f, x in exact.items()}
+        for f in sorted(exact, key=lambda f: -(exact[f] - counts[f]))[:n - sum(counts.values())]:
             counts[f] += 1
         gseed = int(rng_for(seed, "vsi.salbench.syn", "test_seed").integers(2**31 - 1))
         out = []
@@ -287,7 +310,8 @@ def _battery_vsi(base_cls: type[Task]) -> type[VSITask]:
 
     class _BatteryVSI(VSITask):
         region_perturbation = False
-        defaults = {**VSITask.base_defaults, "perturbation": "whole"}
+        allowed = VSITask.whole_only
+        defaults = {**VSITask.base_defaults, "perturbation": "whole", "n": "all"}
 
         def _base(self) -> Task:
             b = self.__dict__.get("_base_task")
@@ -300,10 +324,17 @@ def _battery_vsi(base_cls: type[Task]) -> type[VSITask]:
 
         def samples(self, seed: int) -> list[dict]:
             base = self._base()
+            test = [s for s in base.stimuli(seed) if s.split == "test"]
+            if self.params["n"] != "all":
+                try:
+                    n = int(self.params["n"])
+                except ValueError:
+                    n = 0
+                if n < 1:
+                    raise ValueError(f"{self.base_id}: n must be 'all' or an integer >= 1, got {self.params['n']!r}")
+                test = test[:n]
             out = []
-            for s in base.stimuli(seed):
-                if s.split != "test":
-                    continue
+            for s in test:
                 # the task declares the whole image as the region: region_box None, source "exact"
                 out.append({"sample_id": s.stimulus_id, "image_id": s.stimulus_id, "render": s.render,
                             "prompt": base.prompt_text, "ground_truth": s.ground_truth,
@@ -322,10 +353,183 @@ def _battery_vsi(base_cls: type[Task]) -> type[VSITask]:
         "__doc__": f"``vsi.{name}``: VSI on the {name} test stimuli, whole-image blur only."})
 
 
+YES_NO_SUFFIX = "Answer with yes or no."
+LETTER_SUFFIX = "Answer with the option's letter from the given choices directly."
+"""Answer instructions appended to external benchmarks' verbatim questions (the LLaVA
+evaluation's wording for lettered options); recorded through the prompt hash."""
+
+
+def vqa_prompt(question: str, answer_type: str, options: tuple[str, ...] | None) -> str:
+    """The prompt for one external VQA stimulus: the verbatim question, then (letter questions)
+    one ``"A. option"`` line per option, then the answer instruction."""
+    if answer_type == "yes_no":
+        return f"{question}\n{YES_NO_SUFFIX}"
+    from ..external.base import option_letters
+
+    lines = [f"{l}. {o}" for l, o in zip(option_letters(len(options or ())), options or ())]
+    return "\n".join([question, *lines, LETTER_SUFFIX])
+
+
+class VSIExternalTask(VSITask):
+    """Base of the VSI tasks on external benchmarks (loaders: :mod:`perceptbench.external`).
+
+    Region per sample: the benchmark's own annotation when it has one (``annotation``), else
+    the grounding step on the loader's object phrase (Grounding DINO box above
+    ``box_threshold`` -> SAM mask; settings ``detector`` / ``segmenter``: hub ids or local
+    directories), else the whole image (``fallback_whole``, counted).  Loaders raise a
+    one-line error naming what to get and where before any model is loaded."""
+
+    principle = "vsi"
+    track = "nat"
+    response_space = "choice"
+    human_ref_id = "none:vsi"
+    prompt_text = "{question}\n[A. option ...]\n" + LETTER_SUFFIX + " | {question}\n" + YES_NO_SUFFIX
+    grounding_defaults: ClassVar[dict[str, str]] = {"limit": "all", "detector": "IDEA-Research/grounding-dino-tiny",
+                                                    "segmenter": "facebook/sam-vit-base", "box_threshold": "0.3"}
+
+    def _limit(self) -> int | None:
+        v = self.params["limit"]
+        if v == "all":
+            return None
+        try:
+            n = int(v)
+        except ValueError:
+            n = 0
+        if n < 1:
+            raise ValueError(f"{self.base_id}: limit must be 'all' or an integer >= 1, got {v!r}")
+        return n
+
+    def load(self, seed: int) -> list:
+        raise NotImplementedError
+
+    def _grounder(self):
+        g = self.__dict__.get("_grounder_models")
+        if g is None:
+            from ..external.grounding import Detector, Segmenter
+
+            g = self.__dict__["_grounder_models"] = (Detector.from_pretrained(self.params["detector"]),
+                                                     Segmenter.from_pretrained(self.params["segmenter"]))
+        return g
+
+    def samples(self, seed: int) -> list[dict]:
+        from ..external.base import Region
+
+        thr = _positive_float(self.base_id, "box_threshold", self.params["box_threshold"]) \
+            if self.params["box_threshold"] != "0" else 0.0
+        out = []
+        for vs in self.load(seed):
+            if not self.region_perturbation:
+                region_fn, source = None, "exact"  # the whole image, declared (MMStar, seed 002 §3)
+            elif vs.region is not None:
+                region_fn, source = (lambda r=vs.region: r), vs.region.source
+            elif vs.object_phrase:
+                def region_fn(vs=vs):
+                    from ..external.grounding import ground_region
+
+                    det, seg = self._grounder()
+                    return ground_region(vs.load(), vs.object_phrase, detector=det, segmenter=seg, box_threshold=thr)
+                source = "grounding"
+            else:
+                region_fn, source = (lambda: Region.whole("no object phrase")), "fallback_whole"
+            out.append({"sample_id": vs.stimulus_id, "image_id": vs.image_id, "render": vs.load,
+                        "prompt": vqa_prompt(vs.question, vs.answer_type, vs.options), "ground_truth": vs.answer,
+                        "region_box": None, "region": region_fn, "region_source": source,
+                        "meta": {"vsi_answer": {"type": vs.answer_type, "options": list(vs.options or ())},
+                                 "object_phrase": vs.object_phrase, "external": vs.meta}})
+        return out
+
+    def parse_for(self, s: Stimulus, text: str | None):
+        from ..external.base import option_letters
+        from ..readouts.answers import parse_letter, parse_yes_no
+
+        a = s.meta["vsi_answer"]
+        if a["type"] == "yes_no":
+            pr = parse_yes_no(text)
+        else:
+            pr = parse_letter(text, option_letters(len(a["options"])), a["options"])
+        return pr.response, {"rule": pr.rule, "ambiguous": pr.ambiguous, "mode": "default"}
+
+    def parse_answer(self, text: str | None, mode: str = "default"):
+        from ..readouts.answers import parse_yes_no
+
+        pr = parse_yes_no(text)
+        return pr.response, {"rule": pr.rule, "ambiguous": pr.ambiguous, "mode": mode}
+
+
+class VSIPope(VSIExternalTask):
+    """``vsi.pope``: POPE yes/no questions (COCO val2014 images from ``images=DIR``); regions by grounding
+    the question's object (POPE's template)."""
+
+    base_id = "vsi.pope"
+    description = "VSI on POPE (yes/no object existence; images=DIR of COCO val2014; grounding regions)"
+    defaults = {**VSITask.base_defaults, **VSIExternalTask.grounding_defaults, "split": "adversarial",
+                "dataset": "coco", "images": "", "questions": ""}
+    allowed = {**VSITask.allowed, "split": ("random", "popular", "adversarial"), "dataset": ("coco", "aokvqa", "gqa")}
+
+    @property
+    def benchmark(self) -> str:  # type: ignore[override]
+        d = self.params["dataset"]
+        return f"pope.{self.params['split']}" if d == "coco" else f"pope.{d}.{self.params['split']}"
+
+    def load(self, seed: int) -> list:
+        from ..external.pope import load_pope
+
+        return load_pope(self.params["split"], self.params["images"] or None, dataset=self.params["dataset"],
+                         limit=self._limit(), seed=seed, questions=self.params["questions"] or None)
+
+
+class VSIHallusionBench(VSIExternalTask):
+    """``vsi.hallusionbench``: HallusionBench yes/no questions with an image (``images=DIR``)."""
+
+    base_id = "vsi.hallusionbench"
+    benchmark = "hallusionbench"
+    max_new_tokens = 64  # seed 002 D.1
+    description = "VSI on HallusionBench (yes/no; images=DIR of the unzipped hallusion_bench folder)"
+    defaults = {**VSITask.base_defaults, **VSIExternalTask.grounding_defaults, "images": "", "questions": ""}
+
+    def load(self, seed: int) -> list:
+        from ..external.hallusionbench import load_hallusionbench
+
+        return load_hallusionbench(self.params["images"] or None, limit=self._limit(), seed=seed,
+                                   questions=self.params["questions"] or None)
+
+
+class VSIMMVP(VSIExternalTask):
+    """``vsi.mmvp``: MMVP two-option questions (hub dataset, or ``source=DIR`` for a local copy)."""
+
+    base_id = "vsi.mmvp"
+    benchmark = "mmvp"
+    description = "VSI on MMVP (two options; datasets library or source=DIR; grounding regions)"
+    defaults = {**VSITask.base_defaults, **VSIExternalTask.grounding_defaults, "source": ""}
+
+    def load(self, seed: int) -> list:
+        from ..external.mmvp import load_mmvp
+
+        return load_mmvp(self.params["source"] or None, limit=self._limit(), seed=seed)
+
+
+class VSIMMStar(VSIExternalTask):
+    """``vsi.mmstar``: MMStar multiple choice, whole-image perturbation only (seed 002 §3: diagram and
+    chart layouts make localized region detection unreliable)."""
+
+    base_id = "vsi.mmstar"
+    benchmark = "mmstar"
+    region_perturbation = False
+    allowed = VSITask.whole_only
+    description = "VSI on MMStar (lettered options; whole-image blur only, as seed 002 does)"
+    defaults = {**VSITask.base_defaults, "perturbation": "whole", "limit": "all", "source": ""}
+
+    def load(self, seed: int) -> list:
+        from ..external.mmstar import load_mmstar
+
+        return load_mmstar(self.params["source"] or None, limit=self._limit(), seed=seed)
+
+
 def _vsi_tasks() -> tuple[type[Task], ...]:
     from .gestalt import MarkColorTask, SeriesCountTask, SilhouetteTask
 
-    return (VSISalBenchSyn,) + tuple(_battery_vsi(c) for c in (SilhouetteTask, MarkColorTask, SeriesCountTask))
+    return (VSISalBenchSyn,) + tuple(_battery_vsi(c) for c in (SilhouetteTask, MarkColorTask, SeriesCountTask)) + (
+        VSIPope, VSIHallusionBench, VSIMMVP, VSIMMStar)
 
 
 VSI_TASKS = _vsi_tasks()

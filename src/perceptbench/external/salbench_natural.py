@@ -24,8 +24,11 @@ Three sources, one record type (:class:`SalBenchItem`):
     ``distractor_mask``.  Paths are relative to the annotation file or may start with
     ``${PERCEPTBENCH_MIRROR}`` (expanded from the ``mirror`` argument or the environment).
 
-Masks are read as grayscale and thresholded at > 127 (the O3 masks are JPEG with
-compression noise).  Boxes are (x_min, y_min, x_max, y_max) inclusive pixel coordinates.
+Images and masks are read through :func:`perceptbench.external.images.load_image` /
+:func:`~perceptbench.external.images.load_mask` (EXIF orientation applied before any box is
+derived or drawn, transparency onto white, every colour mode to RGB).  Masks are read as
+grayscale and thresholded at > 127 (the O3 masks are JPEG with compression noise).  Boxes
+are (x_min, y_min, x_max, y_max) inclusive pixel coordinates of the displayed image.
 """
 
 from __future__ import annotations
@@ -42,6 +45,7 @@ import numpy as np
 from PIL import Image
 from scipy import ndimage
 
+from perceptbench.external.images import load_image, load_mask
 from perceptbench.readouts.multilabel import SALBENCH_LABELS, SYNTHETIC_LABELS
 from perceptbench.stimuli.search_arrays import difficulty_of
 
@@ -111,15 +115,19 @@ class SalBenchItem:
     _image: Image.Image | None = field(default=None, repr=False)
 
     def load_image(self) -> Image.Image:
-        """The stimulus as a PIL RGB image.  Raises FileNotFoundError naming a missing file."""
+        """The stimulus as a PIL RGB image, as a person sees it (EXIF orientation applied,
+        transparency on white; :func:`perceptbench.external.images.load_image`).
+
+        Raises FileNotFoundError naming a missing file; ImageLoadError (ValueError) naming a
+        corrupt or truncated one.
+        """
         if self._image is not None:
-            return self._image.convert("RGB")
+            return load_image(self._image, source=f"{self.stimulus_id} (in-memory image)")
         if self.image_path is None:
             raise FileNotFoundError(f"{self.stimulus_id}: no image path and no in-memory image")
         if not self.image_path.is_file():
             raise FileNotFoundError(f"{self.stimulus_id}: image file not found: {self.image_path}")
-        with Image.open(self.image_path) as im:
-            return im.convert("RGB")
+        return load_image(self.image_path)
 
 
 # ----------------------------------------------------------------------------- helpers
@@ -150,8 +158,7 @@ def parse_answer(answer: str | Sequence[str], split: str) -> frozenset[str]:
 def _read_mask(path: Path) -> np.ndarray:
     if not path.is_file():
         raise FileNotFoundError(f"mask file not found: {path}")
-    with Image.open(path) as im:
-        return np.asarray(im.convert("L")) > 127
+    return load_mask(path)
 
 
 def bbox_from_mask(mask: np.ndarray | str | Path) -> tuple[int, int, int, int]:

@@ -1,0 +1,145 @@
+"""Samples/s of the full VSI measurement vs three bare batched prefill passes, at two sizes.
+
+The full measurement is what ``perceptbench run --task vsi.salbench.syn`` does per sample
+(:func:`perceptbench.vsi_runner.run_vsi_task`, empty response cache): render the clean image,
+blur the region and the whole image, one greedy generation on the clean image (at most 8 new
+tokens; its first step gives the clean distribution), prefill-only passes on the two blurred
+images, optionally the verbalised-confidence generation, top-50 extraction and the records
+written (fsync per chunk).  The baseline is three bare batched prefill passes of the same
+model on the same (pre-rendered) three images per sample: processor + forward, last position's
+logits only, nothing else.  Reported: samples/s of each, their ratio (target >= 0.8) and the
+time ratio between the two sizes (linear growth: ~ size ratio).
+
+    PYTHONPATH=src python benchmarks/bench_vsi.py [--n 16 --n2 32] [--batch 8] [--verbal-conf 0|1]
+        [--model-dir DIR] [--device cpu|cuda] [--dtype float32|bfloat16]
+
+Without ``--model-dir`` a random LLaVA is built offline: ``--scale tiny`` (perceptbench.testing.tiny_vlm:
+16 image tokens, hidden 64; decode steps cost about as much as a prefill, so the generation of the
+clean answer dominates) or ``--scale prefill`` (336 px / patch 14 = 576 image tokens as in LLaVA-1.5, a small
+CLIP tower and Llama: hidden 256 / 384, 4 layers each; prefill dominates the cost as in 7B-class
+VLMs, where the 576 image tokens outweigh the few decode steps).
+Random weights never emit EOS, so every clean generation runs the full 8 new tokens (a worst case:
+real models answer "Yes" / "B" in one or two tokens).  Timings exclude model loading; the best of
+``--repeats`` runs is reported.  On a CPU the rates are computed from the process's CPU time
+(``time.process_time``, all threads; ``--threads 1`` by default) as well as wall time: on a shared
+machine wall time measures the neighbours' load, CPU time the work done.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import tempfile
+import time
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+
+def build_prefill_llava(directory: str):
+    """A random LLaVA with LLaVA-1.5's prefill shape: 336 px / patch 14 (576 image tokens); CLIP
+    tower hidden 256 x 4 layers, Llama hidden 384 x 4 layers (small enough for a CPU)."""
+    from transformers import (CLIPImageProcessor, CLIPVisionConfig, LlamaConfig, LlavaConfig,
+                              LlavaForConditionalGeneration, LlavaProcessor)
+
+    from perceptbench.testing import tiny_vlm as tv
+
+    tok = tv.train_tiny_tokenizer()
+    img, patch = 336, 14
+    vision = CLIPVisionConfig(hidden_size=256, intermediate_size=1024, num_hidden_layers=4, num_attention_heads=4,
+                              image_size=img, patch_size=patch, projection_dim=256)
+    text = LlamaConfig(vocab_size=len(tok), hidden_size=384, intermediate_size=1024, num_hidden_layers=4,
+                       num_attention_heads=6, num_key_value_heads=6, max_position_embeddings=2048,
+                       pad_token_id=tok.pad_token_id, bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id)
+    cfg = LlavaConfig(vision_config=vision, text_config=text, image_token_index=tok.convert_tokens_to_ids("<image>"),
+                      image_seq_length=(img // patch) ** 2, vision_feature_select_strategy="default",
+                      vision_feature_layer=-2)
+    tv._seed(0)
+    model = LlavaForConditionalGeneration(cfg)
+    proc = LlavaProcessor(image_processor=CLIPImageProcessor(size={"shortest_edge": img},
+                                                             crop_size={"height": img, "width": img}),
+                          tokenizer=tok, patch_size=patch, vision_feature_select_strategy="default",
+                          num_additional_image_tokens=1, chat_template=tv._chat_template("<image>"))
+    return tv._finish(model, proc, directory, tok)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--n", type=int, default=16)
+    ap.add_argument("--n2", type=int, default=32)
+    ap.add_argument("--batch", type=int, default=8)
+    ap.add_argument("--verbal-conf", type=int, default=0, choices=[0, 1])
+    ap.add_argument("--repeats", type=int, default=2)
+    ap.add_argument("--model-dir", default=None)
+    ap.add_argument("--scale", default="tiny", choices=["tiny", "prefill"])
+    ap.add_argument("--device", default="cpu")
+    ap.add_argument("--dtype", default=None)
+    ap.add_argument("--threads", type=int, default=1)
+    args = ap.parse_args()
+
+    import torch
+
+    from perceptbench.models.base import VLMRequest
+    from perceptbench.models.response_cache import CachedVLM, ResponseCache
+    from perceptbench.models.vlm_hf import HFVLM
+    from perceptbench.records import RecordStore
+    from perceptbench.tasks import get_task
+    from perceptbench.testing.tiny_vlm import build_tiny_llava
+    from perceptbench.vsi_runner import run_vsi_task
+
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    with tempfile.TemporaryDirectory() as tmp:
+        if args.model_dir:
+            d = args.model_dir
+        elif args.scale == "tiny":
+            d = build_tiny_llava(os.path.join(tmp, "tiny-llava"), init_range=1.0)
+        else:
+            d = build_prefill_llava(os.path.join(tmp, "prefill-llava"))
+        vlm = HFVLM(d, device=args.device, dtype=args.dtype)
+        sync = (lambda: torch.cuda.synchronize()) if args.device.startswith("cuda") else (lambda: None)
+
+        def full(n: int, rep: int) -> float:
+            task = get_task(f"vsi.salbench.syn@n={n},verbal_conf={args.verbal_conf}")
+            stim = task.stimuli(0)
+            cached = CachedVLM(vlm, ResponseCache(os.path.join(tmp, f"cache-{n}-{rep}")))
+            with RecordStore(os.path.join(tmp, f"rec-{n}-{rep}.jsonl")) as store:
+                sync()
+                t, c = time.perf_counter(), time.process_time()
+                run_vsi_task(task, cached, store, stim, 0, "bench", args.batch, tmp, lambda k: None)
+                sync()
+                return time.perf_counter() - t, time.process_time() - c
+
+        def bare(n: int) -> float:
+            task = get_task(f"vsi.salbench.syn@n={n}")
+            stim = task.stimuli(0)
+            reqs = [VLMRequest((s.render(),), s.meta["vsi_prompt"]) for s in stim]  # 3 images per sample
+            sync()
+            t, c = time.perf_counter(), time.process_time()
+            for i in range(0, len(reqs), args.batch):
+                vlm._forward_last_logits(vlm._encode(reqs[i:i + args.batch]))
+            sync()
+            return time.perf_counter() - t, time.process_time() - c
+
+        full(2, -1)  # warm-up
+        bare(2)
+        res = {}
+        for n in (args.n, args.n2):
+            runs_f, runs_b = [], []
+            for r in range(args.repeats):  # interleaved, so both see the same neighbours
+                runs_f.append(full(n, r))
+                runs_b.append(bare(n))
+            fw, fc = min(x[0] for x in runs_f), min(x[1] for x in runs_f)
+            bw, bc = min(x[0] for x in runs_b), min(x[1] for x in runs_b)
+            res[n] = (fw, fc, bw, bc)
+            print(f"n={n:4d}  full VSI {n / fc:8.2f} samples/CPU-s ({n / fw:.2f}/wall-s)   3 bare prefills "
+                  f"{n / bc:8.2f} samples/CPU-s ({n / bw:.2f}/wall-s)   ratio CPU {bc / fc:.3f} (wall {bw / fw:.3f})")
+        (f1w, f1c, b1w, b1c), (f2w, f2c, b2w, b2c) = res[args.n], res[args.n2]
+        print(f"time growth n={args.n}->{args.n2} (x{args.n2 / args.n:.2f}): full x{f2c / f1c:.2f} CPU "
+              f"(x{f2w / f1w:.2f} wall), bare x{b2c / b1c:.2f} CPU (x{b2w / b1w:.2f} wall)")
+        print(f"model {vlm.model_version}; batch {args.batch}; verbal_conf {args.verbal_conf}; device {args.device}; "
+              f"torch threads {torch.get_num_threads()}; {platform.processor() or platform.machine()}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,138 @@
+"""MMVP (Tong et al., CVPR 2024): 300 images in 150 "CLIP-blind" pairs, one two-option
+question per image, read with the ``datasets`` library.
+
+Formats read (field names as released):
+
+* the hub dataset ``MMVP/MMVP`` (sources registry ``tong2024-mmvp``) or a local parquet copy
+  of it: columns ``Index`` (1-based), ``Question``, ``Options`` (``"(a) Open (b) Closed"``),
+  ``Correct Answer`` (``"(a)"`` / ``"(b)"``) and ``image``;
+* the release folder (github.com/tsb0601/MMVP): ``Questions.csv`` with the same columns (the
+  index column may be spelled ``lndex``) and images ``MMVP Images/<Index>.jpg``.
+
+Images ``2k-1`` and ``2k`` form pair ``k`` (``meta["pair"]``, 1-based).  MMVP has no region
+annotations; the object phrase comes from :func:`perceptbench.external.phrases.principal_noun_phrase`.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from ._common import check_files_exist, lazy_loader, seeded_subset
+from ._hf import load_rows
+from .base import VQAStimulus, option_letters
+from .phrases import principal_noun_phrase
+
+__all__ = ["HUB_ID", "parse_options", "parse_answer", "load_mmvp"]
+
+HUB_ID = "MMVP/MMVP"
+_HOW_TO_GET = (f"with internet, omit source= to read {HUB_ID} from the Hugging Face hub (pip install "
+               "'perceptbench[external]'); offline, download the MMVP benchmark folder (Questions.csv and "
+               "'MMVP Images/', github.com/tsb0601/MMVP) or a parquet copy of the hub dataset and pass "
+               "source=PATH")
+_OPT = re.compile(r"\(([a-z])\)\s*(.*?)\s*(?=\([a-z]\)|$)", re.IGNORECASE | re.DOTALL)
+
+
+def parse_options(options: str) -> tuple[str, ...]:
+    """``"(a) Open (b) Closed"`` -> ``("Open", "Closed")``; raises ValueError when the labels
+    are not (a), (b), ... in order."""
+    found = _OPT.findall(str(options))
+    letters = [a.lower() for a, _ in found]
+    if len(found) < 2 or letters != [chr(ord("a") + i) for i in range(len(found))]:
+        raise ValueError(f"MMVP options must read '(a) ... (b) ...', got {options!r}")
+    return tuple(t.strip() for _, t in found)
+
+
+def parse_answer(answer: str, n_options: int) -> str:
+    """``"(a)"`` / ``"a"`` / ``"(b) Closed"`` -> ``"A"`` / ``"B"``; raises ValueError otherwise."""
+    m = re.match(r"^\s*\(?([a-z])\)?(?:\s|$)", str(answer), re.IGNORECASE)
+    letter = m.group(1).upper() if m else None
+    if letter not in option_letters(n_options):
+        raise ValueError(f"MMVP correct answer must be one of (a)..({chr(96 + n_options)}), got {answer!r}")
+    return letter
+
+
+def _field(row: dict, *names: str):
+    for n in names:
+        if n in row and row[n] is not None:
+            return row[n]
+    raise KeyError(names[0])
+
+
+def load_mmvp(
+    source: str | Path | None = None,
+    *,
+    split: str = "train",
+    revision: str | None = None,
+    cache_dir: str | Path | None = None,
+    limit: int | None = None,
+    seed: int = 0,
+) -> list[VQAStimulus]:
+    """MMVP stimuli (two-option letter questions).
+
+    Parameters
+    ----------
+    source: None = the hub dataset :data:`HUB_ID` (needs internet); else a local copy: a
+        parquet file/folder in the hub's format, or the release folder with ``Questions.csv``.
+    split / revision / cache_dir: passed to ``datasets.load_dataset`` for the hub.
+    limit / seed: a seeded random subset (``rng_for(seed, "mmvp")``), dataset order kept.
+
+    Returns :class:`VQAStimulus` records: ``answer_type="letter"``, ``options`` parsed from
+    ``Options``, ``answer`` ``"A"``/``"B"``, ``image_id = "mmvp-<Index>"``, ``region=None``,
+    ``object_phrase`` by the phrase rule; ``meta`` with index, pair, the raw options/answer
+    and where the data came from.
+
+    Raises ImportError without ``datasets``; MissingExternalDataError (one line naming what to
+    get and where) for a missing local copy, missing images or an unreachable hub; ValueError
+    naming the row for a malformed row.
+    """
+    root = Path(source).expanduser() if source is not None else None
+    csv_release = root is not None and root.is_dir() and (root / "Questions.csv").is_file()
+    ds, origin = load_rows(root / "Questions.csv" if csv_release else source, hub_id=HUB_ID, split=split,
+                           revision=revision, cache_dir=cache_dir, benchmark="MMVP", how_to_get=_HOW_TO_GET)
+    n_rows = len(ds)
+    keep = seeded_subset(n_rows, limit, seed, "mmvp")
+    out, paths = [], []
+    for i in keep:
+        row = ds[i]
+        where = f"MMVP row {i} ({origin})"
+        try:
+            index = int(_field(row, "Index", "lndex", "index"))
+            question = str(_field(row, "Question", "question"))
+            raw_opts = str(_field(row, "Options", "options"))
+            raw_ans = str(_field(row, "Correct Answer", "answer"))
+        except KeyError as e:
+            raise ValueError(f"{where}: missing column {e.args[0]!r} (columns: {sorted(row)})") from None
+        try:
+            options = parse_options(raw_opts)
+            answer = parse_answer(raw_ans, len(options))
+        except ValueError as e:
+            raise ValueError(f"{where}: {e}") from None
+        if csv_release:
+            img = root / "MMVP Images" / f"{index}.jpg"  # type: ignore[operator]
+            paths.append(img)
+        else:
+            img = row.get("image")
+            if img is None:
+                raise ValueError(f"{where}: no 'image' column")
+            if isinstance(img, dict):  # undecoded datasets Image feature
+                img = img.get("bytes") or img.get("path")
+        out.append(VQAStimulus(
+            stimulus_id=f"mmvp-{index:03d}",
+            image_id=f"mmvp-{index:03d}",
+            load=lazy_loader(img, source=f"MMVP image {index} ({origin})"),
+            question=question,
+            answer=answer,
+            answer_type="letter",
+            options=options,
+            region=None,
+            object_phrase=principal_noun_phrase(question),
+            meta={"benchmark": "mmvp", "index": index, "pair": (index + 1) // 2, "options_raw": raw_opts,
+                  "answer_raw": raw_ans, "origin": origin, "revision": revision},
+        ))
+    if csv_release:
+        check_files_exist(paths, "MMVP", root / "MMVP Images", _HOW_TO_GET)  # type: ignore[operator]
+    ids = [s.stimulus_id for s in out]
+    if len(set(ids)) != len(ids):
+        raise ValueError(f"MMVP ({origin}): duplicate Index values")
+    return out

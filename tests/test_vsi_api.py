@@ -1,0 +1,183 @@
+"""VSI on the ``openai-compatible:`` route, through the CLI.
+
+(a) A scripted OpenAI-compatible server on 127.0.0.1 that returns ``top_logprobs`` computed from
+    the image it receives (no real server that returns logprobs is installable here in the time
+    available: llama-cpp-python compiles llama.cpp from source and its GGUF converter does not
+    know the in-process test tokenizer; see the README).  Its distributions depend on the
+    image, so VSI is 0 only where the blurred image looks the same to it.
+(b) A real server, ``transformers serve`` on a tiny local Qwen2-VL, which ignores ``logprobs``:
+    the task gets a ``skipped`` row naming the reason, as few-shot does today.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from perceptbench.metrics.vsi import vsi_samples
+from perceptbench.records import read_records
+
+TOKENS = ["A", "B", "C", " A", " B", "The", "Answer", "1", "2", "3", "x", "y"]
+
+
+def _first_image(body: dict) -> Image.Image | None:
+    for part in body["messages"][0]["content"]:
+        if part.get("type") == "image_url":
+            raw = base64.b64decode(part["image_url"]["url"].split(",", 1)[1])
+            return Image.open(io.BytesIO(raw)).convert("RGB")
+    return None
+
+
+def _logprobs(img: Image.Image) -> list[tuple[str, float]]:
+    """Deterministic logits from the image: local contrast and colour means per token."""
+    a = np.asarray(img, dtype=np.float64) / 255.0
+    contrast = np.abs(np.diff(a, axis=1)).mean() * 40.0
+    feats = np.array([contrast, a[..., 0].mean(), a[..., 1].mean(), a[..., 2].mean(), 1.0])
+    w = np.random.default_rng(7).normal(0, 3.0, (len(TOKENS), feats.size))
+    logits = w @ feats
+    lp = logits - np.log(np.exp(logits - logits.max()).sum()) - logits.max()
+    return sorted(zip(TOKENS, lp.tolist()), key=lambda t: -t[1])
+
+
+class LogprobServer:
+    """/v1/chat/completions answering with the argmax token and, when asked, top_logprobs
+    (at most ``top_logprobs`` entries, as OpenAI does).  Counts requests."""
+
+    def __init__(self):
+        self.n = 0
+        outer = self
+
+        class H(BaseHTTPRequestHandler):
+            def log_message(self, *a):
+                pass
+
+            def do_POST(self):
+                body = json.loads(self.rfile.read(int(self.headers["content-length"])))
+                outer.n += 1
+                text_part = [p["text"] for p in body["messages"][0]["content"] if p.get("type") == "text"][0]
+                img = _first_image(body)
+                lps = _logprobs(img) if img is not None else [("A", 0.0)]
+                content = "80" if "How confident" in text_part else lps[0][0]
+                choice = {"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": content}}
+                if body.get("logprobs"):
+                    k = int(body.get("top_logprobs") or 0)
+                    choice["logprobs"] = {"content": [{"token": lps[0][0], "logprob": lps[0][1],
+                                                       "top_logprobs": [{"token": t, "logprob": v}
+                                                                        for t, v in lps[:k]]}]}
+                data = json.dumps({"id": "x", "object": "chat.completion", "model": body["model"],
+                                   "choices": [choice]}).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), H)
+        self.server.daemon_threads = True
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def _cli(*args, env=None):
+    return subprocess.run([sys.executable, "-m", "perceptbench.cli", *args], capture_output=True, text=True,
+                          env={**os.environ, "COLUMNS": "200", **(env or {})})
+
+
+def test_vsi_through_openai_compatible_server_with_logprobs(tmp_path):
+    srv = LogprobServer()
+    try:
+        out = tmp_path / "run"
+        env = {"PERCEPTBENCH_RESPONSE_CACHE": str(tmp_path / "cache")}
+        args = ("run", "--model", f"scripted=openai-compatible:{srv.url}#scripted-vlm", "--task",
+                "vsi.salbench.syn@n=6", "--out", str(out), "--no-progress", "--batch-size", "4")
+        p = _cli(*args, env=env)
+        assert p.returncode == 0, p.stdout + p.stderr
+        n_first = srv.n
+        # per sample: clean generation + clean logprobs + confidence + 2 perturbed logprobs
+        assert n_first == 6 * 5
+        recs = read_records(out / "records.jsonl", allow_torn_tail=False)
+        assert len(recs) == 18 and all(r.model_family == "api" for r in recs)
+        for r in recs:
+            v = r.run_meta.model_extra["vsi"]
+            assert v["token_ids"] is None and v["distribution_source"] == "api_top_logprobs"
+            assert v["top_k"] == 20 and len(v["tokens"]) == len(TOKENS) and not v["complete"]
+            if v["condition"] == "clean":
+                assert r.raw_output == v["tokens"][0] and v["verbal_conf"] == 80.0
+                assert r.response == {"A": "A", " A": "A", "B": "B", " B": "B", "C": "C"}.get(r.raw_output)
+        ss = vsi_samples(recs)
+        assert len(ss) == 12 and all(s.vsi >= 0 for s in ss)
+        assert sum(s.vsi > 1e-6 for s in ss if s.perturbation == "whole") == 6
+        rows = {r["metric"]: r for r in json.loads((out / "scores.json").read_text())}
+        assert rows["vsi_median[whole_blur,sigma=20]"]["value"] > 0
+        # a rerun elsewhere is served from the response cache: the server sees nothing new
+        p = _cli(*args[:5], "--out", str(tmp_path / "again"), "--no-progress", "--batch-size", "4", env=env)
+        assert p.returncode == 0, p.stdout + p.stderr
+        assert srv.n == n_first
+    finally:
+        srv.close()
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_real_server_without_logprobs_gets_skipped_row(tmp_path):
+    pytest.importorskip("transformers")
+    import httpx
+
+    from perceptbench.testing.tiny_vlm import build_tiny_vlm
+
+    d = build_tiny_vlm("qwen2_vl", tmp_path / "tiny_qwen2_vl")
+    exe = os.path.join(os.path.dirname(sys.executable), "transformers")
+    assert os.path.exists(exe), "the `transformers` CLI is missing: pip install 'transformers[serving]'"
+    port = _free_port()
+    env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
+    with open(tmp_path / "serve.log", "wb") as fh:
+        proc = subprocess.Popen([exe, "serve", str(d), "--host", "127.0.0.1", "--port", str(port), "--device", "cpu"],
+                                stdout=fh, stderr=subprocess.STDOUT, env=env)
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and proc.poll() is None:
+            try:
+                if httpx.get(f"http://127.0.0.1:{port}/health", timeout=2).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.3)
+        out = tmp_path / "run"
+        p = _cli("run", "--model", f"served=openai-compatible:http://127.0.0.1:{port}/v1#{d}", "--task",
+                 "vsi.salbench.syn@n=2,verbal_conf=0", "--out", str(out), "--no-progress",
+                 env={"PERCEPTBENCH_RESPONSE_CACHE": str(tmp_path / "cache")})
+        assert p.returncode == 0, p.stdout + p.stderr + (tmp_path / "serve.log").read_text()[-2000:]
+        recs = read_records(out / "records.jsonl", allow_torn_tail=False)
+        assert len(recs) == 6 and all("logprobs" in r.run_meta.model_extra["skipped"] for r in recs)
+        assert all(r.response is None for r in recs)
+        rows = [r for r in json.loads((out / "scores.json").read_text()) if r["model"] == "served"]
+        assert [r["metric"] for r in rows] == ["skipped"] and "logprobs" in rows[0]["note"]
+        assert vsi_samples(recs) == []
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
