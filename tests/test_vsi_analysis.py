@@ -190,3 +190,15 @@ def test_duplicate_sample_is_an_error():
     s = _grid(n=10, models=("m1",), perts=("region",))
     with pytest.raises(ValueError, match="appears twice"):
         va.score_vsi_analyses(s + s[:1], n_perm=10)
+
+
+def test_two_tasks_of_one_benchmark_are_not_mixed():
+    import dataclasses
+
+    a = _grid(n=40, models=("m1",))
+    b = [dataclasses.replace(x, task_id="vsi.bench@limit=40") for x in a]
+    rows = va.score_vsi_analyses(a + b, seed=0, n_perm=100)
+    margins = [r for r in rows if r.metric == "signal_margin[sigma=20]"]
+    assert sorted(r.task_id for r in margins) == ["vsi.bench@limit=40", "vsi.bench@sigma=20"]
+    keys = [(r.task_id, r.model, r.metric) for r in rows]
+    assert len(keys) == len(set(keys))
