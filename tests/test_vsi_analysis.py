@@ -164,6 +164,9 @@ def test_score_vsi_analyses_end_to_end():
     q = [by[("vsi.bench@sigma=20", "m1", f"quadrant_{k}_low_vsi[region,sigma=20]")].value
          for k in ("correct_high", "correct_low", "wrong_high", "wrong_low")]
     assert sum(q) == pytest.approx(1.0)
+    assert by[("vsi.bench@sigma=20", "all-pairs", "vsi_rho_grand_mean[region,sigma=20]")].n == 3
+    keys = [(r.task_id, r.model, r.metric) for r in rows]
+    assert len(keys) == len(set(keys))  # one row per (task, model, metric)
     # every row is finite or says why not
     for row in rows:
         assert math.isfinite(row.value) or row.note, row
@@ -187,3 +190,15 @@ def test_duplicate_sample_is_an_error():
     s = _grid(n=10, models=("m1",), perts=("region",))
     with pytest.raises(ValueError, match="appears twice"):
         va.score_vsi_analyses(s + s[:1], n_perm=10)
+
+
+def test_two_tasks_of_one_benchmark_are_not_mixed():
+    import dataclasses
+
+    a = _grid(n=40, models=("m1",))
+    b = [dataclasses.replace(x, task_id="vsi.bench@limit=40") for x in a]
+    rows = va.score_vsi_analyses(a + b, seed=0, n_perm=100)
+    margins = [r for r in rows if r.metric == "signal_margin[sigma=20]"]
+    assert sorted(r.task_id for r in margins) == ["vsi.bench@limit=40", "vsi.bench@sigma=20"]
+    keys = [(r.task_id, r.model, r.metric) for r in rows]
+    assert len(keys) == len(set(keys))

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
-import math
 
 import numpy as np
 import pytest
@@ -82,6 +82,9 @@ def test_cache_round_trip_and_skipped(tmp_path):
                          None, "exact") for i in range(12)]
     rows = vp.probe_rows(samples, vp.ProbeFeatures(tmp_path))
     assert rows[0].metric == "skipped[region,sigma=20]" and "no vision tower" in rows[0].note
+    other = [dataclasses.replace(x, model="nocache") for x in samples]
+    rows = vp.probe_rows(other, vp.ProbeFeatures(tmp_path))
+    assert rows[0].metric == "skipped[region,sigma=20]" and "no cached features" in rows[0].note
     # a tampered cache is refused
     p = tmp_path / "fake_t.npz"
     p.write_bytes(p.read_bytes()[:-3] + b"xyz")

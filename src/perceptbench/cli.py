@@ -135,7 +135,10 @@ def _print_signal_table(rows) -> None:
     table = signal_table_from_rows(rows)
     if not table:
         return
-    t = Table(title="VSI: which error signal wins per cell (AUROC, error = positive class)")
+    t = Table(title="VSI: which error signal wins per cell (AUROC, error = positive class)",
+              caption="max_prob = -softmax max-probability; vsi = -VSI (region blur where measured, else whole); "
+                      "hybrid = mean rank of -VSI region and whole; margin = winner - runner-up, paired bootstrap "
+                      "(docs/metrics.md)")
     for c in ("task", "model", "sigma", *SIGNALS, "winner", "margin [95% CI]"):
         t.add_column(c, overflow="fold")
     for r in table:
@@ -231,6 +234,9 @@ def score(
                                "write scores.MODE.csv."),
     all_rows: bool = typer.Option(False, "--all-rows", help="Print every score row (per-observer, per-difficulty, "
                                                             "notes), not only the headline metrics."),
+    family: Optional[List[str]] = typer.Option(None, "--family",
+                                               help="MODEL=FAMILY (repeatable): model families for the VSI "
+                                                    "same- vs cross-family agreement means."),
 ) -> None:
     """Recompute scores.csv from trial records alone (imports no torch)."""
     from .records import RecordError, has_torn_tail
@@ -238,6 +244,12 @@ def score(
     from .scoring import score_file, score_records, write_scores
 
     _check_parser(parser)
+    families = {}
+    for f in family or ():
+        m, sep, fam = f.partition("=")
+        if not sep or not m or not fam:
+            _fail(f"--family {f!r}: expected MODEL=FAMILY")
+        families[m] = fam
     if out is not None:
         _check_out(out, "file")
     try:
@@ -254,9 +266,9 @@ def score(
         out = files[0].with_name(f"scores.{parser}.csv")  # never overwrite the default table silently
     try:
         if len(files) == 1:
-            rows = score_file(files[0], out, seed, parser)
+            rows = score_file(files[0], out, seed, parser, families or None)
         else:
-            rows = score_records(load_runs(files), seed, parser)
+            rows = score_records(load_runs(files), seed, parser, None, families or None)
             write_scores(rows, out)
     except (RecordError, ValueError, KeyError) as e:
         _fail(e)

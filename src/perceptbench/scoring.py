@@ -84,7 +84,8 @@ def _parse_rows(task_id: str, records: list[TrialRecord], mode: str) -> list[Sco
 
 
 def score_records(records: list[TrialRecord], seed: int | None = None, parser_mode: str = "default",
-                  features_dir: str | os.PathLike | None = None) -> list[ScoreRow]:
+                  features_dir: str | os.PathLike | None = None,
+                  families: dict[str, str] | None = None) -> list[ScoreRow]:
     """Score every task present in ``records``.
 
     The bootstrap seed is ``seed`` if given, else the records' ``run_meta.seed`` (which
@@ -94,7 +95,8 @@ def score_records(records: list[TrialRecord], seed: int | None = None, parser_mo
     model written under two prompt versions are scored as two respondents
     (:func:`perceptbench.provenance.split_prompt_versions`).  VSI records also get the
     cross-task VSI analyses (:func:`vsi_analysis_rows`); ``features_dir`` holds the cached
-    probe features (``<run>/features``) for the encoder-LLM gap rows."""
+    probe features (``<run>/features``) for the encoder-LLM gap rows; ``families``
+    ({model: family}) tags model families for the same- vs cross-family agreement means."""
     records = apply_parser_mode(records, parser_mode)
     from .provenance import split_prompt_versions
 
@@ -113,12 +115,13 @@ def score_records(records: list[TrialRecord], seed: int | None = None, parser_mo
             s = seeds.pop()
         rows += get_task(task_id).score(recs, s)
         rows += _parse_rows(task_id, recs, parser_mode)
-    rows += vsi_analysis_rows(records, seed, features_dir)
+    rows += vsi_analysis_rows(records, seed, features_dir, families)
     return rows
 
 
 def vsi_analysis_rows(records: list[TrialRecord], seed: int | None = None,
-                      features_dir: str | os.PathLike | None = None) -> list[ScoreRow]:
+                      features_dir: str | os.PathLike | None = None,
+                      families: dict[str, str] | None = None) -> list[ScoreRow]:
     """Seed 002 §2.3-§4 analyses over every VSI record (all tasks and models together): empty
     when there is none.  Seed: ``seed``, else the VSI records' unique seed (ValueError if several).
     Probe rows need ``features_dir`` (read with numpy; no torch)."""
@@ -138,7 +141,7 @@ def vsi_analysis_rows(records: list[TrialRecord], seed: int | None = None,
             raise ValueError(f"VSI records carry several seeds {sorted(seeds)}; pass --seed")
         s = seeds.pop()
     probe = ProbeFeatures(features_dir) if features_dir is not None and Path(features_dir).is_dir() else None
-    return score_vsi_analyses(samples, seed=s, probe=probe)
+    return score_vsi_analyses(samples, seed=s, probe=probe, families=families)
 
 
 def _fmt(x) -> str:
@@ -182,8 +185,10 @@ def write_scores(rows: list[ScoreRow], csv_path: str | os.PathLike) -> tuple[Pat
 
 
 def score_file(records_path: str | os.PathLike, out_csv: str | os.PathLike | None = None,
-               seed: int | None = None, parser_mode: str = "default") -> list[ScoreRow]:
+               seed: int | None = None, parser_mode: str = "default",
+               families: dict[str, str] | None = None) -> list[ScoreRow]:
     """Read, validate and score a records file; write scores.csv/json next to it (or to out_csv).
+    VSI probe features are read from the ``features/`` folder beside the records.
 
     Raises :class:`~perceptbench.records.RecordError` for an invalid or empty records file
     (an empty file is not a run: it would score to an empty table), ValueError for an
@@ -192,6 +197,6 @@ def score_file(records_path: str | os.PathLike, out_csv: str | os.PathLike | Non
     records = read_records(records_path)
     if not records:
         raise RecordError(f"{records_path}: holds no trial records (empty file); nothing to score")
-    rows = score_records(records, seed, parser_mode, records_path.with_name("features"))
+    rows = score_records(records, seed, parser_mode, records_path.with_name("features"), families)
     write_scores(rows, out_csv or records_path.with_name("scores.csv"))
     return rows

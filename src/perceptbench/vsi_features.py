@@ -75,8 +75,10 @@ def cache_probe_features(model, items: Sequence[ProbeItem], directory: str | os.
             chunk = items[i:i + batch]
             clean.append(np.asarray(fn([it.clean() for it in chunk]), np.float32))
             pert.append(np.asarray(fn([it.perturbed() for it in chunk]), np.float32))
-    except ModelLoadError as e:  # VisionTowerUnavailable
-        meta["skipped"] = str(e)
+    except (ModelLoadError, RuntimeError, ValueError, TypeError, AttributeError, KeyError) as e:
+        # VisionTowerUnavailable, or a tower whose outputs the hook does not understand: the
+        # records are already written; the probe gets a skipped row with the reason
+        meta["skipped"] = str(e) if isinstance(e, ModelLoadError) else f"vision-tower hook failed: {type(e).__name__}: {e}"
         _write_atomic(meta_path, json.dumps(meta, indent=1).encode())
         return meta_path
     import io
@@ -121,9 +123,16 @@ def cache_task_features(task, model, directory: str | os.PathLike, seed: int, wi
     wkey = store_key(WITNESS, task.task_id)
     if not (Path(directory) / (slug(wkey) + ".npz")).exists():
         if witness is None:
+            from .models.base import ModelLoadError
             from .models.default import EfficientNetLiteEncoder
 
-            witness = EfficientNetLiteEncoder()
+            try:
+                witness = EfficientNetLiteEncoder()
+            except ModelLoadError as e:
+                p = Path(directory) / (slug(wkey) + ".json")
+                p.parent.mkdir(parents=True, exist_ok=True)
+                _write_atomic(p, json.dumps({"key": wkey, "skipped": str(e)}, indent=1).encode())
+                return out + [p]
         out.append(cache_probe_features(witness, items, directory, key=wkey))
     return out
 

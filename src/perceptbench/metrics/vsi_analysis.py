@@ -566,11 +566,13 @@ def cross_model_rows(cells: dict[tuple, list[VSISample]], *, families: dict[str,
         tid = task_id if task_id != "*" else _join_ids(t for t, p, s in groups if p == pert and s == sigma)
         rho = np.array([v for v, _ in vals])
         same = np.array([s for _, s in vals])
-        scope = "grand mean over every pair of every task" if task_id == "*" else "mean over model pairs"
-        rows.append(ScoreRow(tid, "all-pairs", f"vsi_rho_mean{sfx}", float(rho.mean()), None, None, len(vals),
+        grand = task_id == "*"
+        scope = "grand mean over every pair of every task" if grand else "mean over model pairs"
+        stem = "vsi_rho_grand_mean" if grand else "vsi_rho_mean"
+        rows.append(ScoreRow(tid, "all-pairs", f"{stem}{sfx}", float(rho.mean()), None, None, len(vals),
                              None, scope))
         for label, mask in (("same_family", same), ("cross_family", ~same)):
-            metric = f"vsi_rho_mean_{label}{sfx}"
+            metric = f"{stem}_{label}{sfx}"
             if not fams_tagged:
                 rows.append(_nan_row(tid, "all-pairs", metric, "model families not tagged (one family)", 0))
             elif not mask.any():
@@ -581,6 +583,27 @@ def cross_model_rows(cells: dict[tuple, list[VSISample]], *, families: dict[str,
     return rows
 
 
+def _perturbation_groups(cells: dict[tuple, list[VSISample]]) -> list[tuple[str, str, float, dict[str, list[VSISample]]]]:
+    """Cells grouped for region/whole pairing: (benchmark, model, sigma, {perturbation: cell}).
+    One task normally holds both perturbations (``perturbation=both``); when region and whole
+    cells of one (benchmark, model, sigma) come from several tasks they are paired only if each
+    perturbation appears once, else each task stays its own group."""
+    by: dict[tuple, list[tuple]] = defaultdict(list)
+    for (task_id, bench, model, pert, sigma), cell in cells.items():
+        by[(bench, model, sigma)].append((task_id, pert, cell))
+    out = []
+    for (bench, model, sigma), members in sorted(by.items()):
+        perts = [p for _, p, _ in members]
+        if len(perts) == len(set(perts)):
+            out.append((bench, model, sigma, {p: c for _, p, c in members}))
+        else:
+            per_task: dict[str, dict] = defaultdict(dict)
+            for t, p, c in members:
+                per_task[t][p] = c
+            out += [(bench, model, sigma, d) for _, d in sorted(per_task.items())]
+    return out
+
+
 def perturbation_and_sigma_rows(cells: dict[tuple, list[VSISample]], *, n_perm: int,
                                 perm_seed: int) -> list[ScoreRow]:
     """Seed 002 C.2: region-vs-whole Spearman rho per (benchmark, model, sigma) and
@@ -589,14 +612,13 @@ def perturbation_and_sigma_rows(cells: dict[tuple, list[VSISample]], *, n_perm: 
     for (task_id, bench, model, pert, sigma), cell in cells.items():
         by[(bench, model)][(pert, sigma)] = cell
     jobs, meta = [], []
+    for bench, model, sigma, d in _perturbation_groups(cells):
+        if "region" in d and "whole" in d:
+            a, b = _pairs_by_sample(d["region"], d["whole"])
+            meta.append((_join_ids([d["region"][0].task_id, d["whole"][0].task_id]), model,
+                         f"rho_region_whole{_suffix(None, sigma)}"))
+            jobs.append((np.array([s.vsi for s in a]), np.array([s.vsi for s in b])))
     for (bench, model), d in sorted(by.items()):
-        for sigma in sorted({s for _, s in d}):
-            if ("region", sigma) in d and ("whole", sigma) in d:
-                a, b = _pairs_by_sample(d[("region", sigma)], d[("whole", sigma)])
-                meta.append((_join_ids(s.task_id for s in a + b) or _join_ids(
-                    [d[("region", sigma)][0].task_id, d[("whole", sigma)][0].task_id]), model,
-                    f"rho_region_whole{_suffix(None, sigma)}"))
-                jobs.append((np.array([s.vsi for s in a]), np.array([s.vsi for s in b])))
         for pert in sorted({p for p, _ in d}):
             sig = sorted(s for p, s in d if p == pert)
             for s1, s2 in combinations(sig, 2):
@@ -641,12 +663,9 @@ def signal_cells(cells: dict[tuple, list[VSISample]], seed: int) -> tuple[list[S
     the parseable samples shared by the region and whole cells (region alone / whole alone when
     only one exists: no hybrid), the winner, its margin over the runner-up (paired bootstrap,
     1000 draws) and the hybrid - max_prob paired difference with its p-value."""
-    by: dict[tuple, dict[str, list[VSISample]]] = defaultdict(dict)
-    for (task_id, bench, model, pert, sigma), cell in cells.items():
-        by[(bench, model, sigma)][pert] = cell
     out: list[SignalCell] = []
     rows: list[ScoreRow] = []
-    for (bench, model, sigma), d in sorted(by.items()):
+    for bench, model, sigma, d in _perturbation_groups(cells):
         sfx = _suffix(None, sigma)
         base = d.get("region") or d.get("whole") or next(iter(d.values()))
         tid = _join_ids(c[0].task_id for c in d.values())

@@ -234,8 +234,9 @@ def _gap_rows(task_id, model, sfx, prefix, feats, cell, seed, note) -> list[Scor
 
 def probe_rows(samples: Sequence[VSISample], store: ProbeFeatures, *, seed: int = 0) -> list[ScoreRow]:
     """Encoder-LLM gap rows (own tower, and the external witness where cached) for every
-    (task, model, perturbation, sigma) cell of ``samples``; ``skipped`` rows for models whose
-    features were not extractable; nothing for models with no cache at all."""
+    (task, model, perturbation, sigma) cell of ``samples``; a ``skipped`` row (note: why) for
+    a model whose features were not extractable or are not in the store, ``witness_skipped``
+    when the witness could not run.  Without a features folder no probe row is written."""
     from .vsi_analysis import _cells, _suffix
 
     rows: list[ScoreRow] = []
@@ -250,7 +251,15 @@ def probe_rows(samples: Sequence[VSISample], store: ProbeFeatures, *, seed: int 
             feats = store.get(store_key(model, task_id))
             if feats is not None:
                 rows += _gap_rows(task_id, model, sfx, "", feats, cell, seed, "own vision tower")
+            else:
+                rows.append(ScoreRow(task_id, model, f"skipped{sfx}", math.nan, None, None, 0, None,
+                                     f"encoder-LLM probe: no cached features for {model} on {task_id} in "
+                                     f"{store.directory} (rerun `perceptbench run` to extract them)"))
+        wwhy = store.skipped(store_key(WITNESS, task_id))
         if witness is not None:
             rows += _gap_rows(task_id, model, sfx, "witness_", witness, cell, seed,
                               "frozen external witness (efficientnet-lite0)")
+        elif wwhy:
+            rows.append(ScoreRow(task_id, model, f"witness_skipped{sfx}", math.nan, None, None, 0, None,
+                                 f"witness probe: {wwhy}"))
     return rows
