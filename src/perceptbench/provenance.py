@@ -82,13 +82,15 @@ def compare(records: Iterable[TrialRecord], current: dict[str, Any],
 def prompt_version(r: TrialRecord) -> str | None:
     """The prompt version of a model trial: ``run_meta.prompt_template_hash`` (the task's
     prompt template, few-shot format included) when recorded, else ``prompt_id`` for a VLM
-    prompt and ``prompt_hash`` (the readout spec) for an encoder readout; None for human
-    records."""
+    readout (``vlm_prompt``, ``vlm_vsi_*``) and ``prompt_hash`` (the readout spec) for an
+    encoder readout; None for human records."""
     if r.model_family == "human":
         return None
     extra = r.run_meta.model_extra or {}
-    if r.readout == "vlm_prompt":
-        return extra.get("prompt_template_hash") or r.prompt_id
+    if extra.get("prompt_template_hash"):
+        return extra["prompt_template_hash"]
+    if r.readout.startswith("vlm_"):  # vlm_prompt and the VSI readouts: per-stimulus prompts share one id
+        return r.prompt_id
     return r.prompt_hash
 
 

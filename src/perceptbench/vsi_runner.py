@@ -152,14 +152,22 @@ class _VSIModel:
 
 
 def run_vsi_task(task, vlm, store: RecordStore, pending: list[Stimulus], seed: int, run_id: str,
-                 batch_size: int, out: Path, advance: Callable[[int], None]) -> tuple[int, int, int]:
-    """Write the pending VSI records of one task x model; returns (written, cache hits, requests)."""
+                 batch_size: int, out: Path, advance: Callable[[int], None], cache_mode: str = "use",
+                 extra_meta: dict | None = None) -> tuple[int, int, int]:
+    """Write the pending VSI records of one task x model; returns (written, cache hits, requests).
+
+    ``cache_mode`` and ``extra_meta`` as for :func:`perceptbench.vlm_runner.run_vlm_task`."""
     from .models.response_cache import CachedVLM, ResponseCache
     from .readouts.answers import parse_confidence
     from .vlm_runner import response_cache_dir
 
-    cached = vlm if isinstance(vlm, CachedVLM) else CachedVLM(vlm, ResponseCache(response_cache_dir()))
+    cached = vlm if isinstance(vlm, CachedVLM) else CachedVLM(vlm, ResponseCache(response_cache_dir()),
+                                                              mode=cache_mode)
     inner = cached.inner
+    extra_meta = dict(extra_meta or {})
+    if getattr(inner, "identity", None):
+        extra_meta["model_identity"] = inner.identity
+    template_hash = text_hash(task.prompt_text)
     m = _VSIModel(cached, task, task.top_k)
     hits0, calls0 = cached.hits, cached.calls
 
@@ -172,7 +180,7 @@ def run_vsi_task(task, vlm, store: RecordStore, pending: list[Stimulus], seed: i
             prompt_id=task.prompt_id, prompt_hash=None if prompt is None else text_hash(prompt),
             model_version=inner.model_version, seed=seed, run_id=run_id, split=s.split,
             settings={**inner.generation_settings, "request_max_new_tokens": task.max_new_tokens},
-            vsi=vsi, **extra, **meta)
+            vsi=vsi, prompt_template_hash=template_hash, **extra_meta, **extra, **meta)
 
     reason = m.check_supported()
     written = 0

@@ -58,8 +58,15 @@ def store_key(model: str, task_id: str) -> str:
 
 
 def slug(name: str) -> str:
-    """File-name-safe form of a model name."""
-    return re.sub(r"[^A-Za-z0-9._-]+", "_", name)
+    """File-name-safe form of a model name (or model@task key).  Keys longer than 100
+    characters (task ids that hold local paths) keep an 80-character prefix plus 16 hex
+    digits of the key's sha256, so file names stay under every file system's limit."""
+    safe = re.sub(r"[^A-Za-z0-9._-]+", "_", name)
+    if len(safe) <= 100:
+        return safe
+    import hashlib
+
+    return f"{safe[:80]}_{hashlib.sha256(name.encode()).hexdigest()[:16]}"
 
 
 def probe_folds(image_ids: np.ndarray, n_folds: int = N_FOLDS) -> list[tuple[np.ndarray, np.ndarray]]:

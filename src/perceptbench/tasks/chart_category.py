@@ -155,7 +155,7 @@ class CategoryMeanTask(Task):
 
     def vlm_request(self, s: Stimulus, seed: int):
         k = int(s.manipulated_value)
-        return (s.render(),), self.prompt_text.format(k=k), {"prompt_template_hash": self.prompt_hash}
+        return (s.render(),), self.prompt_text.format(k=k), {}
 
     # ------------------------------------------------------------------ human records
 
