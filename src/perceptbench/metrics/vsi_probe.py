@@ -57,9 +57,14 @@ def store_key(model: str, task_id: str) -> str:
     return f"{model}@{task_id}"
 
 
-def slug(name: str) -> str:
-    """File-name-safe form of a model name."""
-    return re.sub(r"[^A-Za-z0-9._-]+", "_", name)
+def slug(name: str, max_len: int = 120) -> str:
+    """File-name-safe form of a store key: other characters become ``_``; a key longer than
+    ``max_len`` (task ids can hold paths) keeps its first ``max_len - 17`` characters plus ``-``
+    and the first 16 hex digits of its sha256, so names stay unique and under file-system limits."""
+    s = re.sub(r"[^A-Za-z0-9._-]+", "_", name)
+    if len(s) > max_len:
+        s = s[: max_len - 17] + "-" + hashlib.sha256(name.encode()).hexdigest()[:16]
+    return s
 
 
 def probe_folds(image_ids: np.ndarray, n_folds: int = N_FOLDS) -> list[tuple[np.ndarray, np.ndarray]]:
