@@ -172,12 +172,15 @@ def test_cli_family_records_and_scores(cli_run):
 
 def test_rescore_without_torch_identical(cli_run, tmp_path):
     out, _, _, _ = cli_run
-    code = ("import sys; sys.modules['torch'] = None\n"
+    # torch must not be imported; (sys.modules['torch'] = None would also break scipy.stats, whose
+    # array-API helpers look torch up in sys.modules, and the VSI analyses use scipy/scikit-learn)
+    code = ("import sys\n"
             "from perceptbench.cli import app\n"
             f"sys.argv=['perceptbench','score',{str(out / 'records.jsonl')!r},'--out',{str(tmp_path / 's.csv')!r}]\n"
             "try:\n    app()\nexcept SystemExit as e:\n    assert not e.code, e.code\n"
             "from perceptbench.metrics.vsi import vsi_samples\nfrom perceptbench.records import read_records\n"
-            f"print('N', len(vsi_samples(read_records({str(out / 'records.jsonl')!r}))))\nprint('NO_TORCH_OK')")
+            f"print('N', len(vsi_samples(read_records({str(out / 'records.jsonl')!r}))))\n"
+            "assert 'torch' not in sys.modules, 'torch imported'\nprint('NO_TORCH_OK')")
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert "NO_TORCH_OK" in p.stdout and "N 22" in p.stdout, p.stdout + p.stderr
     assert (tmp_path / "s.csv").read_text() == (out / "scores.csv").read_text()
