@@ -13,6 +13,12 @@ from perceptbench.metrics import vsi_probe as vp
 from perceptbench.metrics.vsi import VSISample
 
 
+def test_slug_of_long_task_ids_is_short_and_unique():
+    a = vp.slug("m@vsi.pope@images=" + "/very/long/path" * 30 + ",limit=4")
+    b = vp.slug("m@vsi.pope@images=" + "/very/long/path" * 30 + ",limit=5")
+    assert len(a) == 120 and a != b and vp.slug("m@vsi.salbench.syn@n=30") == "m_vsi.salbench.syn_n_30"
+
+
 def test_groupkfold_never_splits_an_image():
     rng = np.random.default_rng(0)
     image_ids = np.array([f"img{k}" for k in rng.integers(0, 23, 70)])  # several questions per image

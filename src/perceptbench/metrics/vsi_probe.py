@@ -57,16 +57,14 @@ def store_key(model: str, task_id: str) -> str:
     return f"{model}@{task_id}"
 
 
-def slug(name: str) -> str:
-    """File-name-safe form of a model name (or model@task key).  Keys longer than 100
-    characters (task ids that hold local paths) keep an 80-character prefix plus 16 hex
-    digits of the key's sha256, so file names stay under every file system's limit."""
-    safe = re.sub(r"[^A-Za-z0-9._-]+", "_", name)
-    if len(safe) <= 100:
-        return safe
-    import hashlib
-
-    return f"{safe[:80]}_{hashlib.sha256(name.encode()).hexdigest()[:16]}"
+def slug(name: str, max_len: int = 120) -> str:
+    """File-name-safe form of a store key: other characters become ``_``; a key longer than
+    ``max_len`` (task ids can hold paths) keeps its first ``max_len - 17`` characters plus ``-``
+    and the first 16 hex digits of its sha256, so names stay unique and under file-system limits."""
+    s = re.sub(r"[^A-Za-z0-9._-]+", "_", name)
+    if len(s) > max_len:
+        s = s[: max_len - 17] + "-" + hashlib.sha256(name.encode()).hexdigest()[:16]
+    return s
 
 
 def probe_folds(image_ids: np.ndarray, n_folds: int = N_FOLDS) -> list[tuple[np.ndarray, np.ndarray]]:
