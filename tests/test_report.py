@@ -46,7 +46,11 @@ def test_headline_marks_floor_small_n_nulls_and_unclipped_ratio():
         ScoreRow(mc, "m", "null_rate", 0.0, None, None, 120, 0),
         ScoreRow(mc, "human:kernel-l5", "B", 0.70, 0.6, 0.8, 120, 0),
         ScoreRow(mc, "human:kernel-l9", "B", 0.80, 0.7, 0.9, 120, 0),
-        ScoreRow(sal, "vlm", "exact_match", 1.0, 1.0, 1.0, 2, 28),
+        # seed 001 headline: every stimulus counts (2 right of 30; 28 nulls as empty sets); the
+        # issue's "exact_match 1.000 on n = 2" is the nulls-excluded variant now
+        ScoreRow(sal, "vlm", "exact_match", 2 / 30, 0.0, 0.167, 30, 28),
+        ScoreRow(sal, "vlm", "exact_match@nulls_excluded", 1.0, 1.0, 1.0, 2, 28),
+        ScoreRow(sil, "tiny", "accuracy", 0.5, 0.2, 0.8, 12, 0),
         ScoreRow(sal, "vlm", "null_rate", 28 / 30, None, None, 30, 28),
         ScoreRow(sil, "human:panel", "observer_accuracy_mean@test", 0.765, None, None, 80, 0),
         ScoreRow(sil, "human:panel", "ceiling_kappa_pairwise_mean@test", 0.450, 0.346, 0.532, 80, 0),
@@ -61,10 +65,9 @@ def test_headline_marks_floor_small_n_nulls_and_unclipped_ratio():
     assert b.floor == 0.392 and "≤ floor" in b.flags
     assert b.ceiling == pytest.approx(0.75) and b.ratio == pytest.approx(0.383 / 0.75)
     em = _h(rows, "vlm", "exact_match")
-    assert "small n=2" in em.flags
-    nu = 28 / 30
-    assert em.bracket == pytest.approx(((1 - nu) * 1.0, (1 - nu) * 1.0 + nu))
-    assert any(f.startswith("nulls 93%") for f in em.flags)
+    assert em.value == pytest.approx(2 / 30) and em.bracket is None  # nulls are already in the value
+    assert any(f.startswith("nulls 93%") for f in em.flags) and "nulls excluded: 1.000" in em.extra
+    assert "small n=12" in _h(rows, "tiny", "accuracy").flags
     acc = _h(rows, "enc", "accuracy")
     assert acc.ratio == pytest.approx(0.775 / 0.765) and acc.ratio > 1 and "above ceiling" in acc.flags
     k = _h(rows, "enc", "kappa_pairwise")

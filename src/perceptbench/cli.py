@@ -273,6 +273,7 @@ def score(
     except (RecordError, ValueError, KeyError) as e:
         _fail(e)
     _print_scores(rows, all_rows)
+    _print_signal_table(rows)
     console.print(f"scores: {out or files[0].with_name('scores.csv')}")
 
 
@@ -334,8 +335,6 @@ def report(
         _fail(e)
     console.print(f"report: {res.html_path} ({res.n_models} model(s), {res.n_tasks} task(s), {res.n_figures} "
                   f"figures)\nsummary: {res.md_path}")
-    _print_signal_table(rows)
-    console.print(f"scores: {out or records.with_name('scores.csv')}")
 
 
 @app.command()

@@ -83,6 +83,17 @@ def _parse_rows(task_id: str, records: list[TrialRecord], mode: str) -> list[Sco
     return rows
 
 
+def prepare_records(records: list[TrialRecord], parser_mode: str = "default") -> list[TrialRecord]:
+    """The records every scorer sees (scores, report figures, paired differences): VLM raw
+    outputs re-parsed under ``parser_mode`` (:func:`apply_parser_mode`) and two prompt
+    versions of one task and model split into two respondents
+    (:func:`perceptbench.provenance.split_prompt_versions`; never pooled)."""
+    from .provenance import split_prompt_versions
+
+    records, _ = split_prompt_versions(apply_parser_mode(records, parser_mode))
+    return records
+
+
 def score_records(records: list[TrialRecord], seed: int | None = None, parser_mode: str = "default",
                   features_dir: str | os.PathLike | None = None,
                   families: dict[str, str] | None = None) -> list[ScoreRow]:
@@ -97,10 +108,7 @@ def score_records(records: list[TrialRecord], seed: int | None = None, parser_mo
     cross-task VSI analyses (:func:`vsi_analysis_rows`); ``features_dir`` holds the cached
     probe features (``<run>/features``) for the encoder-LLM gap rows; ``families``
     ({model: family}) tags model families for the same- vs cross-family agreement means."""
-    records = apply_parser_mode(records, parser_mode)
-    from .provenance import split_prompt_versions
-
-    records, _ = split_prompt_versions(records)  # two prompt versions of one task are never pooled
+    records = prepare_records(records, parser_mode)
     by_task: dict[str, list[TrialRecord]] = defaultdict(list)
     for r in records:
         by_task[r.task_id].append(r)

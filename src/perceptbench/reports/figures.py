@@ -324,8 +324,9 @@ def _sal_key(tid: str):
 
 
 def salbench_shots(rows: list[ScoreRow], only: list[str] | None = None):
-    """Exact match and mean F1 by shots (0/3/5) per SalBench task and model, nulls excluded
-    (filled markers, 95% CI) and nulls-as-empty (open markers, lmms-eval convention)."""
+    """Exact match and mean F1 by shots (0/3/5) per SalBench task and model: every stimulus
+    counted, a null as the empty set (filled markers, 95% CI; seed 001 §4 and lmms-eval) and
+    nulls excluded (open markers, the ``@nulls_excluded`` variant)."""
     tids = sorted({r.task_id for r in rows if r.task_id.startswith("salbench.")})
     if not tids:
         return None
@@ -340,7 +341,7 @@ def salbench_shots(rows: list[ScoreRow], only: list[str] | None = None):
                 ax = axes[row_i, col]
                 for i, m in enumerate(models):
                     st = style(i)
-                    pts = sorted((_sal_key(t)[2], ix.get((t, m, metric)), ix.get((t, m, metric + "@nulls_as_empty")))
+                    pts = sorted((_sal_key(t)[2], ix.get((t, m, metric)), ix.get((t, m, metric + "@nulls_excluded")))
                                  for t in mine if ix.get((t, m, metric)) is not None)
                     if not pts:
                         continue
@@ -350,10 +351,10 @@ def salbench_shots(rows: list[ScoreRow], only: list[str] | None = None):
                     err = [[max(p[1].value - p[1].ci_low, 0) if _finite(p[1].ci_low) else 0 for p in pts],
                            [max(p[1].ci_high - p[1].value, 0) if _finite(p[1].ci_high) else 0 for p in pts]]
                     ax.errorbar(xs, ys, yerr=err, fmt=st["marker"] + "-", color=st["color"], capsize=2, ms=5,
-                                lw=1, label=f"{m} (nulls excluded)" if row_i == 0 and col == 0 else None)
+                                lw=1, label=f"{m} (every stimulus; null = empty set)" if row_i == 0 and col == 0 else None)
                     ye = [p[2].value if p[2] is not None else np.nan for p in pts]
                     ax.plot(xs + 0.06, ye, st["marker"], mfc="none", color=st["color"], ms=6,
-                            label=f"{m} (nulls as empty, lmms-eval)" if row_i == 0 and col == 0 else None)
+                            label=f"{m} (nulls excluded)" if row_i == 0 and col == 0 else None)
                 ax.set_xticks([0, 3, 5])
                 ax.set_xlim(-0.8, 5.8)
                 ax.set_ylim(-0.03, 1.05)
@@ -366,7 +367,8 @@ def salbench_shots(rows: list[ScoreRow], only: list[str] | None = None):
 
 
 def salbench_categories(rows: list[ScoreRow], only: list[str] | None = None):
-    """Per-category F1 (nulls excluded, 95% CI) per SalBench task variant and model."""
+    """Per-category F1 (every stimulus, a null as the empty set; 95% CI) per SalBench task
+    variant and model."""
     tids = sorted({r.task_id for r in rows if r.task_id.startswith("salbench.")})
     if not tids:
         return None
@@ -391,7 +393,7 @@ def salbench_categories(rows: list[ScoreRow], only: list[str] | None = None):
             ax.set_xticks(range(len(cats)), cats)
             ax.set_ylim(-0.03, 1.05)
             ax.set_ylabel("F1 (proportion)")
-            ax.set_title(f"{tid}: per-category F1, nulls excluded")
+            ax.set_title(f"{tid}: per-category F1 (every stimulus)")
         fig.legend(loc="upper left", bbox_to_anchor=(1.0, 0.98), frameon=False)
         fig.tight_layout()
         return to_svg(fig)
@@ -399,7 +401,8 @@ def salbench_categories(rows: list[ScoreRow], only: list[str] | None = None):
 
 def salbench_breakdowns(rows: list[ScoreRow], only: list[str] | None = None):
     """Exact match by difficulty, by feature x difficulty (synthetic) and by distractor
-    count (natural), nulls excluded, 95% CI; one panel per task variant and grouping."""
+    count (natural), every stimulus counted (a null as the empty set), 95% CI; one panel per
+    task variant and grouping."""
     tids = sorted({r.task_id for r in rows if r.task_id.startswith("salbench.")})
     ix = _index(rows)
     panels = []
@@ -436,7 +439,7 @@ def salbench_breakdowns(rows: list[ScoreRow], only: list[str] | None = None):
             unit = {"difficulty": "difficulty bin (seed 001 §3.2)", "feature_difficulty": "feature / difficulty bin",
                     "distractors": "number of distractors"}[g]
             ax.set_xlabel(unit)
-            ax.set_title(f"{tid}: exact match by {g.replace('_', ' x ')}, nulls excluded")
+            ax.set_title(f"{tid}: exact match by {g.replace('_', ' x ')} (every stimulus)")
         fig.legend(loc="upper left", bbox_to_anchor=(1.0, 0.98), frameon=False)
         fig.tight_layout()
         return to_svg(fig)

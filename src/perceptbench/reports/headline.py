@@ -209,11 +209,14 @@ def _salbench(ix: _Index, tid: str, m: str) -> list[HeadlineRow | None]:
     if sk is not None:
         return [HeadlineRow(tid, m, "skipped", "skipped", float("nan"), None, None, sk.n, sk.n_null, None,
                             source="seed 001", flags=(f"skipped: {sk.note}",))]
-    empty = ix.get(tid, m, "exact_match@nulls_as_empty")
-    extra = (f"nulls as empty (lmms-eval): {empty.value:.3f}" if empty is not None and _finite(empty.value)
-             and empty.n_null else "")
-    out = [_make(ix, tid, m, "exact_match", "exact match (nulls excluded)", extra=extra, source="seed 001 §4"),
-           _make(ix, tid, m, "mean_f1", "mean F1 (nulls excluded)", source="seed 001 §4")]
+    # seed 001 §4 headline: every stimulus counts, a null answer is the empty set (no null bracket
+    # needed: nulls are already in the value); the nulls-excluded variant is printed beside it
+    excl = ix.get(tid, m, "exact_match@nulls_excluded")
+    extra = (f"nulls excluded: {excl.value:.3f}" if excl is not None and _finite(excl.value)
+             and excl.n_null else "")
+    out = [_make(ix, tid, m, "exact_match", "exact match (every stimulus)", extra=extra, source="seed 001 §4",
+                 proportion=False),
+           _make(ix, tid, m, "mean_f1", "mean F1 (all categories)", source="seed 001 §4", proportion=False)]
     for k in (1, 3):
         out.append(_make(ix, tid, m, f"retrieval_top{k}", f"retrieval top-{k}",
                          floor=ix.value(tid, m, f"retrieval_chance_top{k}"),

@@ -8,13 +8,15 @@ D.5).  The interval is the 2.5th-97.5th percentile of the defined differences; a
 difference "excludes 0" when both bounds lie on the same side of 0.
 
 For the Gestalt tasks each model's own draws are exactly the scorer's (its interval in
-scores.csv).  SalBench's scorer resamples only a model's scorable (non-null) trials,
-which differ between models; here all shared stimuli are resampled and nulls are left
-out inside each draw, so both models of a pair see the same draws.
+scores.csv).  SalBench's headline counts every stimulus (a null answer is an empty
+prediction, seed 001 §4), so all shared stimuli are resampled there too.  Records are
+first re-parsed and split by prompt version exactly as for scoring
+(:func:`perceptbench.scoring.prepare_records`).
 
 Statistics (the same formulas as the scorers, recomputed from the records):
-accuracy / B / exact match = masked mean of ``correct`` over non-null trials (seed 000
-D.1; seed 001 §4); silhouette B = match with the observers' modal response (tied modes
+accuracy / B = masked mean of ``correct`` over non-null trials (seed 000 D.1); SalBench
+exact match = mean over every stimulus, a null counting as the empty set (seed 001 §4);
+silhouette B = match with the observers' modal response (tied modes
 excluded); kappa_pairwise = mean over observers of Cohen-style error consistency (seed
 000 Eq. 2, D.2)."""
 
@@ -138,13 +140,19 @@ def _stats(base: str, rs: list[TrialRecord], humans: dict[str, list[TrialRecord]
     if base.startswith("salbench."):
         if any((r.run_meta.model_extra or {}).get("skipped") for r in rs):
             return {}
-        return {"exact_match": acc}
+        # seed 001 §4 headline: every stimulus counts, a null answer is an empty prediction
+        em = np.array([bool(r.correct) if r.response is not None else len(r.ground_truth or ()) == 0
+                       for r in rs], float)
+        return {"exact_match": (_masked_mean_c(em, np.array([r.ground_truth is not None for r in rs])), N_BOOT_B)}
     return {}
 
 
 def model_draws(records: list[TrialRecord]) -> dict[tuple[str, str, str], tuple[float, np.ndarray, tuple]]:
     """(task_id, model, metric) -> (point estimate, bootstrap draws (n_draws,), stimulus key)
     for every non-human model and headline metric; draws use the scorers' resamples."""
+    from ..scoring import prepare_records
+
+    records = prepare_records(records)  # re-parsed and split exactly as the scores were
     out = {}
     for tid, models in sorted(_model_groups(records).items()):
         base = tid.split("@", 1)[0]
@@ -161,7 +169,11 @@ def model_draws(records: list[TrialRecord]) -> dict[tuple[str, str, str], tuple[
             for metric, (fn, nd) in _stats(base, rs, humans).items():
                 ck = (key, nd)
                 if ck not in counts:
-                    counts[ck] = _counts(resample_indices(n, nd, seed), n)  # unstratified, as the scorers' rows
+                    # as the scorers' rows: series counting resamples within each rendered k (the design
+                    # fixes the count per k), every other headline unstratified
+                    strata = (np.array([r.manipulated_value for r in rs]) if base == "similarity.chart.series_count"
+                              else None)
+                    counts[ck] = _counts(resample_indices(n, nd, seed, strata), n)
                 out[(tid, m, metric)] = (float(fn(np.ones((1, n)))[0]), np.asarray(fn(counts[ck]), float), key)
     return out
 

@@ -31,7 +31,8 @@ def synthetic_records(models: Sequence[str], tasks: Sequence[str] = DEFAULT_TASK
 
     Model i answers correctly with probability 0.2 + 0.6 i / max(1, len(models) - 1), gives
     a null answer with probability ``null_rate``, else a uniformly random option.
-    ``raw_output``: the raw text recorded for every model trial (default: the answer)."""
+    ``raw_output``: text recorded before the answer in every model trial's raw output
+    (``"<raw_output>\nAnswer: <response>"``; default: the answer alone)."""
     out: list[TrialRecord] = []
     for tid in tasks:
         task = get_task(tid)
@@ -52,7 +53,9 @@ def synthetic_records(models: Sequence[str], tasks: Sequence[str] = DEFAULT_TASK
                     resp = options[int(rng.integers(len(options)))]
                     if task.response_space == "multilabel":
                         resp = [resp]
-                text = raw_output if raw_output is not None else str(resp)
+                # a given raw_output is followed by the answer, so that scoring (which re-parses every
+                # raw output) reads the planted response back
+                text = str(resp) if raw_output is None else f"{raw_output}\nAnswer: {resp}"
                 out.append(make_record(
                     task, stimulus_id=s.stimulus_id, model=m, model_family="vlm", readout="vlm_prompt",
                     response=resp, ground_truth=s.ground_truth, manipulated_value=s.manipulated_value,
