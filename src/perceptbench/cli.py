@@ -327,6 +327,29 @@ def report(
 
 
 @app.command()
+def export(
+    run_dir: Path = typer.Argument(..., help="Run directory (records.jsonl [+ scores.json])."),
+    format: str = typer.Option("parquet", "--format", help="Output format; only parquet."),
+    out: Optional[Path] = typer.Option(None, "--out", help="Folder for records.parquet and scores.parquet "
+                                                           "(default: the run directory)."),
+) -> None:
+    """Write a run's records and scores as typed parquet tables (pandas, polars, duckdb)."""
+    from .records import RecordError
+    from .reports.export import export_parquet
+
+    if format != "parquet":
+        _fail(f"--format {format!r}: only 'parquet' is supported")
+    if not (run_dir / "records.jsonl").exists():
+        _fail(f"{run_dir}: not a run directory (no records.jsonl in it)")
+    try:
+        rec, sc = export_parquet(run_dir, out)
+    except (RecordError, OSError) as e:
+        _fail(e)
+    console.print(f"records: {rec}\nscores:  {sc or '(no scores.json: run perceptbench score first)'}",
+                  highlight=False)
+
+
+@app.command()
 def validate(records: Path = typer.Argument(..., help="records.jsonl")) -> None:
     """Validate a records file against the trial-record schema, field for field."""
     from .records import check_file
