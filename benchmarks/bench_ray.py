@@ -1,0 +1,54 @@
+"""Wall time of the default battery on the local executor vs ``--executor ray`` with 2 workers
+on a local Ray cluster (issue 12; measured here, never asserted in tests).
+
+    python benchmarks/bench_ray.py [--workers 2] [--tasks TASK ...]
+
+Each run writes a fresh run directory (no response cache, no resume).  Prints one JSON object:
+local and Ray wall seconds, their ratio, the Ray start-up time, and the overhead per shard
+(Ray wall time minus the slowest worker's model time, divided by the shard count, is not
+observable from outside; we report (ray wall - local wall / workers) / shards as an upper
+bound on what sharding costs per shard).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import tempfile
+import time
+from pathlib import Path
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--tasks", nargs="*", default=None)
+    a = ap.parse_args()
+    import ray
+
+    from perceptbench.runner import RunConfig, run
+    from perceptbench.tasks.registry import DEFAULT_BATTERY
+
+    tasks = a.tasks or list(DEFAULT_BATTERY)
+    out: dict = {"tasks": tasks, "workers": a.workers}
+    with tempfile.TemporaryDirectory() as tmp:
+        t = time.perf_counter()
+        s = run(RunConfig(out=Path(tmp) / "local", tasks=tasks), progress=False)
+        out["local_s"] = round(time.perf_counter() - t, 1)
+        out["model_trials"] = s.written - s.human_written
+        t = time.perf_counter()
+        ray.init(num_cpus=a.workers, include_dashboard=False, log_to_driver=False)
+        out["ray_init_s"] = round(time.perf_counter() - t, 1)
+        t = time.perf_counter()
+        s = run(RunConfig(out=Path(tmp) / "ray", tasks=tasks), progress=False, executor="ray",
+                ray_options={"workers": a.workers})
+        out["ray_s"] = round(time.perf_counter() - t, 1)
+        out["shards"] = len(s.per_task_model)
+        ray.shutdown()
+    out["ratio_local_over_ray"] = round(out["local_s"] / out["ray_s"], 2)
+    out["overhead_per_shard_s_upper"] = round((out["ray_s"] - out["local_s"] / a.workers) / out["shards"], 1)
+    print(json.dumps(out, indent=1))
+
+
+if __name__ == "__main__":
+    main()
