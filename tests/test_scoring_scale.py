@@ -1,8 +1,8 @@
 """Scoring at scale (issue 12): the columnar, one-task-at-a-time scoring path gives the
 scores of the validating in-memory path, and the values pinned from the code before the
-change (to 1e-12), on a real default-encoder run of one task whose model records were copied
-under three more model names (responses of the copies altered by a seeded rule, so each
-copy scores differently).  Also: parquet export, errors naming file and line."""
+change (to 1e-12), on a real default run (``perceptbench run``: the battery on the default
+encoder, 2440 records) and on the same run with its model records copied under three more
+model names (responses of the copies altered by a fixed rule, so each copy scores differently).  Also: parquet export, errors naming file and line."""
 
 import gzip
 import json
@@ -24,8 +24,11 @@ FIX = Path(__file__).parent / "fixtures" / "scale"
 def run(tmp_path):
     d = tmp_path / "run"
     d.mkdir()
-    (d / "records.jsonl").write_bytes(gzip.decompress((FIX / "mark_color_multi.jsonl.gz").read_bytes()))
+    (d / "records.jsonl").write_bytes(gzip.decompress((FIX / "default_multi.jsonl.gz").read_bytes()))
     return d
+
+
+N_DEFAULT = 2440  # the first lines of the fixture are the default run as written
 
 
 def _same(a: list[dict], b: list[dict]) -> None:
@@ -40,11 +43,15 @@ def _same(a: list[dict], b: list[dict]) -> None:
                 assert u == v, (k, x, y)
 
 
-def test_scores_pinned_to_values_before_the_columnar_path(run):
+@pytest.mark.parametrize("which", ["default", "multi"])
+def test_scores_pinned_to_values_before_the_columnar_path(run, which):
+    if which == "default":
+        lines = (run / "records.jsonl").read_text().splitlines(keepends=True)
+        (run / "records.jsonl").write_text("".join(lines[:N_DEFAULT]))
     rows = score_file(run / "records.jsonl")
     models = {r.model for r in rows if not r.model.startswith("human:")}
-    assert len(models) == 4
-    expected = json.loads((FIX / "expected_scores.json").read_text())
+    assert len(models) == (1 if which == "default" else 4)
+    expected = json.loads((FIX / f"expected_scores_{which}.json").read_text())
     _same(json.loads((run / "scores.json").read_text()), expected)
     # the in-memory, validating path gives the same table
     _same([vars(r) for r in score_records(read_records(run / "records.jsonl"))],
@@ -54,7 +61,9 @@ def test_scores_pinned_to_values_before_the_columnar_path(run):
 def test_index_groups_by_task_and_rejects_duplicates(run, tmp_path):
     idx = read_index(run / "records.jsonl")
     assert idx is not None and idx.n == len(read_records(run / "records.jsonl"))
-    assert list(idx.by_task) == ["similarity.chart.mark_color"] and idx.seeds["similarity.chart.mark_color"] == [0]
+    assert sorted(idx.by_task) == ["closure.nat.silhouette", "similarity.chart.mark_color",
+                                   "similarity.chart.series_count"]
+    assert all(s == [0] for s in idx.seeds.values())
     lines = (run / "records.jsonl").read_text().splitlines(keepends=True)
     dup = tmp_path / "dup.jsonl"
     dup.write_text("".join(lines + [lines[3]]))
