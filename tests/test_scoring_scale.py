@@ -102,3 +102,10 @@ def test_export_parquet_typed_tables(run):
     p = subprocess.run([sys.executable, "-m", "perceptbench.cli", "export", str(run), "--format", "csv"],
                        capture_output=True, text=True)
     assert p.returncode == 2 and "only 'parquet'" in p.stdout
+
+
+def test_core_and_local_executor_never_import_ray():
+    code = ("import sys, perceptbench.runner, perceptbench.cli, perceptbench.scoring, perceptbench.record_table; "
+            "assert 'ray' not in sys.modules, 'ray imported'")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
