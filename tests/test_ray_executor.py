@@ -103,7 +103,13 @@ def test_worker_killed_mid_run_is_retried_exactly_once(cluster, local_run, tmp_p
     lines = (tmp_path / "records.jsonl").read_text().splitlines()
     ids = [json.loads(x)["trial_id"] for x in lines]
     assert len(ids) == len(set(ids))  # exactly once
-    got, want = _by_trial(tmp_path / "records.jsonl"), _by_trial(local_run / "records.jsonl")
+    _same_up_to_rounding(tmp_path / "records.jsonl", local_run / "records.jsonl")
+
+
+def _same_up_to_rounding(path, ref):
+    """Every field equal except run_id; encoder raw_output decision values within 2e-6 (other
+    batches than the reference embed the images: float rounding only)."""
+    got, want = _by_trial(path), _by_trial(ref)
     assert got.keys() == want.keys()
     for t in want:  # shards of 20 embed in other batches than the local run: float rounding only
         g, w = json.loads(got[t].pop("raw_output")), json.loads(want[t].pop("raw_output"))
@@ -115,3 +121,14 @@ def test_worker_killed_mid_run_is_retried_exactly_once(cluster, local_run, tmp_p
         assert all(np.allclose(np.asarray(g[k], float), np.asarray(w[k], float), rtol=0, atol=2e-6)
                    for k in g), (t, g, w)
         assert got[t] == want[t]
+
+
+def test_local_run_resumed_on_ray(cluster, local_run, tmp_path):
+    """A run started locally (10 stimuli) and finished on Ray holds every trial once."""
+    from perceptbench.tasks import get_task
+
+    first = [s.stimulus_id for s in get_task(TASK).stimuli(0) if s.split == "test"][:10]
+    run(RunConfig(out=tmp_path, tasks=[TASK], stimuli=first), progress=False)
+    s = run(RunConfig(out=tmp_path, tasks=[TASK]), progress=False, executor="ray", ray_options={"workers": 2})
+    assert s.skipped == 10 and s.per_task_model[(TASK, "efficientnet-lite0")] == 110
+    _same_up_to_rounding(tmp_path / "records.jsonl", local_run / "records.jsonl")
