@@ -12,9 +12,11 @@ changed between the two runs, or one-thread workers contended less than the loca
 torch threads.
 
 Measured 2026-11-29 on the shared 2-core build machine (battery, default encoder, 240 model
-trials, 3 shards): local 203.2 s, Ray 2 workers 76.3 s (+10.1 s ray.init), ratio 2.66.  Above 2x
-on 2 workers means the local figure was inflated by other jobs; on this machine the work is
-small (240 encoder trials) and Ray start-up (10 s) plus a model load per actor are a large share.
+trials, 3 shards): (1) busy machine: local 203.2 s, Ray 2 workers 76.3 s (+10.1 s ray.init),
+ratio 2.66 -- above 2x, so the local figure was inflated by other jobs; (2) quieter: local 50.8 s,
+Ray 27.1 s (+5.9 s ray.init), ratio 1.87, 0.6 s per shard above the ideal split.  The battery
+has only 3 shards (one per task) for 2 workers, so the longest task bounds the Ray run; with
+ray.init counted the ratio falls to 1.54; start-up dominates for runs under a minute.
 """
 
 from __future__ import annotations
