@@ -12,16 +12,18 @@ Python loop on the same statistic (agreement B of one model, 1000 draws, n = 120
 Prints one JSON object.  Targets: 10^6 records under 1 GiB and 60 s; 45 models under 2 s; the
 bootstrap ratio >= 50x.
 
-Measured 2026-11-29 on the shared 2-core build machine (other developers' jobs running; wall
-times vary by 2x between runs), default run of the battery on the default encoder as the base:
-  45 models (13,000 records): 32.0 s scoring, 790 MiB peak RSS (same conditions, one process
-    each: code before issue 12 66.3 s, this code 23.6 s; 743 vs 784 MiB) -- target 2 s NOT met.
-  99,880 records (106 MiB JSONL): 226 s, 978 MiB peak RSS (issue's figure for the old code at
-    98,200 records: 104 s on a quieter machine, 1.44 GB) -- memory under 1 GiB, time not.
-  10^6 records: not run (about 40 min at the 10^5 rate) -- targets NOT met.
-  Bootstrap, B of one model, n=120, 1000 draws: vectorised 8.5 ms vs per-draw loop 95.8 ms
-    (11x); a quieter rerun 7.9 vs 11.6 ms (1.5x) -- target 50x NOT met: a numpy call on one
-    120-stimulus draw costs ~10 us, so a loop over 1000 draws is cheap at this n.
+Measured 2026-11-29 on the shared 2-core build machine, default run of the battery on the default
+encoder as the base.  Quiet moment (load ~3), same conditions for old and new:
+  45 models (13,000 records): 5.9 s scoring after imports, 798 MiB peak RSS
+    (code before issue 12: 9.1 s, 743 MiB) -- target 2 s NOT met.
+  99,880 records (106 MiB JSONL): 33.4 s, 1058 MiB peak RSS (before: 76.5 s, 1413 MiB)
+    -- 2.3x faster, 25% less memory, but still above 1 GiB.
+  10^6 records: not run; extrapolated ~330 s and several GiB (one task's records are held as
+    pydantic objects at a time) -- targets (60 s, 1 GiB) NOT met.
+  Bootstrap, B of one model, n=120, 1000 draws: vectorised 0.69 ms vs per-draw loop 6.6 ms
+    (9.6x; 11x and 1.5x in two busy-machine runs) -- target 50x NOT met: one numpy call on a
+    120-stimulus draw costs a few us, so a loop over 1000 draws is cheap at this n.
+Busy moment (load ~10): 45 models 32 s, 10^5 records 226 s (wall times vary by 5x with load).
 Where time goes now: per-model bootstraps (kappa_pairwise over 10 observers x 2000 draws,
 kappa_aggregate, accuracy by k) run once per model; stacking models into one (models, draws,
 stimuli) array per task (the draws are shared) is the next step and is not done.
