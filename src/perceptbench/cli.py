@@ -176,6 +176,15 @@ def run(
     allow_mixed: bool = typer.Option(False, "--allow-mixed",
                                      help="Resume although finished trials were written under another prompt, "
                                           "package version or setting; recorded in run.json and the records."),
+    executor: str = typer.Option("local", "--executor", help="local (this process) or ray (shards on a Ray "
+                                                             "cluster; pip install \"perceptbench[ray]\")."),
+    ray_address: Optional[str] = typer.Option(None, "--ray-address", help="Ray cluster address (ray://HOST:10001 "
+                                                                          "or HOST:6379); default: a local cluster."),
+    gpus_per_model: float = typer.Option(0, "--gpus-per-model", help="GPUs each Ray worker asks for (--executor ray)."),
+    ray_workers: Optional[int] = typer.Option(None, "--ray-workers", help="Ray workers per model (default: the "
+                                                                         "cluster's CPUs, or GPUs / --gpus-per-model)."),
+    chunk_size: int = typer.Option(0, "--chunk-size", help="Test stimuli per Ray shard (--executor ray); 0: one "
+                                                            "shard per task and model (records identical to local)."),
 ) -> None:
     """Run tasks x models, write records.jsonl, then score into scores.csv."""
     from .models.base import ModelLoadError
@@ -195,7 +204,11 @@ def run(
     records_file = out / "records.jsonl"
     before = _count_records(records_file)
     try:
-        summary = do_run(cfg, progress=progress, console=console)
+        if executor not in ("local", "ray"):
+            raise ValueError(f"--executor {executor!r}: not 'local' or 'ray'")
+        ray_options = {"address": ray_address, "gpus_per_model": gpus_per_model, "workers": ray_workers,
+                       "chunk_size": chunk_size or None} if executor == "ray" else None
+        summary = do_run(cfg, progress=progress, console=console, executor=executor, ray_options=ray_options)
         rows = score_file(records_file,
                           None if parser == "default" else out / f"scores.{parser}.csv", parser_mode=parser)
     except KeyboardInterrupt:
@@ -335,6 +348,29 @@ def report(
         _fail(e)
     console.print(f"report: {res.html_path} ({res.n_models} model(s), {res.n_tasks} task(s), {res.n_figures} "
                   f"figures)\nsummary: {res.md_path}")
+
+
+@app.command()
+def export(
+    run_dir: Path = typer.Argument(..., help="Run directory (records.jsonl [+ scores.json])."),
+    format: str = typer.Option("parquet", "--format", help="Output format; only parquet."),
+    out: Optional[Path] = typer.Option(None, "--out", help="Folder for records.parquet and scores.parquet "
+                                                           "(default: the run directory)."),
+) -> None:
+    """Write a run's records and scores as typed parquet tables (pandas, polars, duckdb)."""
+    from .records import RecordError
+    from .reports.export import export_parquet
+
+    if format != "parquet":
+        _fail(f"--format {format!r}: only 'parquet' is supported")
+    if not (run_dir / "records.jsonl").exists():
+        _fail(f"{run_dir}: not a run directory (no records.jsonl in it)")
+    try:
+        rec, sc = export_parquet(run_dir, out)
+    except (RecordError, OSError) as e:
+        _fail(e)
+    console.print(f"records: {rec}\nscores:  {sc or '(no scores.json: run perceptbench score first)'}",
+                  highlight=False)
 
 
 @app.command()

@@ -275,8 +275,12 @@ def _vsi_features_cached(out: Path, name: str, task_id: str) -> bool:
 
 
 def run(cfg: RunConfig, *, progress: bool = True, load_model: Callable | None = None,
-        console=None) -> RunSummary:
+        console=None, executor: str = "local", ray_options: dict | None = None) -> RunSummary:
     """Run tasks x models into ``cfg.out``; returns what was written and skipped.
+
+    ``executor``: ``local`` (this process) or ``ray`` (shards on a Ray cluster, records
+    appended here; :func:`perceptbench.executors.ray_executor.run_plan`, whose keyword
+    arguments ``ray_options`` holds: address, gpus_per_model, workers, chunk_size).
 
     Human records are written first (they need no model).  A model is loaded only if one
     of its trials is missing.  Raises ValueError for settings that do not match an
@@ -344,6 +348,12 @@ def run(cfg: RunConfig, *, progress: bool = True, load_model: Callable | None = 
                 summary.skipped += len(test) - len(pending)
                 if pending or (getattr(task, "is_vsi", False) and not _vsi_features_cached(out, name, task.task_id)):
                     plan.append((task, stimuli, arg, name, pending))
+        if executor not in ("local", "ray"):
+            raise ValueError(f"--executor {executor!r}: not 'local' or 'ray'")
+        if executor == "ray":
+            _run_plan_on_ray(plan, cfg, store, run_id, out, extra_meta, gate, finished, summary,
+                             console, ray_options or {})
+            return summary
         with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                       TimeElapsedColumn(), disable=not progress, console=console) as bar:
             bars = [bar.add_task(f"{task.task_id} | {name}", total=len(pending))
@@ -391,3 +401,26 @@ def run(cfg: RunConfig, *, progress: bool = True, load_model: Callable | None = 
                 summary.written += n
                 summary.per_task_model[(task.task_id, name)] = n
     return summary
+
+
+def _run_plan_on_ray(plan, cfg, store, run_id, out, extra_meta, gate, finished, summary, console,
+                     ray_options: dict) -> None:
+    """The plan of :func:`run` on Ray (the ``ray`` extra, imported only here)."""
+    from .executors.ray_executor import run_plan
+
+    def model_gate(name: str, info) -> None:
+        gate(_model_differences(name, info, [r for r in finished if r.model == name]))
+        if info.identity_warning:
+            summary.warnings.append(info.identity_warning)
+            if console is not None:
+                from rich.markup import escape
+
+                console.print(f"[yellow]warning:[/yellow] {escape(info.identity_warning)}", highlight=False)
+
+    res = run_plan(plan, store=store, seed=cfg.seed, run_id=run_id, batch_size=cfg.batch_size, out=out,
+                   cache_mode=cfg.cache_mode, extra_meta=extra_meta, gate=model_gate, **ray_options)
+    for key, (n, hits, reqs) in res.items():
+        summary.written += n
+        summary.cache_hits += hits
+        summary.cache_requests += reqs
+        summary.per_task_model[key] = n

@@ -4,6 +4,7 @@ torch): re-scoring never re-runs a model."""
 from __future__ import annotations
 
 import csv
+import itertools
 import json
 import math
 import os
@@ -11,7 +12,7 @@ from collections import defaultdict
 from pathlib import Path
 
 from .readouts.parse import MODES as PARSER_MODES
-from .records import RecordError, TrialRecord, read_records, score_correct
+from .records import RecordError, TrialRecord, score_correct
 from .tasks import get_task
 from .tasks.base import ScoreRow
 
@@ -108,13 +109,24 @@ def score_records(records: list[TrialRecord], seed: int | None = None, parser_mo
     cross-task VSI analyses (:func:`vsi_analysis_rows`); ``features_dir`` holds the cached
     probe features (``<run>/features``) for the encoder-LLM gap rows; ``families``
     ({model: family}) tags model families for the same- vs cross-family agreement means."""
-    records = prepare_records(records, parser_mode)
     by_task: dict[str, list[TrialRecord]] = defaultdict(list)
     for r in records:
         by_task[r.task_id].append(r)
+    return _score_tasks(((t, by_task.pop(t)) for t in sorted(by_task)), seed, parser_mode, features_dir,
+                        families)
+
+
+def _score_tasks(tasks, seed: int | None, parser_mode: str,
+                 features_dir: str | os.PathLike | None,
+                 families: dict[str, str] | None = None) -> list[ScoreRow]:
+    """Score ``(task_id, records)`` pairs (sorted by task_id) one task at a time; only the
+    records of tasks with VSI samples are kept for the cross-task VSI analyses."""
+    from .metrics.vsi import vsi_samples
+
     rows: list[ScoreRow] = []
-    for task_id in sorted(by_task):
-        recs = by_task[task_id]
+    vsi_records: list[TrialRecord] = []
+    for task_id, recs in tasks:
+        recs = prepare_records(recs, parser_mode)  # re-parsed; prompt versions never pooled
         s = seed
         if s is None:
             seeds = {r.run_meta.seed for r in recs}
@@ -123,7 +135,9 @@ def score_records(records: list[TrialRecord], seed: int | None = None, parser_mo
             s = seeds.pop()
         rows += get_task(task_id).score(recs, s)
         rows += _parse_rows(task_id, recs, parser_mode)
-    rows += vsi_analysis_rows(records, seed, features_dir, families)
+        if vsi_samples(recs):
+            vsi_records += recs
+    rows += vsi_analysis_rows(vsi_records, seed, features_dir, families)
     return rows
 
 
@@ -201,10 +215,14 @@ def score_file(records_path: str | os.PathLike, out_csv: str | os.PathLike | Non
     Raises :class:`~perceptbench.records.RecordError` for an invalid or empty records file
     (an empty file is not a run: it would score to an empty table), ValueError for an
     ``out_csv`` that is a directory."""
+    from .record_table import iter_task_records
+
     records_path = Path(records_path)
-    records = read_records(records_path)
-    if not records:
+    tasks = iter_task_records(records_path)
+    first = next(tasks, None)
+    if first is None:
         raise RecordError(f"{records_path}: holds no trial records (empty file); nothing to score")
-    rows = score_records(records, seed, parser_mode, records_path.with_name("features"), families)
+    rows = _score_tasks(itertools.chain([first], tasks), seed, parser_mode, records_path.with_name("features"),
+                        families)
     write_scores(rows, out_csv or records_path.with_name("scores.csv"))
     return rows

@@ -10,6 +10,7 @@ sees the same resamples: intervals are paired across models.
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Callable
 
@@ -46,6 +47,33 @@ def resample_indices(n: int, n_draws: int, seed: int, strata: np.ndarray | None 
     """
     if n <= 0:
         raise ValueError("cannot bootstrap an empty stimulus set")
+    key = None if strata is None else (np.asarray(strata).dtype.str, np.asarray(strata).tobytes())
+    return _cached_indices(n, n_draws, seed, key, None if strata is None else np.asarray(strata))
+
+
+_CACHE: "OrderedDict[tuple, np.ndarray]" = OrderedDict()
+_CACHE_MAX = 32
+
+
+def _cached_indices(n: int, n_draws: int, seed: int, key, strata) -> np.ndarray:
+    """The index matrix of :func:`resample_indices`, drawn once per (n, n_draws, seed,
+    strata) and shared read-only by every model scored on the same stimulus set (the draws
+    are a pure function of these, so sharing changes no value); least recently used
+    matrices beyond 32 are dropped."""
+    k = (n, n_draws, seed, key)
+    hit = _CACHE.get(k)
+    if hit is not None:
+        _CACHE.move_to_end(k)
+        return hit
+    idx = _draw_indices(n, n_draws, seed, strata)
+    idx.setflags(write=False)
+    _CACHE[k] = idx
+    if len(_CACHE) > _CACHE_MAX:
+        _CACHE.popitem(last=False)
+    return idx
+
+
+def _draw_indices(n: int, n_draws: int, seed: int, strata) -> np.ndarray:
     rng = rng_for(seed, "bootstrap", n, n_draws)
     if strata is None:
         return rng.integers(0, n, size=(n_draws, n))

@@ -4,9 +4,10 @@ triplets are on OSF only) and is not registered."""
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import json
-from collections import Counter, defaultdict
+from collections import Counter, OrderedDict, defaultdict
 from functools import lru_cache
 
 import numpy as np
@@ -72,6 +73,57 @@ def _ratio(num: np.ndarray, den: np.ndarray) -> np.ndarray:
     num, den = np.broadcast_arrays(np.asarray(num, float), np.asarray(den, float))
     with np.errstate(invalid="ignore", divide="ignore"):
         return np.where((den != 0) & np.isfinite(den), num / np.where(den != 0, den, 1.0), np.nan)
+
+
+# --------------------------------------------------------------------------- human-side cache
+
+
+def _loo_sides(observers: np.ndarray, resp: list, cols: list[int]) -> dict:
+    """Each observer's match with the leave-one-out modal response on ``cols``: bool arrays
+    ``loo_match``, ``loo_valid`` of shape (J, len(cols))."""
+    J = observers.shape[0]
+    loo_modal = [[_mode(resp[c][:j] + resp[c][j + 1:]) for c in cols] for j in range(J)]
+    return {"loo_match": np.array([[resp[c][j] is not None and resp[c][j] == h for c, h in zip(cols, loo_modal[j])]
+                                   for j in range(J)]),
+            "loo_valid": np.array([[h is not None for h in loo_modal[j]] for j in range(J)])}
+
+
+class _HumanSide(dict):
+    """Human-side values of one (task, seed, human data, stimulus columns): computed once and
+    shared by every model scored on those stimuli (issue 12).  :meth:`memo` keys a value by
+    a name and the bootstrap index matrix it was computed on (by content)."""
+
+    def memo(self, key: tuple, compute):
+        name, idx = key
+        k = (name, idx.shape, hashlib.sha1(np.ascontiguousarray(idx)).hexdigest())
+        if k not in self:
+            self[k] = compute()
+        return self[k]
+
+
+class _HumanSideCache:
+    """In-process cache of :class:`_HumanSide` entries keyed by (task_id, seed, sha1 of the
+    observers' correctness matrix and responses, stimulus columns): a change of human data
+    changes the key, so a stale entry is never used.  Holds the 8 most recent entries."""
+
+    def __init__(self, size: int = 8):
+        self.size, self.entries = size, OrderedDict()
+
+    def get(self, task_id: str, seed: int, obs: np.ndarray, resp: list, cols: list[int], make) -> _HumanSide:
+        h = hashlib.sha1(np.ascontiguousarray(obs, float).tobytes())
+        h.update(json.dumps(resp, sort_keys=True, default=str).encode())
+        key = (task_id, seed, h.hexdigest(), tuple(cols))
+        if key in self.entries:
+            self.entries.move_to_end(key)
+            return self.entries[key]
+        side = _HumanSide(make())
+        self.entries[key] = side
+        if len(self.entries) > self.size:
+            self.entries.popitem(last=False)
+        return side
+
+
+_HUMAN_SIDE = _HumanSideCache()
 
 
 # --------------------------------------------------------------------------- closure
@@ -214,18 +266,15 @@ class SilhouetteTask(Task):
         panel_p = observers.mean(0)
         has_mode = np.array([modal[c] is not None for c in cols])
         match = np.array([r is not None and r == modal[c] for r, c in zip(responses, cols)])
-        J = observers.shape[0]
-        loo_modal = [[_mode(resp[c][:j] + resp[c][j + 1:]) for c in cols] for j in range(J)]
-        loo_match = np.array([[resp[c][j] is not None and resp[c][j] == h for c, h in zip(cols, loo_modal[j])]
-                              for j in range(J)])
-        loo_valid = np.array([[h is not None for h in loo_modal[j]] for j in range(J)])
+        human = _HUMAN_SIDE.get(tid, seed, obs, resp, cols, lambda: _loo_sides(observers, resp, cols))
+        loo_match, loo_valid = human["loo_match"], human["loo_valid"]
 
         def k_ratio(i):
-            ceil = _nanmean(pairwise_ceiling(observers[:, i]), 0)
+            ceil = human.memo(("k", i), lambda: _nanmean(pairwise_ceiling(observers[:, i]), 0))
             return _ratio(kappa(correct[i], panel_p[i], valid[i]), ceil)
 
         def b_ratio(i):
-            ceil = _nanmean(masked_mean(loo_match[:, i], loo_valid[:, i]), 0)
+            ceil = human.memo(("b", i), lambda: _nanmean(masked_mean(loo_match[:, i], loo_valid[:, i]), 0))
             return _ratio(agreement_b(match[i], (valid & has_mode)[i]), ceil)
 
         rows = []

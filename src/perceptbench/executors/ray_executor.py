@@ -1,0 +1,184 @@
+"""``perceptbench run --executor ray``: tasks x models x chunks of stimuli on a Ray cluster.
+
+Needs the ``ray`` extra (``pip install "perceptbench[ray]"``); nothing else in perceptbench
+imports this module.  Work is cut into shards of one task, one model and up to
+``chunk_size`` pending test stimuli.  Each model gets a pool of actors (:class:`ShardWorker`),
+each of which loads the model once (``num_gpus=gpus_per_model`` per actor when asked) and
+rebuilds the task's stimuli from the seed (deterministic), so only stimulus ids travel.  A
+shard runs the local executor's own code (``_EncoderRunner`` or ``run_vlm_task``) into an
+in-memory collector and returns the records as JSON lines; the **driver** validates them and
+appends them to the one ``records.jsonl`` through :class:`~perceptbench.records.RecordStore`,
+exactly as a local run does.  So resume, kill -9 safety (records reach the file only whole,
+from one process) and ``score`` are unchanged, and a shard lost with its worker is simply run
+again: actors are restarted (``max_restarts``) and their calls retried (``max_task_retries``);
+a trial the store already holds is never written twice.
+
+The VLM response cache and VSI probe features are written by the workers under the run
+directory, so on a multi-node cluster that directory must be on a shared file system (a local
+cluster on one machine always is).  API models get bounded concurrency across the cluster by
+the size of their actor pool (``workers``).
+"""
+
+from __future__ import annotations
+
+import os
+import types
+from pathlib import Path
+from typing import Callable
+
+__all__ = ["ShardWorker", "run_plan"]
+
+
+class _Collector:
+    """Stands in for :class:`~perceptbench.records.RecordStore` inside a worker: keeps the
+    records a shard produces (deduplicated by trial id) instead of writing them."""
+
+    def __init__(self):
+        self.lines: list[str] = []
+        self.done: set[str] = set()
+
+    def append(self, records) -> int:
+        n = 0
+        for r in records:
+            if r.trial_id in self.done:
+                continue
+            self.done.add(r.trial_id)
+            self.lines.append(r.to_json_line())
+            n += 1
+        return n
+
+
+class ShardWorker:
+    """A Ray actor body: one model, loaded once in ``__init__``; :meth:`run_shard` runs one
+    task on a list of test stimulus ids and returns ``(json lines, cache hits, cache requests)``."""
+
+    def __init__(self, model_arg: str, seed: int, run_id: str, batch_size: int, out: str, cache_mode: str):
+        from ..models.registry import load_model
+
+        self.model = load_model(model_arg)
+        self.seed, self.run_id, self.bs, self.out, self.cache_mode = seed, run_id, batch_size, Path(out), cache_mode
+        self._stimuli: dict[str, tuple] = {}
+
+    def pid(self) -> int:
+        """The worker's process id (tests kill it)."""
+        return os.getpid()
+
+    def model_info(self) -> dict:
+        """What the driver's resume check needs of the loaded model."""
+        m = self.model
+        return {"name": getattr(m, "name", None), "model_version": m.model_version,
+                "generation_settings": dict(getattr(m, "generation_settings", None) or {}),
+                "family": getattr(m, "family", "encoder"),
+                "identity_warning": getattr(m, "identity_warning", None)}
+
+    def _task(self, task_id: str):
+        if task_id not in self._stimuli:
+            from ..tasks import get_task
+
+            task = get_task(task_id)
+            self._stimuli[task_id] = (task, task.stimuli(self.seed))
+        return self._stimuli[task_id]
+
+    def run_shard(self, task_id: str, stimulus_ids: list[str], extra_meta: dict) -> tuple[list[str], int, int]:
+        from ..runner import _EncoderRunner
+
+        task, stimuli = self._task(task_id)
+        by_id = {s.stimulus_id: s for s in stimuli}
+        pending = [by_id[s] for s in stimulus_ids]
+        probe = [s for s in stimuli if s.split == "probe_train"]
+        sink = _Collector()
+        hits = reqs = 0
+        if getattr(self.model, "family", "encoder") == "encoder":
+            er = _EncoderRunner(task, self.model, sink, self.seed, self.run_id, self.bs, lambda k: None)
+            er.extra_meta = extra_meta
+            er.run(pending, probe)
+        else:
+            if getattr(task, "is_vsi", False):
+                from ..vsi_runner import run_vsi_task as run_vlm_task
+            else:
+                from ..vlm_runner import run_vlm_task
+            _, hits, reqs = run_vlm_task(task, self.model, sink, pending, self.seed, self.run_id, self.bs,
+                                         self.out, lambda k: None, cache_mode=self.cache_mode, extra_meta=extra_meta)
+            if getattr(task, "is_vsi", False):
+                from ..vsi_features import cache_task_features
+
+                cache_task_features(task, getattr(self.model, "inner", self.model), self.out / "features", self.seed)
+        return sink.lines, hits, reqs
+
+
+def _chunks(xs: list, n: int):
+    for i in range(0, len(xs), n):
+        yield xs[i:i + n]
+
+
+def run_plan(plan: list, *, store, seed: int, run_id: str, batch_size: int, out: Path, cache_mode: str,
+             extra_meta: Callable[[], dict], gate: Callable[[str, object], None],
+             advance: Callable[[int, int], None] | None = None, address: str | None = None,
+             gpus_per_model: float = 0, workers: int | None = None, chunk_size: int | None = None,
+             max_retries: int = 3) -> dict:
+    """Run the local runner's ``plan`` (tuples ``(task, stimuli, model_arg, name, pending)``)
+    on Ray and append every returned record to ``store`` from this (driver) process.
+
+    ``address``: a running cluster (``ray.init(address=...)``); None joins the cluster this
+    process already initialised, else starts a local one.  ``workers``: actors per model
+    (default: the cluster's CPU count, or its GPU count / ``gpus_per_model``).  ``gate(name,
+    model_info)`` is called once per model before its shards run (the resume checks).
+    ``chunk_size``: test stimuli per shard; None: all of a (task, model)'s pending stimuli in
+    one shard, which gives records identical to a local run.  Smaller shards embed images in
+    other batches than a local run (the odd-one-out readout's component cache starts empty
+    per shard), which can move float rounding in ``raw_output``'s 6th decimal; responses
+    are the same.  ``advance(plan_index, n)`` reports progress.  Returns ``{(task_id, name): (written, hits,
+    requests)}``.  Raises ImportError without the ``ray`` extra, and whatever a shard raised
+    once its retries are spent (``ray.exceptions.RayTaskError`` / ``ActorDiedError``)."""
+    try:
+        import ray
+    except ImportError:
+        raise ImportError('--executor ray needs Ray: pip install "perceptbench[ray]"') from None
+    from ..records import parse_record_line
+
+    if not ray.is_initialized():
+        ray.init(address=address, include_dashboard=False, log_to_driver=False)
+    res = ray.cluster_resources()
+    if workers is None:
+        workers = int(res.get("GPU", 0) // gpus_per_model) if gpus_per_model else int(res.get("CPU", 1))
+    workers = max(1, workers)
+    Actor = ray.remote(ShardWorker).options(num_cpus=1, num_gpus=gpus_per_model or 0,
+                                            max_restarts=max_retries, max_task_retries=max_retries)
+    result: dict = {}
+    by_model: dict[str, list[int]] = {}
+    for i, (_, _, arg, _, _) in enumerate(plan):
+        by_model.setdefault(arg, []).append(i)
+    for arg, idxs in by_model.items():
+        name = plan[idxs[0]][3]
+        shards = [(i, plan[i][0].task_id, [s.stimulus_id for s in chunk])
+                  for i in idxs for chunk in _chunks(plan[i][4], chunk_size or max(1, len(plan[i][4])))]
+        pool = [Actor.remote(arg, seed, run_id, batch_size, str(out), cache_mode)
+                for _ in range(min(workers, max(1, len(shards))))]
+        gate(name, types.SimpleNamespace(**ray.get(pool[0].model_info.remote())))
+        meta = extra_meta()
+        for i in idxs:
+            result[(plan[i][0].task_id, name)] = [0, 0, 0]
+        todo = list(shards)
+        running: dict = {}
+        free = list(pool)
+        try:
+            while todo or running:
+                while todo and free:  # one shard in flight per actor: a dead worker loses one shard
+                    i, tid, ids = todo.pop(0)
+                    a = free.pop(0)
+                    running[a.run_shard.remote(tid, ids, meta)] = (a, i, tid, len(ids))
+                ready, _ = ray.wait(list(running), num_returns=1)
+                a, i, tid, k = running.pop(ready[0])
+                lines, hits, reqs = ray.get(ready[0])
+                recs = [parse_record_line(ln, f"ray shard {tid}|{name}") for ln in lines]
+                acc = result[(tid, name)]
+                acc[0] += store.append(recs)
+                acc[1] += hits
+                acc[2] += reqs
+                free.append(a)
+                if advance is not None:
+                    advance(i, k)
+        finally:
+            for a in pool:
+                ray.kill(a)
+    return {k: tuple(v) for k, v in result.items()}
