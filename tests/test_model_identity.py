@@ -317,3 +317,21 @@ def test_hub_id_identity_is_the_resolved_commit_offline(tmp_path):
     version, identity, by_name = json.loads(p.stdout.strip().splitlines()[-1])
     assert version == f"acme/tiny-vlm@{sha}" and not by_name
     assert identity == {"kind": "hub", "revision": "main", "commit": sha, "resolved_by": "local-cache"}
+
+
+def test_hf_encoder_version_covers_processor_settings(tmp_path):
+    """An image-text encoder in a local directory: editing its image processor's normalisation
+    gives a new model_version (before: the hash covered the weight files only)."""
+    import json
+
+    from perceptbench.models.encoders_hf import local_dir_version
+    from perceptbench.testing.tiny_encoders import build_tiny_clip
+
+    d = build_tiny_clip(tmp_path / "clip")
+    before = local_dir_version(d)
+    cfg = next(p for p in d.iterdir() if p.name in ("preprocessor_config.json", "processor_config.json"))
+    data = json.loads(cfg.read_text())
+    data["image_mean"] = [0.5, 0.5, 0.5]
+    cfg.write_text(json.dumps(data))
+    after = local_dir_version(d)
+    assert before.rsplit(":", 1)[0] == after.rsplit(":", 1)[0] and before != after

@@ -186,15 +186,21 @@ def embed_batched(images: Sequence[Image.Image], batch_size: int, dim, forward) 
 
 
 def local_dir_version(path: Path) -> str:
-    """``local:<abs path>:<first 16 hex of sha256 over the weight files>`` for a model directory.
+    """``local:<abs path>:<first 16 hex of sha256>`` for a model directory, the hash taken over
+    the weight files *and* every processor, tokenizer and config file
+    (:func:`perceptbench.models.identity.local_model_sha256`, ``"all"``): editing e.g. the image
+    processor's resize or normalisation gives a new version (issue 7 item 2).
 
     Raises ModelLoadError if the directory holds no weight file.
     """
+    from .identity import local_model_sha256
+
     path = Path(path).resolve()
-    files = [p for p in path.rglob("*") if p.is_file() and p.name.endswith(WEIGHT_SUFFIXES)]
-    if not files:
-        raise ModelLoadError(f"no weight files ({', '.join(WEIGHT_SUFFIXES)}) in local model directory {path}")
-    return f"local:{path}:{sha256_of_files(files, root=path)[:16]}"
+    try:
+        digest = local_model_sha256(path)["all"]
+    except FileNotFoundError:
+        raise ModelLoadError(f"no weight files ({', '.join(WEIGHT_SUFFIXES)}) in local model directory {path}") from None
+    return f"local:{path}:{digest[:16]}"
 
 
 @contextlib.contextmanager
