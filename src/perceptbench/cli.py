@@ -525,7 +525,8 @@ def tasks() -> None:
 
     rows = []
     for cls in list_tasks():
-        settings = ", ".join(f"{k}={v} ({'|'.join(cls.allowed.get(k, ['any']))})" for k, v in cls.defaults.items())
+        specs = {k: cls.setting_spec(cls, k) for k in cls.defaults}  # class-level specs, no instance needed
+        settings = ", ".join(f"{k}={v} ({specs[k].describe() if specs[k] else 'any'})" for k, v in cls.defaults.items())
         rows.append((cls.base_id, f"{cls.principle}/{cls.track}", cls.response_space, cls.encoder_readout,
                      settings or "-", cls().human_ref_id, "yes" if cls.base_id in DEFAULT_BATTERY else "",
                      cls.description))
