@@ -123,6 +123,11 @@ def test_binary_count_path_of_pairwise_kappa_equals_the_generic_kappa_bit_for_bi
             warnings.simplefilter("ignore", RuntimeWarning)
             ref_pm = np.nanmean(ec.kappa(mm[None], o, v[None]), axis=0)
         assert np.array_equal(ec.kappa_pairwise_mean(mm, o, v), ref_pm, equal_nan=True)
+    # the count-matrix form the scorer bootstraps with, on the draws and on the identity
+    for v in (valid, np.zeros(50, bool), None):
+        for i in (idx, np.arange(50)[None]):
+            ref = ec.kappa_pairwise_mean(m[i], obs[:, i], None if v is None else v[i])
+            assert np.array_equal(ec.kappa_pairwise_mean_resampled(m, obs, v, i), ref, equal_nan=True)
     assert np.isnan(ec.pairwise_ceiling(obs)).sum() > 0
     # non-binary input (panel accuracy) still goes through kappa()
     p = obs.mean(0)

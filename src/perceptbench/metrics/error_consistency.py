@@ -14,6 +14,7 @@ returned as NaN, never 1.0, and the caller reports the reason.
 from __future__ import annotations
 
 import itertools
+import warnings
 
 import numpy as np
 
@@ -87,6 +88,36 @@ def kappa_pairwise_mean(m: np.ndarray, observers: np.ndarray, valid: np.ndarray 
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
             return np.nanmean(k, axis=0)
+
+
+def kappa_pairwise_mean_resampled(m: np.ndarray, observers: np.ndarray, valid: np.ndarray | None,
+                                  idx: np.ndarray) -> np.ndarray:
+    """``kappa_pairwise_mean(m[idx], observers[:, idx], valid[idx])`` without gathering the
+    (J, d, n) resampled observers: each draw is a count vector c_d (how often draw d picked
+    each stimulus, shape (d, n)), and every sum in kappa is a matrix product of the counts
+    with the 0/1 columns.  ``m`` (n,), ``observers`` (J, n), ``valid`` (n,) bool or None,
+    ``idx`` int (d, n) -> float64 (d,).  The sums are integers, exact in float64, so the
+    values equal the gathering form bit for bit (tests/test_metrics.py); non-0/1 input falls
+    back to that form.  Seed 000 Eq. 2 and D.5 (kappa recomputed whole on each draw)."""
+    m = np.asarray(m, dtype=float)
+    observers = np.asarray(observers, dtype=float)
+    idx = np.asarray(idx)
+    if not (_binary(m) and _binary(observers)):
+        return kappa_pairwise_mean(m[idx], observers[:, idx], None if valid is None else np.asarray(valid)[idx])
+    d, n = idx.shape[0], m.shape[-1]
+    counts = np.bincount((idx + n * np.arange(d)[:, None]).ravel(), minlength=d * n).reshape(d, n)
+    counts = counts.astype(float)
+    v = np.ones(n) if valid is None else np.asarray(valid, bool).astype(float)
+    mv = m * v
+    # einsum, not BLAS matmul: at these sizes BLAS's threading costs more than the product
+    n_v = np.einsum("dn,n->d", counts, v)
+    s_m = np.einsum("dn,n->d", counts, mv)
+    s_h = np.einsum("dn,jn->jd", counts, observers * v)  # (J, d)
+    s_mh = np.einsum("dn,jn->jd", counts, observers * mv)
+    k = np.ascontiguousarray(_kappa_from_counts(n_v[None], s_m[None], s_h, s_mh))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return np.nanmean(k, axis=0)
 
 
 def pairwise_ceiling(observers: np.ndarray) -> np.ndarray:

@@ -16,7 +16,7 @@ from ..metrics.agreement import agreement_b, masked_mean, null_bracket, position
 from ..metrics.bootstrap import N_BOOT_B, N_BOOT_KAPPA, bootstrap, resample_indices
 from ..metrics.capacity import HUMAN_BAND, accuracy_by_k, capacity_k
 from ..metrics.error_consistency import (
-    UNDEFINED_REASON, kappa, kappa_pairwise_mean, leave_one_out_ceiling, pairwise_ceiling)
+    UNDEFINED_REASON, kappa, kappa_pairwise_mean_resampled, leave_one_out_ceiling, pairwise_ceiling)
 from ..records import TrialRecord
 from ..seeding import rng_for, text_hash
 from ..sources import get_source, resolve
@@ -320,7 +320,7 @@ class SilhouetteTask(Task):
             return rows
         ka = bootstrap(lambda i: kappa(correct[i], panel_p[i], valid[i]), n,
                        n_draws=N_BOOT_KAPPA, seed=seed)
-        kp = bootstrap(lambda i: kappa_pairwise_mean(correct[i], observers[:, i], valid[i]), n,
+        kp = bootstrap(lambda i: kappa_pairwise_mean_resampled(correct, observers, valid, i), n,
                        n_draws=N_BOOT_KAPPA, seed=seed)
         rows += [ScoreRow.from_boot(tid, model, "kappa_aggregate", ka, n_valid, n_null, _kappa_note(ka.estimate)),
                  ScoreRow.from_boot(tid, model, "kappa_pairwise", kp, n_valid, n_null, _kappa_note(kp.estimate))]
