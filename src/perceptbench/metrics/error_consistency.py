@@ -109,11 +109,11 @@ def kappa_pairwise_mean_resampled(m: np.ndarray, observers: np.ndarray, valid: n
     counts = counts.astype(float)
     v = np.ones(n) if valid is None else np.asarray(valid, bool).astype(float)
     mv = m * v
-    # einsum, not BLAS matmul: at these sizes BLAS's threading costs more than the product
-    n_v = np.einsum("dn,n->d", counts, v)
-    s_m = np.einsum("dn,n->d", counts, mv)
-    s_h = np.einsum("dn,jn->jd", counts, observers * v)  # (J, d)
-    s_mh = np.einsum("dn,jn->jd", counts, observers * mv)
+    # one einsum over the stacked 0/1 columns (not BLAS matmul: at these sizes BLAS's
+    # threading costs more than the product); rows: n_v, s_m, s_h (J), s_mh (J)
+    J = observers.shape[0]
+    sums = np.einsum("dn,kn->kd", counts, np.vstack([v, mv, observers * v, observers * mv]))
+    n_v, s_m, s_h, s_mh = sums[0], sums[1], sums[2:2 + J], sums[2 + J:]
     k = np.ascontiguousarray(_kappa_from_counts(n_v[None], s_m[None], s_h, s_mh))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
