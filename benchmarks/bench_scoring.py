@@ -8,25 +8,28 @@ records until a file holds about N records; each size is scored in a fresh subpr
 ``perceptbench.scoring.score_file`` (the `perceptbench score` path) and its wall time and peak
 RSS (``ru_maxrss`` of the child) printed.  ``--models45``: the battery x 45 models, timed after
 imports.  Last, the vectorised bootstrap (one ``(n_draws, n)`` index matrix) against a per-draw
-Python loop on the same statistic (agreement B of one model, 1000 draws, n = 120 stimuli).
+Python loop calling the same statistic on one row of that matrix, for two statistics: kappa_pairwise
+(one model vs 10 observers, n = 120 stimuli, 2000 draws) and agreement B (n = 120, 1000 draws).
 Prints one JSON object.  Targets: 10^6 records under 1 GiB and 60 s; 45 models under 2 s; the
 bootstrap ratio >= 50x.
 
-Measured 2026-11-29 on the shared 2-core build machine, default run of the battery on the default
-encoder as the base.  Quiet moment (load ~3), same conditions for old and new:
-  45 models (13,000 records): 5.9 s scoring after imports, 798 MiB peak RSS
-    (code before issue 12: 9.1 s, 743 MiB) -- target 2 s NOT met.
-  99,880 records (106 MiB JSONL): 33.4 s, 1058 MiB peak RSS (before: 76.5 s, 1413 MiB)
-    -- 2.3x faster, 25% less memory, but still above 1 GiB.
-  10^6 records: not run; extrapolated ~330 s and several GiB (one task's records are held as
-    pydantic objects at a time) -- targets (60 s, 1 GiB) NOT met.
-  Bootstrap, B of one model, n=120, 1000 draws: vectorised 0.69 ms vs per-draw loop 6.6 ms
-    (9.6x; 11x and 1.5x in two busy-machine runs) -- target 50x NOT met: one numpy call on a
-    120-stimulus draw costs a few us, so a loop over 1000 draws is cheap at this n.
-Busy moment (load ~10): 45 models 32 s, 10^5 records 226 s (wall times vary by 5x with load).
-Where time goes now: per-model bootstraps (kappa_pairwise over 10 observers x 2000 draws,
-kappa_aggregate, accuracy by k) run once per model; stacking models into one (models, draws,
-stimuli) array per task (the draws are shared) is the next step and is not done.
+Measured 2026-11-29 on the shared 2-core build machine (load ~1.5), base run = the default run of
+the battery on the default encoder (tests/fixtures/scale/default_multi.jsonl.gz, first 2440 lines):
+  45 models (13,000 records): 1.51 s scoring after imports (1.44-1.51 s over three runs),
+    332 MiB peak RSS -- target 2 s met.  Before the count-path kappa (same machine, same file):
+    5.9 s, 798 MiB; code before issue 12: 9.1 s, 743 MiB.
+  99,880 records (106 MiB JSONL): 10.9 s, 928 MiB peak RSS (before: 33.4 s, 1058 MiB; code
+    before issue 12: 76.5 s, 1413 MiB).
+  10^6 records: not run in this round (see the README's Scale section).
+  Bootstrap ratio, vectorised vs per-draw loop on the same statistic and the same draws:
+    kappa_pairwise 3.2-5.5 ms vs 102-112 ms per 2000 draws, 19-32x over five runs (29x in the
+    run above); B 0.4 ms vs 7 ms, 15-18x.  Target 50x NOT met: a per-draw call of either
+    statistic costs ~50 us (B: ~7 us) of numpy call overhead, and the vectorised kappa_pairwise
+    is bounded by building the (2000, 120) resample count matrix (offsets, bincount, cast: ~3
+    passes over 240k elements, ~1 ms each on this machine).
+Where time goes now (cProfile, 45 models): reading records (pydantic model_construct, the pyarrow
+index) ~0.7 s; per-model bootstraps ~0.75 s.  Stacking models into one (models, draws) array per
+task is not done; it would cut only the second part.
 """
 
 from __future__ import annotations
