@@ -8,25 +8,28 @@ records until a file holds about N records; each size is scored in a fresh subpr
 ``perceptbench.scoring.score_file`` (the `perceptbench score` path) and its wall time and peak
 RSS (``ru_maxrss`` of the child) printed.  ``--models45``: the battery x 45 models, timed after
 imports.  Last, the vectorised bootstrap (one ``(n_draws, n)`` index matrix) against a per-draw
-Python loop on the same statistic (agreement B of one model, 1000 draws, n = 120 stimuli).
+Python loop calling the same statistic on one row of that matrix, for two statistics: kappa_pairwise
+(one model vs 10 observers, n = 120 stimuli, 2000 draws) and agreement B (n = 120, 1000 draws).
 Prints one JSON object.  Targets: 10^6 records under 1 GiB and 60 s; 45 models under 2 s; the
 bootstrap ratio >= 50x.
 
-Measured 2026-11-29 on the shared 2-core build machine, default run of the battery on the default
-encoder as the base.  Quiet moment (load ~3), same conditions for old and new:
-  45 models (13,000 records): 5.9 s scoring after imports, 798 MiB peak RSS
-    (code before issue 12: 9.1 s, 743 MiB) -- target 2 s NOT met.
-  99,880 records (106 MiB JSONL): 33.4 s, 1058 MiB peak RSS (before: 76.5 s, 1413 MiB)
-    -- 2.3x faster, 25% less memory, but still above 1 GiB.
-  10^6 records: not run; extrapolated ~330 s and several GiB (one task's records are held as
-    pydantic objects at a time) -- targets (60 s, 1 GiB) NOT met.
-  Bootstrap, B of one model, n=120, 1000 draws: vectorised 0.69 ms vs per-draw loop 6.6 ms
-    (9.6x; 11x and 1.5x in two busy-machine runs) -- target 50x NOT met: one numpy call on a
-    120-stimulus draw costs a few us, so a loop over 1000 draws is cheap at this n.
-Busy moment (load ~10): 45 models 32 s, 10^5 records 226 s (wall times vary by 5x with load).
-Where time goes now: per-model bootstraps (kappa_pairwise over 10 observers x 2000 draws,
-kappa_aggregate, accuracy by k) run once per model; stacking models into one (models, draws,
-stimuli) array per task (the draws are shared) is the next step and is not done.
+Measured 2026-11-29 on the shared 2-core build machine (load ~1.5), base run = the default run of
+the battery on the default encoder (tests/fixtures/scale/default_multi.jsonl.gz, first 2440 lines):
+  45 models (13,000 records): 1.51 s scoring after imports (1.44-1.51 s over three runs),
+    332 MiB peak RSS -- target 2 s met.  Before the count-path kappa (same machine, same file):
+    5.9 s, 798 MiB; code before issue 12: 9.1 s, 743 MiB.
+  99,880 records (106 MiB JSONL): 10.9 s, 928 MiB peak RSS (before: 33.4 s, 1058 MiB; code
+    before issue 12: 76.5 s, 1413 MiB).
+  10^6 records: not run in this round (see the README's Scale section).
+  Bootstrap ratio, vectorised vs per-draw loop on the same statistic and the same draws:
+    kappa_pairwise 3.2-5.5 ms vs 102-112 ms per 2000 draws, 19-32x over five runs (29x in the
+    run above); B 0.4 ms vs 7 ms, 15-18x.  Target 50x NOT met: a per-draw call of either
+    statistic costs ~50 us (B: ~7 us) of numpy call overhead, and the vectorised kappa_pairwise
+    is bounded by building the (2000, 120) resample count matrix (offsets, bincount, cast: ~3
+    passes over 240k elements, ~1 ms each on this machine).
+Where time goes now (cProfile, 45 models): reading records (pydantic model_construct, the pyarrow
+index) ~0.7 s; per-model bootstraps ~0.75 s.  Stacking models into one (models, draws) array per
+task is not done; it would cut only the second part.
 """
 
 from __future__ import annotations
@@ -88,26 +91,40 @@ def score_child(records: Path) -> dict:
             "peak_rss_mib": round(float(rss)), "score_rows": int(n_rows)}
 
 
-def bootstrap_ratio(n: int = 120, n_draws: int = 1000, seed: int = 0) -> dict:
-    from perceptbench.metrics.agreement import agreement_b
+def _ratio(stat, n: int, n_draws: int, seed: int, reps: int) -> dict:
+    """Vectorised :func:`bootstrap` of ``stat`` vs a per-draw Python loop calling ``stat`` on one
+    row of the same index matrix; the two intervals are checked equal to 1e-12."""
     from perceptbench.metrics.bootstrap import bootstrap, resample_indices
 
-    rng = np.random.default_rng(0)
-    match = rng.random(n) < 0.7
-    valid = rng.random(n) < 0.95
-    stat = lambda i: agreement_b(match[i], valid[i])  # noqa: E731
     t = time.perf_counter()
-    for _ in range(20):
+    for _ in range(reps):
         vec = bootstrap(stat, n, n_draws=n_draws, seed=seed)
-    t_vec = (time.perf_counter() - t) / 20
+    t_vec = (time.perf_counter() - t) / reps
     idx = resample_indices(n, n_draws, seed)
     t = time.perf_counter()
     loop = np.array([float(stat(idx[d][None, :])[0]) for d in range(n_draws)])
     low, high = np.percentile(loop[np.isfinite(loop)], [2.5, 97.5])
     t_loop = time.perf_counter() - t
     assert abs(low - vec.low) < 1e-12 and abs(high - vec.high) < 1e-12, (low, high, vec)
-    return {"vectorised_ms": round(1e3 * t_vec, 3), "per_draw_loop_ms": round(1e3 * t_loop, 1),
-            "ratio": round(t_loop / t_vec, 1)}
+    return {"n": n, "draws": n_draws, "vectorised_ms": round(1e3 * t_vec, 3),
+            "per_draw_loop_ms": round(1e3 * t_loop, 1), "ratio": round(t_loop / t_vec, 1)}
+
+
+def bootstrap_ratio(seed: int = 0) -> dict:
+    """Two statistics: kappa_pairwise (one model vs 10 observers, n = 120 stimuli, 2000 draws,
+    the silhouette row the scorer bootstraps per model) and agreement B (n = 120, 1000 draws)."""
+    from perceptbench.metrics.agreement import agreement_b
+    from perceptbench.metrics.error_consistency import kappa_pairwise_mean_resampled
+
+    rng = np.random.default_rng(0)
+    n = 120
+    observers = (rng.random((10, n)) < 0.75).astype(float)
+    correct = (rng.random(n) < 0.7).astype(float)
+    valid = rng.random(n) < 0.95
+    match = rng.random(n) < 0.7
+    kp = lambda i: kappa_pairwise_mean_resampled(correct, observers, valid, i)  # noqa: E731
+    b = lambda i: agreement_b(match[i], valid[i])  # noqa: E731
+    return {"kappa_pairwise": _ratio(kp, n, 2000, seed, 5), "B": _ratio(b, n, 1000, seed, 20)}
 
 
 def main() -> None:

@@ -98,3 +98,37 @@ def test_capacity():
     # baseline mean a(k<=4) = 5/6; threshold 5/12; first k below: 7
     assert capacity_k(a, levels) == 7
     assert np.isnan(capacity_k(np.ones(7), levels))
+
+
+def test_binary_count_path_of_pairwise_kappa_equals_the_generic_kappa_bit_for_bit():
+    """Issue 12: 0/1 inputs take a count path in kappa_pairwise_mean and pairwise_ceiling;
+    it must give kappa()'s float64 values exactly (undefined pairs, all-null draws included)."""
+    import itertools
+    import warnings
+
+    from perceptbench.metrics import error_consistency as ec
+
+    rng = np.random.default_rng(7)
+    obs = (rng.random((6, 50)) < 0.7).astype(float)
+    obs[2] = obs[3] = 1.0  # two observers always right: their pair kappa is undefined
+    m = (rng.random(50) < 0.6).astype(float)
+    valid = rng.random(50) < 0.85
+    idx = rng.integers(0, 50, (300, 50))
+    idx[0] = 0  # a draw of one repeated stimulus
+    pairs = list(itertools.combinations(range(6), 2))
+    for o, mm, v in ((obs, m, valid), (obs[:, idx], m[idx], valid[idx]), (obs, m, np.zeros(50, bool))):
+        ref_pw = ec.kappa(o[[i for i, _ in pairs]], o[[j for _, j in pairs]])
+        assert np.array_equal(ec.pairwise_ceiling(o), ref_pw, equal_nan=True)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            ref_pm = np.nanmean(ec.kappa(mm[None], o, v[None]), axis=0)
+        assert np.array_equal(ec.kappa_pairwise_mean(mm, o, v), ref_pm, equal_nan=True)
+    # the count-matrix form the scorer bootstraps with, on the draws and on the identity
+    for v in (valid, np.zeros(50, bool), None):
+        for i in (idx, np.arange(50)[None]):
+            ref = ec.kappa_pairwise_mean(m[i], obs[:, i], None if v is None else v[i])
+            assert np.array_equal(ec.kappa_pairwise_mean_resampled(m, obs, v, i), ref, equal_nan=True)
+    assert np.isnan(ec.pairwise_ceiling(obs)).sum() > 0
+    # non-binary input (panel accuracy) still goes through kappa()
+    p = obs.mean(0)
+    assert np.array_equal(ec.kappa_pairwise_mean(m, p[None], valid), ec.kappa(m, p, valid), equal_nan=True)

@@ -14,6 +14,7 @@ returned as NaN, never 1.0, and the caller reports the reason.
 from __future__ import annotations
 
 import itertools
+import warnings
 
 import numpy as np
 
@@ -43,12 +44,45 @@ def kappa(m: np.ndarray, h: np.ndarray, valid: np.ndarray | None = None) -> np.n
     return np.where(np.isclose(c_exp, 1.0, rtol=0, atol=1e-12), np.nan, out)
 
 
+def _binary(x: np.ndarray) -> bool:
+    return bool(((x == 0) | (x == 1)).all())
+
+
+def _kappa_from_counts(n_v, s_a, s_b, s_ab) -> np.ndarray:
+    """kappa from integer-valued counts over the valid trials (float64 arrays of one shape):
+    n_v valid trials, s_a / s_b ones on each side, s_ab trials where both are 1.  For 0/1
+    inputs every sum in :func:`kappa` is an integer (exact in float64), so this gives the
+    same float64 values as :func:`kappa` bit for bit (same divisions, same c_exp formula)."""
+    agree = n_v - s_a - s_b + 2.0 * s_ab  # sum of m h + (1-m)(1-h)
+    den = np.maximum(n_v, 1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        c_obs = np.where(n_v > 0, agree / den, np.nan)
+        p_m = np.where(n_v > 0, s_a / den, np.nan)
+        p_h = np.where(n_v > 0, s_b / den, np.nan)
+        c_exp = p_m * p_h + (1 - p_m) * (1 - p_h)
+        out = (c_obs - c_exp) / (1 - c_exp)
+    return np.where(np.isclose(c_exp, 1.0, rtol=0, atol=1e-12), np.nan, out)
+
+
 def kappa_pairwise_mean(m: np.ndarray, observers: np.ndarray, valid: np.ndarray | None = None) -> np.ndarray:
     """Mean over observers of kappa(m, c_j) (Geirhos et al.'s pairwise form).
 
     ``m``: (..., n); ``observers``: (J, ..., n) 0/1.  Returns (...,); observers whose kappa
-    is undefined are left out of the mean (NaN if all are)."""
-    k = kappa(m[None], observers, None if valid is None else valid[None])
+    is undefined are left out of the mean (NaN if all are).  0/1 inputs take a count path
+    (one matrix product per side, no (J, ..., n) temporaries) equal to :func:`kappa` to
+    the last bit (issue 12); other inputs go through :func:`kappa`."""
+    m = np.asarray(m, dtype=float)
+    observers = np.asarray(observers, dtype=float)
+    if observers.shape[1:] == m.shape and _binary(m) and _binary(observers):
+        v = np.ones(m.shape) if valid is None else np.broadcast_to(np.asarray(valid, bool), m.shape).astype(float)
+        mv = m * v
+        n_v = v.sum(-1)
+        s_m = mv.sum(-1)
+        s_h = np.einsum("j...n,...n->j...", observers, v)
+        s_mh = np.einsum("j...n,...n->j...", observers, mv)
+        k = np.ascontiguousarray(_kappa_from_counts(n_v[None], s_m[None], s_h, s_mh))
+    else:
+        k = kappa(m[None], observers, None if valid is None else valid[None])
     with np.errstate(invalid="ignore"):
         import warnings
         with warnings.catch_warnings():
@@ -56,10 +90,51 @@ def kappa_pairwise_mean(m: np.ndarray, observers: np.ndarray, valid: np.ndarray 
             return np.nanmean(k, axis=0)
 
 
+def kappa_pairwise_mean_resampled(m: np.ndarray, observers: np.ndarray, valid: np.ndarray | None,
+                                  idx: np.ndarray) -> np.ndarray:
+    """``kappa_pairwise_mean(m[idx], observers[:, idx], valid[idx])`` without gathering the
+    (J, d, n) resampled observers: each draw is a count vector c_d (how often draw d picked
+    each stimulus, shape (d, n)), and every sum in kappa is a matrix product of the counts
+    with the 0/1 columns.  ``m`` (n,), ``observers`` (J, n), ``valid`` (n,) bool or None,
+    ``idx`` int (d, n) -> float64 (d,).  The sums are integers, exact in float64, so the
+    values equal the gathering form bit for bit (tests/test_metrics.py); non-0/1 input falls
+    back to that form.  Seed 000 Eq. 2 and D.5 (kappa recomputed whole on each draw)."""
+    m = np.asarray(m, dtype=float)
+    observers = np.asarray(observers, dtype=float)
+    idx = np.asarray(idx)
+    if not (_binary(m) and _binary(observers)):
+        return kappa_pairwise_mean(m[idx], observers[:, idx], None if valid is None else np.asarray(valid)[idx])
+    d, n = idx.shape[0], m.shape[-1]
+    counts = np.bincount((idx + n * np.arange(d)[:, None]).ravel(), minlength=d * n).reshape(d, n)
+    counts = counts.astype(float)
+    v = np.ones(n) if valid is None else np.asarray(valid, bool).astype(float)
+    mv = m * v
+    # one einsum over the stacked 0/1 columns (not BLAS matmul: at these sizes BLAS's
+    # threading costs more than the product); rows: n_v, s_m, s_h (J), s_mh (J)
+    J = observers.shape[0]
+    sums = np.einsum("dn,kn->kd", counts, np.vstack([v, mv, observers * v, observers * mv]))
+    n_v, s_m, s_h, s_mh = sums[0], sums[1], sums[2:2 + J], sums[2 + J:]
+    k = np.ascontiguousarray(_kappa_from_counts(n_v[None], s_m[None], s_h, s_mh))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return np.nanmean(k, axis=0)
+
+
 def pairwise_ceiling(observers: np.ndarray) -> np.ndarray:
     """kappa for every observer pair: observers (J, ..., n) 0/1 -> (J(J-1)/2, ...)
-    in itertools.combinations order (45 pairs for the 10 silhouette observers)."""
+    in itertools.combinations order (45 pairs for the 10 silhouette observers).  0/1
+    observers take a count path (one Gram matrix per draw) equal to :func:`kappa` to the
+    last bit (issue 12)."""
     pairs = list(itertools.combinations(range(observers.shape[0]), 2))
+    observers = np.asarray(observers, dtype=float)
+    if pairs and _binary(observers):
+        ii = np.array([i for i, _ in pairs])
+        jj = np.array([j for _, j in pairs])
+        s = observers.sum(-1)  # (J, ...)
+        gram = np.einsum("i...n,j...n->...ij", observers, observers)  # (..., J, J)
+        s_ab = np.moveaxis(gram[..., ii, jj], -1, 0)  # (P, ...)
+        n_v = np.full(s_ab.shape, float(observers.shape[-1]))
+        return np.ascontiguousarray(_kappa_from_counts(n_v, s[ii], s[jj], s_ab))
     a = observers[[i for i, _ in pairs]]
     b = observers[[j for _, j in pairs]]
     return kappa(a, b)

@@ -16,7 +16,7 @@ from ..metrics.agreement import agreement_b, masked_mean, null_bracket, position
 from ..metrics.bootstrap import N_BOOT_B, N_BOOT_KAPPA, bootstrap, resample_indices
 from ..metrics.capacity import HUMAN_BAND, accuracy_by_k, capacity_k
 from ..metrics.error_consistency import (
-    UNDEFINED_REASON, kappa, kappa_pairwise_mean, leave_one_out_ceiling, pairwise_ceiling)
+    UNDEFINED_REASON, kappa, kappa_pairwise_mean_resampled, leave_one_out_ceiling, pairwise_ceiling)
 from ..records import TrialRecord
 from ..seeding import rng_for, text_hash
 from ..sources import get_source, resolve
@@ -320,7 +320,7 @@ class SilhouetteTask(Task):
             return rows
         ka = bootstrap(lambda i: kappa(correct[i], panel_p[i], valid[i]), n,
                        n_draws=N_BOOT_KAPPA, seed=seed)
-        kp = bootstrap(lambda i: kappa_pairwise_mean(correct[i], observers[:, i], valid[i]), n,
+        kp = bootstrap(lambda i: kappa_pairwise_mean_resampled(correct, observers, valid, i), n,
                        n_draws=N_BOOT_KAPPA, seed=seed)
         rows += [ScoreRow.from_boot(tid, model, "kappa_aggregate", ka, n_valid, n_null, _kappa_note(ka.estimate)),
                  ScoreRow.from_boot(tid, model, "kappa_pairwise", kp, n_valid, n_null, _kappa_note(kp.estimate))]
@@ -636,16 +636,20 @@ class SeriesCountTask(Task):
             rows.append(ScoreRow.from_boot(tid, m, "mean_abs_error", bootstrap(
                 lambda i: masked_mean(err[i], valid[i]), n, n_draws=N_BOOT_B, seed=seed, strata=k),
                 int(valid.sum()), n_null, "|response - k| over parseable answers; bootstrap stratified by k"))
-            ak = bootstrap  # alias for brevity
+            idx = resample_indices(n, N_BOOT_B, seed, k)  # the draws every row below bootstraps on
+            a_draws = accuracy_by_k(correct[idx], valid[idx], k[idx], levels)  # (draws, L), computed once
+
+            def a_of(i):
+                """a(k) on index matrix ``i``: the shared draws' a(k) when ``i`` is them (issue 12)."""
+                return a_draws if i is idx else accuracy_by_k(correct[i], valid[i], k[i], levels)
+
             for j, lev in enumerate(levels):
                 if not (k == lev).any():
                     continue
-                b = ak(lambda i, j=j: accuracy_by_k(correct[i], valid[i], k[i], levels)[:, j], n,
-                       n_draws=N_BOOT_B, seed=seed, strata=k)
+                b = bootstrap(lambda i, j=j: a_of(i)[:, j], n, n_draws=N_BOOT_B, seed=seed, strata=k)
                 rows.append(ScoreRow.from_boot(tid, m, f"a_k[{lev}]", b, int(((k == lev) & valid).sum()),
                                                int((~valid[k == lev]).sum())))
-            cap = bootstrap(lambda i: capacity_k(accuracy_by_k(correct[i], valid[i], k[i], levels), levels),
-                            n, n_draws=N_BOOT_B, seed=seed, strata=k)
+            cap = bootstrap(lambda i: capacity_k(a_of(i), levels), n, n_draws=N_BOOT_B, seed=seed, strata=k)
             note = ("" if np.isfinite(cap.estimate) else
                     "a(k) never fell below half of mean a(k<=4) within k=2..16, or baseline is 0")
             rows.append(ScoreRow.from_boot(tid, m, "capacity_k", cap, n, n_null,
@@ -655,8 +659,7 @@ class SeriesCountTask(Task):
             rows.append(ScoreRow(tid, m, "replicates", rep, None, None, n, n_null,
                                  f"1 if the capacity_k point estimate lies in the human band "
                                  f"{HUMAN_BAND[0]}-{HUMAN_BAND[1]}; read with capacity_in_band_prob"))
-            idx = resample_indices(n, N_BOOT_B, seed, k)  # the same draws as capacity_k's interval
-            draws = capacity_k(accuracy_by_k(correct[idx], valid[idx], k[idx], levels), levels)
+            draws = capacity_k(a_draws, levels)  # the same draws as capacity_k's interval
             in_band = np.isfinite(draws) & (draws >= HUMAN_BAND[0]) & (draws <= HUMAN_BAND[1])
             rows.append(ScoreRow(tid, m, "capacity_in_band_prob", float(in_band.mean()), None, None, n, n_null,
                                  "fraction of the capacity_k bootstrap draws (stratified by k) inside the human "
