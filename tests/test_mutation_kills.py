@@ -112,6 +112,8 @@ def test_resample_indices_strata_stay_within_stratum(first):
     # stratum 0 = {0,1,2}, stratum 1 = {3,4,5}; 60 draws of 3 picks cover every member
     assert set(idx[:, :3].ravel()) == {0, 1, 2}
     assert set(idx[:, 3:].ravel()) == {3, 4, 5}
+    # and they are resampled, not copied: P(all 60 draws are the identity) = (1/27)^60
+    assert (idx != np.arange(6)).any()
 
 
 def test_resample_indices_cache_shared_read_only_and_lru():
