@@ -20,7 +20,8 @@ the battery on the default encoder (tests/fixtures/scale/default_multi.jsonl.gz,
     5.9 s, 798 MiB; code before issue 12: 9.1 s, 743 MiB.
   99,880 records (106 MiB JSONL): 10.9 s, 928 MiB peak RSS (before: 33.4 s, 1058 MiB; code
     before issue 12: 76.5 s, 1413 MiB).
-  10^6 records: not run in this round (see the README's Scale section).
+  999,880 records (1061 MiB JSONL): 106.6 s, 7062 MiB peak RSS -- targets (60 s, 1 GiB) NOT met:
+    one task's records are still held as record objects at a time.
   Bootstrap ratio, vectorised vs per-draw loop on the same statistic and the same draws:
     kappa_pairwise 3.2-5.5 ms vs 102-112 ms per 2000 draws, 19-32x over five runs (29x in the
     run above); B 0.4 ms vs 7 ms, 15-18x.  Target 50x NOT met: a per-draw call of either
