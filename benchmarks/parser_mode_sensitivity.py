@@ -100,7 +100,9 @@ class ScriptedThinker:
         return [self._answer(image_sha256(r.images[-1])) for r in requests]
 
     def next_token_distribution(self, image, prompt, top_k: int = 20):  # pragma: no cover - unused
-        raise NotImplementedError
+        from perceptbench.models.base import NotSupportedByProvider
+
+        raise NotSupportedByProvider("the scripted model writes text only; it has no token distribution")
 
 
 def _truth_table(seed: int) -> dict[str, tuple]:

@@ -366,6 +366,20 @@ def salbench_shots(rows: list[ScoreRow], only: list[str] | None = None):
         return to_svg(fig)
 
 
+def _dodged_points(ax, i: int, n_models: int, rs: list, label: str | None) -> None:
+    """Model ``i`` of ``n_models``: one point per category slot (score rows ``rs``, None or
+    NaN skipped) with its 95% CI, dodged by 0.15 x-units per model so models do not overlap."""
+    st = style(i)
+    xs = np.arange(len(rs)) + (i - (n_models - 1) / 2) * 0.15
+    ok = [j for j, r in enumerate(rs) if r is not None and _finite(r.value)]
+    if not ok:
+        return
+    ax.errorbar(xs[ok], [rs[j].value for j in ok],
+                yerr=[[max(rs[j].value - rs[j].ci_low, 0) if _finite(rs[j].ci_low) else 0 for j in ok],
+                      [max(rs[j].ci_high - rs[j].value, 0) if _finite(rs[j].ci_high) else 0 for j in ok]],
+                fmt=st["marker"], color=st["color"], capsize=2, ms=5, label=label)
+
+
 def salbench_categories(rows: list[ScoreRow], only: list[str] | None = None):
     """Per-category F1 (every stimulus, a null as the empty set; 95% CI) per SalBench task
     variant and model."""
@@ -379,17 +393,8 @@ def salbench_categories(rows: list[ScoreRow], only: list[str] | None = None):
         for ax, tid in zip(axes[:, 0], tids):
             cats = sorted({met[3:-1] for (t, m, met) in ix if t == tid and met.startswith("f1[") and met.endswith("]")})
             for i, m in enumerate(models):
-                st = style(i)
-                rs = [ix.get((tid, m, f"f1[{c}]")) for c in cats]
-                xs = np.arange(len(cats)) + (i - (len(models) - 1) / 2) * 0.15
-                ok = [j for j, r in enumerate(rs) if r is not None and _finite(r.value)]
-                if not ok:
-                    continue
-                ax.errorbar(xs[ok], [rs[j].value for j in ok],
-                            yerr=[[max(rs[j].value - rs[j].ci_low, 0) if _finite(rs[j].ci_low) else 0 for j in ok],
-                                  [max(rs[j].ci_high - rs[j].value, 0) if _finite(rs[j].ci_high) else 0 for j in ok]],
-                            fmt=st["marker"], color=st["color"], capsize=2, ms=5,
-                            label=m if tid == tids[0] else None)
+                _dodged_points(ax, i, len(models), [ix.get((tid, m, f"f1[{c}]")) for c in cats],
+                               m if tid == tids[0] else None)
             ax.set_xticks(range(len(cats)), cats)
             ax.set_ylim(-0.03, 1.05)
             ax.set_ylabel("F1 (proportion)")
@@ -421,17 +426,8 @@ def salbench_breakdowns(rows: list[ScoreRow], only: list[str] | None = None):
         fig, axes = plt.subplots(len(panels), 1, figsize=(9.0, 2.6 * len(panels)), squeeze=False)
         for ax, (tid, g, keys) in zip(axes[:, 0], panels):
             for i, m in enumerate(models):
-                st = style(i)
-                rs = [ix.get((tid, m, f"exact_match[{g}={k}]")) for k in keys]
-                xs = np.arange(len(keys)) + (i - (len(models) - 1) / 2) * 0.15
-                ok = [j for j, r in enumerate(rs) if r is not None and _finite(r.value)]
-                if not ok:
-                    continue
-                ax.errorbar(xs[ok], [rs[j].value for j in ok],
-                            yerr=[[max(rs[j].value - rs[j].ci_low, 0) if _finite(rs[j].ci_low) else 0 for j in ok],
-                                  [max(rs[j].ci_high - rs[j].value, 0) if _finite(rs[j].ci_high) else 0 for j in ok]],
-                            fmt=st["marker"], color=st["color"], capsize=2, ms=5,
-                            label=m if (tid, g) == panels[0][:2] else None)
+                _dodged_points(ax, i, len(models), [ix.get((tid, m, f"exact_match[{g}={k}]")) for k in keys],
+                               m if (tid, g) == panels[0][:2] else None)
             ax.set_xticks(range(len(keys)), keys, rotation=20 if g == "feature_difficulty" else 0,
                           ha="right" if g == "feature_difficulty" else "center")
             ax.set_ylim(-0.03, 1.05)

@@ -26,6 +26,7 @@ string appended after the chat template's assistant prefix, recorded), ``verbal_
 
 from __future__ import annotations
 
+import abc
 import json
 from collections import defaultdict
 from functools import lru_cache
@@ -116,8 +117,9 @@ class VSITask(Task):
         return ()
 
     # -- stimuli
+    @abc.abstractmethod
     def samples(self, seed: int) -> list[dict]:
-        raise NotImplementedError
+        """The (image, question) samples of this benchmark cell, before perturbation."""
 
     def stimuli(self, seed: int) -> list[Stimulus]:
         """One stimulus per (sample, condition), ids ``{sample_id}~{condition}``; the clean image
@@ -399,8 +401,9 @@ class VSIExternalTask(VSITask):
             raise ValueError(f"{self.base_id}: limit must be 'all' or an integer >= 1, got {v!r}")
         return n
 
+    @abc.abstractmethod
     def load(self, seed: int) -> list:
-        raise NotImplementedError
+        """The benchmark's :class:`~perceptbench.external.base.VQAStimulus` list (its loader)."""
 
     def _grounder(self):
         g = self.__dict__.get("_grounder_models")
