@@ -186,3 +186,291 @@ def records_to_arrow(records: list[TrialRecord]):
     cols["run_meta_json"] = pa.array([json.dumps(r.run_meta.model_extra or {}, ensure_ascii=False, sort_keys=True)
                                       for r in records], pa.string())
     return pa.table(cols)
+
+
+# --------------------------------------------------------------------------- columns per task
+
+
+def canonical_answer(v):
+    """Hashable key under which equal answers (``==``) share one code: lists as tuples."""
+    return (type(v).__name__, tuple(v)) if isinstance(v, list) else (type(v).__name__, v)
+
+
+class _Vocab:
+    """Values -> int32 codes in order of first appearance (``values[code]``)."""
+
+    def __init__(self, key=lambda v: v):
+        self.key, self.codes, self.values = key, {}, []
+
+    def code(self, v) -> int:
+        k = self.key(v)
+        c = self.codes.get(k)
+        if c is None:
+            c = self.codes[k] = len(self.values)
+            self.values.append(v)
+        return c
+
+    def encode(self, items) -> np.ndarray:
+        return np.fromiter((self.code(v) for v in items), np.int32)
+
+
+@dataclass
+class TaskColumns:
+    """The trial records of one task as integer-coded columns (issue 12): one entry per
+    record, no Python object per record.
+
+    ``row`` int64 (n,): 0-based line of the record in its file (position in the list when
+    built from records).  ``model``, ``family``, ``stimulus``, ``readout``, ``split``,
+    ``version``: int32 (n,) codes into ``models``, ``families``, ``stimuli``, ``readouts``,
+    ``splits`` (``run_meta.split``, None when absent) and ``versions``
+    (:func:`perceptbench.provenance.prompt_version`, None for human records).
+    ``response``, ``ground_truth``, ``manipulated_value``: int32 (n,) codes into ``values``
+    (decoded JSON; equal answers share one code).  ``correct`` int8 (n,): 1, 0, or -1 for
+    null.  ``rep``, ``seed`` (``run_meta.seed``): int64 (n,)."""
+
+    task_id: str
+    row: np.ndarray
+    model: np.ndarray
+    family: np.ndarray
+    stimulus: np.ndarray
+    readout: np.ndarray
+    split: np.ndarray
+    version: np.ndarray
+    response: np.ndarray
+    ground_truth: np.ndarray
+    manipulated_value: np.ndarray
+    correct: np.ndarray
+    rep: np.ndarray
+    seed: np.ndarray
+    models: list
+    families: list
+    stimuli: list
+    readouts: list
+    splits: list
+    versions: list
+    values: list
+
+    @property
+    def n(self) -> int:
+        return len(self.row)
+
+    @classmethod
+    def from_records(cls, task_id: str, records: list[TrialRecord]) -> "TaskColumns":
+        """Columns of ``records`` (one task; any order)."""
+        from .provenance import prompt_version
+
+        vocab = {k: _Vocab() for k in ("model", "family", "stimulus", "readout", "split", "version")}
+        values = _Vocab(canonical_answer)
+        values.code(None)
+        extra = [r.run_meta.model_extra or {} for r in records]
+        return cls(
+            task_id, np.arange(len(records), dtype=np.int64),
+            vocab["model"].encode(r.model for r in records),
+            vocab["family"].encode(r.model_family for r in records),
+            vocab["stimulus"].encode(r.stimulus_id for r in records),
+            vocab["readout"].encode(r.readout for r in records),
+            vocab["split"].encode(e.get("split") for e in extra),
+            vocab["version"].encode(prompt_version(r) for r in records),
+            values.encode(r.response for r in records), values.encode(r.ground_truth for r in records),
+            values.encode(r.manipulated_value for r in records),
+            np.array([-1 if r.correct is None else int(r.correct) for r in records], np.int8),
+            np.array([r.rep for r in records], np.int64), np.array([r.run_meta.seed for r in records], np.int64),
+            vocab["model"].values, vocab["family"].values, vocab["stimulus"].values, vocab["readout"].values,
+            vocab["split"].values, vocab["version"].values, values.values)
+
+    def take(self, rows: np.ndarray) -> dict[str, np.ndarray]:
+        """The per-record arrays at positions ``rows`` (a dict by field name)."""
+        return {f: getattr(self, f)[rows] for f in ("model", "stimulus", "response", "ground_truth",
+                                                    "manipulated_value", "correct", "rep", "split")}
+
+
+class _TaskBuilder:
+    def __init__(self):
+        self.parts: dict[str, list[np.ndarray]] = {}
+
+    def add(self, **cols: np.ndarray) -> None:
+        for k, v in cols.items():
+            self.parts.setdefault(k, []).append(v)
+
+    def get(self, k: str) -> np.ndarray:
+        return np.concatenate(self.parts[k])
+
+
+#: from_json structure of the columns scoring reads (JSON: types differ between tasks)
+_STRUCT = {"trial_id": "VARCHAR", "task_id": "VARCHAR", "stimulus_id": "VARCHAR", "model": "VARCHAR",
+           "model_family": "VARCHAR", "readout": "VARCHAR", "response": "JSON", "ground_truth": "JSON",
+           "manipulated_value": "JSON", "correct": "BOOLEAN", "rep": "BIGINT", "prompt_id": "VARCHAR",
+           "prompt_hash": "VARCHAR", "run_meta": "JSON"}
+_META = {"seed": "BIGINT", "split": "VARCHAR", "prompt_template_hash": "VARCHAR", "skipped": "JSON", "vsi": "JSON"}
+
+
+def _count_lines(path: Path) -> int:
+    n = 0
+    with open(path, "rb") as f:
+        while chunk := f.read(1 << 24):
+            n += chunk.count(b"\n")
+    return n
+
+
+def _line(path: Path, row: int) -> str:
+    with open(path, "rb") as f:
+        for i, line in enumerate(f):
+            if i == row:
+                return line.decode("utf-8", "replace").rstrip("\n")
+    return ""
+
+
+class ColumnarRecords(dict):
+    """task_id -> :class:`TaskColumns` of a records file, plus ``simple``: task_id -> True
+    when the task's records can be scored from the columns alone (no VLM readout to
+    re-parse, no VSI or skipped record, one prompt version per model)."""
+
+    def __init__(self, path: Path):
+        super().__init__()
+        self.path = path
+        self.simple: dict[str, bool] = {}
+
+
+def read_columns(path: str | os.PathLike, batch_rows: int = 100_000) -> ColumnarRecords | None:
+    """Read a records file into :class:`TaskColumns` per task with duckdb's JSON reader
+    (one streaming pass, C++; a few hundred MiB whatever the file size: strings are
+    dictionary-coded batch by batch and only int32 codes are kept).
+
+    Every line is checked as the byte-offset reader checks it: a JSON object with exactly
+    the fields of :data:`~perceptbench.records.SCHEMA_FIELDS`, ``run_meta`` an object; here
+    also the types duckdb reads and ``trial_id == task_id|stimulus_id|model|rep{rep}``.  The
+    first line that fails is parsed by the validating reader
+    (:func:`~perceptbench.records.parse_record_line`), whose :class:`RecordError` names the
+    file, line and field; a duplicated ``trial_id`` raises naming both lines.  Returns None
+    when the file needs the validating reader (torn final line, blank lines, a line duckdb
+    cannot parse or a check the validating reader passes)."""
+    import duckdb
+
+    from .records import SCHEMA_FIELDS, parse_record_line
+
+    path = Path(path)
+    if not path.exists():
+        raise RecordError(f"{path}: no such records file")
+    if path.stat().st_size == 0 or has_torn_tail(path):
+        return None
+    keys = "[" + ", ".join(f"'{k}'" for k in sorted(SCHEMA_FIELDS)) + "]"
+    sql = f"""
+        WITH r AS (SELECT list_sort(json_keys(j)) = {keys} AS keys_ok,
+                          from_json(j, '{json.dumps(_STRUCT)}') AS s
+                   FROM read_json_objects(?, format = 'newline_delimited') AS t(j)),
+             m AS (SELECT keys_ok, s, json_type(s.run_meta) = 'OBJECT' AS meta_ok,
+                          from_json(s.run_meta, '{json.dumps(_META)}') AS rm FROM r)
+        SELECT coalesce(keys_ok AND meta_ok AND s.trial_id = s.task_id || '|' || s.stimulus_id || '|'
+                        || s.model || '|rep' || CAST(s.rep AS VARCHAR) AND rm.seed IS NOT NULL
+                        AND s.model_family IS NOT NULL AND s.readout IS NOT NULL, false) AS ok,
+               s.task_id, s.model, s.stimulus_id, s.model_family AS family, s.readout, s.response,
+               s.ground_truth, s.manipulated_value, s.correct, s.rep, rm.seed, rm.split,
+               CASE WHEN s.model_family = 'human' THEN NULL
+                    WHEN rm.prompt_template_hash IS NOT NULL AND rm.prompt_template_hash <> ''
+                         THEN rm.prompt_template_hash
+                    WHEN starts_with(s.readout, 'vlm_') THEN s.prompt_id ELSE s.prompt_hash END AS version,
+               (starts_with(s.readout, 'vlm_') OR rm.vsi IS NOT NULL
+                OR coalesce(rm.skipped NOT IN ('false', 'null', '0', '""'), false)) AS special
+        FROM m"""
+    con = duckdb.connect(config={"threads": min(2, os.cpu_count() or 1), "memory_limit": "256MB"})
+    con.execute("SET enable_progress_bar = false")
+    strings = {k: _Vocab() for k in ("task_id", "model", "stimulus_id", "family", "readout", "split", "version")}
+    values = _Vocab()  # JSON text -> code; decoded (and equal answers merged) at the end
+    values.code(None)
+    tasks: dict[int, _TaskBuilder] = {}
+    special: set[int] = set()
+    row0 = 0
+    try:
+        # con.sql streams (execute() would materialise the whole result first)
+        reader = con.sql(sql.replace("?", "'" + str(path).replace("'", "''") + "'")).to_arrow_reader(batch_rows)
+        for batch in reader:
+            n = batch.num_rows
+            ok = batch.column("ok").to_numpy(zero_copy_only=False)
+            if not ok.all():
+                bad = row0 + int(np.argmin(ok))
+                if row0 + n > _count_lines(path):
+                    return None  # rows and lines out of step (blank lines): the validating reader
+                parse_record_line(_line(path, bad), f"{path}:{bad + 1}")  # raises RecordError
+                return None
+            cols = {k: _dict_codes(batch.column(k), strings[k]) for k in strings}
+            codes = {k: _dict_codes(batch.column(k), values) for k in ("response", "ground_truth",
+                                                                       "manipulated_value")}
+            corr = batch.column("correct")
+            correct = np.where(corr.is_null().to_numpy(zero_copy_only=False), -1,
+                               corr.fill_null(False).to_numpy(zero_copy_only=False).astype(np.int8)).astype(np.int8)
+            rep = batch.column("rep").to_numpy(zero_copy_only=False).astype(np.int64)
+            seed = batch.column("seed").to_numpy(zero_copy_only=False).astype(np.int64)
+            spec = batch.column("special").to_numpy(zero_copy_only=False)
+            rows = np.arange(row0, row0 + n, dtype=np.int64)
+            for t in np.unique(cols["task_id"]):
+                sel = np.flatnonzero(cols["task_id"] == t)
+                if spec[sel].any():
+                    special.add(int(t))
+                tasks.setdefault(int(t), _TaskBuilder()).add(
+                    row=rows[sel], model=cols["model"][sel], family=cols["family"][sel],
+                    stimulus=cols["stimulus_id"][sel], readout=cols["readout"][sel], split=cols["split"][sel],
+                    version=cols["version"][sel], response=codes["response"][sel],
+                    ground_truth=codes["ground_truth"][sel], manipulated_value=codes["manipulated_value"][sel],
+                    correct=correct[sel], rep=rep[sel], seed=seed[sel])
+            row0 += n
+    except duckdb.Error:
+        return None
+    finally:
+        con.close()
+    if row0 != _count_lines(path):  # blank lines: the validating reader skips or names them
+        return None
+    # decode answers; equal answers (e.g. 1 and 1.0) share one code
+    decoded = _Vocab(canonical_answer)
+    lut = np.array([decoded.code(None if v is None else json.loads(v)) for v in values.values], np.int32)
+    out = ColumnarRecords(path)
+    for t, b in tasks.items():
+        name = strings["task_id"].values[t]
+        c = TaskColumns(name, b.get("row"), b.get("model"), b.get("family"), b.get("stimulus"), b.get("readout"),
+                        b.get("split"), b.get("version"), lut[b.get("response")], lut[b.get("ground_truth")],
+                        lut[b.get("manipulated_value")], b.get("correct"), b.get("rep"), b.get("seed"),
+                        strings["model"].values, strings["family"].values, strings["stimulus_id"].values,
+                        strings["readout"].values, strings["split"].values, strings["version"].values,
+                        decoded.values)
+        _check_duplicates(path, c)
+        out[name] = c
+        out.simple[name] = t not in special and _one_version_per_model(c)
+    return out
+
+
+def _dict_codes(arr, vocab: _Vocab) -> np.ndarray:
+    """Global int32 codes of a pyarrow string column (nulls -> the code of None)."""
+    import pyarrow.compute as pc
+
+    enc = pc.dictionary_encode(arr) if not hasattr(arr, "dictionary") else arr
+    if hasattr(enc, "combine_chunks"):
+        enc = enc.combine_chunks()
+    lut = np.array([vocab.code(v) for v in enc.dictionary.to_pylist()] + [vocab.code(None)], np.int32)
+    idx = pc.fill_null(enc.indices, len(enc.dictionary)).to_numpy(zero_copy_only=False)
+    return lut[idx]
+
+
+def _one_version_per_model(c: TaskColumns) -> bool:
+    if len(c.versions) <= 1:
+        return True
+    key = np.unique(c.model.astype(np.int64) * len(c.versions) + c.version)
+    return len(np.unique(key // len(c.versions))) == len(key)
+
+
+def _check_duplicates(path: Path, c: TaskColumns) -> None:
+    """RecordError naming both lines when two records of the task share a trial_id
+    (task, stimulus, model, rep: the trial_id was checked to be made of them)."""
+    key = np.stack([c.model.astype(np.int64), c.stimulus.astype(np.int64), c.rep])
+    order = np.lexsort((c.row, key[2], key[1], key[0]))
+    k = key[:, order]
+    same = np.flatnonzero((k[:, 1:] == k[:, :-1]).all(0))
+    if not same.size:
+        return
+    second = c.row[order[same + 1]]
+    j = int(np.argmin(second))
+    pos = same[j]
+    while pos > 0 and (k[:, pos - 1] == k[:, pos]).all():
+        pos -= 1
+    first = int(c.row[order[pos]])
+    i = order[same[j] + 1]
+    tid = f"{c.task_id}|{c.stimuli[c.stimulus[i]]}|{c.models[c.model[i]]}|rep{int(c.rep[i])}"
+    raise RecordError(f"{path}:{int(second[j]) + 1}: duplicate trial_id {tid!r} (first at line {first + 1})")

@@ -220,9 +220,14 @@ def validate_file(path: str | os.PathLike, max_errors: int = 50) -> tuple[int, l
 
 
 def has_torn_tail(path: str | os.PathLike) -> bool:
-    """True when the file's last line has no newline (a write torn by a crash)."""
-    data = Path(path).read_bytes()
-    return bool(data) and not data.endswith(b"\n")
+    """True when the file's last line has no newline (a write torn by a crash).  Reads
+    only the last byte."""
+    with open(path, "rb") as f:
+        f.seek(0, os.SEEK_END)
+        if f.tell() == 0:
+            return False
+        f.seek(-1, os.SEEK_END)
+        return f.read(1) != b"\n"
 
 
 def read_records(path: str | os.PathLike, *, allow_torn_tail: bool = True) -> list[TrialRecord]:

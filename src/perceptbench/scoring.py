@@ -11,6 +11,8 @@ import os
 from collections import defaultdict
 from pathlib import Path
 
+import numpy as np
+
 from .readouts.parse import MODES as PARSER_MODES
 from .records import RecordError, TrialRecord, score_correct
 from .tasks import get_task
@@ -126,19 +128,52 @@ def _score_tasks(tasks, seed: int | None, parser_mode: str,
     rows: list[ScoreRow] = []
     vsi_records: list[TrialRecord] = []
     for task_id, recs in tasks:
+        if not isinstance(recs, list):  # columns (score_file): nothing to re-parse or split
+            s = seed if seed is not None else _task_seed(task_id, np.unique(recs.seed).tolist())
+            rows += get_task(task_id).score_columns(recs, s)
+            continue
         recs = prepare_records(recs, parser_mode)  # re-parsed; prompt versions never pooled
-        s = seed
-        if s is None:
-            seeds = {r.run_meta.seed for r in recs}
-            if len(seeds) != 1:
-                raise ValueError(f"{task_id}: records carry several seeds {sorted(seeds)}; pass --seed")
-            s = seeds.pop()
+        s = seed if seed is not None else _task_seed(task_id, (r.run_meta.seed for r in recs))
         rows += get_task(task_id).score(recs, s)
         rows += _parse_rows(task_id, recs, parser_mode)
         if vsi_samples(recs):
             vsi_records += recs
     rows += vsi_analysis_rows(vsi_records, seed, features_dir, families)
     return rows
+
+
+def _score_columns(columns, seed: int | None, parser_mode: str, features_dir, families) -> list[ScoreRow]:
+    """Score a file read by :func:`perceptbench.record_table.read_columns`: a task whose
+    records need nothing but their columns (``columns.simple``: no VLM answer to re-parse,
+    no VSI or skipped record, one prompt version per model) and whose task has
+    ``score_columns`` is scored from the columns (no record object is built); any other task
+    is read back as records by byte offset and scored as :func:`score_records` does."""
+    from .record_table import read_index, task_records
+
+    index = None
+
+    def tasks():
+        nonlocal index
+        for task_id in sorted(columns):
+            c = columns[task_id]
+            task = get_task(task_id)
+            if columns.simple[task_id] and hasattr(task, "score_columns"):
+                yield task_id, c
+                continue
+            if index is None:
+                index = read_index(columns.path)
+                if index is None:  # pragma: no cover - read_columns took the file, so pyarrow does
+                    raise RecordError(f"{columns.path}: cannot index the records file; run `perceptbench validate`")
+            yield task_id, task_records(index, task_id)
+
+    return _score_tasks(tasks(), seed, parser_mode, features_dir, families)
+
+
+def _task_seed(task_id: str, seeds) -> int:
+    seeds = set(seeds)
+    if len(seeds) != 1:
+        raise ValueError(f"{task_id}: records carry several seeds {sorted(seeds)}; pass --seed")
+    return seeds.pop()
 
 
 def vsi_analysis_rows(records: list[TrialRecord], seed: int | None = None,
@@ -215,14 +250,18 @@ def score_file(records_path: str | os.PathLike, out_csv: str | os.PathLike | Non
     Raises :class:`~perceptbench.records.RecordError` for an invalid or empty records file
     (an empty file is not a run: it would score to an empty table), ValueError for an
     ``out_csv`` that is a directory."""
-    from .record_table import iter_task_records
+    from .record_table import iter_task_records, read_columns
 
     records_path = Path(records_path)
-    tasks = iter_task_records(records_path)
-    first = next(tasks, None)
-    if first is None:
-        raise RecordError(f"{records_path}: holds no trial records (empty file); nothing to score")
-    rows = _score_tasks(itertools.chain([first], tasks), seed, parser_mode, records_path.with_name("features"),
-                        families)
+    columns = read_columns(records_path)
+    if columns is None:  # files the columnar reader does not take: the validating reader
+        tasks = iter_task_records(records_path)
+        first = next(tasks, None)
+        if first is None:
+            raise RecordError(f"{records_path}: holds no trial records (empty file); nothing to score")
+        rows = _score_tasks(itertools.chain([first], tasks), seed, parser_mode, records_path.with_name("features"),
+                            families)
+    else:
+        rows = _score_columns(columns, seed, parser_mode, records_path.with_name("features"), families)
     write_scores(rows, out_csv or records_path.with_name("scores.csv"))
     return rows

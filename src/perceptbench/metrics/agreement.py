@@ -19,6 +19,35 @@ def masked_mean(x: np.ndarray, valid: np.ndarray) -> np.ndarray:
         return np.where(den > 0, num / np.maximum(den, 1), np.nan)
 
 
+def _wsum(w: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """Weighted sums over stimuli: ``w`` (k, n), ``x`` (M, n) -> (k, M), ``[d, m] = sum_i
+    w[d, i] x[m, i]`` (one matrix product)."""
+    return (x @ w.T).T
+
+
+def masked_mean_counts(w: np.ndarray, x: np.ndarray, valid: np.ndarray) -> np.ndarray:
+    """:func:`masked_mean` of several respondents on resamples given as count weights:
+    ``w`` float (k, n) (how often each stimulus is in each resample, see
+    :func:`perceptbench.metrics.bootstrap.resample_counts`), ``x`` (M, n), ``valid`` bool
+    (M, n) -> float64 (k, M); NaN where nothing is valid.  Equals
+    ``masked_mean(x[idx], valid[idx])`` per respondent; bit for bit when ``x`` is
+    integer-valued (every sum is then an exact integer)."""
+    v = np.asarray(valid, bool).astype(float)
+    num = _wsum(w, np.asarray(x, float) * v)
+    den = _wsum(w, v)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(den > 0, num / np.maximum(den, 1), np.nan)
+
+
+def agreement_b_resampled(match: np.ndarray, valid: np.ndarray, idx: np.ndarray) -> np.ndarray:
+    """``agreement_b(match[idx], valid[idx])`` from the resample count matrix of ``idx``
+    (one matrix-vector product per side, no gathered (d, n) arrays): ``match``, ``valid``
+    bool (n,), ``idx`` int (d, n) -> float64 (d,), equal bit for bit (seed 000 D.1, D.5)."""
+    from .bootstrap import resample_counts
+
+    return masked_mean_counts(resample_counts(idx), np.asarray(match)[None], np.asarray(valid)[None])[:, 0]
+
+
 def agreement_b(match: np.ndarray, valid: np.ndarray) -> np.ndarray:
     """B = (1/n) sum_i 1[r_i ~ h_i] over parseable trials with a human target
     (seed 000 D.1).  ``match``: bool (..., n); ``valid``: bool (..., n)."""

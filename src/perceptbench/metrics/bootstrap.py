@@ -69,8 +69,69 @@ def _cached_indices(n: int, n_draws: int, seed: int, key, strata) -> np.ndarray:
     idx.setflags(write=False)
     _CACHE[k] = idx
     if len(_CACHE) > _CACHE_MAX:
-        _CACHE.popitem(last=False)
+        _, old = _CACHE.popitem(last=False)
+        _COUNTS.pop(id(old), None)
     return idx
+
+
+_COUNTS: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+
+
+def resample_counts(idx: np.ndarray) -> np.ndarray:
+    """Resample count matrix of an index matrix: ``counts[d, i]`` = how often draw ``d``
+    picked stimulus ``i``; ``idx`` int (d, n) -> float64 (d, n), read-only, each row summing
+    to n.  A sum over a resample, ``x[idx].sum(-1)``, is ``counts @ x``; for integer-valued
+    ``x`` (0/1 correctness, counts) every such sum is an integer, exact in float64 whatever
+    the order of summation, so statistics built from count products equal the gathering
+    form bit for bit.  Computed once per matrix drawn by :func:`resample_indices` (kept
+    beside it while it is cached) and shared by every model and statistic on those draws;
+    any other matrix is counted afresh."""
+    hit = _COUNTS.get(id(idx))
+    if hit is not None and hit[0] is idx:
+        return hit[1]
+    idx = np.asarray(idx)
+    d, n = idx.shape
+    counts = np.bincount((idx + n * np.arange(d)[:, None]).ravel(), minlength=d * n).reshape(d, n).astype(float)
+    counts.setflags(write=False)
+    if any(v is idx for v in _CACHE.values()):
+        _COUNTS[id(idx)] = (idx, counts)
+    return counts
+
+
+def percentile_intervals(estimate: np.ndarray, draws: np.ndarray, n_draws: int, seed: int,
+                         alpha: float = 0.05) -> list[BootstrapResult]:
+    """:class:`BootstrapResult` per column of ``draws`` (shape (n_draws, M), one column per
+    model on shared draws; ``estimate`` (M,)), each equal to what :func:`bootstrap` gives
+    for that column alone: the ``alpha/2``, ``1-alpha/2`` percentiles (numpy's linear
+    method) of the column's finite draws; the others are counted as dropped."""
+    draws = np.asarray(draws, float)
+    ok = np.isfinite(draws)
+    dropped = (~ok).sum(0)
+    q = [100 * alpha / 2, 100 * (1 - alpha / 2)]
+    low = np.full(draws.shape[1], np.nan)
+    high = np.full(draws.shape[1], np.nan)
+    full = dropped == 0
+    if full.any():
+        low[full], high[full] = np.percentile(draws[:, full], q, axis=0)
+    for m in np.flatnonzero(~full & ok.any(0)):
+        low[m], high[m] = np.percentile(draws[ok[:, m], m], q)
+    return [BootstrapResult(float(e), float(lo), float(hi), n_draws, int(k), seed)
+            for e, lo, hi, k in zip(np.asarray(estimate, float), low, high, dropped)]
+
+
+def bootstrap_counts(stat: Callable[[np.ndarray], np.ndarray], n: int, *, n_draws: int = N_BOOT_B,
+                     seed: int = 0, alpha: float = 0.05,
+                     strata: np.ndarray | None = None) -> list[BootstrapResult]:
+    """:func:`bootstrap` of a statistic of several respondents at once, written on count
+    matrices: ``stat(w)`` takes float64 weights ``w`` (k, n) (row d: how often each stimulus
+    is in the resample; a row of ones is the original sample) and returns (k, M), one column
+    per respondent.  The draws are those of :func:`resample_indices` (``counts`` of the same
+    matrix), so column m equals ``bootstrap`` of respondent m's statistic on the same seed
+    (seed 000 D.5: every draw recomputes the whole statistic)."""
+    counts = resample_counts(resample_indices(n, n_draws, seed, strata))
+    estimate = np.asarray(stat(np.ones((1, n))), float)[0]
+    draws = np.asarray(stat(counts), float)
+    return percentile_intervals(estimate, draws, n_draws, seed, alpha)
 
 
 def _draw_indices(n: int, n_draws: int, seed: int, strata) -> np.ndarray:

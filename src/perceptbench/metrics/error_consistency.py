@@ -18,7 +18,7 @@ import warnings
 
 import numpy as np
 
-from .agreement import masked_mean
+from .agreement import _wsum, masked_mean
 
 UNDEFINED_REASON = "kappa undefined: expected agreement c_exp = 1 (a side is always correct or always wrong)"
 
@@ -104,20 +104,51 @@ def kappa_pairwise_mean_resampled(m: np.ndarray, observers: np.ndarray, valid: n
     idx = np.asarray(idx)
     if not (_binary(m) and _binary(observers)):
         return kappa_pairwise_mean(m[idx], observers[:, idx], None if valid is None else np.asarray(valid)[idx])
-    d, n = idx.shape[0], m.shape[-1]
-    counts = np.bincount((idx + n * np.arange(d)[:, None]).ravel(), minlength=d * n).reshape(d, n)
-    counts = counts.astype(float)
-    v = np.ones(n) if valid is None else np.asarray(valid, bool).astype(float)
-    mv = m * v
-    # one einsum over the stacked 0/1 columns (not BLAS matmul: at these sizes BLAS's
-    # threading costs more than the product); rows: n_v, s_m, s_h (J), s_mh (J)
-    J = observers.shape[0]
-    sums = np.einsum("dn,kn->kd", counts, np.vstack([v, mv, observers * v, observers * mv]))
-    n_v, s_m, s_h, s_mh = sums[0], sums[1], sums[2:2 + J], sums[2 + J:]
+    from .bootstrap import resample_counts
+
+    v = np.ones((1, m.shape[-1]), bool) if valid is None else np.asarray(valid, bool)[None]
+    return kappa_pairwise_counts(resample_counts(idx), m[None], observers, v)[:, 0]
+
+
+def kappa_pairwise_counts(w: np.ndarray, m: np.ndarray, observers: np.ndarray, valid: np.ndarray) -> np.ndarray:
+    """:func:`kappa_pairwise_mean` of M respondents on resamples given as count weights
+    (:func:`perceptbench.metrics.bootstrap.resample_counts`): ``w`` float (k, n), ``m`` 0/1
+    (M, n), ``observers`` 0/1 (J, n), ``valid`` bool (M, n) -> float64 (k, M).  Every sum in
+    kappa is an integer count, one matrix product per side over all respondents and
+    observers at once, so the values equal the gathering form bit for bit.  Seed 000 Eq. 2
+    and D.5 (kappa recomputed whole on each draw)."""
+    v = np.asarray(valid, bool).astype(float)
+    mv = np.asarray(m, float) * v
+    M, J = v.shape[0], observers.shape[0]
+    n_v = _wsum(w, v)  # (k, M)
+    s_m = _wsum(w, mv)
+    s_h = _wsum(w, (observers[:, None, :] * v[None]).reshape(J * M, -1)).reshape(-1, J, M).transpose(1, 0, 2)
+    s_mh = _wsum(w, (observers[:, None, :] * mv[None]).reshape(J * M, -1)).reshape(-1, J, M).transpose(1, 0, 2)
     k = np.ascontiguousarray(_kappa_from_counts(n_v[None], s_m[None], s_h, s_mh))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         return np.nanmean(k, axis=0)
+
+
+def kappa_counts(w: np.ndarray, m: np.ndarray, h: np.ndarray, valid: np.ndarray) -> np.ndarray:
+    """:func:`kappa` (aggregate or pairwise form) of M respondents on resamples given as
+    count weights: ``w`` float (k, n), ``m`` 0/1 (M, n), ``h`` in [0, 1] (n,) or (M, n),
+    ``valid`` bool (M, n) -> float64 (k, M), NaN where c_exp == 1 or nothing is valid.  Sums
+    of a non-integer ``h`` (panel accuracy) are taken in another order than the gathering
+    form: equal to it to rounding (~1e-16).  Seed 000 Eq. 2."""
+    v = np.asarray(valid, bool).astype(float)
+    m = np.asarray(m, float)
+    h = np.broadcast_to(np.asarray(h, float), m.shape)
+    n_v = _wsum(w, v)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        den = np.maximum(n_v, 1)
+        ok = n_v > 0
+        c_obs = np.where(ok, _wsum(w, (m * h + (1 - m) * (1 - h)) * v) / den, np.nan)
+        p_m = np.where(ok, _wsum(w, m * v) / den, np.nan)
+        p_h = np.where(ok, _wsum(w, h * v) / den, np.nan)
+        c_exp = p_m * p_h + (1 - p_m) * (1 - p_h)
+        out = (c_obs - c_exp) / (1 - c_exp)
+    return np.where(np.isclose(c_exp, 1.0, rtol=0, atol=1e-12), np.nan, out)
 
 
 def pairwise_ceiling(observers: np.ndarray) -> np.ndarray:

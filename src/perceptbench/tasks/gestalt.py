@@ -4,19 +4,22 @@ triplets are on OSF only) and is not registered."""
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import itertools
 import json
-from collections import Counter, OrderedDict, defaultdict
+from collections import Counter, OrderedDict
 from functools import lru_cache
 
 import numpy as np
 
-from ..metrics.agreement import agreement_b, masked_mean, null_bracket, position_floor
-from ..metrics.bootstrap import N_BOOT_B, N_BOOT_KAPPA, bootstrap, resample_indices
-from ..metrics.capacity import HUMAN_BAND, accuracy_by_k, capacity_k
+from ..metrics.agreement import agreement_b, masked_mean, masked_mean_counts, null_bracket, position_floor
+from ..metrics.bootstrap import (
+    N_BOOT_B, N_BOOT_KAPPA, bootstrap, percentile_intervals, resample_counts, resample_indices)
+from ..metrics.capacity import HUMAN_BAND, capacity_k
 from ..metrics.error_consistency import (
-    UNDEFINED_REASON, kappa, kappa_pairwise_mean_resampled, leave_one_out_ceiling, pairwise_ceiling)
+    UNDEFINED_REASON, kappa, kappa_counts, kappa_pairwise_counts, leave_one_out_ceiling, pairwise_ceiling)
+from ..record_table import TaskColumns, canonical_answer
 from ..records import TrialRecord
 from ..seeding import rng_for, text_hash
 from ..sources import get_source, resolve
@@ -26,18 +29,9 @@ from .base import ScoreRow, Setting, Stimulus, Task, make_record
 # --------------------------------------------------------------------------- helpers
 
 
-def _by_model(records: list[TrialRecord]) -> dict[str, list[TrialRecord]]:
-    out: dict[str, list[TrialRecord]] = defaultdict(list)
-    for r in records:
-        out[r.model].append(r)
-    for v in out.values():
-        v.sort(key=lambda r: (r.stimulus_id, r.rep))
-    return dict(out)
-
-
-def _null_rows(task_id: str, model: str, recs: list[TrialRecord], b: float | None) -> list[ScoreRow]:
-    n = len(recs)
-    n_null = sum(r.response is None for r in recs)
+def _null_rows(task_id: str, model: str, n: int, n_null: int, b: float | None) -> list[ScoreRow]:
+    """``null_rate`` of a respondent's n trials (n_null null responses) and, with a finite
+    B, the null bracket of seed 000 D.4."""
     nu = n_null / n if n else float("nan")
     rows = [ScoreRow(task_id, model, "null_rate", nu, None, None, n, n_null)]
     if b is not None and np.isfinite(b):
@@ -73,6 +67,52 @@ def _ratio(num: np.ndarray, den: np.ndarray) -> np.ndarray:
     num, den = np.broadcast_arrays(np.asarray(num, float), np.asarray(den, float))
     with np.errstate(invalid="ignore", divide="ignore"):
         return np.where((den != 0) & np.isfinite(den), num / np.where(den != 0, den, 1.0), np.nan)
+
+
+# --------------------------------------------------------------------------- columns (issue 12)
+
+MODEL_BLOCK = 128
+"""Respondents scored together on the shared draws: bounds the (draws, block) arrays
+(about 100 MiB for the pairwise kappa of 10 observers at 2000 draws)."""
+
+
+def _model_rows(c: TaskColumns) -> list[tuple[int, np.ndarray]]:
+    """(model code, positions of its records sorted by (stimulus_id, rep), ties in record
+    order) per model, models in order of first appearance (the order of a dict filled
+    record by record)."""
+    if not c.n:
+        return []
+    stim_rank = np.empty(len(c.stimuli), np.int64)
+    stim_rank[sorted(range(len(c.stimuli)), key=lambda i: (c.stimuli[i] is not None, c.stimuli[i] or ""))] = \
+        np.arange(len(c.stimuli))
+    uniq, first = np.unique(c.model, return_index=True)
+    app = np.empty(len(c.models), np.int64)
+    app[uniq[np.argsort(first)]] = np.arange(len(uniq))
+    key = app[c.model]
+    order = np.lexsort((c.rep, stim_rank[c.stimulus], key))
+    bounds = np.searchsorted(key[order], np.arange(len(uniq) + 1))
+    models = uniq[np.argsort(first)]
+    return [(int(m), order[bounds[i]:bounds[i + 1]]) for i, m in enumerate(models)]
+
+
+def _batches(items: list, key) -> list[list]:
+    """Items grouped by ``key(item)`` (bytes), groups in order of first item, cut into
+    :data:`MODEL_BLOCK`-sized blocks."""
+    groups: dict = {}
+    for it in items:
+        groups.setdefault(key(it), []).append(it)
+    return [g[i:i + MODEL_BLOCK] for g in groups.values() for i in range(0, len(g), MODEL_BLOCK)]
+
+
+def _with_estimate(n: int, n_draws: int, seed: int, strata=None) -> np.ndarray:
+    """Weights (1 + n_draws, n): a row of ones (the sample itself: the estimate) over the
+    resample counts of :func:`resample_indices` (the draws every bootstrap here uses)."""
+    return np.vstack([np.ones((1, n)), resample_counts(resample_indices(n, n_draws, seed, strata))])
+
+
+def _intervals(values: np.ndarray, n_draws: int, seed: int):
+    """BootstrapResults per column of ``values`` (1 + n_draws, M): row 0 the estimate."""
+    return percentile_intervals(values[0], values[1:], n_draws, seed)
 
 
 # --------------------------------------------------------------------------- human-side cache
@@ -124,6 +164,35 @@ class _HumanSideCache:
 
 
 _HUMAN_SIDE = _HumanSideCache()
+
+
+class _RowCache:
+    """Human-side score rows by (task_id, seed, sha1 of the human data): a rescoring with
+    unchanged human data reuses them, a change of human data changes the key.  Holds the
+    8 most recent entries; returns a fresh list (the rows themselves are not modified)."""
+
+    def __init__(self, size: int = 8):
+        self.size, self.entries = size, OrderedDict()
+
+    def get(self, key: tuple, make) -> list[ScoreRow]:
+        if key not in self.entries:
+            self.entries[key] = make()
+            if len(self.entries) > self.size:
+                self.entries.popitem(last=False)
+        self.entries.move_to_end(key)
+        return list(self.entries[key])
+
+
+_HUMAN_ROWS = _RowCache()
+
+
+def _human_hash(*parts) -> str:
+    """sha1 over the human data a task's human rows are computed from (observer names,
+    stimulus ids, correctness matrix, responses, splits)."""
+    h = hashlib.sha1()
+    for p in parts:
+        h.update(p.tobytes() if isinstance(p, np.ndarray) else json.dumps(p, sort_keys=True, default=str).encode())
+    return h.hexdigest()
 
 
 # --------------------------------------------------------------------------- closure
@@ -195,28 +264,62 @@ class SilhouetteTask(Task):
 
     # -- scoring
     def score(self, records: list[TrialRecord], seed: int) -> list[ScoreRow]:
+        return self.score_columns(TaskColumns.from_records(self.task_id, records), seed)
+
+    def score_columns(self, c: TaskColumns, seed: int) -> list[ScoreRow]:
+        """Score rows from the task's records as columns (:class:`TaskColumns`): the human
+        panel and observer rows (computed once per task, seed and human data, see
+        :data:`_HUMAN_ROWS`), then every model, models on the same stimuli scored together
+        on the shared bootstrap draws."""
         tid = self.task_id
-        groups = _by_model(records)
-        humans = sorted(m for m, rs in groups.items() if rs[0].model_family == "human")
+        groups = _model_rows(c)
+        human_pos = {c.models[m]: pos for m, pos in groups if c.families[c.family[pos[0]]] == "human"}
+        humans = sorted(human_pos)
         if not humans:
             raise ValueError(f"{tid}: no human observer records to score against")
-        stim_all = sorted({r.stimulus_id for m in humans for r in groups[m]})
+        stim_all = sorted({c.stimuli[s] for m in humans for s in c.stimulus[human_pos[m]]})
         col = {s: i for i, s in enumerate(stim_all)}
         obs = np.zeros((len(humans), len(stim_all)))
-        resp: list[list[str]] = [[] for _ in stim_all]
+        resp: list[list] = [[] for _ in stim_all]
         split: dict[str, str] = {}
         for j, m in enumerate(humans):
             seen = set()
-            for r in groups[m]:
-                obs[j, col[r.stimulus_id]] = float(bool(r.correct))
-                resp[col[r.stimulus_id]].append(r.response)
-                split[r.stimulus_id] = r.run_meta.model_extra.get("split", "test")
-                seen.add(r.stimulus_id)
+            pos = human_pos[m]
+            for s, corr, r, sp in zip(c.stimulus[pos].tolist(), c.correct[pos].tolist(), c.response[pos].tolist(),
+                                      c.split[pos].tolist()):
+                s = c.stimuli[s]
+                obs[j, col[s]] = float(corr == 1)
+                resp[col[s]].append(c.values[r])
+                split[s] = "test" if c.splits[sp] is None else c.splits[sp]
+                seen.add(s)
             if len(seen) != len(stim_all):
                 raise ValueError(f"{tid}: observer {m} lacks trials for {len(stim_all) - len(seen)} stimuli")
         modal = [_mode(rs) for rs in resp]
+        rows = _HUMAN_ROWS.get((tid, seed, _human_hash(humans, stim_all, obs, resp, split)),
+                               lambda: self._human_rows(humans, stim_all, obs, resp, split, modal, seed))
+        # models: scored on the stimuli they answered (the test split)
+        col_of = np.array([col.get(s, -1) for s in c.stimuli], np.int64)
+        models = []
+        for m, pos in groups:
+            if c.models[m] in human_pos:
+                continue
+            cols = col_of[c.stimulus[pos]]
+            if (cols < 0).any():
+                bad = c.stimuli[c.stimulus[pos][np.argmax(cols < 0)]]
+                raise ValueError(f"{tid}: {c.models[m]} answered {bad}, which has no human data")
+            models.append((c.models[m], pos, cols))
+        out: dict[str, list[ScoreRow]] = {}
+        for batch in _batches(models, lambda x: x[2].tobytes()):
+            out.update(self._model_block(c, batch, obs, resp, modal, seed))
+        for m, _, _ in models:
+            rows += out[m]
+        return rows
+
+    def _human_rows(self, humans, stim_all, obs, resp, split, modal, seed) -> list[ScoreRow]:
+        """Panel ceilings and per-observer rows, on the declared test split and on all images."""
+        tid = self.task_id
+        col = {s: i for i, s in enumerate(stim_all)}
         rows: list[ScoreRow] = []
-        # human panel ceilings, on the declared test split and on all images
         for name, cols in (("test", [col[s] for s in stim_all if split[s] == "test"]),
                            ("all", list(range(len(stim_all))))):
             if not cols:
@@ -229,73 +332,85 @@ class SilhouetteTask(Task):
                 loo_modal = [_mode(resp[c][:j] + resp[c][j + 1:]) for c in cols]
                 r_obs = self._respondent_rows(m, obs[j, cols], np.ones(len(cols), bool),
                                               [resp[c][j] for c in cols], loo_modal,
-                                              loo, np.delete(obs[:, cols], j, 0), seed, suffix=f"@{name}")
+                                              loo, seed, suffix=f"@{name}")
                 b_obs += [x.value for x in r_obs if x.metric == f"B@{name}"]
                 observer_rows += r_obs
             panel.append(ScoreRow(tid, "human:panel", f"observer_B_mean@{name}", float(np.mean(b_obs)), None, None,
                                   len(cols), 0, "mean over observers of B against the modal response of the "
                                   "other observers (leave-one-out mode)"))
             rows += panel + observer_rows
-        # models: scored on the stimuli they answered (the test split)
-        for m, rs in groups.items():
-            if m in humans:
-                continue
-            cols = []
-            for r in rs:
-                if r.stimulus_id not in col:
-                    raise ValueError(f"{tid}: {m} answered {r.stimulus_id}, which has no human data")
-                cols.append(col[r.stimulus_id])
-            correct = np.array([bool(r.correct) for r in rs], float)
-            valid = np.array([r.response is not None for r in rs])
-            rows += self._respondent_rows(m, correct, valid, [r.response for r in rs],
-                                          [modal[c] for c in cols], obs[:, cols].mean(0),
-                                          obs[:, cols], seed)
-            b = next(x.value for x in rows if x.model == m and x.metric == "B")
-            rows += self._over_ceiling_rows(m, correct, valid, [r.response for r in rs], cols, obs, resp, modal, seed)
-            rows += _null_rows(tid, m, rs, b)
         return rows
 
-    def _over_ceiling_rows(self, model, correct, valid, responses, cols, obs, resp, modal, seed) -> list[ScoreRow]:
-        """``kappa_over_ceiling`` = kappa_aggregate / mean pairwise human kappa and
-        ``B_over_ceiling`` = B / mean observer B against the leave-one-out mode, both on the
-        model's stimuli, with a paired bootstrap (numerator and ceiling on the same draws).
-        Seed 000 D.2 (the 0.489 pairwise ceiling) and D.3 (B quoted as a fraction of its
-        ceiling).  Never clipped: a ratio above 1 gets a note."""
-        tid, n = self.task_id, len(cols)
+    def _model_block(self, c: TaskColumns, batch, obs, resp, modal, seed) -> dict[str, list[ScoreRow]]:
+        """Rows of models answering the same stimuli (``cols``: human columns, shape (n,)):
+        accuracy, B, kappa_aggregate, kappa_pairwise, ``kappa_over_ceiling`` =
+        kappa_aggregate / mean pairwise human kappa, ``B_over_ceiling`` = B / mean observer B
+        against the leave-one-out mode (seed 000 D.2, the 0.489 pairwise ceiling; D.3, B
+        quoted as a fraction of its ceiling; ratios with a paired bootstrap, numerator and
+        ceiling on the same draws, never clipped), null rate and bracket (D.4).  Every
+        statistic of every model in the block is computed at once from the shared resample
+        counts (seed 000 D.5); each equals the per-model bootstrap of the same statistic."""
+        tid = self.task_id
+        cols = batch[0][2]
+        n = len(cols)
+        P = np.stack([pos for _, pos, _ in batch])  # (M, n)
+        correct = (c.correct[P] == 1).astype(float)
+        valid = c.response[P] != 0
+        codes = {canonical_answer(v): i for i, v in enumerate(c.values)}
+        modal_c = np.array([-1 if modal[k] is None else codes.get(canonical_answer(modal[k]), -1) for k in cols])
+        has_mode = np.array([modal[k] is not None for k in cols])
+        match = valid & (c.response[P] == modal_c[None])
+        vb = valid & has_mode[None]
         observers = obs[:, cols]
         panel_p = observers.mean(0)
-        has_mode = np.array([modal[c] is not None for c in cols])
-        match = np.array([r is not None and r == modal[c] for r, c in zip(responses, cols)])
-        human = _HUMAN_SIDE.get(tid, seed, obs, resp, cols, lambda: _loo_sides(observers, resp, cols))
+        w_b = _with_estimate(n, N_BOOT_B, seed)
+        w_k = _with_estimate(n, N_BOOT_KAPPA, seed)
+        acc = _intervals(masked_mean_counts(w_b, correct, valid), N_BOOT_B, seed)
+        b_vals = masked_mean_counts(w_b, match, vb)
+        b_res = _intervals(b_vals, N_BOOT_B, seed)
+        k_vals = kappa_counts(w_k, correct, panel_p, valid)
+        ka = _intervals(k_vals, N_BOOT_KAPPA, seed)
+        kp = _intervals(kappa_pairwise_counts(w_k, correct, observers, valid), N_BOOT_KAPPA, seed)
+        # human ceilings on the same draws, computed once per (task, seed, human data, stimuli)
+        col_list = [int(k) for k in cols]
+        human = _HUMAN_SIDE.get(tid, seed, obs, resp, col_list, lambda: _loo_sides(observers, resp, col_list))
         loo_match, loo_valid = human["loo_match"], human["loo_valid"]
+        ceil_k, ceil_b = [], []
+        for i in (np.arange(n)[None, :], resample_indices(n, N_BOOT_KAPPA, seed)):
+            ceil_k.append(human.memo(("k", i), lambda: _nanmean(pairwise_ceiling(observers[:, i]), 0)))
+        for i in (np.arange(n)[None, :], resample_indices(n, N_BOOT_B, seed)):
+            ceil_b.append(human.memo(("b", i), lambda: _nanmean(masked_mean(loo_match[:, i], loo_valid[:, i]), 0)))
+        k_ratio = _intervals(_ratio(k_vals, np.concatenate(ceil_k)[:, None]), N_BOOT_KAPPA, seed)
+        b_ratio = _intervals(_ratio(b_vals, np.concatenate(ceil_b)[:, None]), N_BOOT_B, seed)
+        n_valid, n_null, n_b = valid.sum(1), (~valid).sum(1), vb.sum(1)
+        b_note = f"modal match; {int((~has_mode).sum())} tied-mode images excluded"
+        out = {}
+        for j, (m, _, _) in enumerate(batch):
+            nv, nn = int(n_valid[j]), int(n_null[j])
+            rows = [ScoreRow.from_boot(tid, m, "accuracy", acc[j], nv, nn),
+                    ScoreRow.from_boot(tid, m, "B", b_res[j], int(n_b[j]), nn, note=b_note),
+                    ScoreRow.from_boot(tid, m, "kappa_aggregate", ka[j], nv, nn, _kappa_note(ka[j].estimate)),
+                    ScoreRow.from_boot(tid, m, "kappa_pairwise", kp[j], nv, nn, _kappa_note(kp[j].estimate))]
+            for metric, res, what in (
+                    ("kappa_over_ceiling", k_ratio[j],
+                     "kappa_aggregate / ceiling_kappa_pairwise_mean (mean kappa over observer pairs)"),
+                    ("B_over_ceiling", b_ratio[j],
+                     "B / observer_B_mean (observers vs the leave-one-out modal response)")):
+                if not np.isfinite(res.estimate):
+                    note = f"undefined: {what.split(' / ')[0]} or its human ceiling is undefined or 0"
+                elif res.estimate > 1:
+                    note = (f"{what}; above 1: the model agrees with the panel more than the average human "
+                            "does (not clipped; read with the interval)")
+                else:
+                    note = what
+                rows.append(ScoreRow.from_boot(tid, m, metric, res, n, nn, note))
+            rows += _null_rows(tid, m, n, nn, b_res[j].estimate)
+            out[m] = rows
+        return out
 
-        def k_ratio(i):
-            ceil = human.memo(("k", i), lambda: _nanmean(pairwise_ceiling(observers[:, i]), 0))
-            return _ratio(kappa(correct[i], panel_p[i], valid[i]), ceil)
-
-        def b_ratio(i):
-            ceil = human.memo(("b", i), lambda: _nanmean(masked_mean(loo_match[:, i], loo_valid[:, i]), 0))
-            return _ratio(agreement_b(match[i], (valid & has_mode)[i]), ceil)
-
-        rows = []
-        for metric, fn, draws, what in (
-                ("kappa_over_ceiling", k_ratio, N_BOOT_KAPPA,
-                 "kappa_aggregate / ceiling_kappa_pairwise_mean (mean kappa over observer pairs)"),
-                ("B_over_ceiling", b_ratio, N_BOOT_B,
-                 "B / observer_B_mean (observers vs the leave-one-out modal response)")):
-            res = bootstrap(fn, n, n_draws=draws, seed=seed)
-            if not np.isfinite(res.estimate):
-                note = f"undefined: {what.split(' / ')[0]} or its human ceiling is undefined or 0"
-            elif res.estimate > 1:
-                note = (f"{what}; above 1: the model agrees with the panel more than the average human does "
-                        "(not clipped; read with the interval)")
-            else:
-                note = what
-            rows.append(ScoreRow.from_boot(tid, model, metric, res, n, int((~valid).sum()), note))
-        return rows
-
-    def _respondent_rows(self, model, correct, valid, responses, modal, panel_p, observers, seed,
+    def _respondent_rows(self, model, correct, valid, responses, modal, panel_p, seed,
                          suffix="") -> list[ScoreRow]:
+        """accuracy, B and kappa_loo rows of one human observer (against the others)."""
         tid = self.task_id
         n = len(correct)
         n_null = int((~valid).sum())
@@ -312,18 +427,10 @@ class SilhouetteTask(Task):
                                          n_draws=N_BOOT_B, seed=seed), n_b, n_null,
                                note=f"modal match; {int((~has_mode).sum())} tied-mode images excluded"),
         ]
-        if model.startswith("human:"):
-            kb = bootstrap(lambda i: kappa(correct[i], panel_p[i], valid[i]), n,
-                           n_draws=N_BOOT_KAPPA, seed=seed)
-            rows.append(ScoreRow.from_boot(tid, model, "kappa_loo" + suffix, kb, n_valid, n_null,
-                                           _kappa_note(kb.estimate) or "vs leave-one-out panel mean"))
-            return rows
-        ka = bootstrap(lambda i: kappa(correct[i], panel_p[i], valid[i]), n,
+        kb = bootstrap(lambda i: kappa(correct[i], panel_p[i], valid[i]), n,
                        n_draws=N_BOOT_KAPPA, seed=seed)
-        kp = bootstrap(lambda i: kappa_pairwise_mean_resampled(correct, observers, valid, i), n,
-                       n_draws=N_BOOT_KAPPA, seed=seed)
-        rows += [ScoreRow.from_boot(tid, model, "kappa_aggregate", ka, n_valid, n_null, _kappa_note(ka.estimate)),
-                 ScoreRow.from_boot(tid, model, "kappa_pairwise", kp, n_valid, n_null, _kappa_note(kp.estimate))]
+        rows.append(ScoreRow.from_boot(tid, model, "kappa_loo" + suffix, kb, n_valid, n_null,
+                                       _kappa_note(kb.estimate) or "vs leave-one-out panel mean"))
         return rows
 
     def _panel_rows(self, obs, modal, name, seed) -> list[ScoreRow]:
@@ -484,13 +591,14 @@ class MarkColorTask(Task):
                 meta={"order": order, "colors": [TABLEAU10[c] for c in order]}))
         return out
 
-    def _floor_rows(self, model: str, rs: list[TrialRecord]) -> list[ScoreRow]:
+    def _floor_rows(self, model: str, targets: list, n: int) -> list[ScoreRow]:
+        """Position floor of the non-null targets and the count of null ones (of ``n``)."""
         tid = self.task_id
-        targets = np.array([r.ground_truth for r in rs if r.ground_truth is not None])
-        n_none = sum(r.ground_truth is None for r in rs)
-        return [ScoreRow(tid, model, "position_floor", position_floor(targets), None, None, len(targets), 0,
+        t = np.array([x for x in targets if x is not None])
+        n_none = sum(x is None for x in targets)
+        return [ScoreRow(tid, model, "position_floor", position_floor(t), None, None, len(t), 0,
                          "max_k target-position frequency (seed 000 D.3)"),
-                ScoreRow(tid, model, "n_no_human_ref", float(n_none), None, None, len(rs), 0,
+                ScoreRow(tid, model, "n_no_human_ref", float(n_none), None, None, n, 0,
                          "triplets with a tied minimum pair under this kernel: excluded")]
 
     def human_records(self, seed: int, run_id: str, stimuli: list[Stimulus]) -> list[TrialRecord]:
@@ -514,27 +622,44 @@ class MarkColorTask(Task):
         return out
 
     def score(self, records: list[TrialRecord], seed: int) -> list[ScoreRow]:
+        return self.score_columns(TaskColumns.from_records(self.task_id, records), seed)
+
+    def score_columns(self, c: TaskColumns, seed: int) -> list[ScoreRow]:
+        """Score rows from the task's records as columns: B against the kernel's odd-one-out
+        per respondent (respondents with as many trials scored together on the shared
+        draws), floors and null rates per model, agreement between the kernels."""
         tid = self.task_id
         rows: list[ScoreRow] = []
-        groups = _by_model(records)
-        for m, rs in groups.items():
-            if m == f"human:kernel-{self.params['kernel']}":
-                continue  # the reference itself
-            gt = np.array([r.ground_truth is not None for r in rs])
-            valid = np.array([r.response is not None for r in rs]) & gt
-            match = np.array([bool(r.correct) for r in rs])
-            n = len(rs)
-            b = bootstrap(lambda i: agreement_b(match[i], valid[i]), n, n_draws=N_BOOT_B, seed=seed)
-            rows.append(ScoreRow.from_boot(tid, m, "B", b, int(valid.sum()), int(sum(r.response is None for r in rs)),
-                                           "agreement with the kernel's odd-one-out"))
+        groups = [(c.models[m], pos) for m, pos in _model_rows(c)]
+        ref = f"human:kernel-{self.params['kernel']}"
+        scored = [(m, pos) for m, pos in groups if m != ref]  # the reference itself is not scored
+        b_of: dict[str, object] = {}
+        for batch in _batches(scored, lambda x: len(x[1]).to_bytes(8, "little")):
+            P = np.stack([pos for _, pos in batch])
+            valid = (c.response[P] != 0) & (c.ground_truth[P] != 0)
+            match = c.correct[P] == 1
+            res = _intervals(masked_mean_counts(_with_estimate(P.shape[1], N_BOOT_B, seed), match, valid),
+                             N_BOOT_B, seed)
+            b_of.update({m: (r, int(v.sum())) for (m, _), r, v in zip(batch, res, valid)})
+        floors: dict[bytes, list[ScoreRow]] = {}
+        for m, pos in scored:
+            b, n_valid = b_of[m]
+            n, n_null = len(pos), int((c.response[pos] == 0).sum())
+            rows.append(ScoreRow.from_boot(tid, m, "B", b, n_valid, n_null, "agreement with the kernel's odd-one-out"))
             if not m.startswith("human:"):
-                rows += self._floor_rows(m, rs)
-                rows += _null_rows(tid, m, rs, b.estimate)
+                gt = c.ground_truth[pos]
+                key = gt.tobytes()
+                if key not in floors:
+                    floors[key] = self._floor_rows("", [c.values[g] for g in gt.tolist()], n)
+                rows += [dataclasses.replace(r, model=m) for r in floors[key]]
+                rows += _null_rows(tid, m, n, n_null, b.estimate)
         if groups:
-            rows += self._floor_rows("human:kernels", next(iter(groups.values())))
+            rows += self._floor_rows("human:kernels", [c.values[g] for g in c.ground_truth[groups[0][1]].tolist()],
+                                     len(groups[0][1]))
         # agreement between kernels, from the kernel records (uses the last group's n)
-        kern = {m.split("-", 1)[1]: {r.stimulus_id: r.response for r in rs}
-                for m, rs in groups.items() if m.startswith("human:kernel-")}
+        kern = {m.split("-", 1)[1]: {c.stimuli[s]: c.values[r] for s, r in zip(c.stimulus[pos].tolist(),
+                                                                                c.response[pos].tolist())}
+                for m, pos in groups if m.startswith("human:kernel-")}
         if len(kern) > 1:
             diffs = []
             for a, b_ in itertools.combinations(sorted(kern), 2):
@@ -619,50 +744,77 @@ class SeriesCountTask(Task):
         return out
 
     def score(self, records: list[TrialRecord], seed: int) -> list[ScoreRow]:
+        return self.score_columns(TaskColumns.from_records(self.task_id, records), seed)
+
+    def score_columns(self, c: TaskColumns, seed: int) -> list[ScoreRow]:
+        """Score rows from the task's records as columns: per model accuracy, mean absolute
+        error, a(k) per rendered k, capacity_k and its in-band probability (seed 000 §2.3),
+        every bootstrap stratified by k; models with the same trials (n and k per position)
+        are scored together on the shared draws."""
         tid = self.task_id
         rows: list[ScoreRow] = []
         levels = np.array(SERIES_K)
-        for m, rs in _by_model(records).items():
-            n = len(rs)
-            n_null = sum(r.response is None for r in rs)
-            correct = np.array([bool(r.correct) for r in rs], float)
-            valid = np.array([r.response is not None for r in rs])
-            k = np.array([int(r.manipulated_value) for r in rs])
-            err = np.array([abs(r.response - r.ground_truth) if r.response is not None else 0.0 for r in rs], float)
-            # stratified by k like every series-count row: the design fixes the count per k
-            rows.append(ScoreRow.from_boot(tid, m, "accuracy", bootstrap(
-                lambda i: masked_mean(correct[i], valid[i]), n, n_draws=N_BOOT_B, seed=seed, strata=k),
-                int(valid.sum()), n_null, "bootstrap stratified by k"))
-            rows.append(ScoreRow.from_boot(tid, m, "mean_abs_error", bootstrap(
-                lambda i: masked_mean(err[i], valid[i]), n, n_draws=N_BOOT_B, seed=seed, strata=k),
-                int(valid.sum()), n_null, "|response - k| over parseable answers; bootstrap stratified by k"))
-            idx = resample_indices(n, N_BOOT_B, seed, k)  # the draws every row below bootstraps on
-            a_draws = accuracy_by_k(correct[idx], valid[idx], k[idx], levels)  # (draws, L), computed once
+        num = np.array([float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else np.nan
+                        for v in c.values])
+        models = []
+        for m, pos in _model_rows(c):
+            k = np.array([int(c.values[x]) for x in c.manipulated_value[pos].tolist()])
+            models.append((c.models[m], pos, k))
+        out: dict[str, list[ScoreRow]] = {}
+        for batch in _batches(models, lambda x: x[2].tobytes()):
+            out.update(self._model_block(c, batch, num, levels, seed))
+        for m, _, _ in models:
+            rows += out[m]
+        return rows
 
-            def a_of(i):
-                """a(k) on index matrix ``i``: the shared draws' a(k) when ``i`` is them (issue 12)."""
-                return a_draws if i is idx else accuracy_by_k(correct[i], valid[i], k[i], levels)
-
-            for j, lev in enumerate(levels):
-                if not (k == lev).any():
-                    continue
-                b = bootstrap(lambda i, j=j: a_of(i)[:, j], n, n_draws=N_BOOT_B, seed=seed, strata=k)
-                rows.append(ScoreRow.from_boot(tid, m, f"a_k[{lev}]", b, int(((k == lev) & valid).sum()),
-                                               int((~valid[k == lev]).sum())))
-            cap = bootstrap(lambda i: capacity_k(a_of(i), levels), n, n_draws=N_BOOT_B, seed=seed, strata=k)
-            note = ("" if np.isfinite(cap.estimate) else
+    def _model_block(self, c: TaskColumns, batch, num: np.ndarray, levels: np.ndarray,
+                     seed: int) -> dict[str, list[ScoreRow]]:
+        tid = self.task_id
+        k = batch[0][2]
+        n = len(k)
+        P = np.stack([pos for _, pos, _ in batch])  # (M, n)
+        M = len(batch)
+        correct = (c.correct[P] == 1).astype(float)
+        valid = c.response[P] != 0
+        err = np.where(valid, np.abs(num[c.response[P]] - num[c.ground_truth[P]]), 0.0)
+        # the draws every row bootstraps on (stratified by k), row 0 the sample itself
+        w = _with_estimate(n, N_BOOT_B, seed, k)
+        acc = _intervals(masked_mean_counts(w, correct, valid), N_BOOT_B, seed)
+        mae = _intervals(masked_mean_counts(w, err, valid), N_BOOT_B, seed)
+        onehot = (k[None, :] == levels[:, None]).astype(float)  # (L, n)
+        L = len(levels)
+        a_all = masked_mean_counts(w, np.broadcast_to(correct[:, None, :], (M, L, n)).reshape(M * L, n),
+                                   (valid[:, None, :] & (onehot[None] > 0)).reshape(M * L, n))
+        a_all = a_all.reshape(-1, M, L)  # (1 + draws, M, L): a(k) per model
+        cap = capacity_k(a_all, levels)  # (1 + draws, M)
+        cap_res = _intervals(cap, N_BOOT_B, seed)
+        a_res = {j: _intervals(a_all[:, :, j], N_BOOT_B, seed) for j, lev in enumerate(levels) if (k == lev).any()}
+        out = {}
+        for i, (m, _, _) in enumerate(batch):
+            v = valid[i]
+            n_null = int((~v).sum())
+            rows = [ScoreRow.from_boot(tid, m, "accuracy", acc[i], int(v.sum()), n_null, "bootstrap stratified by k"),
+                    ScoreRow.from_boot(tid, m, "mean_abs_error", mae[i], int(v.sum()), n_null,
+                                       "|response - k| over parseable answers; bootstrap stratified by k")]
+            for j, res in a_res.items():
+                lev = levels[j]
+                rows.append(ScoreRow.from_boot(tid, m, f"a_k[{lev}]", res[i], int(((k == lev) & v).sum()),
+                                               int((~v[k == lev]).sum())))
+            cr = cap_res[i]
+            note = ("" if np.isfinite(cr.estimate) else
                     "a(k) never fell below half of mean a(k<=4) within k=2..16, or baseline is 0")
-            rows.append(ScoreRow.from_boot(tid, m, "capacity_k", cap, n, n_null,
+            rows.append(ScoreRow.from_boot(tid, m, "capacity_k", cr, n, n_null,
                                            note or "smallest k with a(k) < 0.5 mean a(k<=4); "
                                            "bootstrap stratified by k"))
-            rep = float(np.isfinite(cap.estimate) and HUMAN_BAND[0] <= cap.estimate <= HUMAN_BAND[1])
+            rep = float(np.isfinite(cr.estimate) and HUMAN_BAND[0] <= cr.estimate <= HUMAN_BAND[1])
             rows.append(ScoreRow(tid, m, "replicates", rep, None, None, n, n_null,
                                  f"1 if the capacity_k point estimate lies in the human band "
                                  f"{HUMAN_BAND[0]}-{HUMAN_BAND[1]}; read with capacity_in_band_prob"))
-            draws = capacity_k(a_draws, levels)  # the same draws as capacity_k's interval
+            draws = cap[1:, i]  # the same draws as capacity_k's interval
             in_band = np.isfinite(draws) & (draws >= HUMAN_BAND[0]) & (draws <= HUMAN_BAND[1])
             rows.append(ScoreRow(tid, m, "capacity_in_band_prob", float(in_band.mean()), None, None, n, n_null,
                                  "fraction of the capacity_k bootstrap draws (stratified by k) inside the human "
                                  "band; undefined draws count as outside", N_BOOT_B, 0, seed))
-            rows += _null_rows(tid, m, rs, None)
-        return rows
+            rows += _null_rows(tid, m, n, n_null, None)
+            out[m] = rows
+        return out
