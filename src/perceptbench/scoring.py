@@ -236,7 +236,9 @@ def write_scores(rows: list[ScoreRow], csv_path: str | os.PathLike) -> tuple[Pat
     def clean(v):
         return None if isinstance(v, float) and math.isnan(v) else v
 
-    tmpj.write_text(json.dumps([{k: clean(v) for k, v in vars(r).items()} for r in rows], indent=1))
+    # one row per line, each encoded by json's C encoder (indent= would select the pure-Python one)
+    tmpj.write_text("[\n" + ",\n".join(json.dumps({k: clean(v) for k, v in vars(r).items()}) for r in rows)
+                    + ("\n]" if rows else "]"))
     os.replace(tmpj, json_path)
     return csv_path, json_path
 

@@ -18,7 +18,7 @@ import warnings
 
 import numpy as np
 
-from .agreement import _wsum, masked_mean
+from .agreement import _wsum, _wsum_by_pattern, masked_mean
 
 UNDEFINED_REASON = "kappa undefined: expected agreement c_exp = 1 (a side is always correct or always wrong)"
 
@@ -53,15 +53,31 @@ def _kappa_from_counts(n_v, s_a, s_b, s_ab) -> np.ndarray:
     n_v valid trials, s_a / s_b ones on each side, s_ab trials where both are 1.  For 0/1
     inputs every sum in :func:`kappa` is an integer (exact in float64), so this gives the
     same float64 values as :func:`kappa` bit for bit (same divisions, same c_exp formula)."""
-    agree = n_v - s_a - s_b + 2.0 * s_ab  # sum of m h + (1-m)(1-h)
+    # the same operations as kappa() on the sums, done in place (arrays of draws x models)
+    n_v, s_a, s_b, s_ab = (np.asarray(a, float) for a in (n_v, s_a, s_b, s_ab))
+    ok = n_v > 0
+    bad = None if ok.all() else ~ok
     den = np.maximum(n_v, 1)
     with np.errstate(invalid="ignore", divide="ignore"):
-        c_obs = np.where(n_v > 0, agree / den, np.nan)
-        p_m = np.where(n_v > 0, s_a / den, np.nan)
-        p_h = np.where(n_v > 0, s_b / den, np.nan)
-        c_exp = p_m * p_h + (1 - p_m) * (1 - p_h)
-        out = (c_obs - c_exp) / (1 - c_exp)
-    return np.where(np.isclose(c_exp, 1.0, rtol=0, atol=1e-12), np.nan, out)
+        c_obs = s_ab * 2.0  # + n_v - s_a - s_b: sum of m h + (1-m)(1-h) (integers: any order is exact)
+        c_obs += n_v - s_a
+        c_obs -= s_b
+        c_obs /= den
+        p_m = s_a / den
+        p_h = s_b / den
+        if bad is not None:
+            c_obs, p_m, p_h = (np.where(bad, np.nan, a) for a in (c_obs, p_m, p_h))
+        c_exp = p_m * p_h
+        q = 1 - p_h
+        q *= 1 - p_m
+        c_exp += q  # p_m p_h + (1 - p_m)(1 - p_h)
+        c_obs -= c_exp
+        np.subtract(1, c_exp, out=q)
+        c_obs /= q  # (c_obs - c_exp) / (1 - c_exp)
+        np.subtract(c_exp, 1.0, out=q)
+        np.abs(q, out=q)
+        c_obs[q <= 1e-12] = np.nan  # np.isclose(c_exp, 1, rtol=0, atol=1e-12): undefined
+    return c_obs
 
 
 def kappa_pairwise_mean(m: np.ndarray, observers: np.ndarray, valid: np.ndarray | None = None) -> np.ndarray:
@@ -119,10 +135,13 @@ def kappa_pairwise_counts(w: np.ndarray, m: np.ndarray, observers: np.ndarray, v
     and D.5 (kappa recomputed whole on each draw)."""
     v = np.asarray(valid, bool).astype(float)
     mv = np.asarray(m, float) * v
+    observers = np.asarray(observers, float)
     M, J = v.shape[0], observers.shape[0]
-    n_v = _wsum(w, v)  # (k, M)
+    n_v = _wsum_by_pattern(w, v)  # (k, M)
     s_m = _wsum(w, mv)
-    s_h = _wsum(w, (observers[:, None, :] * v[None]).reshape(J * M, -1)).reshape(-1, J, M).transpose(1, 0, 2)
+    u, inv = np.unique(v, axis=0, return_inverse=True)  # the observers' side depends on the valid mask only
+    s_h = _wsum(w, (observers[:, None, :] * u[None]).reshape(J * len(u), -1)).reshape(-1, J, len(u))
+    s_h = s_h.transpose(1, 0, 2)[:, :, inv.ravel()] if len(u) > 1 else s_h.transpose(1, 0, 2)
     s_mh = _wsum(w, (observers[:, None, :] * mv[None]).reshape(J * M, -1)).reshape(-1, J, M).transpose(1, 0, 2)
     k = np.ascontiguousarray(_kappa_from_counts(n_v[None], s_m[None], s_h, s_mh))
     with warnings.catch_warnings():
@@ -138,14 +157,20 @@ def kappa_counts(w: np.ndarray, m: np.ndarray, h: np.ndarray, valid: np.ndarray)
     form: equal to it to rounding (~1e-16).  Seed 000 Eq. 2."""
     v = np.asarray(valid, bool).astype(float)
     m = np.asarray(m, float)
-    h = np.broadcast_to(np.asarray(h, float), m.shape)
-    n_v = _wsum(w, v)
+    h = np.asarray(h, float)
+    n_v = _wsum_by_pattern(w, v)
+    if h.ndim == 1:  # one human side for all respondents: its sums depend on the valid mask only
+        u, inv = np.unique(v, axis=0, return_inverse=True)
+        s_h = _wsum(w, h[None] * u)[:, inv.ravel()]
+    else:
+        s_h = _wsum(w, h * v)
+    hb = np.broadcast_to(h, m.shape)
     with np.errstate(invalid="ignore", divide="ignore"):
         den = np.maximum(n_v, 1)
         ok = n_v > 0
-        c_obs = np.where(ok, _wsum(w, (m * h + (1 - m) * (1 - h)) * v) / den, np.nan)
+        c_obs = np.where(ok, _wsum(w, (m * hb + (1 - m) * (1 - hb)) * v) / den, np.nan)
         p_m = np.where(ok, _wsum(w, m * v) / den, np.nan)
-        p_h = np.where(ok, _wsum(w, h * v) / den, np.nan)
+        p_h = np.where(ok, s_h / den, np.nan)
         c_exp = p_m * p_h + (1 - p_m) * (1 - p_h)
         out = (c_obs - c_exp) / (1 - c_exp)
     return np.where(np.isclose(c_exp, 1.0, rtol=0, atol=1e-12), np.nan, out)

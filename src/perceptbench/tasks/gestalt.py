@@ -781,11 +781,13 @@ class SeriesCountTask(Task):
         w = _with_estimate(n, N_BOOT_B, seed, k)
         acc = _intervals(masked_mean_counts(w, correct, valid), N_BOOT_B, seed)
         mae = _intervals(masked_mean_counts(w, err, valid), N_BOOT_B, seed)
-        onehot = (k[None, :] == levels[:, None]).astype(float)  # (L, n)
-        L = len(levels)
-        a_all = masked_mean_counts(w, np.broadcast_to(correct[:, None, :], (M, L, n)).reshape(M * L, n),
-                                   (valid[:, None, :] & (onehot[None] > 0)).reshape(M * L, n))
-        a_all = a_all.reshape(-1, M, L)  # (1 + draws, M, L): a(k) per model
+        # a(k) per model (1 + draws, M, L): the mean over the stimuli rendered with k only
+        # (stratified draws keep them in their stratum), NaN for a level with none valid
+        a_all = np.full((w.shape[0], M, len(levels)), np.nan)
+        for j, lev in enumerate(levels):
+            at = np.flatnonzero(k == lev)
+            if at.size:
+                a_all[:, :, j] = masked_mean_counts(np.ascontiguousarray(w[:, at]), correct[:, at], valid[:, at])
         cap = capacity_k(a_all, levels)  # (1 + draws, M)
         cap_res = _intervals(cap, N_BOOT_B, seed)
         a_res = {j: _intervals(a_all[:, :, j], N_BOOT_B, seed) for j, lev in enumerate(levels) if (k == lev).any()}
