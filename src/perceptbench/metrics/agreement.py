@@ -21,27 +21,49 @@ def masked_mean(x: np.ndarray, valid: np.ndarray) -> np.ndarray:
 
 def _wsum(w: np.ndarray, x: np.ndarray) -> np.ndarray:
     """Weighted sums over stimuli: ``w`` (k, n), ``x`` (M, n) -> float64 (k, M), ``[d, m] =
-    sum_i w[d, i] x[m, i]`` (one matrix product).  When both are integer-valued and no sum
-    can pass 2**24 (counts summing to n per row times ``max |x|``), the product is taken in
-    float32: every partial sum is then an integer below 2**24, exact in float32 whatever
-    the order, so the result equals the float64 product bit for bit at half the cost."""
+    sum_i w[d, i] x[m, i]`` (one matrix product).  float32 ``w`` are resample counts
+    (integers summing to n per row, :func:`perceptbench.metrics.bootstrap.resample_counts`):
+    with an integer-valued ``x`` and ``n * max |x| < 2**24`` every partial sum is an integer
+    below 2**24, exact in float32 whatever the order, so the product is taken in float32 and
+    equals the float64 product bit for bit at half the cost.  Any other input: float64."""
     x = np.asarray(x, float)
-    if x.size and w.size and _small_ints(x) and _small_ints(w) \
-            and float(np.abs(w).sum(1).max()) * float(np.abs(x).max()) < 2 ** 24:
-        return (x.astype(np.float32) @ w.astype(np.float32).T).T.astype(float)
-    return (x @ w.T).T
+    with _one_blas_thread():
+        if w.dtype == np.float32 and x.size and w.shape[1] * float(np.abs(x).max()) < 2 ** 24 \
+                and (x == np.round(x)).all():
+            return (x.astype(np.float32) @ w.T).T.astype(float)
+        return (x @ np.asarray(w, float).T).T
 
 
-def _small_ints(a: np.ndarray) -> bool:
-    return bool((a == np.round(a)).all())
+_BLAS = None
+
+
+def _one_blas_thread():
+    """Context limiting numpy's BLAS to one thread (threadpoolctl; ~6 us).  The count
+    products are small to medium matrices; on a shared 2-core machine OpenBLAS's worker
+    threads contend with other processes and one (10, 120) x (120, 2000) product took
+    11-120 ms on two threads against 0.7-1.3 ms on one (load average 14)."""
+    global _BLAS
+    if _BLAS is None:
+        from threadpoolctl import ThreadpoolController
+
+        _BLAS = ThreadpoolController()
+    return _BLAS.limit(limits=1, user_api="blas")
+
+
+def _patterns(v: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
+    """Distinct rows of ``v`` (M, n) and the row of each (None: all rows equal the first)."""
+    if (v == v[:1]).all():
+        return v[:1], None
+    u, inv = np.unique(v, axis=0, return_inverse=True)
+    return u, inv.ravel()
 
 
 def _wsum_by_pattern(w: np.ndarray, v: np.ndarray) -> np.ndarray:
-    """:func:`_wsum` of 0/1 rows ``v`` (M, n) computed once per distinct row (respondents
-    mostly share their valid mask: every encoder trial is parseable) -> (k, M)."""
-    u, inv = np.unique(v, axis=0, return_inverse=True)
+    """:func:`_wsum` of rows ``v`` (M, n) computed once per distinct row (respondents mostly
+    share their valid mask: every encoder trial is parseable) -> (k, M)."""
+    u, inv = _patterns(v)
     s = _wsum(w, u)
-    return np.broadcast_to(s, (s.shape[0], v.shape[0])) if len(u) == 1 else s[:, inv.ravel()]
+    return np.broadcast_to(s, (s.shape[0], v.shape[0])) if inv is None else s[:, inv]
 
 
 def masked_mean_counts(w: np.ndarray, x: np.ndarray, valid: np.ndarray) -> np.ndarray:

@@ -79,19 +79,22 @@ _COUNTS: dict[int, tuple[np.ndarray, np.ndarray]] = {}
 
 def resample_counts(idx: np.ndarray) -> np.ndarray:
     """Resample count matrix of an index matrix: ``counts[d, i]`` = how often draw ``d``
-    picked stimulus ``i``; ``idx`` int (d, n) -> float64 (d, n), read-only, each row summing
+    picked stimulus ``i``; ``idx`` int (d, n) -> float32 (d, n), read-only, each row summing
     to n.  A sum over a resample, ``x[idx].sum(-1)``, is ``counts @ x``; for integer-valued
     ``x`` (0/1 correctness, counts) every such sum is an integer, exact in float64 whatever
     the order of summation, so statistics built from count products equal the gathering
     form bit for bit.  Computed once per matrix drawn by :func:`resample_indices` (kept
     beside it while it is cached) and shared by every model and statistic on those draws;
-    any other matrix is counted afresh."""
+    any other matrix is counted afresh.  Returned as float32 (exact for n < 2**24): the
+    count products of :mod:`perceptbench.metrics.agreement` then run in float32 where that is
+    exact."""
     hit = _COUNTS.get(id(idx))
     if hit is not None and hit[0] is idx:
         return hit[1]
     idx = np.asarray(idx)
     d, n = idx.shape
-    counts = np.bincount((idx + n * np.arange(d)[:, None]).ravel(), minlength=d * n).reshape(d, n).astype(float)
+    counts = np.bincount((idx + n * np.arange(d)[:, None]).ravel(), minlength=d * n).reshape(d, n)
+    counts = counts.astype(np.float32)  # integers <= n: exact; float32 marks them as counts for _wsum
     counts.setflags(write=False)
     if any(v is idx for v in _CACHE.values()):
         _COUNTS[id(idx)] = (idx, counts)
@@ -123,13 +126,13 @@ def bootstrap_counts(stat: Callable[[np.ndarray], np.ndarray], n: int, *, n_draw
                      seed: int = 0, alpha: float = 0.05,
                      strata: np.ndarray | None = None) -> list[BootstrapResult]:
     """:func:`bootstrap` of a statistic of several respondents at once, written on count
-    matrices: ``stat(w)`` takes float64 weights ``w`` (k, n) (row d: how often each stimulus
+    matrices: ``stat(w)`` takes float32 integer weights ``w`` (k, n) (row d: how often each stimulus
     is in the resample; a row of ones is the original sample) and returns (k, M), one column
     per respondent.  The draws are those of :func:`resample_indices` (``counts`` of the same
     matrix), so column m equals ``bootstrap`` of respondent m's statistic on the same seed
     (seed 000 D.5: every draw recomputes the whole statistic)."""
     counts = resample_counts(resample_indices(n, n_draws, seed, strata))
-    estimate = np.asarray(stat(np.ones((1, n))), float)[0]
+    estimate = np.asarray(stat(np.ones((1, n), np.float32)), float)[0]
     draws = np.asarray(stat(counts), float)
     return percentile_intervals(estimate, draws, n_draws, seed, alpha)
 

@@ -18,7 +18,7 @@ import warnings
 
 import numpy as np
 
-from .agreement import _wsum, _wsum_by_pattern, masked_mean
+from .agreement import _patterns, _wsum, _wsum_by_pattern, masked_mean
 
 UNDEFINED_REASON = "kappa undefined: expected agreement c_exp = 1 (a side is always correct or always wrong)"
 
@@ -139,9 +139,9 @@ def kappa_pairwise_counts(w: np.ndarray, m: np.ndarray, observers: np.ndarray, v
     M, J = v.shape[0], observers.shape[0]
     n_v = _wsum_by_pattern(w, v)  # (k, M)
     s_m = _wsum(w, mv)
-    u, inv = np.unique(v, axis=0, return_inverse=True)  # the observers' side depends on the valid mask only
+    u, inv = _patterns(v)  # the observers' side depends on the valid mask only
     s_h = _wsum(w, (observers[:, None, :] * u[None]).reshape(J * len(u), -1)).reshape(-1, J, len(u))
-    s_h = s_h.transpose(1, 0, 2)[:, :, inv.ravel()] if len(u) > 1 else s_h.transpose(1, 0, 2)
+    s_h = s_h.transpose(1, 0, 2) if inv is None else s_h.transpose(1, 0, 2)[:, :, inv]
     s_mh = _wsum(w, (observers[:, None, :] * mv[None]).reshape(J * M, -1)).reshape(-1, J, M).transpose(1, 0, 2)
     k = np.ascontiguousarray(_kappa_from_counts(n_v[None], s_m[None], s_h, s_mh))
     with warnings.catch_warnings():
@@ -160,8 +160,9 @@ def kappa_counts(w: np.ndarray, m: np.ndarray, h: np.ndarray, valid: np.ndarray)
     h = np.asarray(h, float)
     n_v = _wsum_by_pattern(w, v)
     if h.ndim == 1:  # one human side for all respondents: its sums depend on the valid mask only
-        u, inv = np.unique(v, axis=0, return_inverse=True)
-        s_h = _wsum(w, h[None] * u)[:, inv.ravel()]
+        u, inv = _patterns(v)
+        s_h = _wsum(w, h[None] * u)
+        s_h = s_h if inv is None else s_h[:, inv]
     else:
         s_h = _wsum(w, h * v)
     hb = np.broadcast_to(h, m.shape)

@@ -107,7 +107,7 @@ def _batches(items: list, key) -> list[list]:
 def _with_estimate(n: int, n_draws: int, seed: int, strata=None) -> np.ndarray:
     """Weights (1 + n_draws, n): a row of ones (the sample itself: the estimate) over the
     resample counts of :func:`resample_indices` (the draws every bootstrap here uses)."""
-    return np.vstack([np.ones((1, n)), resample_counts(resample_indices(n, n_draws, seed, strata))])
+    return np.vstack([np.ones((1, n), np.float32), resample_counts(resample_indices(n, n_draws, seed, strata))])
 
 
 def _intervals(values: np.ndarray, n_draws: int, seed: int):
