@@ -299,7 +299,7 @@ class _TaskBuilder:
 #: from_json structure of the columns scoring reads (JSON: types differ between tasks)
 _STRUCT = {"trial_id": "VARCHAR", "task_id": "VARCHAR", "stimulus_id": "VARCHAR", "model": "VARCHAR",
            "model_family": "VARCHAR", "readout": "VARCHAR", "response": "JSON", "ground_truth": "JSON",
-           "manipulated_value": "JSON", "correct": "BOOLEAN", "rep": "BIGINT", "prompt_id": "VARCHAR",
+           "manipulated_value": "JSON", "correct": "JSON", "rep": "JSON", "prompt_id": "VARCHAR",
            "prompt_hash": "VARCHAR", "run_meta": "JSON"}
 _META = {"seed": "BIGINT", "split": "VARCHAR", "prompt_template_hash": "VARCHAR", "skipped": "JSON", "vsi": "JSON"}
 
@@ -362,9 +362,12 @@ def read_columns(path: str | os.PathLike, batch_rows: int = 100_000) -> Columnar
                           from_json(s.run_meta, '{json.dumps(_META)}') AS rm FROM r)
         SELECT coalesce(keys_ok AND meta_ok AND s.trial_id = s.task_id || '|' || s.stimulus_id || '|'
                         || s.model || '|rep' || CAST(s.rep AS VARCHAR) AND rm.seed IS NOT NULL
+                        AND (s.correct IS NULL OR json_type(s.correct) = 'BOOLEAN')
+                        AND json_type(s.rep) IN ('UBIGINT', 'BIGINT')
                         AND s.model_family IS NOT NULL AND s.readout IS NOT NULL, false) AS ok,
                s.task_id, s.model, s.stimulus_id, s.model_family AS family, s.readout, s.response,
-               s.ground_truth, s.manipulated_value, s.correct, s.rep, rm.seed, rm.split,
+               s.ground_truth, s.manipulated_value, CAST(s.correct AS VARCHAR) = 'true' AS correct,
+               TRY_CAST(s.rep AS BIGINT) AS rep, rm.seed, rm.split,
                CASE WHEN s.model_family = 'human' THEN NULL
                     WHEN rm.prompt_template_hash IS NOT NULL AND rm.prompt_template_hash <> ''
                          THEN rm.prompt_template_hash
