@@ -197,6 +197,22 @@ def pairwise_ceiling(observers: np.ndarray) -> np.ndarray:
     return kappa(a, b)
 
 
+def pairwise_ceiling_counts(w: np.ndarray, observers: np.ndarray) -> np.ndarray:
+    """:func:`pairwise_ceiling` on resamples given as count weights: ``w`` (k, n) (rows
+    summing to n), ``observers`` 0/1 (J, n) -> float64 (J(J-1)/2, k), pairs in
+    itertools.combinations order.  One product gives every draw's Gram matrix; the sums are
+    integers, so the values equal ``pairwise_ceiling(observers[:, idx])`` bit for bit."""
+    observers = np.asarray(observers, float)
+    J, n = observers.shape
+    pairs = list(itertools.combinations(range(J), 2))
+    ii = np.array([i for i, _ in pairs], int)
+    jj = np.array([j for _, j in pairs], int)
+    s = _wsum(w, observers).T  # (J, k)
+    s_ab = _wsum(w, observers[ii] * observers[jj]).T  # (P, k)
+    n_v = np.full(s_ab.shape, float(n))
+    return np.ascontiguousarray(_kappa_from_counts(n_v, s[ii], s[jj], s_ab))
+
+
 def leave_one_out_ceiling(observers: np.ndarray) -> np.ndarray:
     """Each observer against the mean accuracy of the other J-1 (aggregate form):
     observers (J, ..., n) 0/1 -> (J, ...)."""

@@ -13,12 +13,13 @@ from functools import lru_cache
 
 import numpy as np
 
-from ..metrics.agreement import agreement_b, masked_mean, masked_mean_counts, null_bracket, position_floor
+from ..metrics.agreement import masked_mean, masked_mean_counts, null_bracket, position_floor
 from ..metrics.bootstrap import (
-    N_BOOT_B, N_BOOT_KAPPA, bootstrap, percentile_intervals, resample_counts, resample_indices)
+    N_BOOT_B, N_BOOT_KAPPA, percentile_intervals, resample_counts, resample_indices)
 from ..metrics.capacity import HUMAN_BAND, capacity_k
 from ..metrics.error_consistency import (
-    UNDEFINED_REASON, kappa, kappa_counts, kappa_pairwise_counts, leave_one_out_ceiling, pairwise_ceiling)
+    UNDEFINED_REASON, kappa_counts, kappa_pairwise_counts, leave_one_out_ceiling, pairwise_ceiling,
+    pairwise_ceiling_counts)
 from ..record_table import TaskColumns, canonical_answer
 from ..records import TrialRecord
 from ..seeding import rng_for, text_hash
@@ -325,16 +326,9 @@ class SilhouetteTask(Task):
             if not cols:
                 continue
             panel = self._panel_rows(obs[:, cols], [modal[c] for c in cols], name, seed)
-            observer_rows: list[ScoreRow] = []
-            b_obs = []
-            for j, m in enumerate(humans):
-                loo = (obs[:, cols].sum(0) - obs[j, cols]) / (len(humans) - 1)
-                loo_modal = [_mode(resp[c][:j] + resp[c][j + 1:]) for c in cols]
-                r_obs = self._respondent_rows(m, obs[j, cols], np.ones(len(cols), bool),
-                                              [resp[c][j] for c in cols], loo_modal,
-                                              loo, seed, suffix=f"@{name}")
-                b_obs += [x.value for x in r_obs if x.metric == f"B@{name}"]
-                observer_rows += r_obs
+            observer_rows = self._observer_rows(humans, obs[:, cols], [[resp[c][j] for c in cols]
+                                                                       for j in range(len(humans))], name, seed)
+            b_obs = [x.value for x in observer_rows if x.metric == f"B@{name}"]
             panel.append(ScoreRow(tid, "human:panel", f"observer_B_mean@{name}", float(np.mean(b_obs)), None, None,
                                   len(cols), 0, "mean over observers of B against the modal response of the "
                                   "other observers (leave-one-out mode)"))
@@ -408,29 +402,27 @@ class SilhouetteTask(Task):
             out[m] = rows
         return out
 
-    def _respondent_rows(self, model, correct, valid, responses, modal, panel_p, seed,
-                         suffix="") -> list[ScoreRow]:
-        """accuracy, B and kappa_loo rows of one human observer (against the others)."""
-        tid = self.task_id
-        n = len(correct)
-        n_null = int((~valid).sum())
-        has_mode = np.array([h is not None for h in modal])
-        match = np.array([r is not None and r == h for r, h in zip(responses, modal)])
-        n_valid = int(valid.sum())
-        n_b = int((valid & has_mode).sum())
-        rows = [
-            ScoreRow.from_boot(tid, model, "accuracy" + suffix,
-                               bootstrap(lambda i: masked_mean(correct[i], valid[i]), n,
-                                         n_draws=N_BOOT_B, seed=seed), n_valid, n_null),
-            ScoreRow.from_boot(tid, model, "B" + suffix,
-                               bootstrap(lambda i: agreement_b(match[i], (valid & has_mode)[i]), n,
-                                         n_draws=N_BOOT_B, seed=seed), n_b, n_null,
-                               note=f"modal match; {int((~has_mode).sum())} tied-mode images excluded"),
-        ]
-        kb = bootstrap(lambda i: kappa(correct[i], panel_p[i], valid[i]), n,
-                       n_draws=N_BOOT_KAPPA, seed=seed)
-        rows.append(ScoreRow.from_boot(tid, model, "kappa_loo" + suffix, kb, n_valid, n_null,
-                                       _kappa_note(kb.estimate) or "vs leave-one-out panel mean"))
+    def _observer_rows(self, humans, obs, responses, name, seed) -> list[ScoreRow]:
+        """accuracy, B (against the modal response of the other observers) and kappa_loo
+        (against the other observers' mean accuracy) of every observer, all observers at once
+        on the shared resample counts; ``obs`` (J, n) 0/1, ``responses`` J lists of n."""
+        tid, suffix = self.task_id, f"@{name}"
+        J, n = obs.shape
+        loo = (obs.sum(0)[None] - obs) / (J - 1)
+        loo_modal = [[_mode([responses[o][k] for o in range(J) if o != j]) for k in range(n)] for j in range(J)]
+        has_mode = np.array([[h is not None for h in row] for row in loo_modal])
+        match = np.array([[r is not None and r == h for r, h in zip(responses[j], loo_modal[j])] for j in range(J)])
+        valid = np.ones((J, n), bool)
+        acc = _intervals(masked_mean_counts(_with_estimate(n, N_BOOT_B, seed), obs, valid), N_BOOT_B, seed)
+        b = _intervals(masked_mean_counts(_with_estimate(n, N_BOOT_B, seed), match, has_mode), N_BOOT_B, seed)
+        kl = _intervals(kappa_counts(_with_estimate(n, N_BOOT_KAPPA, seed), obs, loo, valid), N_BOOT_KAPPA, seed)
+        rows = []
+        for j, m in enumerate(humans):
+            rows += [ScoreRow.from_boot(tid, m, "accuracy" + suffix, acc[j], n, 0),
+                     ScoreRow.from_boot(tid, m, "B" + suffix, b[j], int(has_mode[j].sum()), 0,
+                                        note=f"modal match; {int((~has_mode[j]).sum())} tied-mode images excluded"),
+                     ScoreRow.from_boot(tid, m, "kappa_loo" + suffix, kl[j], n, 0,
+                                        _kappa_note(kl[j].estimate) or "vs leave-one-out panel mean")]
         return rows
 
     def _panel_rows(self, obs, modal, name, seed) -> list[ScoreRow]:
@@ -438,10 +430,11 @@ class SilhouetteTask(Task):
         acc = obs.mean(1)
         pw = pairwise_ceiling(obs)
         loo = leave_one_out_ceiling(obs)
-        pw_b = bootstrap(lambda i: _nanmean(pairwise_ceiling(obs[:, i]), 0), n,
-                         n_draws=N_BOOT_KAPPA, seed=seed)
-        loo_b = bootstrap(lambda i: _nanmean(leave_one_out_ceiling(obs[:, i]), 0), n,
-                          n_draws=N_BOOT_KAPPA, seed=seed)
+        w = _with_estimate(n, N_BOOT_KAPPA, seed)
+        pw_b = _intervals(_nanmean(pairwise_ceiling_counts(w, obs), 0)[:, None], N_BOOT_KAPPA, seed)[0]
+        others = (obs.sum(0)[None] - obs) / (obs.shape[0] - 1)
+        loo_k = np.ascontiguousarray(kappa_counts(w, obs, others, np.ones(obs.shape, bool)).T)  # (J, 1 + draws)
+        loo_b = _intervals(_nanmean(loo_k, 0)[:, None], N_BOOT_KAPPA, seed)[0]
         s = f"@{name}"
         has_mode = np.array([h is not None for h in modal])
 
