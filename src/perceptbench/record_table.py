@@ -1,20 +1,24 @@
 """Columnar reading of a records file for scoring and export at scale (issue 12).
 
 :func:`read_records` validates every line into a pydantic object and keeps them all: right
-for ``validate`` and resume, too heavy for scoring 10^6 records.  Here pyarrow
-(``pyarrow.json.read_json``) reads only the fixed-type index columns (``task_id``,
-``model``, ``trial_id``, ``run_meta.seed``) of the whole file into Arrow arrays; duplicate
-trial ids and per-task seeds are checked on those columns; then the records of **one task
-at a time** are read back by byte offset and built without re-validation
-(``TrialRecord.model_construct``), scored and dropped.  Peak memory is the index columns
-plus the largest task, not the file.
+for ``validate`` and resume, too heavy for scoring 10^6 records.  Two readers here:
 
-The fields whose JSON type differs between tasks (``response``, ``ground_truth``,
-``manipulated_value``, ``run_meta``'s extra keys) are not Arrow columns here: Arrow's JSON
-reader needs one type per column, and these hold a string for one task and an integer
-or list for another.  Any file the fast reader cannot take (a torn final line, blank or
-malformed lines, a pyarrow parse error) falls back to :func:`read_records`, so every
-error still names the file and line (:class:`~perceptbench.records.RecordError`).
+* :func:`read_columns` (``score``): one streaming pass of duckdb's JSON reader over the
+  file; per task, integer-coded numpy columns (:class:`TaskColumns`: model, stimulus,
+  response, ground truth, correctness, split, ...), no Python object per record.  The
+  fields whose JSON type differs between tasks (``response``, ``ground_truth``,
+  ``manipulated_value``) are read as JSON text by duckdb (pyarrow's JSON reader needs one
+  type per column) and decoded once per distinct value.
+* :func:`read_index` + :func:`task_records` (``export``, and tasks that need record objects:
+  VLM answers to re-parse, VSI records): pyarrow reads the fixed-type index columns
+  (``task_id``, ``model``, ``trial_id``, ``run_meta.seed``); the records of **one task at a
+  time** are read back by byte offset and built without re-validation
+  (``TrialRecord.model_construct``).
+
+Both check every line as a JSON object with exactly the schema's fields and refuse a
+duplicated ``trial_id`` naming both lines; any file they cannot take (a torn final line,
+blank or malformed lines) falls back to :func:`read_records`, so every error still names
+the file and line (:class:`~perceptbench.records.RecordError`).
 """
 
 from __future__ import annotations
@@ -29,7 +33,8 @@ import numpy as np
 
 from .records import RecordError, RunMeta, TrialRecord, has_torn_tail, read_records
 
-__all__ = ["RecordIndex", "read_index", "iter_task_records", "records_to_arrow"]
+__all__ = ["RecordIndex", "read_index", "iter_task_records", "records_to_arrow", "TaskColumns",
+           "read_columns", "canonical_answer"]
 
 INDEX_COLUMNS = ("trial_id", "task_id", "model")
 
