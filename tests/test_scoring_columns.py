@@ -163,6 +163,16 @@ def test_bad_record_refused_naming_file_line_and_field(tmp_path, lines, edit, me
     assert not (tmp_path / "scores.csv").exists()
 
 
+def test_fields_in_another_order_are_read(tmp_path, lines):
+    obj = json.loads(lines[7])
+    shuffled = json.dumps(dict(reversed(list(obj.items())))) + "\n"
+    p = _write(tmp_path, lines[:7] + [shuffled] + lines[8:])
+    cols = read_columns(p)
+    assert cols is not None and sum(c.n for c in cols.values()) == len(lines)
+    ref = [vars(r) for r in score_records(read_records(p))]
+    assert [vars(r) for r in score_file(p, tmp_path / "scores.csv")] == ref
+
+
 def test_duplicate_trial_refused_naming_both_lines(tmp_path, lines):
     p = _write(tmp_path, lines + [lines[3]])
     with pytest.raises(RecordError, match=rf"records.jsonl:{len(lines) + 1}: duplicate trial_id .*first at line 4"):

@@ -358,9 +358,12 @@ def read_columns(path: str | os.PathLike, batch_rows: int = 100_000) -> Columnar
         raise RecordError(f"{path}: no such records file")
     if path.stat().st_size == 0 or has_torn_tail(path):
         return None
-    keys = "[" + ", ".join(f"'{k}'" for k in sorted(SCHEMA_FIELDS)) + "]"
+    keys = "[" + ", ".join(f"'{k}'" for k in SCHEMA_FIELDS) + "]"
+    sorted_keys = "[" + ", ".join(f"'{k}'" for k in sorted(SCHEMA_FIELDS)) + "]"
+    # the fields in the schema's order (as the store writes them), else in any order
     sql = f"""
-        WITH r AS (SELECT list_sort(json_keys(j)) = {keys} AS keys_ok,
+        WITH r AS (SELECT CASE WHEN json_keys(j) = {keys} THEN true
+                               ELSE list_sort(json_keys(j)) = {sorted_keys} END AS keys_ok,
                           from_json(j, '{json.dumps(_STRUCT)}') AS s
                    FROM read_json_objects(?, format = 'newline_delimited') AS t(j)),
              m AS (SELECT keys_ok, s, json_type(s.run_meta) = 'OBJECT' AS meta_ok,
