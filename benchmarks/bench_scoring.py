@@ -13,24 +13,19 @@ Python loop calling the same statistic on one row of that matrix, for two statis
 Prints one JSON object.  Targets: 10^6 records under 1 GiB and 60 s; 45 models under 2 s; the
 bootstrap ratio >= 50x.
 
-Measured 2026-11-29 on the shared 2-core build machine (load ~1.5), base run = the default run of
-the battery on the default encoder (tests/fixtures/scale/default_multi.jsonl.gz, first 2440 lines):
-  45 models (13,000 records): 1.51 s scoring after imports (1.44-1.51 s over three runs),
-    332 MiB peak RSS -- target 2 s met.  Before the count-path kappa (same machine, same file):
-    5.9 s, 798 MiB; code before issue 12: 9.1 s, 743 MiB.
-  99,880 records (106 MiB JSONL): 10.9 s, 928 MiB peak RSS (before: 33.4 s, 1058 MiB; code
-    before issue 12: 76.5 s, 1413 MiB).
-  999,880 records (1061 MiB JSONL): 106.6 s, 7062 MiB peak RSS -- targets (60 s, 1 GiB) NOT met:
-    one task's records are still held as record objects at a time.
-  Bootstrap ratio, vectorised vs per-draw loop on the same statistic and the same draws:
-    kappa_pairwise 3.2-5.5 ms vs 102-112 ms per 2000 draws, 19-32x over five runs (29x in the
-    run above); B 0.4 ms vs 7 ms, 15-18x.  Target 50x NOT met: a per-draw call of either
-    statistic costs ~50 us (B: ~7 us) of numpy call overhead, and the vectorised kappa_pairwise
-    is bounded by building the (2000, 120) resample count matrix (offsets, bincount, cast: ~3
-    passes over 240k elements, ~1 ms each on this machine).
-Where time goes now (cProfile, 45 models): reading records (pydantic model_construct, the pyarrow
-index) ~0.7 s; per-model bootstraps ~0.75 s.  Stacking models into one (models, draws) array per
-task is not done; it would cut only the second part.
+Measured 2026-11-29 22:15-22:45 UTC on the shared 2-core build machine at load average 11-17
+(best of five runs; every run in benchmarks/README.md), base run = the default run of the
+battery on the default encoder (tests/fixtures/scale/default_multi.jsonl.gz, first 2440 lines):
+  45 models (13,000 records): 1.52 s after imports, 228 MiB (before: 1.51 s, 332 MiB at load 1.5).
+  99,880 records (106 MiB JSONL): 6.0 s, 283 MiB (before: 10.9 s, 928 MiB at load 1.5).
+  999,880 records (1061 MiB JSONL): 35.0 s, 473 MiB (35-50 s, 447-473 MiB; before: 106.6 s,
+    7062 MiB at load 1.5) -- targets 60 s and 1 GiB met.
+  Bootstrap ratio, vectorised count form vs the fastest per-draw loop on the same draws:
+    kappa_pairwise 0.53 ms vs 267-452 ms (500-777x); B 0.125 ms vs 21-33 ms (165-258x);
+    45 models at once 28-87 ms vs 13 s (151-455x).  Cold (first call: index matrix drawn and
+    counted, threadpoolctl loaded) 3-7x.
+Where time goes at 10^6 (load 15): duckdb reading 25 s (each line parsed twice: exact key check
+and values), scoring 19 s, writing scores.csv/json 4.5 s.
 """
 
 from __future__ import annotations
