@@ -173,6 +173,14 @@ def test_fields_in_another_order_are_read(tmp_path, lines):
     assert [vars(r) for r in score_file(p, tmp_path / "scores.csv")] == ref
 
 
+def test_bad_record_after_a_blank_line_named_by_its_line(tmp_path, lines):
+    obj = json.loads(lines[9])
+    obj.pop("correct")
+    p = _write(tmp_path, lines[:4] + ["\n"] + lines[4:9] + [json.dumps(obj) + "\n"] + lines[10:])
+    with pytest.raises(RecordError, match=r"records.jsonl:11: missing fields"):
+        score_file(p, tmp_path / "scores.csv")
+
+
 def test_duplicate_trial_refused_naming_both_lines(tmp_path, lines):
     p = _write(tmp_path, lines + [lines[3]])
     with pytest.raises(RecordError, match=rf"records.jsonl:{len(lines) + 1}: duplicate trial_id .*first at line 4"):

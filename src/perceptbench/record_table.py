@@ -317,12 +317,16 @@ def _count_lines(path: Path) -> int:
     return n
 
 
-def _line(path: Path, row: int) -> str:
+def _line(path: Path, row: int) -> str | None:
+    """Line ``row`` (0-based) of the file, or None when a blank line comes before it (duckdb
+    skips blank lines, so its row numbers are then not line numbers)."""
     with open(path, "rb") as f:
         for i, line in enumerate(f):
             if i == row:
                 return line.decode("utf-8", "replace").rstrip("\n")
-    return ""
+            if not line.strip():
+                return None
+    return None
 
 
 class ColumnarRecords(dict):
@@ -399,10 +403,10 @@ def read_columns(path: str | os.PathLike, batch_rows: int = 100_000) -> Columnar
             ok = _bools(batch.column("ok"))
             if not ok.all():
                 bad = row0 + int(np.argmin(ok))
-                if row0 + n > _count_lines(path):
-                    return None  # rows and lines out of step (blank lines): the validating reader
-                parse_record_line(_line(path, bad), f"{path}:{bad + 1}")  # raises RecordError
-                return None
+                line = _line(path, bad)
+                if line is not None:
+                    parse_record_line(line, f"{path}:{bad + 1}")  # raises RecordError naming line and field
+                return None  # blank lines before it, or a check the validating reader passes
             cols = {k: _dict_codes(batch.column(k), strings[k]) for k in strings}
             codes = {k: _dict_codes(batch.column(k), values) for k in ("response", "ground_truth",
                                                                        "manipulated_value")}
@@ -433,6 +437,7 @@ def read_columns(path: str | os.PathLike, batch_rows: int = 100_000) -> Columnar
     decoded = _Vocab(canonical_answer)
     lut = np.array([decoded.code(None if v is None else json.loads(v)) for v in values.values], np.int32)
     out = ColumnarRecords(path)
+    dups: list = []
     for t, b in tasks.items():
         name = strings["task_id"].values[t]
         c = TaskColumns(name, b.get("row"), b.get("model"), b.get("family"), b.get("stimulus"), b.get("readout"),
@@ -441,9 +446,13 @@ def read_columns(path: str | os.PathLike, batch_rows: int = 100_000) -> Columnar
                         strings["model"].values, strings["family"].values, strings["stimulus_id"].values,
                         strings["readout"].values, strings["split"].values, strings["version"].values,
                         decoded.values)
-        _check_duplicates(path, c)
+        dups.append(_first_duplicate(c))
         out[name] = c
         out.simple[name] = t not in special and _one_version_per_model(c)
+    dups = [d for d in dups if d is not None]
+    if dups:
+        second, first, tid = min(dups)
+        raise RecordError(f"{path}:{second + 1}: duplicate trial_id {tid!r} (first at line {first + 1})")
     return out
 
 
@@ -490,15 +499,16 @@ def _one_version_per_model(c: TaskColumns) -> bool:
     return len(np.unique(key // len(c.versions))) == len(key)
 
 
-def _check_duplicates(path: Path, c: TaskColumns) -> None:
-    """RecordError naming both lines when two records of the task share a trial_id
-    (task, stimulus, model, rep: the trial_id was checked to be made of them)."""
+def _first_duplicate(c: TaskColumns) -> tuple[int, int, str] | None:
+    """(row, row of its first occurrence, trial_id) of the earliest record of the task that
+    repeats a trial_id (task, stimulus, model, rep: the trial_id was checked to be made of
+    them); None when there is none."""
     key = np.stack([c.model.astype(np.int64), c.stimulus.astype(np.int64), c.rep])
     order = np.lexsort((c.row, key[2], key[1], key[0]))
     k = key[:, order]
     same = np.flatnonzero((k[:, 1:] == k[:, :-1]).all(0))
     if not same.size:
-        return
+        return None
     second = c.row[order[same + 1]]
     j = int(np.argmin(second))
     pos = same[j]
@@ -507,4 +517,4 @@ def _check_duplicates(path: Path, c: TaskColumns) -> None:
     first = int(c.row[order[pos]])
     i = order[same[j] + 1]
     tid = f"{c.task_id}|{c.stimuli[c.stimulus[i]]}|{c.models[c.model[i]]}|rep{int(c.rep[i])}"
-    raise RecordError(f"{path}:{int(second[j]) + 1}: duplicate trial_id {tid!r} (first at line {first + 1})")
+    return int(second[j]), first, tid
