@@ -69,6 +69,8 @@ LETTERS = [
     ("It differs in   orientation from the others.", "A", "option_text", False),  # one option named
     ("orientation or color", N, "none", True),  # two options named: null, flagged
     ("Colorful.", N, "none", False),  # "Color" inside a longer word is not the option
+    ("None", N, "none", False),  # the word "None" is no option text
+    ("None of these.", N, "none", False),  # nor does it contain one
     ("blah", N, "none", False),  # nothing
     ("", N, "none", False),  # empty
     (None, N, "none", False),  # None
@@ -89,6 +91,10 @@ def test_parse_letter_pronoun_i_and_default_letters():
     # default letters A-D, no option texts: rule 3 cannot fire
     assert parse_letter("D") == AnswerParse("D", "leading_letter")
     assert parse_letter("Color") == AnswerParse(None, "none")
+    # lower-case letter sets keep their case after a marker
+    assert parse_letter("answer: b", ("a", "b")) == AnswerParse("b", "marked_letter")
+    # a blank option text is never "contained" in an answer
+    assert parse_letter("It is red.", ("A", "B"), ("red", "")) == AnswerParse("A", "option_text")
     # an option text equal to the whole answer wins even if another option's text is inside it
     assert parse_letter("big red", ("A", "B"), ("red", "big red")) == AnswerParse("B", "option_text")
 

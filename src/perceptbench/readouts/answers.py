@@ -36,7 +36,7 @@ def parse_yes_no(text: str | None) -> AnswerParse:
     """``"yes"``/``"no"`` from an answer: the first standalone word *yes* or *no* (any case,
     punctuation around it allowed: "Yes.", "**No**", "no, there is not").  Null when neither
     word occurs; ``ambiguous`` when both occur."""
-    found = [m.group(1).lower() for m in _YES_NO.finditer(text or "")]
+    found = [m.group(1).lower() for m in _YES_NO.finditer(text)] if text else []
     if not found:
         return AnswerParse(None, "none")
     return AnswerParse(found[0], "first_yes_no", len(set(found)) > 1)
@@ -77,7 +77,9 @@ def parse_letter(text: str | None, letters: Sequence[str] = ("A", "B", "C", "D")
     a space and a word, is that word ("A cat is on the mat.", "The answer is a red circle.",
     "I think ...") unless the word is one of :data:`_SUBJECT_WORDS` ("A is correct", "A or B").
     Null when no rule fires."""
-    t = (text or "").strip()
+    if not text:
+        return AnswerParse(None, "none")
+    t = text.strip()
     allowed = [str(x) for x in letters]
     alt = "|".join(re.escape(x) for x in allowed)
     m = re.match(rf"^[\s*_`\"']*([\(\[]?)({alt})([\)\]]?)(?![A-Za-z])", t)
@@ -99,7 +101,7 @@ def parse_letter(text: str | None, letters: Sequence[str] = ("A", "B", "C", "D")
                 if norm(str(opt)) and re.search(rf"(?<!\w){re.escape(norm(str(opt)))}(?!\w)", nt)]
         if len(hits) == 1:
             return AnswerParse(hits[0], "option_text")
-        if len(hits) > 1:
+        if hits:  # several options named
             return AnswerParse(None, "none", True)
     return AnswerParse(None, "none")
 
@@ -111,7 +113,9 @@ def parse_confidence(text: str | None) -> float | None:
     """Verbalised confidence: the first integer in the text (seed 002 appendix A), as a float in
     0..100; None when the text has no integer or the first one exceeds 100 ("85%" -> 85.0,
     "0.9" -> 0.0 is avoided: a decimal's integer part is not taken, it gives None)."""
-    for m in _INT.finditer(text or ""):
+    if not text:
+        return None
+    for m in _INT.finditer(text):
         if m.group(0) != m.group(1):  # a decimal number such as 0.9: not an integer
             return None
         v = int(m.group(1))
