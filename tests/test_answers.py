@@ -93,8 +93,18 @@ def test_parse_letter_pronoun_i_and_default_letters():
     assert parse_letter("Color") == AnswerParse(None, "none")
     # lower-case letter sets keep their case after a marker
     assert parse_letter("answer: b", ("a", "b")) == AnswerParse("b", "marked_letter")
-    # a blank option text is never "contained" in an answer
-    assert parse_letter("It is red.", ("A", "B"), ("red", "")) == AnswerParse("A", "option_text")
+    # a blank option text is never "contained" in an answer (an empty pattern would match
+    # between " " and "-")
+    assert parse_letter("Red - clearly.", ("A", "B"), ("red", "")) == AnswerParse("A", "option_text")
+    # runs of whitespace are one space on both sides
+    assert parse_letter("Red   circle", ("A", "B"), ("red circle", "blue square")) == AnswerParse("A", "option_text")
+    # only the listed punctuation is stripped: "Big red." equals option B, so the contained
+    # "red" (option A) does not make it ambiguous
+    assert parse_letter("Big red.", ("A", "B"), ("red", "big red")) == AnswerParse("B", "option_text")
+    # an option text that is a capital X (shape options X / O) is compared, not stripped
+    assert parse_letter("X.", ("A", "B"), ("X", "O")) == AnswerParse("A", "option_text")
+    # comparison is by str.lower(): "ß" and "ss" are different letters, as are their cases
+    assert parse_letter("STRASSE", ("A", "B"), ("straße", "weg")) == AnswerParse(None, "none")
     # an option text equal to the whole answer wins even if another option's text is inside it
     assert parse_letter("big red", ("A", "B"), ("red", "big red")) == AnswerParse("B", "option_text")
 

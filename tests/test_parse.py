@@ -334,3 +334,19 @@ def test_error_messages_name_the_bad_value():
         parse_choice("1", OOO, mode="lenient")
     with pytest.raises(ValueError, match=r"^options must not be empty$"):
         parse_choice("1", ())
+
+
+def test_unicode_premises_of_the_digit_rules():
+    """The parser calls ``unicodedata.name(ch)`` without a default on digits and numeric
+    characters, and tests/mutation_equivalents.md relies on one "DIGIT" per Nd name: check
+    both against this Python's Unicode database, so an upgrade that breaks them fails here."""
+    import sys
+    import unicodedata
+
+    for cp in range(sys.maxunicode + 1):
+        ch = chr(cp)
+        if ch.isnumeric():
+            name = unicodedata.name(ch)  # raises if a numeric character had no name
+            if ch.isdecimal():
+                assert name.count("DIGIT") == 1, (hex(cp), name)
+            assert unicodedata.numeric(ch, None) is not None, hex(cp)
