@@ -160,11 +160,66 @@ GUARD_CASES = [
 ]
 
 
+COUNT30 = tuple(range(1, 31))
+PLURALS = ("butterfly", "leaf", "french fry", "box of candy", "tv", "tie", "hot dog")
+
+# Issue 14 (mutation testing): known answers that pin each rule's details; same columns as CASES.
+# The comment derives each row from the module docstring's rules.
+KNOWN_CASES = [
+    # --- decimals are not integers -------------------------------------------------------------
+    ("1.2", OOO, N, N, N, False),  # "1" is followed by ".2", "2" follows "1.": both skipped
+    ("Roughly 1.2", OOO, N, N, N, False),  # same, the decimal not at the start
+    ("I see 3.5 clusters; I will say 4.", COUNT, 4, 4, 4, False),  # 3 and 5 skipped, reading goes on to 4
+    # --- "other" + digits, circled / parenthesised / full-stop digits ----------------------------
+    ("Other 2 marks are red; 1 differs.", OOO, 1, 1, 1, False),  # "Other 2" at the very start is a pronoun
+    ("It is ③.", OOO, 3, 3, 3, False),  # circled three after ordinary characters
+    ("⑵", OOO, 2, 2, 2, False),  # PARENTHESIZED DIGIT TWO
+    ("⒉", OOO, 2, 2, 2, False),  # DIGIT TWO FULL STOP
+    ("Mark 3 is the odd one out.²", OOO, 3, 3, 3, False),  # a superscript footnote mark is no answer
+    ("Not ① or ②, but ③.", OOO, 1, 3, 3, False),  # ① negated, ② by "or"; ", but " does not carry it
+    ("Not ①; ② is the odd one.", OOO, 1, 2, 2, False),  # "; " does not carry the negation to ②
+    # --- number words ----------------------------------------------------------------------------
+    ("Twenty-one series.", COUNT30, 21, 21, 21, False),  # tens + ones
+    ("I count twenty one", COUNT30, 21, 21, 21, False),  # space-separated compound
+    ("One of them: 3", OOO, 3, 3, 3, False),  # "one of" is a pronoun (short text: window at the end)
+    ("ONE OF THEM IS DIFFERENT: 3", OOO, 3, 3, 3, False),  # "of" matched case-insensitively
+    ("One of them is number two.", OOO, 2, 2, 2, False),  # after the pronoun the reading goes on
+    ("Odd one out: 2", OOO, 2, 2, 2, False),  # "Odd" capitalised still makes "one" a pronoun
+    # --- look-around windows (module docstring): the boundary and one step past it ---------------
+    ("one" + " " * 18 + "of", OOO, N, N, N, False),  # "of" ends at character 20 after "one": pronoun
+    ("one" + " " * 19 + "of", OOO, 1, 1, 1, False),  # "of" ends at 21: outside the window, "one" = 1
+    ("the" + " " * 77 + "two", OOO, N, N, N, False),  # "the" starts 80 before "two": determiner
+    ("the" + " " * 78 + "two", OOO, 2, 2, 2, False),  # 81 before: outside, "two" = 2
+    ("other" + " " * 75 + "2", OOO, N, N, N, False),  # "other" starts 80 before "2"
+    ("other" + " " * 76 + "2", OOO, 2, 2, 2, False),  # 81 before: outside
+    ("not" + " " * 57 + "2", OOO, 2, N, N, False),  # "not" starts 60 before "2": negated, only mention
+    ("not" + " " * 58 + "2", OOO, 2, 2, 2, False),  # 61 before: outside the negator window
+    # --- mixed scripts, over-long digit runs ---------------------------------------------------
+    ("Not 1٣; it is 2.", OOO, 2, 2, N, True),  # 1 negated, ٣ carried by the empty gap; "; it is " does not
+    ("1١", OOO, N, 1, N, True),  # seed: int 11; default: 1 and 1, one option but mixed scripts
+    ("9" * 5000 + " so 2", OOO, 2, 2, 2, False),  # a run past int()'s 4300-digit limit is no number
+    ("1" * 5000 + "٣ so 2", OOO, 2, 3, N, True),  # the same inside a mixed-script run (raised before)
+    # --- labels: plurals, overlaps, negation carry --------------------------------------------
+    ("Two butterflies.", PLURALS, "butterfly", "butterfly", "butterfly", False),  # y -> ies
+    ("Three leaves.", PLURALS, "leaf", "leaf", "leaf", False),  # f -> ves
+    ("French fries!", PLURALS, "french fry", "french fry", "french fry", False),  # multi-word y -> ies
+    ("Some fries.", PLURALS, N, N, N, False),  # the last word alone is not the option
+    ("A box of candies.", PLURALS, "box of candy", "box of candy", "box of candy", False),  # 3 words
+    ("I see two ties.", PLURALS, "tie", "tie", "tie", False),  # "ties" is not a plural of "tv"
+    ("ies", ("y", "x"), N, N, N, False),  # a one-letter "y" gets no ies plural (len > 1 boundary)
+    ("kies", ("ky", "x"), "ky", "ky", "ky", False),  # two letters do
+    ("dog", ("cat", "", "dog"), "dog", "dog", "dog", False),  # a blank option is skipped, not the end
+    ("(a)(b)", ("(a)", "(b)"), "(a)", "(a)", N, True),  # back-to-back mentions both count
+    ("Fire trucks and a car.", ("truck", "fire truck", "car"), "fire truck", "fire truck", N, True),  # car after the overlap
+    ("Not a cat or a dog; it is a bird.", SILH, "cat", "bird", "bird", False),  # negation carried to dog only
+]
+
+
 def test_table_has_at_least_40_cases():
     assert len(CASES) >= 40
 
 
-@pytest.mark.parametrize("text,options,seed,default,strict,ambiguous", CASES + NEW_CASES + GUARD_CASES)
+@pytest.mark.parametrize("text,options,seed,default,strict,ambiguous", CASES + NEW_CASES + GUARD_CASES + KNOWN_CASES)
 def test_parse_table(text, options, seed, default, strict, ambiguous):
     d = parse_choice(text, options)
     s = parse_choice(text, options, mode="strict")
@@ -252,3 +307,46 @@ def test_never_raises_on_junk(junk):
         assert r.response in (None, 1, 2, 3)
         r = parse_choice(junk, SILH, mode=mode)
         assert r.response is None or r.response in SILH
+
+
+def test_mentions_rules_and_meta_known_answers():
+    # "1٣, no: 5": the mixed run is read per script (1, 3), then the reading goes on to 5
+    r = parse_choice("1٣, no: 5", COUNT)
+    assert r.mentions == (1, 3, 5) and r.rule == "first_integer" and r.meta["mixed_script_digits"] is True
+    # seed mode reads "1٣" as 13, one option, not ambiguous, and records only the mode
+    r = parse_choice("1٣", COUNT, mode="seed")
+    assert (r.response, r.ambiguous, r.meta) == (13, False, {"mode": "seed"})
+    assert "mixed_script_digits" not in parse_choice("2", OOO).meta  # one script: no flag
+    assert parse_choice("①", OOO).rule == "first_integer"  # circled digits count as integers
+    # null results carry no mentions; strict ambiguity keeps them, in order
+    assert parse_choice(None, OOO).mentions == ()  # extraction null
+    assert parse_choice("It is not 2.", OOO).mentions == ()  # only negated
+    assert parse_choice("nothing", OOO).mentions == ()  # no option
+    assert parse_choice("1 or 2", OOO, mode="strict").mentions == (1, 2)
+    assert parse_choice("nothing", OOO).meta["null_reason"] == "no_option"
+    # None is empty text in seed mode too: neither str(None) nor a placeholder names an option
+    r = parse_choice(None, ("none", "XXXX"), mode="seed")
+    assert r.response is None and r.meta["null_reason"] == "no_option"
+
+
+def test_error_messages_name_the_bad_value():
+    with pytest.raises(ValueError, match=r"mode must be one of \('default', 'strict', 'seed'\), got 'lenient'"):
+        parse_choice("1", OOO, mode="lenient")
+    with pytest.raises(ValueError, match=r"^options must not be empty$"):
+        parse_choice("1", ())
+
+
+def test_unicode_premises_of_the_digit_rules():
+    """The parser calls ``unicodedata.name(ch)`` without a default on digits and numeric
+    characters, and tests/mutation_equivalents.md relies on one "DIGIT" per Nd name: check
+    both against this Python's Unicode database, so an upgrade that breaks them fails here."""
+    import sys
+    import unicodedata
+
+    for cp in range(sys.maxunicode + 1):
+        ch = chr(cp)
+        if ch.isnumeric():
+            name = unicodedata.name(ch)  # raises if a numeric character had no name
+            if ch.isdecimal():
+                assert name.count("DIGIT") == 1, (hex(cp), name)
+            assert unicodedata.numeric(ch, None) is not None, hex(cp)

@@ -36,10 +36,29 @@ def parse_yes_no(text: str | None) -> AnswerParse:
     """``"yes"``/``"no"`` from an answer: the first standalone word *yes* or *no* (any case,
     punctuation around it allowed: "Yes.", "**No**", "no, there is not").  Null when neither
     word occurs; ``ambiguous`` when both occur."""
-    found = [m.group(1).lower() for m in _YES_NO.finditer(text or "")]
+    found = [m.group(1).lower() for m in _YES_NO.finditer(text)] if text else []
     if not found:
         return AnswerParse(None, "none")
     return AnswerParse(found[0], "first_yes_no", len(set(found)) > 1)
+
+
+# One-letter English words that an option letter can be mistaken for (article, pronoun).
+_WORD_LETTERS = frozenset({"a", "i"})
+#: Words after a leading "A"/"I" that make it the subject of the sentence, i.e. the option
+#: letter ("A is correct", "A seems right", "A or B"); no article or the pronoun "I" is
+#: followed by them.
+_SUBJECT_WORDS = frozenset({"is", "was", "seems", "appears", "looks", "or", "and"})
+_NEXT_WORD = re.compile(r"\s+([A-Za-z]+)")
+
+
+def _is_word(m: re.Match, text: str) -> bool:
+    """True if the letter matched in group 2 (brackets in groups 1 and 3) is the English word
+    "a" / "I" rather than an option letter: unbracketed, then a space and a word that is not
+    a subject word."""
+    if m.group(1) or m.group(3) or m.group(2).lower() not in _WORD_LETTERS:
+        return False
+    nxt = _NEXT_WORD.match(text, m.end())
+    return nxt is not None and nxt.group(1).lower() not in _SUBJECT_WORDS
 
 
 def parse_letter(text: str | None, letters: Sequence[str] = ("A", "B", "C", "D"),
@@ -53,15 +72,22 @@ def parse_letter(text: str | None, letters: Sequence[str] = ("A", "B", "C", "D")
        ignored), or contains exactly one option's text as a whole phrase.
 
     Letters are matched case-sensitively in rule 1 (so the article "a" is not an answer) and
-    case-insensitively after a marker in rule 2.  Null when no rule fires."""
-    t = (text or "").strip()
+    case-insensitively after a marker in rule 2.  In rules 1 and 2 a letter that is also an
+    English word (``A``/``a``: the article; ``I``: the pronoun), not bracketed and followed by
+    a space and a word, is that word ("A cat is on the mat.", "The answer is a red circle.",
+    "I think ...") unless the word is one of :data:`_SUBJECT_WORDS` ("A is correct", "A or B").
+    Null when no rule fires."""
+    if not text:
+        return AnswerParse(None, "none")
+    t = text.strip()
     allowed = [str(x) for x in letters]
     alt = "|".join(re.escape(x) for x in allowed)
-    m = re.match(rf"^[\s*_`\"']*[\(\[]?({alt})[\)\]]?(?![A-Za-z])", t)
-    if m:
-        return AnswerParse(m.group(1), "leading_letter")
-    marked = re.findall(rf"(?:answer(?:\s+is)?|option|choice)\s*[:\-]?\s*[\(\[]?({alt})[\)\]]?(?![A-Za-z])", t,
-                        flags=re.IGNORECASE)
+    m = re.match(rf"^[\s*_`\"']*([\(\[]?)({alt})([\)\]]?)(?![A-Za-z])", t)
+    if m and not _is_word(m, t):
+        return AnswerParse(m.group(2), "leading_letter")
+    marked = [mm.group(2) for mm in re.finditer(
+        rf"(?:answer(?:\s+is)?|option|choice)\s*[:\-]?\s*([\(\[]?)({alt})([\)\]]?)(?![A-Za-z])", t,
+        flags=re.IGNORECASE) if not _is_word(mm, t)]
     if marked:
         up = [x.upper() if x.upper() in allowed else x for x in marked]
         return AnswerParse(up[0], "marked_letter", len(set(up)) > 1)
@@ -75,7 +101,7 @@ def parse_letter(text: str | None, letters: Sequence[str] = ("A", "B", "C", "D")
                 if norm(str(opt)) and re.search(rf"(?<!\w){re.escape(norm(str(opt)))}(?!\w)", nt)]
         if len(hits) == 1:
             return AnswerParse(hits[0], "option_text")
-        if len(hits) > 1:
+        if hits:  # several options named
             return AnswerParse(None, "none", True)
     return AnswerParse(None, "none")
 
@@ -87,7 +113,9 @@ def parse_confidence(text: str | None) -> float | None:
     """Verbalised confidence: the first integer in the text (seed 002 appendix A), as a float in
     0..100; None when the text has no integer or the first one exceeds 100 ("85%" -> 85.0,
     "0.9" -> 0.0 is avoided: a decimal's integer part is not taken, it gives None)."""
-    for m in _INT.finditer(text or ""):
+    if not text:
+        return None
+    for m in _INT.finditer(text):
         if m.group(0) != m.group(1):  # a decimal number such as 0.9: not an integer
             return None
         v = int(m.group(1))

@@ -157,7 +157,7 @@ def extract_answer(text: str | None) -> tuple[str | None, dict]:
             markers.append((m.start(), m.end(), kind, m.group(1)))
     for m in _LINE_MARKER.finditer(body):
         content = _line_content(body, m.end())
-        kind = "final answer" if m.group(0).lower().lstrip().startswith("final") else "answer"
+        kind = "final answer" if "final" in m.group(0).lower() else "answer"  # also "the final answer is"
         markers.append((m.start(), m.end() + len(content), kind, content))
     # a marker inside another marker's span counts once (the inner, later one stands)
     markers.sort()

@@ -41,6 +41,10 @@ Label options (anything else, e.g. the 16 silhouette classes):
   overlap (``"truck"`` inside ``"fire truck"``), the longest match at a position wins.
 * The first option mentioned is the response.
 
+Look-around windows (bounded, so parsing stays linear in the output length): a determiner
+or ``other`` is looked for in the 80 characters before a number, ``of``/``another`` in the
+20 after ``one``, a negator in the 60 before a mention.
+
 Both kinds:
 
 * An answer that names more than one *distinct* in-set option (``"1 or 2"``,
@@ -176,18 +180,26 @@ def _prefix_blocks_number(prefix: str) -> bool:
     if w1 in _NUMERIC_LABELS:
         return False
     m2 = _TWO_WORDS_BEFORE_RE.search(prefix)
-    if m2 and m2.group(1).lower() in _DETERMINERS and m2.group(2).lower() not in _NUMERIC_LABELS:
-        # determiner + one adjective + number word: "the blue one", "the other two"
-        return True
-    return False
+    # determiner + one adjective + number word: "the blue one", "the other two" (the
+    # adjective is w1, already known not to be a label word)
+    return bool(m2 and m2.group(1).lower() in _DETERMINERS)
 
 
 def _digit_script(ch: str) -> str:
     """The script of a decimal digit: ``unicodedata.name`` before " DIGIT" (``""`` = ASCII)."""
-    return unicodedata.name(ch, "").partition("DIGIT")[0].strip()
+    return unicodedata.name(ch).partition("DIGIT")[0].strip()  # every Nd character is named
 
 
-def _integer_mentions(text: str, split_scripts: bool = False) -> tuple[list[tuple[int, int, int, str]], bool]:
+def _to_int(digits: str) -> int | None:
+    """``int()`` of a run of Unicode decimal digits (any script), or None for a run longer
+    than Python's int-string limit (4300 digits by default; no option is that long)."""
+    try:
+        return int(digits)
+    except ValueError:
+        return None
+
+
+def _integer_mentions(text: str, split_scripts: bool) -> tuple[list[tuple[int, int, int, str]], bool]:
     """All integer mentions as (start, end, value, rule), in text order, and whether a digit
     run mixed scripts.  With ``split_scripts`` such a run is read per script ("1٣" -> 1, 3);
     without, by ``int()`` (13, the seed-mode reading)."""
@@ -214,21 +226,21 @@ def _integer_mentions(text: str, split_scripts: bool = False) -> tuple[list[tupl
                     j = i
                     while j < len(run) and scripts[j] == scripts[i]:
                         j += 1
-                    found.append((s + i, s + j, int(run[i:j]), "first_integer"))
+                    value = _to_int(run[i:j])
+                    if value is not None:
+                        found.append((s + i, s + j, value, "first_integer"))
                     i = j
                 continue
-        try:
-            value = int(run)
-        except ValueError:  # pragma: no cover - \d+ is always int()-able
-            continue
-        found.append((s, e, value, "first_integer"))
+        value = _to_int(run)
+        if value is not None:
+            found.append((s, e, value, "first_integer"))
     for i, ch in enumerate(text):
         if ch.isdecimal() or not ch.isnumeric():
             continue
-        name = unicodedata.name(ch, "")
+        name = unicodedata.name(ch)  # every numeric character is named and has a value
         if "CIRCLED" in name or "PARENTHESIZED" in name or "FULL STOP" in name:
-            v = unicodedata.numeric(ch, None)
-            if v is not None and float(v).is_integer():
+            v = unicodedata.numeric(ch)
+            if float(v).is_integer():
                 found.append((i, i + 1, int(v), "first_integer"))
     for m in _NUMBER_WORD_RE.finditer(text):
         if m.group("unit"):
@@ -248,7 +260,7 @@ def _integer_mentions(text: str, split_scripts: bool = False) -> tuple[list[tupl
         if _prefix_blocks_number(prefix):
             continue
         found.append((m.start(), m.end(), value, "number_word"))
-    found.sort(key=lambda t: t[0])
+    found.sort()  # by start: mentions never overlap, so no two share a start
     return found, mixed
 
 
@@ -282,9 +294,9 @@ def _split_negated(text: str, mentions: list[tuple[int, int, Any, str]]):
 
 
 def _label_pattern(option: str) -> re.Pattern:
-    words = option.strip().split()
+    words = option.strip().split()  # non-empty: blank options are skipped by the caller
     core = r"[\s\-_]+".join(re.escape(w) for w in words)
-    last = words[-1].lower() if words else ""
+    last = words[-1].lower()
     alts = [core + r"(?:s|es)?"]
     head = r"[\s\-_]+".join(re.escape(w) for w in words[:-1])
     head = head + r"[\s\-_]+" if head else ""
