@@ -463,3 +463,66 @@ def test_class_probe_object_labels_and_two_class_boundary():
     # exactly one class -> error; two classes (boundary) fit
     with pytest.raises(ValueError, match="^class probe needs probe-train stimuli of at least two classes$"):
         ClassProbeReadout().fit(x[:3], [0, 0, 0])
+
+
+from perceptbench.records import TrialRecord, make_trial_id
+
+
+def _vsi_rec(cond, sample, tokens, probs, *, skipped=None, drop=None, model="m", family="vlm", **over):
+    meta = {"sample_id": sample, "image_id": f"img-{sample}", "benchmark": "bm.x", "condition": cond,
+            "sigma_px": 0 if cond == "clean" else 12, "dilate_px": 4,
+            "region_source": "exact" if cond == "clean" else "grounding", "region_bbox": None, "fallback": False,
+            "answer_prefix": "", "top_k": 2, "token_ids": None, "tokens": tokens,
+            "logprobs": [math.log(p) for p in probs], "complete": False, "distribution_source": "api_top_logprobs",
+            "image_sha256": "h", "max_prob": probs[0] if cond == "clean" else None,
+            "verbal_conf": 70 if cond == "clean" else None, "verbal_raw": None, **over}
+    if drop:
+        del meta[drop]
+    run_meta = {"model_version": "v", "seed": 0, "run_id": "r", "vsi": meta}
+    if skipped:
+        run_meta["skipped"] = skipped
+    clean = cond == "clean"
+    resp = "yes" if clean else None
+    sid = f"{sample}~{cond}"
+    return TrialRecord(
+        trial_id=make_trial_id("vsi.t", sid, model, 0), task_id="vsi.t", principle="saliency", track="syn",
+        stimulus_id=sid, manipulated_value=cond, model=model, model_family=family, readout="vlm_vsi",
+        owner="perceptbench", response_space="choice", response=resp, ground_truth="yes" if clean else None,
+        correct=True if clean else None, human_ref_id=None, raw_output=resp, rep=0, n_reps=1, prompt_id=None,
+        prompt_hash=None, run_meta=run_meta)
+
+
+def test_vsi_samples_fields_and_skips():
+    recs = [
+        _vsi_rec("clean", "s9", ["yes", "no"], [0.8, 0.2], skipped="no logprobs"),  # skipped: ignored, not the end
+        _vsi_rec("region_blur", "s8", ["yes", "no"], [0.5, 0.5]),  # no clean record: ignored, not the end
+        _vsi_rec("clean", "s1", ["yes", "no"], [0.75, 0.25], family="api"),
+        _vsi_rec("region_blur", "s1", ["no", "yes"], [0.75, 0.25], family="api"),
+    ]
+    (s,) = vm.vsi_samples(recs)
+    # p = [.75, .25, floor], q = [.25, .75, floor] (rest 0): KL = .75 ln 3 + .25 ln(1/3) = .5 ln 3
+    assert s.vsi == pytest.approx(0.5 * math.log(3), rel=1e-9) and s.argmax_changed is True
+    assert (s.task_id, s.benchmark, s.model, s.model_family, s.sample_id, s.image_id) == (
+        "vsi.t", "bm.x", "m", "api", "s1", "img-s1")
+    assert (s.perturbation, s.sigma, s.correct, s.max_prob, s.verbal_conf, s.region_source) == (
+        "region", 12.0, True, 0.75, 70.0, "grounding")
+    assert isinstance(s.sigma, float) and isinstance(s.verbal_conf, float)
+
+
+def test_vsi_samples_error_messages():
+    bad = _vsi_rec("clean", "s1", ["a"], [1.0], drop="verbal_raw")
+    with pytest.raises(ValueError, match=r"^record vsi\.t\|s1~clean\|m\|rep0: run_meta\.vsi lacks \['verbal_raw'\]$"):
+        vm.vsi_samples([bad])
+    odd = _vsi_rec("fog", "s1", ["a"], [1.0])
+    with pytest.raises(ValueError, match=r"^record vsi\.t\|s1~fog\|m\|rep0: unknown VSI condition 'fog'$"):
+        vm.vsi_samples([odd])
+
+
+def test_check_side_logprob_bounds_and_missing_values():
+    # 1e-6 (rounding) is the largest accepted log-probability; one step above is an error
+    assert vm.kl_topk(["a"], [1e-6], ["a"], [0.0]) == pytest.approx(0.0, abs=1e-12)
+    with pytest.raises(ValueError, match=r"^p: log-probabilities must be finite and <= 0$"):
+        vm.kl_topk(["a"], [1.1e-6], ["a"], [0.0])
+    # a missing log-probability (JSON null) is the same clear error, not a TypeError
+    with pytest.raises(ValueError, match=r"^q: log-probabilities must be finite and <= 0$"):
+        vm.kl_topk(["a"], [0.0], ["a"], [None])
