@@ -526,3 +526,247 @@ def test_check_side_logprob_bounds_and_missing_values():
     # a missing log-probability (JSON null) is the same clear error, not a TypeError
     with pytest.raises(ValueError, match=r"^q: log-probabilities must be finite and <= 0$"):
         vm.kl_topk(["a"], [0.0], ["a"], [None])
+
+
+# ---- records.py ---------------------------------------------------------------------
+
+import os
+
+from perceptbench.records import RecordStore, check_file, has_torn_tail, validate_file
+
+
+def _trial(stim, seed=0, task="t"):
+    return TrialRecord(
+        trial_id=make_trial_id(task, stim, "m", 0), task_id=task, principle="closure", track="nat",
+        stimulus_id=stim, manipulated_value=None, model="m", model_family="encoder", readout="prototype_cosine",
+        owner="perceptbench", response_space="choice", response="a", ground_truth="a", correct=True,
+        human_ref_id=None, raw_output=None, rep=0, n_reps=1, prompt_id=None, prompt_hash=None,
+        run_meta={"model_version": "v", "seed": seed, "run_id": "r"})
+
+
+def test_check_file_lists_every_problem_in_order(tmp_path):
+    p = tmp_path / "r.jsonl"
+    a, b, c = (_trial(s, seed=k).to_json_line() for k, s in enumerate(("a", "b", "c")))
+    # lines: 1 a | 2 blank | 3 bad JSON | 4 duplicate of a | 5 invalid UTF-8 | 6 b (seed 1) | 7 c (seed 2) | 8 torn
+    p.write_bytes("\n".join([a, "", "{oops", a]).encode() + b"\n\xff\xfe\n" + f"{b}\n{c}\n".encode() + b'{"trial')
+    n_ok, errors, total = check_file(p)
+    assert n_ok == 3 and total == 5
+    assert errors[0].startswith(f"{p}:3: not valid JSON")
+    assert errors[1] == f"{p}:4: duplicate trial_id 't|a|m|rep0' (first at line 1)"
+    assert errors[2].startswith(f"{p}:5: not valid JSON")
+    assert errors[3] == f"{p}:8: incomplete final line (torn write)"
+    assert errors[4] == f"{p}: task t mixes run_meta.seed values [0, 1, 2]"
+    # max_errors keeps the first messages; the total still counts all
+    assert check_file(p, max_errors=2) == (3, errors[:2], 5)
+    assert validate_file(p, 1) == (3, errors[:1])
+
+
+def test_check_file_two_seeds_and_empty_file(tmp_path):
+    p = tmp_path / "r.jsonl"
+    p.write_text(_trial("a", seed=0).to_json_line() + "\n" + _trial("b", seed=1).to_json_line() + "\n")
+    # two distinct seeds are already a mix (boundary of "more than one")
+    assert check_file(p) == (2, [f"{p}: task t mixes run_meta.seed values [0, 1]"], 1)
+    p.write_text(_trial("a").to_json_line() + "\n")
+    # one valid record, no problem -> no "empty file" message
+    assert check_file(p) == (1, [], 0)
+    p.write_text("")
+    assert check_file(p) == (0, [f"{p}: holds no trial records (empty file)"], 1)
+    p.write_text("{bad\n")
+    # only a bad line: that problem, not also "empty file"
+    n_ok, errors, total = check_file(p)
+    assert (n_ok, total) == (0, 1) and errors[0].startswith(f"{p}:1: not valid JSON")
+
+
+def test_has_torn_tail(tmp_path):
+    p = tmp_path / "r.jsonl"
+    for data, torn in ((b"", False), (b"x\n", False), (b"x", True), (b"x\ny", True)):
+        p.write_bytes(data)
+        assert has_torn_tail(p) is torn
+
+
+def test_record_store_file_mode_parents_and_repair(tmp_path):
+    p = tmp_path / "a" / "b" / "r.jsonl"  # parent folders are created
+    umask = os.umask(0)
+    os.umask(umask)
+    with RecordStore(p) as s:
+        assert s.truncated_bytes == 0  # a new, empty file
+    assert os.stat(p).st_mode & 0o777 == 0o644 & ~umask
+    p.write_text(_trial("a").to_json_line() + "\n")
+    with RecordStore(p) as s:
+        assert s.truncated_bytes == 0 and s.done == {"t|a|m|rep0"}  # healthy file: nothing cut
+    p.write_bytes(b"{")
+    with RecordStore(p) as s:  # a one-byte torn line is cut away
+        assert s.truncated_bytes == 1
+    assert p.read_bytes() == b""
+
+
+def test_record_store_append_validates_dicts_and_iterates(tmp_path):
+    p = tmp_path / "r.jsonl"
+    a = _trial("a")
+    s = RecordStore(p)
+    assert s.append([a.model_dump(mode="json")]) == 1  # a dict is validated into a record
+    assert s.append([a]) == 0  # already stored: nothing written
+    assert list(s) == [a]
+    s.close()
+    s.close()  # a second close is a no-op and touches no other descriptor
+    os.fstat(1)
+    os.fstat(2)
+
+
+# ---- models/response_cache.py -------------------------------------------------------
+
+from PIL import Image
+
+from perceptbench.models.base import VLMRequest
+from perceptbench.models.response_cache import CachedVLM, ResponseCache, StaleCacheError
+
+
+class _ScriptedVLM:
+    """Answers ``answer(prompt)``; records every generate call's (prompts, batch_size)."""
+
+    name = "scripted"
+    family = "api"
+    supports_multi_image = False
+
+    def __init__(self, answer=lambda p: f"ans:{p}", verify=False):
+        self.model_version = "scripted@1"
+        self.generation_settings = {"temperature": 0}
+        self.answer = answer
+        self.verify_cache_hits = verify
+        self.batches: list[tuple[list[str], int]] = []
+
+    def generate(self, requests, batch_size=8):
+        self.batches.append(([r.prompt for r in requests], batch_size))
+        out = self.answer(requests[0].prompt) if len(requests) == 1 else None
+        return out if isinstance(out, list) else [self.answer(r.prompt) for r in requests]
+
+    def next_token_distribution(self, image, prompt, top_k=None):
+        return ("dist", image, prompt, top_k)
+
+
+def _req(i):
+    return VLMRequest(images=(Image.new("RGB", (4, 4), (i, 0, 0)),), prompt=f"p{i}")
+
+
+def test_cache_repr_mode_check_and_passthrough(tmp_path):
+    cache = ResponseCache(tmp_path)
+    assert repr(cache) == f"ResponseCache({str(tmp_path)!r})"
+    with pytest.raises(ValueError, match=r"^cache mode 'x' not in \('use', 'refresh', 'off'\)$"):
+        CachedVLM(_ScriptedVLM(), cache, mode="x")
+    c = CachedVLM(_ScriptedVLM(), cache)
+    assert (c.calls, c.hits, c.verified) == (0, 0, 0)
+    assert c.next_token_distribution("img", "q", top_k=5) == ("dist", "img", "q", 5)
+
+
+@pytest.mark.parametrize("chunk_size", [0, 1])
+def test_chunk_size_floor_is_one(tmp_path, chunk_size):
+    # chunk_size 0 or 1 -> one request per inner call; 3 misses -> 3 calls, default batch size 8 passed on
+    inner = _ScriptedVLM()
+    c = CachedVLM(inner, ResponseCache(tmp_path), chunk_size=chunk_size)
+    assert c.generate([_req(1), _req(2), _req(3)]) == ["ans:p1", "ans:p2", "ans:p3"]
+    assert inner.batches == [(["p1"], 8), (["p2"], 8), (["p3"], 8)]
+
+
+def test_key_for_request_uses_given_hashes(tmp_path):
+    c = CachedVLM(_ScriptedVLM(), ResponseCache(tmp_path))
+    r = _req(1)
+    given = ["ab" * 32]
+    assert c.key_for_request(r, given) == c.cache.key_for("scripted@1", "p1", given, c.request_settings(r))
+    assert c.key_for_request(r, given) != c.key_for_request(r)
+    with pytest.raises(ValueError, match="^one sha256 per attached image is required$"):
+        c.key_for_request(r, [])
+
+
+def test_verify_first_hit_once(tmp_path):
+    CachedVLM(_ScriptedVLM(), ResponseCache(tmp_path)).generate([_req(1), _req(2)])
+    inner = _ScriptedVLM(verify=True)
+    c = CachedVLM(inner, ResponseCache(tmp_path))
+    # both answers from the cache; the first hit (p1) is re-asked live once, alone, batch size 1
+    assert c.generate([_req(1), _req(2)]) == ["ans:p1", "ans:p2"]
+    assert (c.hits, c.calls, c.verified) == (2, 1, 1) and inner.batches == [(["p1"], 1)]
+    c.generate([_req(2)])
+    assert (c.hits, c.calls, c.verified) == (3, 1, 1)  # verified already: no second live call
+
+
+LONG = "x" * 45
+
+
+@pytest.mark.parametrize("live,now", [
+    (lambda p: "y" * 45, "y" * 40),   # a different answer
+    (lambda p: [], ""),               # no answer at all
+    (lambda p: [LONG, LONG], LONG[:40]),  # two answers for one request
+])
+def test_verify_mismatch_raises_stale(tmp_path, live, now):
+    CachedVLM(_ScriptedVLM(answer=lambda p: LONG), ResponseCache(tmp_path)).generate([_req(1)])
+    c = CachedVLM(_ScriptedVLM(answer=live, verify=True), ResponseCache(tmp_path))
+    msg = (f"scripted: a cached answer differs from what scripted@1 answers now (cached {LONG[:40]!r}, "
+           f"now {now!r}): the model behind this name changed (or it is not deterministic); rerun with "
+           "--refresh-cache, or pin the version (URL#MODEL@VERSION)")
+    with pytest.raises(StaleCacheError) as e:
+        c.generate([_req(1)])
+    assert str(e.value) == msg
+
+
+from perceptbench.readouts.encoder import LinearProbeReadout, RidgeCountReadout
+
+RIDGE_X = np.array([[-1.74, -1.34, -1.36], [-0.35, -2.31, -0.19], [-0.96, 0.89, 0.96], [1.39, 0.77, -0.05],
+                    [0.86, 1.51, -0.65], [0.61, -0.04, 1.44], [-0.84, -0.3, 0.36], [0.26, -1.64, 0.36],
+                    [-0.12, -0.24, -0.16], [0.22, -1.82, 1.55], [-0.86, -2.24, -0.08], [1.46, -0.52, 1.55]])
+RIDGE_Y = [6, 11, -6, 5, 6, 0, 1, 9, 8, -1, 6, 1]
+
+
+def test_ridge_alpha_is_chosen_by_five_fold_cv():
+    from sklearn.linear_model import Ridge
+
+    alphas = tuple(np.logspace(-3, 3, 13))
+    # 5 contiguous folds (sizes 3,3,2,2,2), mean R^2 on the held-out fold, best alpha (first on ties)
+    folds = np.array_split(np.arange(12), 5)
+    y = np.asarray(RIDGE_Y, float)
+    means = []
+    for a in alphas:
+        r2 = []
+        for f in folds:
+            tr = np.setdiff1d(np.arange(12), f)
+            r2.append(Ridge(alpha=a).fit(RIDGE_X[tr], y[tr]).score(RIDGE_X[f], y[f]))
+        means.append(np.mean(r2))
+    best = alphas[int(np.argmax(means))]
+    ro = RidgeCountReadout(-5, 10).fit(RIDGE_X.astype(np.float32), RIDGE_Y)
+    counts, raws = ro.predict(RIDGE_X[:2].astype(np.float32))
+    raw = json.loads(raws[0])
+    assert raw["alpha"] == pytest.approx(best, rel=1e-12) and list(raw) == ["ridge", "alpha"]
+    # on these data leave-one-out (cv=None) and 6-fold CV pick other alphas, so the fold count matters
+    assert best == pytest.approx(1.0)
+    pred = ro.model.predict(RIDGE_X[:2].astype(np.float32).astype(np.float64))
+    assert raw["ridge"] == round(float(pred[0]), 6) and raw["ridge"] != round(float(pred[0]), 7)
+    assert counts == [int(np.clip(np.rint(p), -5, 10)) for p in pred]
+
+
+class _FixedProba:
+    """A fitted-model stand-in whose predict_proba returns fixed rows (to test the selection rule)."""
+
+    def __init__(self, rows):
+        self.rows = np.asarray(rows, float)
+
+    def predict_proba(self, x):
+        return self.rows[: len(x)]
+
+
+@pytest.mark.parametrize("row,expected", [
+    ([0.5, 0.2, 0.1], ["A"]),          # exactly 0.5 is selected (threshold is >=)
+    ([0.4999999, 0.2, 0.1], ["A"]),    # nothing >= 0.5 -> the most probable label alone
+    ([0.2, 0.45, 0.3], ["B"]),         # fallback picks the argmax, not the first class
+    ([0.9, 0.2, 0.6], ["A", "C"]),     # every label >= 0.5, sorted
+])
+def test_linear_probe_multilabel_selection_rule(row, expected):
+    ro = LinearProbeReadout(model=_FixedProba([row]), classes=("A", "B", "C"), multilabel=True)
+    out, raws = ro.predict(np.zeros((1, 2), np.float32))
+    assert out == [expected]
+    assert json.loads(raws[0]) == {"probability": {c: round(q, 6) for c, q in zip("ABC", row)}}
+
+
+def test_linear_probe_raw_probabilities_six_decimals_and_single_class_error():
+    ro = LinearProbeReadout(model=_FixedProba([[0.1234567, 0.8765433]]), classes=("A", "B"), multilabel=False)
+    out, raws = ro.predict(np.zeros((1, 2), np.float32))
+    assert out == [["B"]] and raws[0] == '{"probability": {"A": 0.123457, "B": 0.876543}}'
+    with pytest.raises(ValueError, match="^linear probe needs probe-train stimuli of at least two classes$"):
+        LinearProbeReadout().fit(np.zeros((2, 2), np.float32), [["A"], ["A"]])
