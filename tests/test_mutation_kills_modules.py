@@ -770,3 +770,111 @@ def test_linear_probe_raw_probabilities_six_decimals_and_single_class_error():
     assert out == [["B"]] and raws[0] == '{"probability": {"A": 0.123457, "B": 0.876543}}'
     with pytest.raises(ValueError, match="^linear probe needs probe-train stimuli of at least two classes$"):
         LinearProbeReadout().fit(np.zeros((2, 2), np.float32), [["A"], ["A"]])
+
+
+H20 = [1, 0, 1, 0, 1, 1, 0, 0, 1, 0, 1, 1, 1, 0, 0, 1, 0, 1, 0, 0]
+
+
+def test_zero_shot_retrieval_percentile_level():
+    # every image points at Color; truth Color where H20 is 1, else Size -> top-1 hits = H20
+    img = np.tile([1.0, 0.1, 0.2], (20, 1))
+    truths = [{"Color"} if h else {"Size"} for h in H20]
+    s = rm.zero_shot_retrieval(img, RET_TXT, truths, RET_CATS, ks=(1,), n_boot=37, seed=0, ci_level=0.8)
+    # 80 % interval = percentiles 10 and 90 of the 37 draw means (interpolated: 0.33 and 0.67 here)
+    m = np.asarray(H20, float)[resample_indices(20, 37, 0)].mean(axis=1)
+    assert (s.ci[1].low, s.ci[1].high) == tuple(np.percentile(m, (10, 90)))
+    assert (s.ci[1].low, s.ci[1].high) == pytest.approx((0.33, 0.67))
+
+
+def test_cosine_scores_known_answers_rows_and_stacks():
+    # |(3, 4)| = 5: cos with (1, 0) = .6, with (0, 2) = .8; (1, 0) -> 1 and 0; per row, per text row
+    cs = rm.cosine_scores(np.array([[3.0, 4.0], [1.0, 0.0]]), np.array([[1.0, 0.0], [0.0, 2.0], [-5.0, 0.0]]))
+    np.testing.assert_allclose(cs, [[0.6, 0.8, -0.6], [1.0, 0.0, -1.0]], atol=1e-15)
+    # stacked (2, 3, 4) x (2, 5, 4) -> (2, 3, 5), each slice as its own 2-D product
+    rng = np.random.default_rng(0)
+    a, b = rng.standard_normal((2, 3, 4)), rng.standard_normal((2, 5, 4))
+    st = rm.cosine_scores(a, b)
+    assert st.shape == (2, 3, 5)
+    for j in range(2):
+        np.testing.assert_allclose(st[j], rm.cosine_scores(a[j], b[j]), rtol=1e-12)
+    with pytest.raises(ValueError, match=r"^embedding dimensions differ: images \(1, 2\) vs texts \(1, 3\)$"):
+        rm.cosine_scores(np.ones((1, 2)), np.ones((1, 3)))
+    for img, txt in ((np.zeros((1, 2)), np.ones((1, 2))), (np.ones((1, 2)), np.zeros((1, 2)))):
+        with pytest.raises(ValueError, match="^an embedding row has zero norm; cosine similarity undefined$"):
+            rm.cosine_scores(img, txt)
+
+
+def test_topk_hits_k_range_stacks_and_stable_ties():
+    # one stimulus, three categories: k = 3 = C is allowed even though n = 1 < C
+    assert rm.topk_hits(np.array([[0.1, 0.9, 0.5]]), np.array([[True, False, False]]), 3).tolist() == [True]
+    # stacked scores (2, 1, 3) over one truth row; draw 0 ranks Color first, draw 1 Size first
+    s = np.array([[[0.9, 0.1, 0.0]], [[0.1, 0.9, 0.0]]])
+    t = np.array([[True, False, False]])
+    assert rm.topk_hits(s, t, 1).tolist() == [[True], [False]]
+    assert rm.topk_hits(s, t[None], 1).tolist() == [[True], [False]]  # truth with a leading axis too
+    assert rm.topk_hits(s, t, 3).tolist() == [[True], [True]]  # k = C with n = 1 < C
+    # 56 tied-heavy cosines: the stable order puts category 2 (first of the maxima) on top
+    row = np.array([[-int(d) / 10 for d in TIE_PATTERN]])
+    truth = np.zeros((1, len(TIE_PATTERN)), bool)
+    truth[0, 2] = True
+    assert rm.topk_hits(row, truth, 1).tolist() == [True]
+    with pytest.raises(ValueError, match=r"^truth shape \(1, 2\) does not match scores \(1, 3\)$"):
+        rm.topk_hits(np.zeros((1, 3)), np.zeros((1, 2), bool), 1)
+
+
+def test_empirical_chance_recomputed_by_hand():
+    from scipy.stats import norm
+
+    from perceptbench.seeding import rng_for
+
+    t = np.array([[True, False, False], [False, True, True]])
+    r = rm.empirical_chance(t, 1, n_seeds=3, dim=1, seed=4, ci_level=0.9)
+    # seed s: image (2, 1) and text (3, 1) Gaussian draws from rng_for(4, "retrieval.empirical_chance", s)
+    exp = []
+    for s in range(3):
+        g = rng_for(4, "retrieval.empirical_chance", s)
+        img, txt = g.standard_normal((2, 1)), g.standard_normal((3, 1))
+        exp.append(rm.topk_hits(rm.cosine_scores(img, txt), t, 1).mean())
+    np.testing.assert_array_equal(r.per_seed, exp)
+    half = norm.ppf(0.95) * np.std(exp, ddof=1) / math.sqrt(3)
+    assert r.mean == pytest.approx(np.mean(exp)) and r.ci == pytest.approx((np.mean(exp) - half, np.mean(exp) + half))
+    assert (r.n_seeds, r.dim, r.seed, r.ci_level) == (3, 1, 4, 0.9)
+
+
+@pytest.mark.parametrize("kwargs,msg", [
+    ({"n_seeds": 1}, r"^n_seeds must be an integer >= 2, got 1$"),
+    ({"n_seeds": 2.5}, r"^n_seeds must be an integer >= 2, got 2.5$"),
+    ({"dim": 0}, r"^dim must be a positive integer, got 0$"),
+    ({"dim": 1.5}, r"^dim must be a positive integer, got 1.5$"),
+    ({"ci_level": 0}, r"^ci_level must lie in \(0, 1\), got 0$"),
+    ({"ci_level": 1}, r"^ci_level must lie in \(0, 1\), got 1$"),
+])
+def test_empirical_chance_argument_checks(kwargs, msg):
+    with pytest.raises(ValueError, match=msg):
+        rm.empirical_chance(np.eye(2, dtype=bool), 1, **kwargs)
+
+
+@pytest.mark.parametrize("truth", [np.array([True, False]), np.zeros((0, 3), bool)])
+def test_empirical_chance_rejects_bad_shapes(truth):
+    with pytest.raises(ValueError, match=r"^truth must be a non-empty \(n, C\) bool array, got shape "):
+        rm.empirical_chance(truth, 1)
+
+
+def test_empirical_chance_boundaries_accepted():
+    # n_seeds = 2 and dim = 1 are the smallest accepted values
+    r = rm.empirical_chance(np.eye(2, dtype=bool), 1, n_seeds=2, dim=1)
+    assert r.per_seed.shape == (2,)
+
+
+def test_truth_matrix_messages_and_dtype():
+    m = rm.truth_matrix([{"Size"}], RET_CATS)
+    assert m.dtype == bool and m.tolist() == [[False, True, False]]
+    with pytest.raises(ValueError, match=r"^truths\[0\] must be a collection of labels, not the string 'Size'$"):
+        rm.truth_matrix(["Size"], RET_CATS)
+    with pytest.raises(ValueError, match=r"^truths\[1\] is empty$"):
+        rm.truth_matrix([{"Size"}, set()], RET_CATS)
+
+
+def test_topk_hits_accepts_boolean_scores():
+    # 0/1 scores given as booleans rank the True category first
+    assert rm.topk_hits(np.array([[False, True, False]]), np.array([[False, True, False]]), 1).tolist() == [True]
