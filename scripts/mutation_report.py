@@ -8,6 +8,9 @@ Usage (from the repository root, not part of CI; a few minutes per module on 2 c
 
 Which modules are mutated (``only_mutate``) and which fast tests each mutant runs
 (``pytest_add_cli_args_test_selection``) are set in ``[tool.mutmut]`` in pyproject.toml.
+Modules whose file also holds non-science code (stimulus renderers) are restricted to
+the science functions by mutant-name globs in ``[tool.mutation_report] only_functions``;
+only those mutants of such a module are run and reported.
 Mutants reviewed as equivalent (no behaviour change) are listed in
 tests/mutation_equivalents.md; they are reported separately, not counted as killed.
 Exit status: 0 when the run finished, whatever the kill rate; 1 when mutmut failed.
@@ -16,6 +19,7 @@ Exit status: 0 when the run finished, whatever the kill rate; 1 when mutmut fail
 from __future__ import annotations
 
 import argparse
+import fnmatch
 import re
 import subprocess
 import sys
@@ -33,6 +37,27 @@ def _mutmut(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run(cmd + list(args), cwd=REPO, capture_output=True, text=True)
 
 
+def _selection() -> tuple[list[str], list[str]]:
+    """(mutant-name globs to run, the ``only_functions`` globs) from pyproject.toml.
+
+    A module listed in ``[tool.mutmut] only_mutate`` is run whole (``pkg.mod.*``) unless
+    some ``only_functions`` glob names it; then only those globs are run.
+    """
+    try:
+        import tomllib
+    except ModuleNotFoundError:  # Python 3.10
+        import toml as tomllib  # mutmut's own dependency there
+    cfg = tomllib.loads((REPO / "pyproject.toml").read_text("utf-8"))
+    only_mutate = cfg["tool"]["mutmut"]["only_mutate"]
+    only_functions = list(cfg.get("tool", {}).get("mutation_report", {}).get("only_functions", []))
+    globs: list[str] = []
+    for path in only_mutate:
+        module = path.removeprefix("src/").removesuffix(".py").replace("/", ".")
+        restricted = [g for g in only_functions if g.startswith(module + ".")]
+        globs.extend(restricted or [module + ".*"])
+    return globs, only_functions
+
+
 def _equivalents() -> set[str]:
     """Mutant names listed in the equivalents file (first backticked token of a line)."""
     if not EQUIVALENTS.exists():
@@ -45,8 +70,9 @@ def main() -> int:
     ap.add_argument("--max-children", type=int, default=1, help="parallel mutant workers (default 1)")
     ap.add_argument("--no-run", action="store_true", help="only summarise the last run's results")
     args = ap.parse_args()
+    globs, only_functions = _selection()
     if not args.no_run:
-        run = _mutmut("run", "--max-children", str(args.max_children))
+        run = _mutmut("run", "--max-children", str(args.max_children), *globs)
         if run.returncode != 0:
             print(run.stdout[-3000:], run.stderr[-3000:], sep="\n", file=sys.stderr)
             print(f"mutmut run failed with exit status {run.returncode}", file=sys.stderr)
@@ -60,6 +86,9 @@ def main() -> int:
             continue
         module, _, func = m["name"].rpartition(".")
         mutant = f"{m['name']}__mutmut_{m['n']}"
+        if any(g.startswith(module + ".") for g in only_functions) and not any(
+                fnmatch.fnmatch(mutant, g) for g in only_functions):
+            continue  # a non-science function of a restricted module
         status = "equivalent" if m["status"] == "survived" and mutant in equivalent else m["status"]
         per_module[module][status].append(mutant)
     if not per_module:
