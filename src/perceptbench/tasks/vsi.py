@@ -21,7 +21,7 @@ Tasks (settings as ``@key=value``; defaults in brackets):
 Common settings: ``perturbation`` [both | region | whole], ``sigma`` [20] (pixels; 10 and 40
 for the robustness check of seed 002 C.2), ``answer_prefix`` [""] (declared answer-prefix
 string appended after the chat template's assistant prefix, recorded), ``verbal_conf`` [1]
-(elicit verbalised confidence 0-100 in a second pass), ``top_k`` [50] (seed 002 D.1).
+(elicit verbalised confidence 0-100 in a follow-up turn, :data:`CONFIDENCE_PROMPT`), ``top_k`` [50] (seed 002 D.1).
 """
 
 from __future__ import annotations
@@ -39,9 +39,15 @@ from ..metrics.vsi import HIST_EDGES, INSENSITIVE_THRESHOLDS, cell_summary, vsi_
 from ..records import TrialRecord
 from .base import ScoreRow, Stimulus, Task
 
-CONFIDENCE_PROMPT = ("{question}\nYour answer: {answer}\nHow confident are you that your answer is correct? "
-                     "Reply with a single integer from 0 to 100.")
-"""Second prompt for verbalised confidence (seed 002 appendix A: parsed as the first integer)."""
+CONFIDENCE_PROMPT = "How confident are you that your answer is correct? Reply with a single integer from 0 to 100."
+"""Verbalised-confidence question, asked as a follow-up user turn after the clean question and the
+model's own greedy answer (seed 002 appendix A: "elicited in a second forward pass", parsed as the
+first integer).  Recorded verbatim per clean record (``confidence_prompt``, ``confidence_turn``)."""
+CONFIDENCE_TURN = "follow_up"
+"""How the confidence question is posed: ``follow_up`` = the conversation ``user: [image] question``,
+``assistant: answer_prefix + answer``, ``user: CONFIDENCE_PROMPT``.  (Releases before this
+constant asked a single-turn prompt repeating question and answer; a resume over such records stops
+with a ``confidence prompt`` difference.)"""
 
 MAX_NEW_TOKENS = 8
 """Greedy answer budget (seed 002 D.1: 8 new tokens for POPE, MMVP and MMStar)."""
@@ -179,8 +185,12 @@ class VSITask(Task):
     def vlm_request(self, s: Stimulus, seed: int):
         return (s.render(),), s.meta["vsi_prompt"], {}
 
-    def confidence_prompt(self, question: str, answer: str) -> str:
-        return CONFIDENCE_PROMPT.format(question=question, answer=answer.strip())
+    @property
+    def confidence_prompt_hash(self) -> str | None:
+        """Hash of the confidence turn as recorded (``{turn}:{prompt}``), None without ``verbal_conf``."""
+        from ..seeding import text_hash
+
+        return text_hash(f"{CONFIDENCE_TURN}:{CONFIDENCE_PROMPT}") if self.verbal_conf else None
 
     # -- scoring
     def score(self, records: list[TrialRecord], seed: int) -> list[ScoreRow]:
