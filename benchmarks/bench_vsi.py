@@ -68,7 +68,7 @@ def main() -> None:
     ap.add_argument("--n", type=int, default=16)
     ap.add_argument("--n2", type=int, default=32)
     ap.add_argument("--batch", type=int, default=8)
-    ap.add_argument("--verbal-conf", type=int, default=0, choices=[0, 1])
+    ap.add_argument("--verbal-conf", type=int, default=1, choices=[0, 1])
     ap.add_argument("--repeats", type=int, default=2)
     ap.add_argument("--model-dir", default=None)
     ap.add_argument("--scale", default="tiny", choices=["tiny", "prefill"])

@@ -73,3 +73,26 @@ def test_follow_up_conversation_text(vlm):
     clean = vlm._chat_text(1, r.prompt)
     full = vlm.follow_up_text(1, r.prompt, " B ", CONFIDENCE_PROMPT)
     assert full.startswith(clean) and full.count(CONFIDENCE_PROMPT) == 1 and "B" in full[len(clean):]
+
+
+def test_vsi_budget_honours_the_request_unless_capped(tmp_path):
+    """HallusionBench asks 64 new tokens (seed 002 D.1): the hf adapter's 40-token default (seed 000,
+    battery prompts) does not cut it; an explicit cap does, and generate() keeps its cap."""
+    from perceptbench.models.vlm_hf import HFVLM
+
+    d = build_tiny_vlm("llava", tmp_path / "m")
+    seen = []
+    for cap, want in ((None, 64), (16, 16)):
+        vlm = HFVLM(d, max_new_tokens=cap)
+        gen = vlm.model.generate
+
+        def spy(*a, **kw):
+            seen.append(kw["max_new_tokens"])
+            return gen(*a, **kw)
+
+        vlm.model.generate = spy
+        req = [VLMRequest((Image.new("RGB", (32, 32)),), "Is there a cat? Answer yes or no.", 64)]
+        vlm.generate_with_distribution(req)
+        assert seen[-1] == want and vlm.answer_budget(64) == want
+        vlm.generate(req)
+        assert seen[-1] == (40 if cap is None else 16)

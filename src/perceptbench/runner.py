@@ -315,6 +315,8 @@ def run(cfg: RunConfig, *, progress: bool = True, load_model: Callable | None = 
     wanted = set(cfg.stimuli)
     if wanted:
         _select_stimuli(task_stimuli, list(cfg.stimuli))
+    for task, _ in task_stimuli:  # models a task needs itself (VSI grounding) load before the VLMs
+        task.prepare_models(cfg.seed)
     preloaded = resolve_models(cfg, load_model)
     _check_run_json(out, cfg)
     with RecordStore(out / "records.jsonl") as store:

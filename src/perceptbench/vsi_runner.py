@@ -135,6 +135,10 @@ class _VSIModel:
         dkeys = [self._dist_key(r, s) for r, s in zip(reqs, shas)]
         texts = [self._cache_get(k) for k in tkeys]
         dists = [self._get_dist(k) if self.cached.mode == "use" else None for k in dkeys]
+        if getattr(self.inner, "verify_cache_hits", False) and not self.cached.verified and not self.prefix:
+            hit = next((i for i, t in enumerate(texts) if t is not None), None)
+            if hit is not None:  # a name-only model: re-ask one cached answer (StaleCacheError if it changed)
+                self.cached._verify(reqs[hit], texts[hit])
         confs: list[str | None] = [None] * len(reqs)
         reused: list[bool | None] = [None] * len(reqs)
         if conf:
