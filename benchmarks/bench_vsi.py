@@ -3,9 +3,11 @@
 The full measurement is what ``perceptbench run --task vsi.salbench.syn`` does per sample
 (:func:`perceptbench.vsi_runner.run_vsi_task`, empty response cache): render the clean image,
 blur the region and the whole image, one greedy generation on the clean image (at most 8 new
-tokens; its first step gives the clean distribution), prefill-only passes on the two blurred
-images, optionally the verbalised-confidence generation, top-50 extraction and the records
-written (fsync per chunk).  The baseline is three bare batched prefill passes of the same
+tokens; its first step gives the clean distribution), the verbalised-confidence follow-up turn
+(default ``--verbal-conf 1``, as the task's default; answered from the clean pass's KV cache, so
+only the answer and the new turn are prefilled, then at most 8 new tokens), prefill-only passes
+on the two blurred images, top-50 extraction, the response cache and the records written (fsync
+per cache entry and per chunk).  The baseline is three bare batched prefill passes of the same
 model on the same (pre-rendered) three images per sample: processor + forward, last position's
 logits only, nothing else.  Reported: samples/s of each, their ratio (target >= 0.8) and the
 time ratio between the two sizes (linear growth: ~ size ratio).

@@ -96,3 +96,19 @@ def test_vsi_budget_honours_the_request_unless_capped(tmp_path):
         assert seen[-1] == want and vlm.answer_budget(64) == want
         vlm.generate(req)
         assert seen[-1] == (40 if cap is None else 16)
+
+
+def test_unsynced_cache_entries_read_back_and_torn_ones_are_misses(tmp_path):
+    """VSI writes its response-cache entries without fsync: an entry reads back, and what a power
+    loss could leave (an empty or torn file) is a miss, never a wrong answer."""
+    from perceptbench.models.response_cache import ResponseCache
+
+    c = ResponseCache(tmp_path / "cache")
+    k1 = c.key_for("m@1", "prompt one", ["a" * 64], {"x": 1})
+    k2 = c.key_for("m@1", "prompt two", ["a" * 64], {"x": 1})
+    p1 = c.put(k1, "B", fsync=False)
+    p2 = c.put(k2, '{"tokens": ["A"]}', fsync=False)
+    assert c.get(k1) == "B" and c.get(k2) == '{"tokens": ["A"]}'
+    p1.write_text("")
+    p2.write_bytes(p2.read_bytes()[:-7])
+    assert c.get(k1) is None and c.get(k2) is None

@@ -18,7 +18,8 @@ For each pending VSI stimulus (one per sample x condition, see :mod:`perceptbenc
 Everything a model returns goes through the content-addressed response cache
 (:mod:`perceptbench.models.response_cache`): greedy texts keyed like ordinary prompt trials plus
 the token budget used, confidence answers under the whole follow-up conversation, distributions under keys whose settings add ``{"vsi_first_token":
-{"top_k", "answer_prefix"}}``, so a rerun or resumed run calls no model for what it has.
+{"top_k", "answer_prefix"}}``, so a rerun or resumed run calls no model for what it has
+(entries written without fsync: the records are the durable output, a lost entry is a miss).
 Records are appended per chunk; a killed run resumes at the missing records.
 
 A model that cannot return a next-token distribution (``NotSupportedByProvider``, e.g. a
@@ -91,7 +92,8 @@ class _VSIModel:
             return None
 
     def _put_dist(self, key: str, m: dict) -> None:
-        self.cache.put(key, json.dumps(m), meta={"model_version": self.inner.model_version, "kind": "vsi_first_token"})
+        self.cache.put(key, json.dumps(m), meta={"model_version": self.inner.model_version, "kind": "vsi_first_token"},
+                       fsync=False)
 
     def check_supported(self) -> str | None:
         """The reason this model cannot take part, or None."""
@@ -182,11 +184,12 @@ class _VSIModel:
         if todo:
             if self.cached.mode != "off":
                 for i in todo:
-                    self.cache.put(tkeys[i], texts[i], meta={"model_version": self.inner.model_version})
+                    self.cache.put(tkeys[i], texts[i], meta={"model_version": self.inner.model_version}, fsync=False)
                     self._put_dist(dkeys[i], dists[i])
                     if conf and confs[i] is not None:
                         self.cache.put(self._conf_key(reqs[i], shas[i], texts[i]), confs[i],
-                                       meta={"model_version": self.inner.model_version, "kind": "vsi_confidence"})
+                                       meta={"model_version": self.inner.model_version, "kind": "vsi_confidence"},
+                                       fsync=False)
         return list(zip(texts, dists, confs, reused))  # type: ignore[arg-type]
 
     def prefill(self, reqs: list[VLMRequest], shas: list[list[str]], batch_size: int) -> list[dict]:
