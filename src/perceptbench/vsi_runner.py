@@ -17,9 +17,11 @@ For each pending VSI stimulus (one per sample x condition, see :mod:`perceptbenc
 
 Everything a model returns goes through the content-addressed response cache
 (:mod:`perceptbench.models.response_cache`): greedy texts keyed like ordinary prompt trials plus
-the token budget used, confidence answers under the whole follow-up conversation, distributions under keys whose settings add ``{"vsi_first_token":
-{"top_k", "answer_prefix"}}``, so a rerun or resumed run calls no model for what it has
-(entries written without fsync: the records are the durable output, a lost entry is a miss).
+the token budget used, confidence answers under the whole follow-up conversation, distributions
+under keys whose settings add ``{"vsi_first_token": {"top_k", "answer_prefix"}}``, so a rerun or
+resumed run calls no model for what it has (entries written without fsync: the records are the
+durable output, a lost entry is a miss).  Cache modes as for prompt trials (``refresh``
+recomputes and stores, ``off`` neither reads nor stores).
 Records are appended per chunk; a killed run resumes at the missing records.
 
 A model that cannot return a next-token distribution (``NotSupportedByProvider``, e.g. a

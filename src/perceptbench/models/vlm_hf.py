@@ -491,7 +491,7 @@ class HFVLM:
         :meth:`generate_follow_up`.  Returns (text, distribution,
         FollowUp) per request, in order."""
         return self._clean_and_follow_up(requests, top_k, batch_size, answer_prefix, follow_up,
-                                         follow_up_max_new_tokens, reuse_cache, return_logits)  # type: ignore[return-value]
+                                         follow_up_max_new_tokens, reuse_cache, return_logits)
 
     def follow_up_text(self, n_images: int, prompt: str, answer: str, follow_up: str, answer_prefix: str = "") -> str:
         """The chat-template text of the follow-up conversation (see
