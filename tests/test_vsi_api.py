@@ -56,6 +56,7 @@ class LogprobServer:
 
     def __init__(self):
         self.n = 0
+        self.conversations: list[list[str]] = []
         outer = self
 
         class H(BaseHTTPRequestHandler):
@@ -65,7 +66,9 @@ class LogprobServer:
             def do_POST(self):
                 body = json.loads(self.rfile.read(int(self.headers["content-length"])))
                 outer.n += 1
-                text_part = [p["text"] for p in body["messages"][0]["content"] if p.get("type") == "text"][0]
+                last = body["messages"][-1]["content"]  # the turn to answer
+                text_part = last if isinstance(last, str) else [p["text"] for p in last if p.get("type") == "text"][0]
+                outer.conversations.append([m["role"] for m in body["messages"]])
                 img = _first_image(body)
                 lps = _logprobs(img) if img is not None else [("A", 0.0)]
                 content = "80" if "How confident" in text_part else lps[0][0]
@@ -110,6 +113,8 @@ def test_vsi_through_openai_compatible_server_with_logprobs(tmp_path):
         n_first = srv.n
         # per sample: clean generation + clean logprobs + confidence + 2 perturbed logprobs
         assert n_first == 6 * 5
+        # the confidence question is a follow-up turn after the model's own answer
+        assert srv.conversations.count(["user", "assistant", "user"]) == 6
         recs = read_records(out / "records.jsonl", allow_torn_tail=False)
         assert len(recs) == 18 and all(r.model_family == "api" for r in recs)
         for r in recs:

@@ -88,6 +88,9 @@ def test_vsi_pope_grounding_and_hallusionbench_fallback_cli(models, tmp_path):
             assert v["fallback"] and v["region_source"] == "fallback_whole"
         if v["condition"] == "clean":
             assert v["verbal_conf"] is None and v["verbal_raw"] is None
+            # seed 002 D.1's 64 new tokens, not the hf adapter's 40-token battery default
+            st = r.run_meta.model_extra["settings"]
+            assert st["request_max_new_tokens"] == 64 and st["max_new_tokens"] == 64
     ss = vsi_samples(recs)
     assert {s.benchmark for s in ss} == {"pope.adversarial", "hallusionbench"}
     assert {s.region_source for s in ss if s.benchmark == "hallusionbench" and s.perturbation == "region"} == \
@@ -111,3 +114,20 @@ def test_mmstar_is_whole_image_only():
     with pytest.raises(ValueError, match="whole"):
         get_task("vsi.mmstar@perturbation=region")
     assert get_task("vsi.mmstar").conditions == ("clean", "whole_blur")
+
+
+def test_unloadable_detector_fails_before_the_vlm_and_the_run_directory(tmp_path):
+    """The grounding models load before the VLM and before anything is written: a detector that
+    cannot be loaded is a one-line error naming the setting, and no run directory is left."""
+    _pope_images(tmp_path / "val2014")
+    (tmp_path / "empty-detector").mkdir()
+    out = tmp_path / "run"
+    task = (f"vsi.pope@images={tmp_path / 'val2014'},questions={FIX / 'pope' / 'coco_pope_adversarial.json'},"
+            f"detector={tmp_path / 'empty-detector'},limit=2")
+    p = _cli("run", "--model", "hf:/nonexistent/model", "--task", task, "--out", str(out), "--no-progress",
+             env={"HF_HUB_OFFLINE": "1"})
+    assert p.returncode != 0
+    msg = p.stdout.replace("\n", " ")
+    assert "detector=" in msg and "empty-detector" in msg and "cannot be loaded" in msg, p.stdout + p.stderr
+    assert "/nonexistent/model" not in msg  # failed before the VLM was looked at
+    assert not out.exists()

@@ -21,6 +21,7 @@ from perceptbench.records import read_records
 from perceptbench.runner import RunConfig, run
 from perceptbench.scoring import score_file
 from perceptbench.tasks import get_task
+from perceptbench.tasks.vsi import CONFIDENCE_PROMPT
 from perceptbench.testing.tiny_vlm import build_tiny_llava
 
 TASK = "vsi.salbench.syn@n=9"
@@ -100,6 +101,12 @@ class ImageIgnoringVLM:
     def generate_with_distribution(self, reqs, **kw):
         return self.inner.generate_with_distribution(self._blind(reqs), **kw)
 
+    def generate_with_distribution_and_follow_up(self, reqs, *a, **kw):
+        return self.inner.generate_with_distribution_and_follow_up(self._blind(reqs), *a, **kw)
+
+    def generate_follow_up(self, reqs, *a, **kw):
+        return self.inner.generate_follow_up(self._blind(reqs), *a, **kw)
+
     def next_token_distributions(self, reqs, **kw):
         return self.inner.next_token_distributions(self._blind(reqs), **kw)
 
@@ -159,6 +166,11 @@ def test_cli_family_records_and_scores(cli_run):
             assert r.readout == "vlm_vsi_clean" and isinstance(r.raw_output, str)
             assert 0 < v["max_prob"] <= 1 and v["verbal_raw"] is not None
             assert r.response in (None, "A", "B", "C")
+            # the confidence question: a follow-up turn, recorded verbatim, answered from the clean KV cache
+            assert v["confidence_prompt"] == CONFIDENCE_PROMPT and v["confidence_turn"] == "follow_up"
+            assert v["confidence_kv_reuse"] is True and v["confidence_max_new_tokens"] == 8
+            assert r.run_meta.model_extra["confidence_prompt_hash"] == get_task(TASK).confidence_prompt_hash
+            assert r.run_meta.model_extra["settings"]["max_new_tokens"] == 8
         else:
             assert r.readout == "vlm_vsi_perturbed" and r.response is None and r.raw_output is None
     rows = json.loads((out / "scores.json").read_text())
@@ -228,3 +240,36 @@ def test_kill_9_then_resume(cli_run, peaked_llava, tmp_path):
         if r.trial_id in done_before:
             assert r == done_before[r.trial_id]
     assert len(vsi_samples(recs)) == 60
+
+
+def test_recorded_confidence_equals_uncached_follow_up(cli_run, vlm):
+    out, _, _, _ = cli_run
+    recs = [r for r in read_records(out / "records.jsonl") if r.task_id == TASK and r.readout == "vlm_vsi_clean"]
+    by_id = {s.stimulus_id: s for s in get_task(TASK).stimuli(0)}
+    reqs = [VLMRequest((by_id[r.stimulus_id].render(),), by_id[r.stimulus_id].meta["vsi_prompt"], 8) for r in recs]
+    ref = vlm.generate_follow_up(reqs, [r.raw_output for r in recs], CONFIDENCE_PROMPT, 8, batch_size=1)
+    assert [r.run_meta.model_extra["vsi"]["verbal_raw"] for r in recs] == [f.text for f in ref]
+
+
+def test_resume_over_single_turn_confidence_records_says_so(cli_run, peaked_llava, tmp_path):
+    """Records from before the follow-up turn carry another confidence_prompt_hash: a resume stops
+    with a one-line 'confidence prompt changed' message (and --allow-mixed records the mix)."""
+    out, _, env, _ = cli_run
+    d = tmp_path / "old"
+    d.mkdir()
+    lines = (out / "records.jsonl").read_text().splitlines()
+    old = []
+    for line in lines:
+        rec = json.loads(line)
+        if rec["task_id"] != TASK:
+            continue
+        if rec["readout"] == "vlm_vsi_clean":
+            rec["run_meta"]["confidence_prompt_hash"] = "0ld0ld00"
+        old.append(json.dumps(rec))
+    keep = old[:len(old) // 2]
+    (d / "records.jsonl").write_text("\n".join(keep) + "\n")
+    (d / "run.json").write_text((out / "run.json").read_text())
+    p = _cli("run", "--model", f"hf:{peaked_llava}", "--task", TASK, "--out", str(d), "--no-progress", env=env)
+    assert p.returncode != 0
+    assert "confidence prompt changed" in (p.stdout + p.stderr).replace("\n", " "), p.stdout + p.stderr
+    assert (d / "records.jsonl").read_text() == "\n".join(keep) + "\n"

@@ -91,7 +91,8 @@ def _template_hash(task: Task) -> str:
 def _static_differences(task: Task, stimuli: list[Stimulus], finished: list, seed: int) -> list:
     """What differs between a task's finished trials and what this run would write, before any
     model is loaded: package version, task settings, prompt (template hash on every record, and
-    the full prompt of up to 3 finished stimuli re-built now), encoder readout spec."""
+    the full prompt of up to 3 finished stimuli re-built now), VSI confidence prompt (hash of its
+    turn and text), encoder readout spec."""
     from .provenance import Difference, compare
 
     by_model: dict[str, list] = {}
@@ -118,6 +119,11 @@ def _static_differences(task: Task, stimuli: list[Stimulus], finished: list, see
                 d = [Difference("prompt", task.task_id, model, bad[0].prompt_hash, prompts[bad[0].stimulus_id],
                                 len(bad))]
         diffs += d
+        clean_vsi = [r for r in recs if r.readout == "vlm_vsi_clean"]
+        if clean_vsi and getattr(task, "verbal_conf", False):  # the confidence question (its turn and text)
+            diffs += compare(clean_vsi, {"confidence prompt": task.confidence_prompt_hash},
+                             lambda r: {"confidence prompt": r.run_meta.model_extra.get("confidence_prompt_hash")},
+                             task.task_id, model)
         for readout in {r.readout for r in recs} & set(READOUT_SPECS):
             diffs += compare([r for r in recs if r.readout == readout],
                              {"readout spec": text_hash(READOUT_SPECS[readout])},
@@ -309,6 +315,8 @@ def run(cfg: RunConfig, *, progress: bool = True, load_model: Callable | None = 
     wanted = set(cfg.stimuli)
     if wanted:
         _select_stimuli(task_stimuli, list(cfg.stimuli))
+    for task, _ in task_stimuli:  # models a task needs itself (VSI grounding) load before the VLMs
+        task.prepare_models(cfg.seed)
     preloaded = resolve_models(cfg, load_model)
     _check_run_json(out, cfg)
     with RecordStore(out / "records.jsonl") as store:

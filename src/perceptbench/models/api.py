@@ -315,7 +315,7 @@ class _HTTPVLM(abc.ABC):
 
     # -------------------------------------------------------------- interface
     @abc.abstractmethod
-    def _generate_one(self, request: VLMRequest) -> str:
+    def _generate_one(self, request: VLMRequest, turns: Sequence[tuple[str, str]] = ()) -> str:
         """One request -> the provider's answer text (each provider's request shape)."""
 
     def _budget(self, request: VLMRequest) -> int:
@@ -334,6 +334,20 @@ class _HTTPVLM(abc.ABC):
             return [self._generate_one(r) for r in reqs]
         with ThreadPoolExecutor(max_workers=min(self.concurrency, len(reqs))) as pool:
             return list(pool.map(self._generate_one, reqs))
+
+    def generate_follow_up(self, requests: Sequence[VLMRequest], answers: Sequence[str], follow_up: str,
+                           max_new_tokens: int = 8, batch_size: int = 8, answer_prefix: str = "") -> list[str]:
+        """Answers to a follow-up user turn: the conversation ``user: [images] + request.prompt``,
+        ``assistant: answer_prefix + answer.strip()``, ``user: follow_up`` (VSI's verbalised
+        confidence, seed 002 appendix A).  One HTTP call per request, ``concurrency`` in flight;
+        ``batch_size`` is ignored.  Raises :class:`APIError` when a request fails for good."""
+        jobs = [(VLMRequest(r.images, r.prompt, max_new_tokens), answer_prefix + a.strip())
+                for r, a in zip(requests, answers)]
+        one = lambda job: self._generate_one(job[0], turns=((job[1], follow_up),))  # noqa: E731
+        if len(jobs) <= 1 or self.concurrency == 1:
+            return [one(j) for j in jobs]
+        with ThreadPoolExecutor(max_workers=min(self.concurrency, len(jobs))) as pool:
+            return list(pool.map(one, jobs))
 
     def _pin(self, version: str | None) -> None:
         """Identity of a hosted model known by name (and an optional user pin) only."""
@@ -530,12 +544,17 @@ class OpenAICompatibleVLM(_HTTPVLM):
             h["Authorization"] = f"Bearer {key}"
         return h
 
-    def _body(self, images: Sequence[Image.Image], prompt: str, max_tokens: int) -> dict:
+    def _body(self, images: Sequence[Image.Image], prompt: str, max_tokens: int,
+              turns: Sequence[tuple[str, str]] = ()) -> dict:
+        """Chat-completions body; ``turns``: (assistant, user) text pairs after the first user turn."""
         content: list[dict] = [{"type": "image_url", "image_url": {"url": png_data_url(im)}} for im in images]
         content.append({"type": "text", "text": prompt})
+        messages: list[dict] = [{"role": "user", "content": content}]
+        for a, u in turns:
+            messages += [{"role": "assistant", "content": a}, {"role": "user", "content": u}]
         body: dict[str, Any] = {
             "model": self.model,
-            "messages": [{"role": "user", "content": content}],
+            "messages": messages,
             self.max_tokens_field: max_tokens,
         }
         if self.temperature is not None:
@@ -543,8 +562,9 @@ class OpenAICompatibleVLM(_HTTPVLM):
         body.update(self.extra_body)
         return body
 
-    def _generate_one(self, request: VLMRequest) -> str:
-        data = self._post_json(self.url, self._headers(), self._body(request.images, request.prompt, self._budget(request)))
+    def _generate_one(self, request: VLMRequest, turns: Sequence[tuple[str, str]] = ()) -> str:
+        data = self._post_json(self.url, self._headers(),
+                               self._body(request.images, request.prompt, self._budget(request), turns))
         try:
             msg = data["choices"][0]["message"]
         except (KeyError, IndexError, TypeError):
@@ -649,7 +669,7 @@ class AnthropicVLM(_HTTPVLM):
             "anthropic-version": self.API_VERSION,
         }
 
-    def _body(self, request: VLMRequest) -> dict:
+    def _body(self, request: VLMRequest, turns: Sequence[tuple[str, str]] = ()) -> dict:
         content: list[dict] = [
             {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": png_base64(im)}}
             for im in request.images
@@ -658,15 +678,16 @@ class AnthropicVLM(_HTTPVLM):
         body: dict[str, Any] = {
             "model": self.model,
             "max_tokens": self._budget(request),
-            "messages": [{"role": "user", "content": content}],
+            "messages": [{"role": "user", "content": content}]
+            + [m for a, u in turns for m in ({"role": "assistant", "content": a}, {"role": "user", "content": u})],
         }
         if self.temperature is not None:
             body["temperature"] = self.temperature
         body.update(self.extra_body)
         return body
 
-    def _generate_one(self, request: VLMRequest) -> str:
-        data = self._post_json(self.url, self._headers(), self._body(request))
+    def _generate_one(self, request: VLMRequest, turns: Sequence[tuple[str, str]] = ()) -> str:
+        data = self._post_json(self.url, self._headers(), self._body(request, turns))
         blocks = data.get("content") or []
         return "".join(b.get("text", "") for b in blocks if isinstance(b, dict) and b.get("type") == "text")
 
@@ -729,13 +750,18 @@ class GeminiVLM(_HTTPVLM):
     def _headers(self) -> dict:
         return {"Content-Type": "application/json", "x-goog-api-key": self._key() or ""}
 
-    def _body(self, images: Sequence[Image.Image], prompt: str, max_tokens: int) -> dict:
+    def _body(self, images: Sequence[Image.Image], prompt: str, max_tokens: int,
+              turns: Sequence[tuple[str, str]] = ()) -> dict:
+        """generateContent body; ``turns``: (model, user) text pairs after the first user turn."""
         parts: list[dict] = [{"inline_data": {"mime_type": "image/png", "data": png_base64(im)}} for im in images]
         parts.append({"text": prompt})
         gen: dict[str, Any] = {"maxOutputTokens": max_tokens}
         if self.temperature is not None:
             gen["temperature"] = self.temperature
-        body: dict[str, Any] = {"contents": [{"role": "user", "parts": parts}], "generationConfig": gen}
+        contents: list[dict] = [{"role": "user", "parts": parts}]
+        for a, u in turns:
+            contents += [{"role": "model", "parts": [{"text": a}]}, {"role": "user", "parts": [{"text": u}]}]
+        body: dict[str, Any] = {"contents": contents, "generationConfig": gen}
         for k, v in self.extra_body.items():
             if k == "generationConfig" and isinstance(v, dict):
                 gen.update(v)
@@ -743,8 +769,9 @@ class GeminiVLM(_HTTPVLM):
                 body[k] = v
         return body
 
-    def _generate_one(self, request: VLMRequest) -> str:
-        data = self._post_json(self.url, self._headers(), self._body(request.images, request.prompt, self._budget(request)))
+    def _generate_one(self, request: VLMRequest, turns: Sequence[tuple[str, str]] = ()) -> str:
+        data = self._post_json(self.url, self._headers(),
+                               self._body(request.images, request.prompt, self._budget(request), turns))
         cands = data.get("candidates") or []
         if not cands:  # prompt blocked (promptFeedback.blockReason): a null response
             return ""

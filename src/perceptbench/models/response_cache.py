@@ -139,11 +139,15 @@ class ResponseCache:
         e = self.get_entry(key)
         return None if e is None else e["text"]
 
-    def put(self, key: str, text: str, meta: dict | None = None) -> Path:
+    def put(self, key: str, text: str, meta: dict | None = None, fsync: bool = True) -> Path:
         """Store ``text`` under ``key`` atomically (replacing any entry); returns the path.
 
         ``meta`` (JSON-able; e.g. model_version, settings, image hashes) is stored for
-        auditing and not used for lookup.  Never put secrets in it.
+        auditing and not used for lookup.  Never put secrets in it.  ``fsync=False`` skips
+        the flush to disk (the write is still atomic): after a power loss such an entry may be
+        missing or empty, which :meth:`get` treats as a miss, never as a wrong answer (used by
+        VSI, which writes five entries per sample: one fsync each cost more wall time than a
+        small model's forward passes, ``benchmarks/bench_vsi.py``).
         """
         if not isinstance(text, str):
             raise TypeError(f"text must be str, got {type(text).__name__}")
@@ -155,7 +159,8 @@ class ResponseCache:
             with os.fdopen(fd, "w", encoding="utf-8") as f:
                 f.write(data)
                 f.flush()
-                os.fsync(f.fileno())
+                if fsync:
+                    os.fsync(f.fileno())
             os.replace(tmp, p)
         except BaseException:
             try:

@@ -21,7 +21,7 @@ Tasks (settings as ``@key=value``; defaults in brackets):
 Common settings: ``perturbation`` [both | region | whole], ``sigma`` [20] (pixels; 10 and 40
 for the robustness check of seed 002 C.2), ``answer_prefix`` [""] (declared answer-prefix
 string appended after the chat template's assistant prefix, recorded), ``verbal_conf`` [1]
-(elicit verbalised confidence 0-100 in a second pass), ``top_k`` [50] (seed 002 D.1).
+(elicit verbalised confidence 0-100 in a follow-up turn, :data:`CONFIDENCE_PROMPT`), ``top_k`` [50] (seed 002 D.1).
 """
 
 from __future__ import annotations
@@ -37,11 +37,17 @@ import numpy as np
 from ..metrics.bootstrap import N_BOOT_B
 from ..metrics.vsi import HIST_EDGES, INSENSITIVE_THRESHOLDS, cell_summary, vsi_samples
 from ..records import TrialRecord
-from .base import ScoreRow, Stimulus, Task
+from .base import ScoreRow, Setting, Stimulus, Task
 
-CONFIDENCE_PROMPT = ("{question}\nYour answer: {answer}\nHow confident are you that your answer is correct? "
-                     "Reply with a single integer from 0 to 100.")
-"""Second prompt for verbalised confidence (seed 002 appendix A: parsed as the first integer)."""
+CONFIDENCE_PROMPT = "How confident are you that your answer is correct? Reply with a single integer from 0 to 100."
+"""Verbalised-confidence question, asked as a follow-up user turn after the clean question and the
+model's own greedy answer (seed 002 appendix A: "elicited in a second forward pass", parsed as the
+first integer).  Recorded verbatim per clean record (``confidence_prompt``, ``confidence_turn``)."""
+CONFIDENCE_TURN = "follow_up"
+"""How the confidence question is posed: ``follow_up`` = the conversation ``user: [image] question``,
+``assistant: answer_prefix + answer``, ``user: CONFIDENCE_PROMPT``.  (Releases before this
+constant asked a single-turn prompt repeating question and answer; a resume over such records stops
+with a ``confidence prompt`` difference.)"""
 
 MAX_NEW_TOKENS = 8
 """Greedy answer budget (seed 002 D.1: 8 new tokens for POPE, MMVP and MMStar)."""
@@ -52,6 +58,29 @@ SALBENCH_OPTIONS = ("Orientation", "Color", "Size")
 SALBENCH_PROMPT = ("This image shows a grid of {object_category}. One of them differs from all the others in "
                    "one low-level visual feature. In which feature does it differ?\n"
                    "A. Orientation\nB. Color\nC. Size\nAnswer with the option's letter.")
+
+
+class _PositiveNumber(Setting):
+    """A number strictly above 0 (``what`` names the unit)."""
+
+    def describe(self) -> str:
+        return f"a number > 0, in {self.text}" if self.text else "a number > 0"
+
+    def normalise(self, value: str) -> str:
+        v = Setting("float").normalise(value)
+        if float(v) <= 0:
+            raise ValueError(self.describe())
+        return v
+
+
+class _VerbatimText(Setting):
+    """Free text kept exactly as given (leading/trailing spaces matter: an answer prefix)."""
+
+    def normalise(self, value: str) -> str:
+        return str(value)
+
+
+_N_ALL = Setting("int", 1, choices=("all",))
 
 
 def _positive_float(task_id: str, key: str, v: str) -> float:
@@ -80,6 +109,8 @@ class VSITask(Task):
                                                 "verbal_conf": "1", "top_k": "50"}
     allowed = {"perturbation": ("both", "region", "whole"), "verbal_conf": ("0", "1")}
     whole_only: ClassVar[dict] = {"perturbation": ("whole",), "verbal_conf": ("0", "1")}
+    settings = {"sigma": _PositiveNumber("float", text="pixels"), "top_k": Setting("int", 1),
+                "answer_prefix": _VerbatimText("text", text="any text, appended after the assistant prefix")}
 
     def __init__(self, **params: str):
         super().__init__(**params)
@@ -179,8 +210,12 @@ class VSITask(Task):
     def vlm_request(self, s: Stimulus, seed: int):
         return (s.render(),), s.meta["vsi_prompt"], {}
 
-    def confidence_prompt(self, question: str, answer: str) -> str:
-        return CONFIDENCE_PROMPT.format(question=question, answer=answer.strip())
+    @property
+    def confidence_prompt_hash(self) -> str | None:
+        """Hash of the confidence turn as recorded (``{turn}:{prompt}``), None without ``verbal_conf``."""
+        from ..seeding import text_hash
+
+        return text_hash(f"{CONFIDENCE_TURN}:{CONFIDENCE_PROMPT}") if self.verbal_conf else None
 
     # -- scoring
     def score(self, records: list[TrialRecord], seed: int) -> list[ScoreRow]:
@@ -265,6 +300,7 @@ class VSISalBenchSyn(VSITask):
     prompt_text = SALBENCH_PROMPT
     human_ref_id = "salbench.p3-generated"
     defaults = {**VSITask.base_defaults, "n": "300"}
+    settings = {**VSITask.settings, "n": Setting("int", 1)}
 
     def options(self) -> tuple:
         return SALBENCH_LETTERS
@@ -314,6 +350,7 @@ def _battery_vsi(base_cls: type[Task]) -> type[VSITask]:
         region_perturbation = False
         allowed = VSITask.whole_only
         defaults = {**VSITask.base_defaults, "perturbation": "whole", "n": "all"}
+        settings = {**VSITask.settings, "n": _N_ALL}
 
         def _base(self) -> Task:
             b = self.__dict__.get("_base_task")
@@ -388,6 +425,12 @@ class VSIExternalTask(VSITask):
     prompt_text = "{question}\n[A. option ...]\n" + LETTER_SUFFIX + " | {question}\n" + YES_NO_SUFFIX
     grounding_defaults: ClassVar[dict[str, str]] = {"limit": "all", "detector": "IDEA-Research/grounding-dino-tiny",
                                                     "segmenter": "facebook/sam-vit-base", "box_threshold": "0.3"}
+    settings = {**VSITask.settings, "limit": _N_ALL, "box_threshold": Setting("float", 0, 1),
+                "detector": Setting("text", text="Grounding DINO: a hub id or a local directory"),
+                "segmenter": Setting("text", text="SAM: a hub id or a local directory"),
+                "images": Setting("text", text="the benchmark's image directory"),
+                "questions": Setting("text", text="question file; default: the release in PERCEPTBENCH_MIRROR"),
+                "source": Setting("text", text="a local copy of the dataset; default: the datasets library")}
 
     def _limit(self) -> int | None:
         v = self.params["limit"]
@@ -409,10 +452,29 @@ class VSIExternalTask(VSITask):
         g = self.__dict__.get("_grounder_models")
         if g is None:
             from ..external.grounding import Detector, Segmenter
+            from ..models.base import ModelLoadError
 
-            g = self.__dict__["_grounder_models"] = (Detector.from_pretrained(self.params["detector"]),
-                                                     Segmenter.from_pretrained(self.params["segmenter"]))
+            loaded = []
+            for key, cls in (("detector", Detector), ("segmenter", Segmenter)):
+                try:
+                    loaded.append(cls.from_pretrained(self.params[key]))
+                except (OSError, ValueError, KeyError, ImportError, RuntimeError, TypeError) as e:
+                    why = (str(e).strip().splitlines() or [""])[0][:200]
+                    raise ModelLoadError(f"{self.base_id}: {key}={self.params[key]!r} cannot be loaded "
+                                         f"({type(e).__name__}: {why}); give a local directory or a hub id "
+                                         "reachable from here") from None
+            g = self.__dict__["_grounder_models"] = tuple(loaded)
         return g
+
+    def prepare_models(self, seed: int) -> None:
+        """Load the grounding models (Grounding DINO + SAM) when some region-blur stimulus needs
+        them, so that an unloadable ``detector`` / ``segmenter`` fails (one-line
+        ``ModelLoadError`` naming the setting) before the VLM is loaded and before anything is
+        written.  The runner calls this for every task first."""
+        if "region_blur" in self.conditions and any(
+                s.meta["vsi"]["condition"] == "region_blur" and s.meta["vsi"]["region_source"] == "grounding"
+                for s in self.stimuli(seed)):
+            self._grounder()
 
     def samples(self, seed: int) -> list[dict]:
         from ..external.base import Region
