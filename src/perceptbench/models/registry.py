@@ -50,6 +50,24 @@ MODEL_KINDS: tuple[ModelKind, ...] = (
 COMPATIBLE_KEY_ENV = "OPENAI_COMPATIBLE_API_KEY"
 """The only variable whose value is sent to an ``openai-compatible:`` URL (unset: no key)."""
 
+MAX_TOP_LOGPROBS_ENV = "PERCEPTBENCH_MAX_TOP_LOGPROBS"
+"""Largest ``top_logprobs`` an ``openai-compatible:`` server is asked for (default 20, OpenAI's
+limit; VSI asks min(task ``top_k``, this)).  Raise it to the server's own limit: vLLM
+``--max-logprobs 50``; llama.cpp's servers have none."""
+
+
+def _max_top_logprobs() -> int:
+    raw = os.environ.get(MAX_TOP_LOGPROBS_ENV, "").strip()
+    if not raw:
+        return 20
+    try:
+        v = int(raw)
+    except ValueError:
+        v = 0
+    if not 1 <= v <= 1000:
+        raise ModelLoadError(f"{MAX_TOP_LOGPROBS_ENV}={raw!r}: expected an integer in 1..1000")
+    return v
+
 _VLM_MODEL_TYPES = {"llava", "llava_next", "llava_onevision", "idefics2", "idefics3", "smolvlm", "qwen2_vl",
                     "qwen2_5_vl", "qwen3_vl", "paligemma", "gemma3", "mllama", "internvl", "llama4"}
 
@@ -153,7 +171,8 @@ def load_model(arg: str):
         model, version = split_pinned_version(model)
         # never send OPENAI_API_KEY to an arbitrary host: a self-hosted server's key comes from its own variable
         return _cls("perceptbench.models.api:OpenAICompatibleVLM")(url, model, name=short, version=version,
-                                                                  api_key_env=COMPATIBLE_KEY_ENV)
+                                                                  api_key_env=COMPATIBLE_KEY_ENV,
+                                                                  max_top_logprobs=_max_top_logprobs())
     if spec.kind == "anthropic":
         model, version = split_pinned_version(spec.ref)
         return _cls("perceptbench.models.api:AnthropicVLM")(model, name=short, version=version)
