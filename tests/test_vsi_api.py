@@ -1,10 +1,9 @@
 """VSI on the ``openai-compatible:`` route, through the CLI.
 
 (a) A scripted OpenAI-compatible server on 127.0.0.1 that returns ``top_logprobs`` computed from
-    the image it receives (no real server that returns logprobs is installable here in the time
-    available: llama-cpp-python compiles llama.cpp from source and its GGUF converter does not
-    know the in-process test tokenizer; see the README).  Its distributions depend on the
-    image, so VSI is 0 only where the blurred image looks the same to it.
+    the image it receives and counts requests (the request plan and the response cache).  Its
+    distributions depend on the image, so VSI is 0 only where the blurred image looks the same
+    to it.  The real server that returns logprobs, llama.cpp's, is in test_vsi_llama_server.py.
 (b) A real server, ``transformers serve`` on a tiny local Qwen2-VL, which ignores ``logprobs``:
     the task gets a ``skipped`` row naming the reason, as few-shot does today.
 """
