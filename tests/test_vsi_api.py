@@ -208,3 +208,18 @@ def test_max_top_logprobs_env_for_openai_compatible(monkeypatch):
         monkeypatch.setenv(MAX_TOP_LOGPROBS_ENV, bad)
         with pytest.raises(ModelLoadError, match=MAX_TOP_LOGPROBS_ENV):
             load_model(url)
+
+
+def test_extra_body_env_for_openai_compatible(monkeypatch):
+    from perceptbench.models.base import ModelLoadError
+    from perceptbench.models.registry import EXTRA_BODY_ENV, load_model
+
+    url = f"openai-compatible:http://127.0.0.1:{_free_port()}/v1#m"
+    monkeypatch.setenv(EXTRA_BODY_ENV, '{"repeat_penalty": 1.0}')
+    m = load_model(url)
+    assert m.generation_settings["extra_body"] == {"repeat_penalty": 1.0}
+    assert m._body((), "hi", 8)["repeat_penalty"] == 1.0
+    for bad in ("{", "[1]", '{"model": "x"}'):
+        monkeypatch.setenv(EXTRA_BODY_ENV, bad)
+        with pytest.raises(ModelLoadError, match=EXTRA_BODY_ENV):
+            load_model(url)

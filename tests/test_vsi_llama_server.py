@@ -132,13 +132,16 @@ def test_vsi_family_through_llama_cpp_server(llama_server, tmp_path):
     srv = llama_server
     out = tmp_path / "run"
     # llama.cpp's servers put no cap on top_logprobs: ask for the task's top 50 (seed 002 D.1)
-    env = {"PERCEPTBENCH_RESPONSE_CACHE": str(tmp_path / "cache"), "PERCEPTBENCH_MAX_TOP_LOGPROBS": "50"}
+    # and switch off llama-cpp-python's default repeat penalty (1.1, applied before greedy choice)
+    env = {"PERCEPTBENCH_RESPONSE_CACHE": str(tmp_path / "cache"), "PERCEPTBENCH_MAX_TOP_LOGPROBS": "50",
+           "PERCEPTBENCH_OPENAI_COMPATIBLE_EXTRA_BODY": '{"repeat_penalty": 1.0}'}
     p = _cli("run", "--model", f"llama=openai-compatible:{srv['url']}#{srv['model']}", "--task", TASK,
              "--out", str(out), "--no-progress", "--batch-size", "4", env=env)
     assert p.returncode == 0, p.stdout + p.stderr + srv["log"].read_text()[-2000:]
     recs = read_records(out / "records.jsonl", allow_torn_tail=False)
     assert len(recs) == 3 * N_SAMPLES and all(r.model == "llama" and r.model_family == "api" for r in recs)
     assert all("skipped" not in r.run_meta.model_extra for r in recs)
+    assert all(r.run_meta.model_extra["settings"]["extra_body"] == {"repeat_penalty": 1.0} for r in recs)
 
     # every record carries the server's top-k distribution: token strings (no ids), descending
     # natural-log probabilities whose mass is at most 1, no empty (ambiguous) token string; this
@@ -162,7 +165,7 @@ def test_vsi_family_through_llama_cpp_server(llama_server, tmp_path):
     stims = {s.stimulus_id: s for s in get_task(TASK).stimuli(0)}
     by_id = {r.stimulus_id: r for r in recs}
     clean_id = next(i for i in by_id if i.endswith("~clean"))
-    assert _ask(srv, stims[clean_id], max_tokens=8)["message"]["content"] == by_id[clean_id].raw_output
+    assert _ask(srv, stims[clean_id], max_tokens=8, repeat_penalty=1.0)["message"]["content"] == by_id[clean_id].raw_output
     for sid in (clean_id, next(i for i in by_id if i.endswith("~whole_blur"))):
         top = _ask(srv, stims[sid], max_tokens=1, logprobs=True, top_logprobs=50)["logprobs"]["content"][0]
         direct = {}

@@ -56,6 +56,28 @@ limit; VSI asks min(task ``top_k``, this)).  Raise it to the server's own limit:
 ``--max-logprobs 50``; llama.cpp's servers have none."""
 
 
+EXTRA_BODY_ENV = "PERCEPTBENCH_OPENAI_COMPATIBLE_EXTRA_BODY"
+"""A JSON object merged into every ``openai-compatible:`` request body and recorded in
+``run_meta.settings.extra_body`` (so part of every response-cache key), e.g.
+``{"repeat_penalty": 1.0}``: llama-cpp-python's chat completions apply a repeat penalty of 1.1 by
+default, also at temperature 0, so its answers are greedy only with this."""
+
+
+def _extra_body() -> dict | None:
+    raw = os.environ.get(EXTRA_BODY_ENV, "").strip()
+    if not raw:
+        return None
+    import json
+
+    try:
+        v = json.loads(raw)
+    except ValueError as e:
+        raise ModelLoadError(f"{EXTRA_BODY_ENV} is not JSON ({e}): {raw!r}") from None
+    if not isinstance(v, dict) or {"model", "messages"} & set(v):
+        raise ModelLoadError(f"{EXTRA_BODY_ENV} must be a JSON object without 'model' or 'messages', got {raw!r}")
+    return v
+
+
 def _max_top_logprobs() -> int:
     raw = os.environ.get(MAX_TOP_LOGPROBS_ENV, "").strip()
     if not raw:
@@ -172,7 +194,8 @@ def load_model(arg: str):
         # never send OPENAI_API_KEY to an arbitrary host: a self-hosted server's key comes from its own variable
         return _cls("perceptbench.models.api:OpenAICompatibleVLM")(url, model, name=short, version=version,
                                                                   api_key_env=COMPATIBLE_KEY_ENV,
-                                                                  max_top_logprobs=_max_top_logprobs())
+                                                                  max_top_logprobs=_max_top_logprobs(),
+                                                                  extra_body=_extra_body())
     if spec.kind == "anthropic":
         model, version = split_pinned_version(spec.ref)
         return _cls("perceptbench.models.api:AnthropicVLM")(model, name=short, version=version)
