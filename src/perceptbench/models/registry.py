@@ -40,7 +40,9 @@ MODEL_KINDS: tuple[ModelKind, ...] = (
     ModelKind("openai-compatible:", "openai-compatible:URL#MODEL[@VERSION]", "api",
               "any OpenAI-compatible server: vLLM, SGLang, Ollama, llama.cpp, LM Studio, transformers serve "
               "(key only from OPENAI_COMPATIBLE_API_KEY, never OPENAI_API_KEY); @VERSION pins the served "
-              "model's version for the response cache (change it when the model behind the name changes)",
+              "model's version for the response cache (change it when the model behind the name changes); "
+              "PERCEPTBENCH_MAX_TOP_LOGPROBS (default 20) and PERCEPTBENCH_OPENAI_COMPATIBLE_EXTRA_BODY (JSON) "
+              "set the top_logprobs cap and extra request fields",
               "openai-compatible:http://127.0.0.1:8000/v1#my-model"),
     ModelKind("anthropic:", "anthropic:MODEL[@VERSION]", "api", "Anthropic Messages API (ANTHROPIC_API_KEY)",
               "anthropic:claude-sonnet-4-5"),
