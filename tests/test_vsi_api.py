@@ -1,10 +1,9 @@
 """VSI on the ``openai-compatible:`` route, through the CLI.
 
 (a) A scripted OpenAI-compatible server on 127.0.0.1 that returns ``top_logprobs`` computed from
-    the image it receives (no real server that returns logprobs is installable here in the time
-    available: llama-cpp-python compiles llama.cpp from source and its GGUF converter does not
-    know the in-process test tokenizer; see the README).  Its distributions depend on the
-    image, so VSI is 0 only where the blurred image looks the same to it.
+    the image it receives and counts requests (the request plan and the response cache).  Its
+    distributions depend on the image, so VSI is 0 only where the blurred image looks the same
+    to it.  The real server that returns logprobs, llama.cpp's, is in test_vsi_llama_server.py.
 (b) A real server, ``transformers serve`` on a tiny local Qwen2-VL, which ignores ``logprobs``:
     the task gets a ``skipped`` row naming the reason, as few-shot does today.
 """
@@ -187,3 +186,45 @@ def test_real_server_without_logprobs_gets_skipped_row(tmp_path):
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+
+
+def test_api_distribution_drops_the_ambiguous_empty_token():
+    """llama-cpp-python keys its top list by each token decoded alone, so byte fragments and
+    control tokens come back merged under "": that entry names no token and is dropped (its mass
+    joins the remaining-mass bucket), unless nothing else is left."""
+    from perceptbench.models.api import _distribution
+
+    d = _distribution([("", -1.0), (" A", -2.0), ("B", -2.5), (" A", -4.0), ("", -0.5), ("C", None)], 50)
+    assert d.tokens == (" A", "B") and list(d.logprobs) == [-2.0, -2.5] and not d.complete
+    assert _distribution([("", -0.7)], 50).tokens == ("",)
+    assert _distribution([("x", -0.1), ("y", -3.0), ("z", -4.0)], 2).tokens == ("x", "y")
+
+
+def test_max_top_logprobs_env_for_openai_compatible(monkeypatch):
+    from perceptbench.models.base import ModelLoadError
+    from perceptbench.models.registry import MAX_TOP_LOGPROBS_ENV, load_model
+
+    url = f"openai-compatible:http://127.0.0.1:{_free_port()}/v1#m"  # nothing listens: /models fails quietly
+    monkeypatch.delenv(MAX_TOP_LOGPROBS_ENV, raising=False)
+    assert load_model(url).max_top_logprobs == 20
+    monkeypatch.setenv(MAX_TOP_LOGPROBS_ENV, "50")
+    assert load_model(url).max_top_logprobs == 50
+    for bad in ("0", "fifty", "5000"):
+        monkeypatch.setenv(MAX_TOP_LOGPROBS_ENV, bad)
+        with pytest.raises(ModelLoadError, match=MAX_TOP_LOGPROBS_ENV):
+            load_model(url)
+
+
+def test_extra_body_env_for_openai_compatible(monkeypatch):
+    from perceptbench.models.base import ModelLoadError
+    from perceptbench.models.registry import EXTRA_BODY_ENV, load_model
+
+    url = f"openai-compatible:http://127.0.0.1:{_free_port()}/v1#m"
+    monkeypatch.setenv(EXTRA_BODY_ENV, '{"repeat_penalty": 1.0}')
+    m = load_model(url)
+    assert m.generation_settings["extra_body"] == {"repeat_penalty": 1.0}
+    assert m._body((), "hi", 8)["repeat_penalty"] == 1.0
+    for bad in ("{", "[1]", '{"model": "x"}'):
+        monkeypatch.setenv(EXTRA_BODY_ENV, bad)
+        with pytest.raises(ModelLoadError, match=EXTRA_BODY_ENV):
+            load_model(url)

@@ -585,8 +585,10 @@ class OpenAICompatibleVLM(_HTTPVLM):
         Sends ``logprobs=true, top_logprobs=k`` (k = ``top_k`` or ``max_top_logprobs``),
         ``max_tokens=1``, temperature 0.  Raises ``ValueError`` if ``top_k`` exceeds
         ``max_top_logprobs``; :class:`NotSupportedByProvider` if the server returns no
-        logprobs or refuses the fields with HTTP 400/422 naming them (``transformers serve``).  Entries whose
-        token strings coincide are kept once (the more probable).
+        logprobs or refuses the fields with HTTP 400/422 naming them (``transformers serve``; vLLM
+        asked for more than its ``--max-logprobs``).  Entries whose token strings coincide are kept
+        once (the more probable); an empty token string is dropped (see :func:`_distribution`), so
+        the result can hold fewer than k tokens.
         """
         k = self.max_top_logprobs if top_k is None else int(top_k)
         if not 1 <= k <= self.max_top_logprobs:
@@ -807,16 +809,30 @@ class GeminiVLM(_HTTPVLM):
 
 
 def _distribution(pairs: list[tuple[str, Any]], k: int) -> TokenDistribution:
-    """Provider top-k (token, logprob) pairs -> a sorted, de-duplicated TokenDistribution."""
+    """Provider top-k (token, logprob) pairs -> a sorted, de-duplicated TokenDistribution.
+
+    Entries with the same token string are kept once (the more probable).  An entry whose token
+    string is empty is dropped when any other entry remains: it names no token.  llama.cpp's
+    Python server (llama-cpp-python 0.3.x) decodes each top token on its own with
+    ``errors="ignore"`` and keys the top list by that string, so byte fragments of multi-byte
+    characters and control tokens all come back as ``""``, merged into one entry that carries the
+    *least* probable of them (measured: 50 asked, 30 returned on a 512-token vocabulary).  The
+    dropped mass joins the remaining-mass bucket of the VSI support (docs/metrics.md); the list
+    may therefore hold fewer than ``k`` entries.  Raises :class:`NotSupportedByProvider` when no
+    entry carries a log-probability.
+    """
     best: dict[str, float] = {}
     for tok, lp in pairs:
         if lp is None:
             continue
         lp = float(lp)
+        tok = "" if tok is None else str(tok)
         if tok not in best or lp > best[tok]:
             best[tok] = lp
     if not best:
         raise NotSupportedByProvider("provider returned top-logprob entries without log-probabilities")
+    if "" in best and len(best) > 1:
+        del best[""]
     items = sorted(best.items(), key=lambda t: -t[1])[:k]
     return TokenDistribution(
         tokens=tuple(t for t, _ in items),

@@ -40,7 +40,9 @@ MODEL_KINDS: tuple[ModelKind, ...] = (
     ModelKind("openai-compatible:", "openai-compatible:URL#MODEL[@VERSION]", "api",
               "any OpenAI-compatible server: vLLM, SGLang, Ollama, llama.cpp, LM Studio, transformers serve "
               "(key only from OPENAI_COMPATIBLE_API_KEY, never OPENAI_API_KEY); @VERSION pins the served "
-              "model's version for the response cache (change it when the model behind the name changes)",
+              "model's version for the response cache (change it when the model behind the name changes); "
+              "PERCEPTBENCH_MAX_TOP_LOGPROBS (default 20) and PERCEPTBENCH_OPENAI_COMPATIBLE_EXTRA_BODY (JSON) "
+              "set the top_logprobs cap and extra request fields",
               "openai-compatible:http://127.0.0.1:8000/v1#my-model"),
     ModelKind("anthropic:", "anthropic:MODEL[@VERSION]", "api", "Anthropic Messages API (ANTHROPIC_API_KEY)",
               "anthropic:claude-sonnet-4-5"),
@@ -49,6 +51,46 @@ MODEL_KINDS: tuple[ModelKind, ...] = (
 
 COMPATIBLE_KEY_ENV = "OPENAI_COMPATIBLE_API_KEY"
 """The only variable whose value is sent to an ``openai-compatible:`` URL (unset: no key)."""
+
+MAX_TOP_LOGPROBS_ENV = "PERCEPTBENCH_MAX_TOP_LOGPROBS"
+"""Largest ``top_logprobs`` an ``openai-compatible:`` server is asked for (default 20, OpenAI's
+limit; VSI asks min(task ``top_k``, this)).  Raise it to the server's own limit: vLLM
+``--max-logprobs 50``; llama.cpp's servers have none."""
+
+
+EXTRA_BODY_ENV = "PERCEPTBENCH_OPENAI_COMPATIBLE_EXTRA_BODY"
+"""A JSON object merged into every ``openai-compatible:`` request body and recorded in
+``run_meta.settings.extra_body`` (so part of every response-cache key), e.g.
+``{"repeat_penalty": 1.0}``: llama-cpp-python's chat completions apply a repeat penalty of 1.1 by
+default, also at temperature 0, so its answers are greedy only with this."""
+
+
+def _extra_body() -> dict | None:
+    raw = os.environ.get(EXTRA_BODY_ENV, "").strip()
+    if not raw:
+        return None
+    import json
+
+    try:
+        v = json.loads(raw)
+    except ValueError as e:
+        raise ModelLoadError(f"{EXTRA_BODY_ENV} is not JSON ({e}): {raw!r}") from None
+    if not isinstance(v, dict) or {"model", "messages"} & set(v):
+        raise ModelLoadError(f"{EXTRA_BODY_ENV} must be a JSON object without 'model' or 'messages', got {raw!r}")
+    return v
+
+
+def _max_top_logprobs() -> int:
+    raw = os.environ.get(MAX_TOP_LOGPROBS_ENV, "").strip()
+    if not raw:
+        return 20
+    try:
+        v = int(raw)
+    except ValueError:
+        v = 0
+    if not 1 <= v <= 1000:
+        raise ModelLoadError(f"{MAX_TOP_LOGPROBS_ENV}={raw!r}: expected an integer in 1..1000")
+    return v
 
 _VLM_MODEL_TYPES = {"llava", "llava_next", "llava_onevision", "idefics2", "idefics3", "smolvlm", "qwen2_vl",
                     "qwen2_5_vl", "qwen3_vl", "paligemma", "gemma3", "mllama", "internvl", "llama4"}
@@ -153,7 +195,9 @@ def load_model(arg: str):
         model, version = split_pinned_version(model)
         # never send OPENAI_API_KEY to an arbitrary host: a self-hosted server's key comes from its own variable
         return _cls("perceptbench.models.api:OpenAICompatibleVLM")(url, model, name=short, version=version,
-                                                                  api_key_env=COMPATIBLE_KEY_ENV)
+                                                                  api_key_env=COMPATIBLE_KEY_ENV,
+                                                                  max_top_logprobs=_max_top_logprobs(),
+                                                                  extra_body=_extra_body())
     if spec.kind == "anthropic":
         model, version = split_pinned_version(spec.ref)
         return _cls("perceptbench.models.api:AnthropicVLM")(model, name=short, version=version)

@@ -87,14 +87,17 @@ def _chat_template(image_placeholder: str) -> str:
     )
 
 
-def train_tiny_tokenizer(vocab_size: int = 512, extra_special_tokens: dict | None = None):
+def train_tiny_tokenizer(vocab_size: int = 512, extra_special_tokens: dict | None = None,
+                         extra_corpus: tuple[str, ...] = ()):
     """Train a byte-level BPE tokenizer in process and wrap it for transformers.
 
     Returns a ``transformers`` fast tokenizer (``PreTrainedTokenizerFast``) with
     ``<|bos|>``/``<|im_end|>``/``<|pad|>`` as bos/eos/pad, left padding, and every special
     token the three families' processors look up.  ``extra_special_tokens`` names the
     family's placeholder tokens (default ``{"image_token": "<image>"}``).  Deterministic: the corpus is fixed and
-    BPE training in ``tokenizers`` breaks ties deterministically.
+    BPE training in ``tokenizers`` breaks ties deterministically.  ``extra_corpus`` adds
+    training lines (e.g. ``"\\n\\n"``, which llama.cpp's Idefics3 image wrapper looks up as one
+    token); the default vocabulary is unchanged without it.
     """
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
@@ -108,7 +111,7 @@ def train_tiny_tokenizer(vocab_size: int = 512, extra_special_tokens: dict | Non
         initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
         show_progress=False,
     )
-    tok.train_from_iterator(_CORPUS * 4, trainer=trainer)
+    tok.train_from_iterator(_CORPUS * 4 + list(extra_corpus), trainer=trainer)
     fast = PreTrainedTokenizerFast(
         tokenizer_object=tok,
         bos_token="<|bos|>",
@@ -204,9 +207,11 @@ def build_tiny_llava(directory: str | os.PathLike, seed: int = 0, init_range: fl
     return _finish(model, processor, directory, tokenizer)
 
 
-def build_tiny_idefics3(directory: str | os.PathLike, seed: int = 0, init_range: float = 0.2) -> Path:
+def build_tiny_idefics3(directory: str | os.PathLike, seed: int = 0, init_range: float = 0.2,
+                        tokenizer_extra_corpus: tuple[str, ...] = ()) -> Path:
     """Tiny Idefics3 (SmolVLM architecture): 64x64 px, patch 16, scale factor 2 -> 4 image
-    tokens per image (plus wrapper tokens); Llama text model.  Returns the directory path."""
+    tokens per image (plus wrapper tokens); Llama text model.  ``tokenizer_extra_corpus``: see
+    :func:`train_tiny_tokenizer`.  Returns the directory path."""
     from transformers import (
         Idefics3Config,
         Idefics3ForConditionalGeneration,
@@ -216,13 +221,14 @@ def build_tiny_idefics3(directory: str | os.PathLike, seed: int = 0, init_range:
         LlamaConfig,
     )
 
-    tokenizer = train_tiny_tokenizer()
+    tokenizer = train_tiny_tokenizer(extra_corpus=tuple(tokenizer_extra_corpus))
     patch, scale = 16, 2
     vision = Idefics3VisionConfig(
         hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=2,
         image_size=_IMAGE, patch_size=patch, initializer_range=init_range,
     )
     text = LlamaConfig(**_text_config_kwargs(tokenizer, init_range))
+    text.architectures = ["LlamaForCausalLM"]  # as released Idefics3/SmolVLM configs carry (GGUF converters read it)
     cfg = Idefics3Config(
         vision_config=vision,
         text_config=text,
