@@ -54,3 +54,54 @@ def test_embeddings_shape_norm_determinism(enc, photo):
     assert not np.allclose(e1[0], e1[2])
     assert enc.model_version == "sha256:579344248a93e23026e6b78f1f6faf0bc1d282386f6c881cdbaacd49cabf77db"
     assert enc.data_config["mean"] == (0.5, 0.5, 0.5) and enc.data_config["crop_pct"] == 0.875
+
+
+def test_default_batch_size_per_family():
+    from perceptbench.models.base import ENCODER_BATCH_SIZE, VLM_BATCH_SIZE, default_batch_size
+
+    assert (ENCODER_BATCH_SIZE, VLM_BATCH_SIZE) == (8, 32)
+    assert default_batch_size(None, "encoder") == 8 and default_batch_size(None, "vlm") == 32
+    assert default_batch_size(5, "encoder") == 5 and default_batch_size(64, "vlm") == 64
+
+
+def test_embed_forward_passes_hold_at_most_8_images(enc, photo, monkeypatch):
+    """The default batch bounds the activations of one forward pass (issue 11: a batch of 32
+    added ~690 MiB to a SalBench run's peak memory, a batch of 8 ~200 MiB)."""
+    sizes = []
+    inner = enc.model.forward_features
+
+    def spy(x):
+        sizes.append(x.shape[0])
+        return inner(x)
+
+    monkeypatch.setattr(enc.model, "forward_features", spy)
+    e = enc.embed([photo.rotate(7 * i) for i in range(20)])
+    assert sizes == [8, 8, 4] and e.shape == (20, 1280)
+
+
+def test_salbench_records_identical_at_batch_8_and_32(enc, tmp_path):
+    """A run at the default batch (8) writes the records a run at 32 wrote: same responses and
+    raw outputs (cosines to 6 decimals) for every trial; only ``settings.batch_size`` differs."""
+    from perceptbench.records import read_records
+    from perceptbench.runner import RunConfig, run
+
+    task = "salbench.detection.syn@n=12,n_probe=12"
+    got = {}
+    for bs in (None, 32):
+        out = tmp_path / f"bs{bs}"
+        run(RunConfig(out=out, tasks=(task,), models=("efficientnet-lite0",), batch_size=bs), progress=False,
+            load_model=lambda arg: enc)
+        got[bs] = {r.trial_id: r for r in read_records(out / "records.jsonl") if r.model_family == "encoder"}
+    assert len(got[None]) == 12 and set(got[None]) == set(got[32])
+
+    def strip(r):
+        d = r.model_dump()
+        settings = d["run_meta"].pop("settings")
+        d["run_meta"].pop("run_id")
+        return d, settings["batch_size"]
+
+    for tid, r in got[None].items():
+        a, bs_a = strip(r)
+        b, bs_b = strip(got[32][tid])
+        assert (bs_a, bs_b) == (8, 32)
+        assert a == b, tid

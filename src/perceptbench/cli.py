@@ -164,7 +164,8 @@ def run(
     task: Optional[List[str]] = typer.Option(None, "--task", help="Task id (repeatable). Default: the Gestalt battery."),
     model: Optional[List[str]] = typer.Option(None, "--model", help="[SHORT=]SPEC (repeatable). Default: efficientnet-lite0."),
     seed: int = typer.Option(0, help="Seed for splits, shuffles, stimuli and bootstraps."),
-    batch_size: int = typer.Option(32, help="Images per forward pass / requests per batch."),
+    batch_size: Optional[int] = typer.Option(None, help="Images per encoder forward pass (default 8) / "
+                                                         "requests per VLM batch (default 32)."),
     progress: bool = typer.Option(True, help="Show a progress bar."),
     all_rows: bool = typer.Option(False, "--all-rows", help="Print every score row, not only headline metrics."),
     parser: str = typer.Option("default", help=_PARSER_HELP + " Scores under another mode go to scores.MODE.csv."),

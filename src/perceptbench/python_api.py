@@ -49,14 +49,15 @@ def scores_frame(rows: Sequence["ScoreRow"]) -> "pd.DataFrame":
 
 
 def run(out: str | Path, tasks: Sequence[str] | None = None, models: Sequence[str] | None = None, *,
-        seed: int = 0, batch_size: int = 32, progress: bool = False) -> "pd.DataFrame":
+        seed: int = 0, batch_size: int | None = None, progress: bool = False) -> "pd.DataFrame":
     """Run tasks x models into the run directory ``out``, score it, return the scores.
 
     Same as ``perceptbench run``: ``tasks`` default to the Gestalt battery, ``models`` to
     ``["efficientnet-lite0"]`` (``[SHORT=]SPEC`` strings, see :func:`list_models`); every
     model is resolved before ``out`` is created; a rerun with the same arguments resumes,
     skipping finished trials.  Writes ``out/records.jsonl``, ``out/run.json`` and
-    ``out/scores.csv`` + ``scores.json``.
+    ``out/scores.csv`` + ``scores.json``.  ``batch_size``: images per encoder forward pass
+    / requests per VLM batch (``None``: 8 / 32, as the CLI).
 
     Returns the scores as a DataFrame (:func:`scores_frame`).  Raises KeyError (unknown
     task), ValueError (bad setting, a different seed than ``out`` holds),

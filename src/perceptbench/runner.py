@@ -17,6 +17,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from . import __version__
+from .models.base import default_batch_size
 from .readouts.encoder import (
     READOUT_SPECS, ClassProbeReadout, LinearProbeReadout, PrototypeReadout, RetrievalReadout, RidgeCountReadout, odd_one_out,
     readout_prompt_id)
@@ -32,13 +33,16 @@ class RunConfig:
     """What to run.  ``stimuli``: test stimulus ids to run (empty: all); ``cache_mode``:
     ``use`` | ``refresh`` | ``off`` for the VLM response cache; ``allow_mixed``: resume even
     when finished trials were written under another prompt, package version, task setting
-    or generation setting (recorded in run.json and in the new records)."""
+    or generation setting (recorded in run.json and in the new records).  ``batch_size``:
+    images per encoder forward pass and requests per VLM batch; ``None`` takes the model
+    family's default (:func:`perceptbench.models.base.default_batch_size`: 8 images, 32
+    requests).  Responses do not depend on it; records carry the value used."""
 
     out: Path
     tasks: Sequence[str] = DEFAULT_BATTERY
     models: Sequence[str] = ("efficientnet-lite0",)
     seed: int = 0
-    batch_size: int = 32
+    batch_size: int | None = None
     stimuli: Sequence[str] = ()
     cache_mode: str = "use"
     allow_mixed: bool = False
@@ -390,7 +394,8 @@ def run(cfg: RunConfig, *, progress: bool = True, load_model: Callable | None = 
                     raise ValueError(f"{task.task_id} measures a VLM's next-token distribution; {name} is an "
                                      "image encoder (give a VLM: hf:<VLM> or an API model)")
                 if getattr(model, "family", "encoder") == "encoder":
-                    er = _EncoderRunner(task, model, store, cfg.seed, run_id, cfg.batch_size, advance)
+                    er = _EncoderRunner(task, model, store, cfg.seed, run_id,
+                                        default_batch_size(cfg.batch_size, "encoder"), advance)
                     er.extra_meta = extra_meta()
                     n = er.run(pending, probe)
                 else:
@@ -398,7 +403,8 @@ def run(cfg: RunConfig, *, progress: bool = True, load_model: Callable | None = 
                         from .vsi_runner import run_vsi_task as run_vlm_task
                     else:
                         from .vlm_runner import run_vlm_task
-                    n, hits, reqs = run_vlm_task(task, model, store, pending, cfg.seed, run_id, cfg.batch_size,
+                    n, hits, reqs = run_vlm_task(task, model, store, pending, cfg.seed, run_id,
+                                                 default_batch_size(cfg.batch_size, "vlm"),
                                                  out, advance, cache_mode=cfg.cache_mode, extra_meta=extra_meta())
                     if getattr(task, "is_vsi", False):  # encoder-LLM probe features (seed 002 §2.4)
                         from .vsi_features import cache_task_features

@@ -52,11 +52,13 @@ class ShardWorker:
     """A Ray actor body: one model, loaded once in ``__init__``; :meth:`run_shard` runs one
     task on a list of test stimulus ids and returns ``(json lines, cache hits, cache requests)``."""
 
-    def __init__(self, model_arg: str, seed: int, run_id: str, batch_size: int, out: str, cache_mode: str):
+    def __init__(self, model_arg: str, seed: int, run_id: str, batch_size: int | None, out: str, cache_mode: str):
+        from ..models.base import default_batch_size
         from ..models.registry import load_model
 
         self.model = load_model(model_arg)
-        self.seed, self.run_id, self.bs, self.out, self.cache_mode = seed, run_id, batch_size, Path(out), cache_mode
+        bs = default_batch_size(batch_size, getattr(self.model, "family", "encoder"))
+        self.seed, self.run_id, self.bs, self.out, self.cache_mode = seed, run_id, bs, Path(out), cache_mode
         self._stimuli: dict[str, tuple] = {}
 
     def pid(self) -> int:
@@ -111,7 +113,7 @@ def _chunks(xs: list, n: int):
         yield xs[i:i + n]
 
 
-def run_plan(plan: list, *, store, seed: int, run_id: str, batch_size: int, out: Path, cache_mode: str,
+def run_plan(plan: list, *, store, seed: int, run_id: str, batch_size: int | None, out: Path, cache_mode: str,
              extra_meta: Callable[[], dict], gate: Callable[[str, object], None],
              advance: Callable[[int, int], None] | None = None, address: str | None = None,
              gpus_per_model: float = 0, workers: int | None = None, chunk_size: int | None = None,

@@ -13,6 +13,25 @@ import numpy as np
 from PIL import Image
 
 
+ENCODER_BATCH_SIZE = 8
+"""Default images per forward pass of an image encoder.  Measured on the embedded
+EfficientNet-Lite0 on CPU (``benchmarks/bench_salbench_lazy.py``, docs/salbench.md): a
+batch of 32 added ~690 MiB of activations to the peak resident memory of a SalBench run,
+a batch of 8 ~200 MiB, at no measurable cost in CPU time per image; embeddings at 8 and 32
+are bit-identical there (oneDNN convolutions compute each image alike for batches >= 2)."""
+
+VLM_BATCH_SIZE = 32
+"""Default requests per batch of a VLM run (``perceptbench run --batch-size``)."""
+
+
+def default_batch_size(batch_size: int | None, family: str) -> int:
+    """``batch_size`` if given, else the default of the model ``family`` (``"encoder"``:
+    :data:`ENCODER_BATCH_SIZE`, otherwise :data:`VLM_BATCH_SIZE`)."""
+    if batch_size is not None:
+        return batch_size
+    return ENCODER_BATCH_SIZE if family == "encoder" else VLM_BATCH_SIZE
+
+
 class ModelLoadError(RuntimeError):
     """A model could not be built or loaded (missing package, missing weights, bad id)."""
 
@@ -37,7 +56,7 @@ class Encoder(Protocol):
     model_version: str
     family: str
 
-    def embed(self, images: Sequence[Image.Image], batch_size: int = 32) -> np.ndarray:
+    def embed(self, images: Sequence[Image.Image], batch_size: int = ENCODER_BATCH_SIZE) -> np.ndarray:
         """Embed images.
 
         Returns an array of shape ``(n, d)``, dtype float32, each row L2-normalised

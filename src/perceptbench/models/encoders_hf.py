@@ -69,7 +69,7 @@ import numpy as np
 from PIL import Image
 
 from ..seeding import file_sha256
-from .base import ModelLoadError
+from .base import ENCODER_BATCH_SIZE, ModelLoadError
 
 #: model_type -> default pooling
 DEFAULT_POOLING: dict[str, str] = {
@@ -445,7 +445,7 @@ class HFEncoder:
         n_prefix = 1 + int(getattr(model.config, "num_register_tokens", 0) or 0)
         return hidden[:, n_prefix:].mean(dim=1)
 
-    def embed(self, images: Sequence[Image.Image], batch_size: int = 32) -> np.ndarray:
+    def embed(self, images: Sequence[Image.Image], batch_size: int = ENCODER_BATCH_SIZE) -> np.ndarray:
         """Embed images: ``(n, dim)`` float32, rows L2-normalised, deterministic.
 
         ``images``: PIL images (converted to RGB when needed).  Processed in batches of

@@ -38,7 +38,7 @@ from typing import Sequence
 import numpy as np
 from PIL import Image
 
-from .base import ModelLoadError
+from .base import ENCODER_BATCH_SIZE, ModelLoadError
 from .encoders_hf import (
     check_batch_size,
     check_texts,
@@ -181,7 +181,7 @@ class OpenCLIPEncoder:
             self._dim = int(self.embed([Image.new("RGB", (8, 8))]).shape[1])
         return self._dim
 
-    def embed(self, images: Sequence[Image.Image], batch_size: int = 32) -> np.ndarray:
+    def embed(self, images: Sequence[Image.Image], batch_size: int = ENCODER_BATCH_SIZE) -> np.ndarray:
         """Embed images: ``(n, d)`` float32, rows L2-normalised, deterministic.
 
         Batches of ``batch_size`` under ``torch.inference_mode`` in eval mode.

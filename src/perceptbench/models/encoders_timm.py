@@ -43,7 +43,7 @@ from typing import Sequence
 import numpy as np
 from PIL import Image
 
-from .base import ModelLoadError
+from .base import ENCODER_BATCH_SIZE, ModelLoadError
 from .encoders_hf import embed_batched, sha256_of_file
 
 _SNAPSHOT_RE = re.compile(r"snapshots/([0-9a-f]{40})/")
@@ -159,7 +159,7 @@ class TimmEncoder:
             )
         return model
 
-    def embed(self, images: Sequence[Image.Image], batch_size: int = 32) -> np.ndarray:
+    def embed(self, images: Sequence[Image.Image], batch_size: int = ENCODER_BATCH_SIZE) -> np.ndarray:
         """Embed images: ``(n, dim)`` float32, rows L2-normalised, deterministic.
 
         Batches of ``batch_size`` under ``torch.inference_mode`` in eval mode.

@@ -18,7 +18,7 @@ from ..metrics.capacity import accuracy_by_k
 from ..metrics.error_consistency import UNDEFINED_REASON, kappa
 from ..records import TrialRecord
 from ..seeding import rng_for, text_hash
-from .base import ScoreRow, Stimulus, Task, make_record
+from .base import ScoreRow, Setting, Stimulus, Task, make_record
 
 WRONG = "other"
 """Response of a human trial released as incorrect: the release gives correctness only,
@@ -96,16 +96,10 @@ class CategoryMeanTask(Task):
                    "colored circles numbered 1 to {k} under the plot. Answer with the number of the category.")
     human_ref_id = "tseng2023.category_mean.trials"
     defaults = {"probe_batches": "3", "n_test": "all", "n_probe": "all"}
-
-    def __init__(self, **params: str):
-        super().__init__(**params)
-        for key in ("n_test", "n_probe"):
-            v = self.params[key]
-            if v != "all" and not (v.isdigit() and int(v) > 0):
-                raise ValueError(f"task {self.base_id}: {key}={v!r} must be a positive integer or 'all'")
-        pb = self.params["probe_batches"]
-        if not (pb.isdigit() and 1 <= int(pb) <= 9):
-            raise ValueError(f"task {self.base_id}: probe_batches={pb!r} must be an integer 1..9")
+    settings = {"probe_batches": Setting("int", 1, 9), "n_test": Setting("int", 1, choices=("all",)),
+                "n_probe": Setting("int", 1, choices=("all",))}
+    """``probe_batches``: 1..9 of the 10 released batches, so both splits keep a batch;
+    ``n_test``/``n_probe``: a subsample size, or ``all``."""
 
     def options(self) -> tuple:
         return tuple(range(1, 11))

@@ -138,7 +138,8 @@ class SalBenchTask(Task):
     encoder_readout = "linear_probe | zero_shot_retrieval"  # chosen per encoder: encoder_readout_for
     allowed = {"shots": ("0", "3", "5")}
     settings = {"n": Setting("int", 3, 1_000_000), "n_probe": Setting("int", 0, 1_000_000),
-                "probe_fraction": Setting("float", 0, 1, maximum_open=True)}
+                "probe_fraction": Setting("float", 0, 1, maximum_open=True),
+                "source": Setting("text", text="hf or the path of a local annotation file")}
     """``n`` >= 3 keeps at least one test stimulus per feature in the P3 composition
     (round(810 * 3 / 2514) = 1); ``source`` (``hf`` or an annotation file) is checked when
     the stimuli are loaded."""

@@ -8,7 +8,7 @@ from ..metrics.agreement import agreement_b, position_floor
 from ..metrics.bootstrap import N_BOOT_B, bootstrap
 from ..records import TrialRecord
 from ..seeding import rng_for, text_hash
-from .base import ScoreRow, Stimulus, Task, make_record
+from .base import ScoreRow, Setting, Stimulus, Task, make_record
 
 TEST, RETEST = "human:testset2", "human:testset2_repeat"
 
@@ -42,11 +42,9 @@ class ThingsOddOneOutTask(Task):
                    "to the other two)? Answer 1, 2, or 3.")
     human_ref_id = "hebart2023.things-ooo.testset2.modal"
     defaults = {"n": "500"}
-
-    def __init__(self, **params: str):
-        super().__init__(**params)
-        if not (self.params["n"].isdigit() and int(self.params["n"]) > 0):
-            raise ValueError(f"task {self.base_id}: n={self.params['n']!r} must be a positive integer")
+    settings = {"n": Setting("int", 1)}
+    """``n``: sampled triplet types; more than the release's types with a modal choice is
+    refused (one line) when the release is loaded."""
 
     def options(self) -> tuple:
         return (1, 2, 3)
