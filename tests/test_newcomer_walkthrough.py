@@ -97,3 +97,100 @@ def test_report_overwrites_its_own_report(tmp_path, human_run):
         p = cli("report", str(human_run), "--out", str(out))
         assert p.returncode == 0, p.stdout + p.stderr
     assert out.read_text().count("perceptbench report") >= 1 and out.with_suffix(".md").exists()
+
+
+# items 1, 2, 7, 9: report / score honesty ----------------------------------------------------
+
+CELL = "[region_blur,sigma=20]"
+VSI = "vsi.salbench.syn@n=40"
+
+
+def _vsi_rows(model, *, all_null=False, insensitive=1.0):
+    import json
+
+    import numpy as np
+
+    from perceptbench.tasks.base import ScoreRow
+
+    edges = [0.0] + [10.0 ** e for e in np.arange(-4.0, 1.01, 0.5)] + [None]
+    return [ScoreRow(VSI, model, "vsi_median" + CELL, 0.0002, 0.0, 0.001, 40, 0, "nats; quartiles"),
+            ScoreRow(VSI, model, "insensitive_frac@0.05" + CELL, insensitive, insensitive, insensitive, 40, 0),
+            ScoreRow(VSI, model, "n_fallback" + CELL, 0.0, None, None, 40, None),
+            ScoreRow(VSI, model, "vsi_histogram" + CELL, 40.0, None, None, 40, None,
+                     json.dumps({"edges_nats": edges, "counts": [30, 4, 2, 1, 1, 1, 1, 0, 0, 0, 0, 0]})),
+            ScoreRow(VSI, model, "auroc_vsi" + CELL, float("nan"), float("nan"), float("nan"),
+                     0 if all_null else 40, 40 if all_null else 0, "no parseable answers")]
+
+
+def test_flags_for_all_null_and_image_ignoring_models():
+    """Before: insensitive_frac 1.00 [1.00, 1.00] with no flag (read as a perfect score); an
+    all-null model's row carried no flag saying so."""
+    from perceptbench.reports.headline import headline_rows
+
+    h = {(x.model, x.metric): x for x in headline_rows(_vsi_rows("idef", all_null=True)
+                                                        + _vsi_rows("llava", insensitive=0.4))}
+    assert "every sample insensitive" in h[("idef", "insensitive_frac@0.05" + CELL)].flags
+    assert "every sample insensitive" not in h[("llava", "insensitive_frac@0.05" + CELL)].flags
+    au = h[("idef", "auroc_vsi" + CELL)]
+    assert "no parseable answers" in au.flags
+    assert "parsed clean answer" in au.extra and "VSI rows need no parsed answer" in au.extra  # why n differs
+
+
+def test_signal_table_says_no_parseable_answers_not_zero_errors():
+    """Before: 'idef ... 0 errors < 5' when all 40 answers were null."""
+    import numpy as np
+
+    from perceptbench.metrics.vsi_analysis import class_check
+
+    assert class_check(np.zeros(0, bool)).startswith("no parseable answers")
+    assert class_check(np.zeros(40, bool)) == "0 errors < 5"  # 40 parsed, all correct: a real count
+
+
+def test_report_vsi_iqr_integer_counts_model_vs_model_and_markdown(tmp_path, mirror):
+    """Before: vsi_median's quartiles in the CI column, n_fallback as 0.000, 'Fewer than two models
+    on any task' beside a three-model VSI task, report.md with 'P(in band) &lt; 0.5'."""
+    from perceptbench.records import read_records
+    from perceptbench.reports.data import ReportData
+    from perceptbench.reports.html import _md_cell, render_report, row_text
+    from perceptbench.scoring import score_records
+    from perceptbench.testing.synthetic_runs import synthetic_records
+
+    recs = synthetic_records(["vlm-a"], tasks=(TASK,))
+    from perceptbench.records import TrialRecord
+
+    vsi_recs = []
+    for m in ("m1", "m2", "m3"):  # VSI records of three models (one stimulus each is enough here)
+        d = recs[-1].model_dump()
+        d.update(task_id=VSI, model=m, trial_id=f"{VSI}|s0|{m}|rep0", stimulus_id="s0")
+        vsi_recs.append(TrialRecord.model_validate(d))
+    rows = score_records(recs) + _vsi_rows("m1") + _vsi_rows("m2") + _vsi_rows("m3")
+    data = ReportData([tmp_path], recs + vsi_recs, rows, "test")
+    html, md, _ = render_report(data, "t")
+    sec = html[html.index('id="vsi"'):html.index('id="cards"')]
+    med = next(r for r in rows if r.metric == "vsi_median" + CELL)
+    assert "IQR" in row_text(med) and "[" not in row_text(med) and "quartiles, not a CI" in sec
+    assert row_text(next(r for r in rows if r.metric == "n_fallback" + CELL)) == "0"
+    paired = html[html.index('id="paired"'):html.index('id="provenance"')]
+    assert "Fewer than two models" not in paired and "vsi.salbench.syn@n=40: 3 models" in paired
+    assert _md_cell("P(in band) < 0.5") == "P(in band) < 0.5" and "&lt;" not in md
+    assert _md_cell("<img src=x>") == "&lt;img src=x&gt;"
+
+
+def test_vsi_histogram_panels_do_not_overlap():
+    """Before: the first panel's x label was drawn over the second panel's title."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from perceptbench.reports.figures import vsi_histogram_figure
+    from perceptbench.tasks.base import ScoreRow
+
+    rows = _vsi_rows("m1")
+    rows += [ScoreRow(VSI, r.model, r.metric.replace("region", "whole"), r.value, r.ci_low, r.ci_high, r.n,
+                      r.n_null, r.note) for r in rows if r.metric.startswith("vsi_histogram")]
+    fig = vsi_histogram_figure(rows)
+    fig.canvas.draw()
+    r = fig.canvas.get_renderer()
+    a0, a1 = fig.axes[:2]
+    xlabel = a0.xaxis.label.get_window_extent(r)
+    title = a1.title.get_window_extent(r)
+    assert xlabel.y0 > title.y1 or title.y0 > xlabel.y1, (xlabel, title)

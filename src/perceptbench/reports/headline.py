@@ -13,7 +13,15 @@ ceiling, and carries flags a reader must not miss:
 * ``small n``: fewer than :data:`MIN_N` scored trials (the CI half-width bound
   1.96 / (2 sqrt n) exceeds 0.18 below n = 30; seed 000 D.1);
 * ``high null rate``: null fraction nu above :data:`MAX_NULL_RATE`; for proportions the
-  null bracket (1 - nu) v <= v_full <= (1 - nu) v + nu (seed 000 D.4) is given.
+  null bracket (1 - nu) v <= v_full <= (1 - nu) v + nu (seed 000 D.4) is given;
+* ``no parseable answers``: every answer of the model on the task was null (n = 0): the
+  row's value, if any, rests on no answer;
+* ``every sample insensitive`` (VSI): blurring the question's region moved the next-token
+  distribution by less than 0.05 nats on every sample, i.e. the answer ignores the image
+  region (seed 002 §2.2: 40-97% for real VLMs); a high insensitive fraction is bad, not good.
+
+perceptbench cannot tell random weights from trained ones; these flags are what a
+random-weight test model's rows show (README, report example).
 
 ``replicates`` (series counting) is never shown on its own: it appears inside the
 ``capacity_k`` row together with ``capacity_in_band_prob``.
@@ -142,7 +150,9 @@ def _make(ix: _Index, task_id: str, model: str, metric: str, label: str, *, floo
                 flags.append("above ceiling")
             if _finite(floor) and ceiling > floor:
                 position = (v - floor) / (ceiling - floor)
-    if r.n is not None and r.n < MIN_N:
+    if r.n == 0 and r.n_null:
+        flags.append("no parseable answers")
+    elif r.n is not None and r.n < MIN_N:
         flags.append(f"small n={r.n}")
     if _finite(nu) and nu > MAX_NULL_RATE:
         if proportion and _finite(v):
@@ -239,7 +249,11 @@ def _vsi(ix: _Index, tid: str, m: str) -> list[HeadlineRow | None]:
         if "[region" not in met:
             continue
         if met.startswith("insensitive_frac@0.05["):
-            out.append(_make(ix, tid, m, met, "insensitive fraction (VSI < 0.05 nats)", source="seed 002 §2.2"))
+            h = _make(ix, tid, m, met, "insensitive fraction (VSI < 0.05 nats; lower = more use of the image)",
+                      source="seed 002 §2.2")
+            if h is not None and _finite(h.value) and h.value >= 1.0:
+                h = HeadlineRow(**{**h.__dict__, "flags": h.flags + ("every sample insensitive",)})
+            out.append(h)
         elif met.startswith("vsi_median["):
             h = _make(ix, tid, m, met, "median VSI (nats)", proportion=False, source="seed 002 §2.2")
             if h is not None:
@@ -248,8 +262,12 @@ def _vsi(ix: _Index, tid: str, m: str) -> list[HeadlineRow | None]:
         elif met.startswith("argmax_change_rate["):
             out.append(_make(ix, tid, m, met, "argmax change rate", source="seed 002 §2.4"))
         elif met.startswith("auroc_vsi["):
-            out.append(_make(ix, tid, m, met, "AUROC of -VSI for errors", floor=0.5, floor_label="chance 0.5",
-                             proportion=False, source="seed 002 §4"))
+            h = _make(ix, tid, m, met, "AUROC of -VSI for errors", floor=0.5, floor_label="chance 0.5",
+                      proportion=False, source="seed 002 §4")
+            if h is not None:  # why its n (null) differs from vsi_median's (docs/metrics.md, VSI analyses)
+                h = HeadlineRow(**{**h.__dict__, "extra": "n: samples with a parsed clean answer; null: "
+                                                          "unparsed (VSI rows need no parsed answer)"})
+            out.append(h)
     return out
 
 
