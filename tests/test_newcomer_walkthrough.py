@@ -194,3 +194,49 @@ def test_vsi_histogram_panels_do_not_overlap():
     xlabel = a0.xaxis.label.get_window_extent(r)
     title = a1.title.get_window_extent(r)
     assert xlabel.y0 > title.y1 or title.y0 > xlabel.y1, (xlabel, title)
+
+
+# items 8 and 6: scores.csv counts, the README's export query -----------------------------------
+
+def test_scores_csv_writes_counts_as_integers(tmp_path):
+    """Before: n_no_human_ref 0.0, n_verbal_conf_missing 23.0, capacity_k 8.0,2.0,8.0."""
+    import csv
+
+    from perceptbench.scoring import write_scores
+    from perceptbench.tasks.base import ScoreRow
+
+    rows = [ScoreRow("t", "m", "capacity_k", 8.0, 2.0, 8.0, 40, 0), ScoreRow("t", "m", "n_verbal_conf_missing", 23.0,
+                                                                             None, None, 40, None),
+            ScoreRow("t", "m", "accuracy", 0.8625, 0.75, 1.0, 40, 0), ScoreRow("t", "m", "B", 2 / 3, None, None, 3, 0)]
+    csv_path, _ = write_scores(rows, tmp_path / "scores.csv")
+    got = {r["metric"]: r for r in csv.DictReader(open(csv_path))}
+    assert (got["capacity_k"]["value"], got["capacity_k"]["ci_low"], got["capacity_k"]["ci_high"]) == ("8", "2", "8")
+    assert got["n_verbal_conf_missing"]["value"] == "23"
+    assert got["accuracy"]["value"] == "0.8625" and got["accuracy"]["ci_high"] == "1.0"  # not a count: as before
+    assert got["B"]["value"] == "0.666667"
+
+
+def test_readme_export_query_runs_as_written(tmp_path, mirror):
+    """Before: the README's query imported duckdb, which no install command installs."""
+    import re
+    from pathlib import Path
+
+    import pyarrow.parquet as pq
+
+    from perceptbench.reports.export import export_parquet
+    from perceptbench.scoring import score_file
+    from perceptbench.testing.synthetic_runs import write_synthetic_run
+
+    readme = (Path(__file__).parents[1] / "README.md").read_text()
+    block = re.search(r"perceptbench export runs/default --format parquet\n```\n\n```python\n(.*?)```", readme,
+                      re.S).group(1)
+    run_dir = tmp_path / "runs" / "default"
+    write_synthetic_run(run_dir, ["model-a", "model-b"], tasks=("closure.nat.silhouette",))
+    score_file(run_dir / "records.jsonl")
+    export_parquet(run_dir)
+    for c in ("n", "n_null", "n_draws", "n_dropped", "seed"):
+        assert str(pq.read_schema(run_dir / "scores.parquet").field(c).type) == "int64", c
+    p = subprocess.run([sys.executable, "-c", block + "\nprint(s.dtypes['n_draws'], s.dtypes['seed'])"],
+                       capture_output=True, text=True, cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    assert "model-a" in p.stdout and "Int64 Int64" in p.stdout, p.stdout
