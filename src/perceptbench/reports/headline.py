@@ -9,7 +9,9 @@ ceiling, and carries flags a reader must not miss:
 * ``at or below floor`` / ``at or below chance``: value <= floor (a model at the position
   floor of an odd-one-out task has learned nothing beyond where the target tends to sit);
 * ``CI reaches floor``: the lower CI bound is at or below the floor;
-* ``above ceiling``: value / ceiling > 1, shown as such, never clipped;
+* ``above ceiling``: the CI's lower bound exceeds the ceiling (value / ceiling > 1 is shown
+  unclipped either way); a value above the ceiling whose CI still includes it is flagged
+  ``at ceiling (CI includes it)``;
 * ``small n``: fewer than :data:`MIN_N` scored trials (the CI half-width bound
   1.96 / (2 sqrt n) exceeds 0.18 below n = 30; seed 000 D.1);
 * ``high null rate``: null fraction nu above :data:`MAX_NULL_RATE`; for proportions the
@@ -147,7 +149,10 @@ def _make(ix: _Index, task_id: str, model: str, metric: str, label: str, *, floo
         if _finite(ceiling) and ceiling > 0:
             ratio = v / ceiling
             if ratio > 1:
-                flags.append("above ceiling")
+                if _finite(r.ci_low) and r.ci_low <= ceiling:
+                    flags.append("at ceiling (CI includes it)")
+                else:
+                    flags.append("above ceiling")
             if _finite(floor) and ceiling > floor:
                 position = (v - floor) / (ceiling - floor)
     if r.n == 0 and r.n_null:
@@ -203,9 +208,10 @@ def _series(ix: _Index, tid: str, m: str) -> list[HeadlineRow | None]:
     rep = ix.value(tid, m, "replicates")
     if cap is not None:
         lo, hi = CAPACITY_BAND
-        extra = f"replicates={rep:.0f} (point estimate in band {lo}-{hi})" if rep is not None else ""
+        extra = (f"point estimate {'inside' if rep else 'outside'} the human band {lo}-{hi} (replicates={rep:.0f})"
+                 if rep is not None else "")
         if prob is not None:
-            extra += f", P(in band)={prob:.3f} over bootstrap draws"
+            extra += f"{'; ' if extra else ''}P(in band)={prob:.3f}: share of bootstrap draws whose k is in the band"
         row = _make(ix, tid, m, "capacity_k", "capacity k (series)", proportion=False, extra=extra,
                     source="seed 000 §2.3")
         if row is not None and prob is not None and prob < 0.5:
@@ -324,4 +330,5 @@ def value_text(h: HeadlineRow) -> str:
 def ratio_text(h: HeadlineRow) -> str:
     if h.ratio is None:
         return "-"
-    return f"{h.ratio:.2f}" + (" (>1: above ceiling)" if h.ratio > 1 else "")
+    return f"{h.ratio:.2f}" + (" (above ceiling)" if "above ceiling" in h.flags else
+                               " (CI includes the ceiling)" if h.ratio > 1 else "")
