@@ -106,13 +106,55 @@ def format_ci(low, high) -> str:
     return f"[{low:.3f}, {high:.3f}]"
 
 
+RUN_DIR_MARKERS = ("run.json", "records.jsonl")
+"""A directory holding one of these was written by ``perceptbench run`` (or is a run directory)."""
+
+REPORT_MARKER = '<meta name="generator" content="perceptbench report">'
+"""Written into the head of every HTML report (:mod:`perceptbench.reports`); ``report --out``
+overwrites an existing file only when it carries this line."""
+
+
+def _is_our_report(path: Path) -> bool:
+    try:
+        with path.open("rb") as f:
+            return REPORT_MARKER.encode() in f.read(4096)
+    except OSError:
+        return False
+
+
 def _check_out(out: Path, must_be: str) -> None:
-    """One-line error unless ``--out`` can be what the command writes (``dir`` or ``file``)."""
-    if must_be == "dir" and out.exists() and not out.is_dir():
+    """One-line error unless ``--out`` can be what the command writes: ``dir`` (any directory),
+    ``run`` (a new directory, an empty one, or a run directory: one holding run.json or
+    records.jsonl), ``file`` (the scores CSV file) or ``report`` (a new ``.html`` file, or an
+    HTML report this tool wrote before)."""
+    if must_be in ("dir", "run") and out.exists() and not out.is_dir():
         _fail(f"--out {out} is a file; --out must be a directory (a new one, or one this command wrote before)")
+    if must_be == "run" and out.is_dir() and not any((out / m).exists() for m in RUN_DIR_MARKERS):
+        try:
+            content = sorted(p.name for p in out.iterdir())
+        except OSError as e:
+            _fail(f"--out {out}: cannot list the directory ({e})")
+        if content:
+            _fail(f"--out {out} is a directory that perceptbench did not write (it holds {content[0]!r}"
+                  f"{f' and {len(content) - 1} more' if len(content) > 1 else ''} but no run.json or "
+                  "records.jsonl); --out must be a new or empty directory, or a run directory to resume")
     if must_be == "file" and out.is_dir():
         _fail(f"--out {out} is a directory; --out must be the path of the scores CSV file "
               f"(e.g. {out / 'scores.csv'})")
+    if must_be == "report":
+        if out.is_dir():
+            _fail(f"--out {out} is a directory; --out must be the path of the report's HTML file "
+                  f"(e.g. {out / 'report.html'})")
+        if out.suffix.lower() not in (".html", ".htm"):
+            _fail(f"--out {out}: the report is an HTML page; --out must end in .html "
+                  f"(e.g. {out.with_suffix('.html')})")
+        if out.exists() and not _is_our_report(out):
+            _fail(f"--out {out} exists and is not a perceptbench report; refusing to overwrite it "
+                  "(give a new .html path, or the path of a report this command wrote before)")
+        md = out.with_suffix(".md")
+        if md.exists() and not md.read_text(encoding="utf-8", errors="replace").startswith("# perceptbench report"):
+            _fail(f"--out {out}: the Markdown summary would overwrite {md}, which is not a perceptbench "
+                  "report summary; give another --out")
     parent = out.parent
     while not parent.exists() and parent != parent.parent:
         parent = parent.parent
@@ -198,7 +240,7 @@ def run(
     _check_parser(parser)
     if no_cache and refresh_cache:
         _fail("--no-cache and --refresh-cache exclude each other")
-    _check_out(out, "dir")
+    _check_out(out, "run")
     cfg = RunConfig(out=out, tasks=task or DEFAULT_BATTERY, models=model or ("efficientnet-lite0",),
                     seed=seed, batch_size=batch_size, stimuli=tuple(stimulus or ()),
                     cache_mode="off" if no_cache else "refresh" if refresh_cache else "use", allow_mixed=allow_mixed)
@@ -342,7 +384,7 @@ def report(
     from .reports.html import write_report
 
     out = out or (run_dirs[0] if run_dirs[0].is_dir() else run_dirs[0].parent) / "report.html"
-    _check_out(out, "file")
+    _check_out(out, "report")
     try:
         res = write_report(run_dirs, out)
     except (RecordError, ValueError, KeyError, OSError) as e:

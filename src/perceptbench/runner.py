@@ -278,6 +278,17 @@ def resolve_models(cfg: RunConfig, load_model: Callable) -> dict[str, object]:
     return {arg: load_model(arg) for arg in dict.fromkeys(cfg.models)}
 
 
+def check_compatible(task, model, name: str) -> None:
+    """Raise ValueError (one line naming the task and the model) when ``model`` cannot run
+    ``task``: a VSI task (seed 002 §2.1: KL divergence between next-token distributions)
+    needs a VLM; an image encoder has no next-token distribution.  Providers that are VLMs
+    but may return no logprobs are not refused here: their trials are recorded as skipped
+    (:mod:`perceptbench.vsi_runner`)."""
+    if getattr(model, "family", "encoder") == "encoder" and getattr(task, "is_vsi", False):
+        raise ValueError(f"{task.task_id} measures a VLM's next-token distribution; {name} is an "
+                         "image encoder (give a VLM: hf:<VLM> or an API model)")
+
+
 def _vsi_features_cached(out: Path, name: str, task_id: str) -> bool:
     from .vsi_features import features_cached
 
@@ -322,6 +333,10 @@ def run(cfg: RunConfig, *, progress: bool = True, load_model: Callable | None = 
     for task, _ in task_stimuli:  # models a task needs itself (VSI grounding) load before the VLMs
         task.prepare_models(cfg.seed)
     preloaded = resolve_models(cfg, load_model)
+    for arg, name in zip(cfg.models, names):  # model x task compatibility, before anything is written
+        if arg in preloaded:
+            for task, _ in task_stimuli:
+                check_compatible(task, preloaded[arg], name)
     _check_run_json(out, cfg)
     with RecordStore(out / "records.jsonl") as store:
         finished: list = []
@@ -390,9 +405,7 @@ def run(cfg: RunConfig, *, progress: bool = True, load_model: Callable | None = 
                 bar.update(ptask, description=f"{task.task_id} | {name}")
                 probe = [s for s in stimuli if s.split == "probe_train"]
                 advance = (lambda k, t=ptask: bar.advance(t, k))
-                if getattr(model, "family", "encoder") == "encoder" and getattr(task, "is_vsi", False):
-                    raise ValueError(f"{task.task_id} measures a VLM's next-token distribution; {name} is an "
-                                     "image encoder (give a VLM: hf:<VLM> or an API model)")
+                check_compatible(task, model, name)  # a resumed run loads models lazily
                 if getattr(model, "family", "encoder") == "encoder":
                     er = _EncoderRunner(task, model, store, cfg.seed, run_id,
                                         default_batch_size(cfg.batch_size, "encoder"), advance)

@@ -211,6 +211,22 @@ def _fmt(x) -> str:
     return str(x)
 
 
+COUNT_METRIC_PREFIXES = ("n_", "capacity_k", "replicates", "skipped")
+"""Metrics whose value (and interval) is a count: written to scores.csv as integers (``23``,
+not ``23.0``) when integral."""
+
+
+def _csv_cells(r: ScoreRow) -> list[str]:
+    count = r.metric.startswith(COUNT_METRIC_PREFIXES)
+    cells = []
+    for c in ScoreRow.CSV_COLUMNS:
+        v = getattr(r, c)
+        if count and c in ("value", "ci_low", "ci_high") and isinstance(v, float) and v.is_integer():
+            v = int(v)
+        cells.append(_fmt(v))
+    return cells
+
+
 def write_scores(rows: list[ScoreRow], csv_path: str | os.PathLike) -> tuple[Path, Path]:
     """Write ``scores.csv`` (the tidy table) and ``scores.json`` beside it (the same rows
     plus note, bootstrap draws/drops and seed).  Both are written to a temporary file and
@@ -226,7 +242,7 @@ def write_scores(rows: list[ScoreRow], csv_path: str | os.PathLike) -> tuple[Pat
             w = csv.writer(f)
             w.writerow(ScoreRow.CSV_COLUMNS)
             for r in rows:
-                w.writerow([_fmt(getattr(r, c)) for c in ScoreRow.CSV_COLUMNS])
+                w.writerow(_csv_cells(r))
         os.replace(tmp, csv_path)
     finally:
         tmp.unlink(missing_ok=True)

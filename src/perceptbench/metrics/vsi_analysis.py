@@ -92,8 +92,11 @@ class Defined:
 
 def class_check(error: np.ndarray, min_class: int = MIN_CLASS) -> str:
     """'' if both classes of the bool array ``error`` (n,) have >= ``min_class`` members, else
-    the reason (e.g. ``"3 errors < 5"``)."""
+    the reason (e.g. ``"3 errors < 5"``; ``"no parseable answers"`` when ``error`` is empty:
+    every clean answer was null, counted in ``n_parse_null``, so no error count exists)."""
     e = np.asarray(error, bool)
+    if e.size == 0:
+        return "no parseable answers (all null: see n_parse_null)"
     n_err, n_ok = int(e.sum()), int((~e).sum())
     if n_err < min_class:
         return f"{n_err} errors < {min_class}"

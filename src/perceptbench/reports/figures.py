@@ -121,6 +121,10 @@ def matrix(heads: list[HeadlineRow], models: list[str], cols: list[tuple[str, st
                 text[i][j] = f"{x.value:.2f}" + (f"\n[{x.ci_low:.2f}, {x.ci_high:.2f}]" if x.ci_low is not None else "")
                 if any(f.startswith("≤") for f in x.flags):
                     text[i][j] += " ≤fl"
+                if "every sample insensitive" in x.flags:  # high is bad here: the image region is ignored
+                    text[i][j] += "\nignores image"
+                if "no parseable answers" in x.flags:
+                    text[i][j] += "\nall null"
             else:
                 text[i][j] = "skipped" if x.metric == "skipped" else "undefined"
     with plt.rc_context(RC):
@@ -444,6 +448,12 @@ def salbench_breakdowns(rows: list[ScoreRow], only: list[str] | None = None):
 # ------------------------------------------------------------------ 6. VSI
 
 def vsi_histograms(rows: list[ScoreRow], only: list[str] | None = None, threshold: float = 0.05):
+    """:func:`vsi_histogram_figure` as inline SVG (None without histogram rows)."""
+    fig = vsi_histogram_figure(rows, only, threshold)
+    return None if fig is None else to_svg(fig)
+
+
+def vsi_histogram_figure(rows: list[ScoreRow], only: list[str] | None = None, threshold: float = 0.05):
     """Histograms of per-sample VSI from the ``vsi_histogram[condition,sigma=S]`` score rows
     (their note holds bin edges in nats and counts; branch ``vsi``), one panel per task and
     condition, one step line per model, the 0.05-nat insensitivity threshold dashed (seed 002
@@ -458,7 +468,9 @@ def vsi_histograms(rows: list[ScoreRow], only: list[str] | None = None, threshol
     if not panels:
         return None
     with plt.rc_context(RC):
-        fig, axes = plt.subplots(len(panels), 1, figsize=(7.6, 2.8 * len(panels)), squeeze=False)
+        # constrained layout: a panel's x label never runs into the next panel's title
+        fig, axes = plt.subplots(len(panels), 1, figsize=(7.6, 2.8 * len(panels)), squeeze=False,
+                                 layout="constrained")
         for ax, ((tid, cell), rs) in zip(axes[:, 0], sorted(panels.items())):
             models = [m for m in (only or [r.model for r in rs]) if any(r.model == m for r in rs)]
             for i, m in enumerate(models):
@@ -486,7 +498,7 @@ def vsi_histograms(rows: list[ScoreRow], only: list[str] | None = None, threshol
             ax.set_ylabel("share of samples (proportion)")
             ax.set_title(f"{tid} {cell}: VSI per sample; dashed: {threshold:g} nats")
             ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1), frameon=False)
-        return to_svg(fig)
+        return fig
 
 
 # ------------------------------------------------------------------ 8. model vs model

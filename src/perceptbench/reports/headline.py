@@ -9,11 +9,21 @@ ceiling, and carries flags a reader must not miss:
 * ``at or below floor`` / ``at or below chance``: value <= floor (a model at the position
   floor of an odd-one-out task has learned nothing beyond where the target tends to sit);
 * ``CI reaches floor``: the lower CI bound is at or below the floor;
-* ``above ceiling``: value / ceiling > 1, shown as such, never clipped;
+* ``above ceiling``: the CI's lower bound exceeds the ceiling (value / ceiling > 1 is shown
+  unclipped either way); a value above the ceiling whose CI still includes it is flagged
+  ``at ceiling (CI includes it)``;
 * ``small n``: fewer than :data:`MIN_N` scored trials (the CI half-width bound
   1.96 / (2 sqrt n) exceeds 0.18 below n = 30; seed 000 D.1);
 * ``high null rate``: null fraction nu above :data:`MAX_NULL_RATE`; for proportions the
-  null bracket (1 - nu) v <= v_full <= (1 - nu) v + nu (seed 000 D.4) is given.
+  null bracket (1 - nu) v <= v_full <= (1 - nu) v + nu (seed 000 D.4) is given;
+* ``no parseable answers``: every answer of the model on the task was null (n = 0): the
+  row's value, if any, rests on no answer;
+* ``every sample insensitive`` (VSI): blurring the question's region moved the next-token
+  distribution by less than 0.05 nats on every sample, i.e. the answer ignores the image
+  region (seed 002 §2.2: 40-97% for real VLMs); a high insensitive fraction is bad, not good.
+
+perceptbench cannot tell random weights from trained ones; these flags are what a
+random-weight test model's rows show (README, report example).
 
 ``replicates`` (series counting) is never shown on its own: it appears inside the
 ``capacity_k`` row together with ``capacity_in_band_prob``.
@@ -139,10 +149,15 @@ def _make(ix: _Index, task_id: str, model: str, metric: str, label: str, *, floo
         if _finite(ceiling) and ceiling > 0:
             ratio = v / ceiling
             if ratio > 1:
-                flags.append("above ceiling")
+                if _finite(r.ci_low) and r.ci_low <= ceiling:
+                    flags.append("at ceiling (CI includes it)")
+                else:
+                    flags.append("above ceiling")
             if _finite(floor) and ceiling > floor:
                 position = (v - floor) / (ceiling - floor)
-    if r.n is not None and r.n < MIN_N:
+    if r.n == 0 and r.n_null:
+        flags.append("no parseable answers")
+    elif r.n is not None and r.n < MIN_N:
         flags.append(f"small n={r.n}")
     if _finite(nu) and nu > MAX_NULL_RATE:
         if proportion and _finite(v):
@@ -193,9 +208,10 @@ def _series(ix: _Index, tid: str, m: str) -> list[HeadlineRow | None]:
     rep = ix.value(tid, m, "replicates")
     if cap is not None:
         lo, hi = CAPACITY_BAND
-        extra = f"replicates={rep:.0f} (point estimate in band {lo}-{hi})" if rep is not None else ""
+        extra = (f"point estimate {'inside' if rep else 'outside'} the human band {lo}-{hi} (replicates={rep:.0f})"
+                 if rep is not None else "")
         if prob is not None:
-            extra += f", P(in band)={prob:.3f} over bootstrap draws"
+            extra += f"{'; ' if extra else ''}P(in band)={prob:.3f}: share of bootstrap draws whose k is in the band"
         row = _make(ix, tid, m, "capacity_k", "capacity k (series)", proportion=False, extra=extra,
                     source="seed 000 §2.3")
         if row is not None and prob is not None and prob < 0.5:
@@ -239,7 +255,11 @@ def _vsi(ix: _Index, tid: str, m: str) -> list[HeadlineRow | None]:
         if "[region" not in met:
             continue
         if met.startswith("insensitive_frac@0.05["):
-            out.append(_make(ix, tid, m, met, "insensitive fraction (VSI < 0.05 nats)", source="seed 002 §2.2"))
+            h = _make(ix, tid, m, met, "insensitive fraction (VSI < 0.05 nats; lower = more use of the image)",
+                      source="seed 002 §2.2")
+            if h is not None and _finite(h.value) and h.value >= 1.0:
+                h = HeadlineRow(**{**h.__dict__, "flags": h.flags + ("every sample insensitive",)})
+            out.append(h)
         elif met.startswith("vsi_median["):
             h = _make(ix, tid, m, met, "median VSI (nats)", proportion=False, source="seed 002 §2.2")
             if h is not None:
@@ -248,8 +268,12 @@ def _vsi(ix: _Index, tid: str, m: str) -> list[HeadlineRow | None]:
         elif met.startswith("argmax_change_rate["):
             out.append(_make(ix, tid, m, met, "argmax change rate", source="seed 002 §2.4"))
         elif met.startswith("auroc_vsi["):
-            out.append(_make(ix, tid, m, met, "AUROC of -VSI for errors", floor=0.5, floor_label="chance 0.5",
-                             proportion=False, source="seed 002 §4"))
+            h = _make(ix, tid, m, met, "AUROC of -VSI for errors", floor=0.5, floor_label="chance 0.5",
+                      proportion=False, source="seed 002 §4")
+            if h is not None:  # why its n (null) differs from vsi_median's (docs/metrics.md, VSI analyses)
+                h = HeadlineRow(**{**h.__dict__, "extra": "n: samples with a parsed clean answer; null: "
+                                                          "unparsed (VSI rows need no parsed answer)"})
+            out.append(h)
     return out
 
 
@@ -306,4 +330,5 @@ def value_text(h: HeadlineRow) -> str:
 def ratio_text(h: HeadlineRow) -> str:
     if h.ratio is None:
         return "-"
-    return f"{h.ratio:.2f}" + (" (>1: above ceiling)" if h.ratio > 1 else "")
+    return f"{h.ratio:.2f}" + (" (above ceiling)" if "above ceiling" in h.flags else
+                               " (CI includes the ceiling)" if h.ratio > 1 else "")

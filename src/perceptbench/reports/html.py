@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import html as _html
 import os
+import re
 from collections import Counter, defaultdict
 from dataclasses import dataclass
 from pathlib import Path
@@ -107,8 +108,17 @@ def _provenance(data: ReportData):
                 human_prov=human_prov, skipped=skipped, examples=examples)
 
 
+_MD_TAG = re.compile(r"<[A-Za-z/!?][^<>]*>?")
+_MD_ENTITY = re.compile(r"&(#[0-9]+|#[xX][0-9A-Fa-f]+|[A-Za-z][A-Za-z0-9]*);")
+
+
 def _md_cell(s) -> str:
-    return _html.escape(str(s), quote=False).replace("|", "\\|").replace("\n", " ")
+    """A table cell for Markdown: only what a renderer would take as raw HTML (a ``<`` that
+    opens a tag, comment or autolink; a character reference) is escaped, so text such as
+    ``P(in band) < 0.5`` reads as written and a model's ``<img ...>`` shows as text."""
+    s = _MD_ENTITY.sub(lambda m: "&amp;" + m.group(0)[1:], str(s))
+    s = _MD_TAG.sub(lambda m: _html.escape(m.group(0), quote=False), s)
+    return s.replace("|", "\\|").replace("\n", " ")
 
 
 def markdown_summary(data: ReportData, heads: list[HeadlineRow], diffs, title: str) -> str:
@@ -145,6 +155,47 @@ def markdown_summary(data: ReportData, heads: list[HeadlineRow], diffs, title: s
     return "\n".join(lines)
 
 
+COUNT_METRICS = ("n_", "skipped", "capacity_k", "replicates")
+"""Score rows whose value is a count: printed as integers."""
+
+
+def row_text(r) -> str:
+    """A score row's value for the report tables: counts as integers; ``vsi_median`` with its
+    quartiles labelled as the IQR (its ci columns are the 25th/75th percentiles, not a CI);
+    every other row as 'value [95% CI]'."""
+    if r.metric.startswith(COUNT_METRICS) and finite(r.value) and float(r.value).is_integer():
+        return f"{r.value:.0f}"
+    s = fmt(r.value)
+    if not finite(r.ci_low):
+        return s
+    if r.metric.startswith("vsi_median"):
+        return f"{s} (IQR {fmt(r.ci_low)}-{fmt(r.ci_high)}: quartiles, not a CI)"
+    return s + f" [{fmt(r.ci_low)}, {fmt(r.ci_high)}]"
+
+
+def unpaired_task_notes(records, diffs) -> list[str]:
+    """One note per task that has two or more non-human models but no paired difference:
+    why section 8 does not compare them (VSI: no paired statistic is defined here; the VSI
+    section gives each model's rows and the cross-model rank agreement ``vsi_rho``)."""
+    models: dict[str, set] = defaultdict(set)
+    for r in records:
+        if r.model_family != "human":
+            models[r.task_id].add(r.model)
+    compared = {d.task_id for d in diffs}
+    notes = []
+    for tid, ms in sorted(models.items()):
+        if len(ms) < 2 or tid in compared:
+            continue
+        if tid.startswith("vsi."):
+            why = ("no paired-bootstrap difference is defined for VSI metrics here; compare the models' "
+                   "insensitive fractions and AUROCs with their CIs in section 6 (VSI) and the rank agreement "
+                   "rows vsi_rho in scores.csv")
+        else:
+            why = "no headline metric with a paired statistic (skipped or undefined for these models)"
+        notes.append(f"{tid}: {len(ms)} models ({', '.join(sorted(ms))}) are not compared here: {why}.")
+    return notes
+
+
 def render_report(data: ReportData, title: str) -> tuple[str, str, int]:
     """(html, markdown, number of figures) for ``data``."""
     from . import figures as F
@@ -161,6 +212,7 @@ def render_report(data: ReportData, title: str) -> tuple[str, str, int]:
     cols = _matrix_cols(heads)
     models, model_score = _order_models(heads, models, cols)
     diffs, diff_notes = paired_differences(data.records)
+    diff_notes = diff_notes + unpaired_task_notes(data.records, diffs)
     excl = [d for d in diffs if d.excludes_zero]
     shown = diffs if len(diffs) <= MAX_DIFF_ROWS else (
         sorted(excl, key=lambda d: -abs(d.diff))[:MAX_DIFF_ROWS])
@@ -201,8 +253,7 @@ def render_report(data: ReportData, title: str) -> tuple[str, str, int]:
         few_note=(f"Figures 2-5 draw the first {len(few)} of the {len(models)} models in the matrix order "
                   "(one Okabe-Ito colour each, yellow left out: weak on white); the matrix, the cards and the tables give every model."
                   if len(models) > len(few) else ""),
-        vtext=value_text, fmt=fmt, rtext=lambda r: (fmt(r.value) + (f" [{fmt(r.ci_low)}, {fmt(r.ci_high)}]"
-                                                                    if finite(r.ci_low) else "")),
+        vtext=value_text, fmt=fmt, rtext=row_text,
         bar_left=lambda p: f"{25 + 50 * max(-0.5, min(1.5, p)):.1f}", **figs, **prov)
     return html, markdown_summary(data, heads, diffs, title), n_fig
 

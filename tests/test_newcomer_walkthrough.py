@@ -1,0 +1,242 @@
+"""The stumbles of a fresh user's README walk-through (issue 11 follow-up): model x task
+compatibility checked before the run directory exists, --out refusals for run and report,
+and the report / score texts that misled (each test failed before its fix)."""
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+TASK = "similarity.chart.mark_color"
+
+
+def cli(*args, cwd=None, **env):
+    return subprocess.run([sys.executable, "-m", "perceptbench.cli", *args], capture_output=True, text=True,
+                          cwd=cwd, env={**os.environ, "COLUMNS": "250", **env})
+
+
+def one_line_error(p, *needles):
+    assert p.returncode == 2, p.stdout + p.stderr
+    assert "Traceback" not in p.stdout + p.stderr
+    out = " ".join(p.stdout.split())
+    assert out.startswith("error:") and all(n in out for n in needles), out
+
+
+# item 3 ------------------------------------------------------------------------------------
+
+def test_encoder_on_vsi_task_writes_nothing(tmp_path, mirror):
+    """Before: a progress bar, then 'is an image encoder', leaving run.json and an empty records.jsonl."""
+    pytest.importorskip("torch")
+    out = tmp_path / "x3"
+    p = cli("run", "--task", "vsi.salbench.syn@n=2", "--out", str(out), "--no-progress")
+    one_line_error(p, "vsi.salbench.syn", "efficientnet-lite0 is an image encoder")
+    assert not out.exists()
+
+
+# item 5 ------------------------------------------------------------------------------------
+
+def test_run_out_foreign_nonempty_directory_is_refused(tmp_path):
+    """Before: accepted silently, run files written beside the user's notes.txt."""
+    d = tmp_path / "notarun"
+    d.mkdir()
+    (d / "notes.txt").write_text("mine")
+    p = cli("run", "--out", str(d), "--task", TASK, "--model", "timm:no_such_arch_xyz", "--no-progress")
+    one_line_error(p, "--out", "did not write", "notes.txt")
+    assert sorted(os.listdir(d)) == ["notes.txt"] and (d / "notes.txt").read_text() == "mine"
+
+
+def test_run_out_empty_directory_and_run_directory_are_accepted(tmp_path, mirror):
+    from perceptbench.cli import _check_out
+
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    _check_out(empty, "run")  # no exception
+    rundir = tmp_path / "run"
+    rundir.mkdir()
+    (rundir / "records.jsonl").write_text("")
+    (rundir / "scores.csv").write_text("")
+    _check_out(rundir, "run")
+
+
+# item 4 ------------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def human_run(tmp_path_factory, mirror):
+    from perceptbench.runner import RunConfig, run
+
+    out = tmp_path_factory.mktemp("hr") / "run"
+    run(RunConfig(out=out, tasks=[TASK], models=[]), progress=False)
+    return out
+
+
+def test_report_out_directory_names_report_html(tmp_path, human_run):
+    """Before: '--out must be the path of the scores CSV file' (the score command's message)."""
+    p = cli("report", str(human_run), "--out", str(tmp_path))
+    one_line_error(p, "--out", "is a directory", "report's HTML file")
+    assert "scores CSV" not in p.stdout
+
+
+def test_report_refuses_foreign_file_and_non_html_suffix(tmp_path, human_run):
+    """Before: notes.txt silently overwritten with HTML; r.pdf got HTML."""
+    notes = tmp_path / "notes.txt"
+    notes.write_text("my notes")
+    one_line_error(cli("report", str(human_run), "--out", str(notes)), "--out", ".html")
+    assert notes.read_text() == "my notes"
+    one_line_error(cli("report", str(human_run), "--out", str(tmp_path / "r.pdf")), "--out", ".html")
+    assert not (tmp_path / "r.pdf").exists()
+    foreign = tmp_path / "page.html"
+    foreign.write_text("<html>someone else's page</html>")
+    one_line_error(cli("report", str(human_run), "--out", str(foreign)), "not a perceptbench report")
+    assert foreign.read_text() == "<html>someone else's page</html>"
+
+
+def test_report_overwrites_its_own_report(tmp_path, human_run):
+    out = tmp_path / "rep.html"
+    for _ in range(2):  # the second call overwrites the report written by the first
+        p = cli("report", str(human_run), "--out", str(out))
+        assert p.returncode == 0, p.stdout + p.stderr
+    assert out.read_text().count("perceptbench report") >= 1 and out.with_suffix(".md").exists()
+
+
+# items 1, 2, 7, 9: report / score honesty ----------------------------------------------------
+
+CELL = "[region_blur,sigma=20]"
+VSI = "vsi.salbench.syn@n=40"
+
+
+def _vsi_rows(model, *, all_null=False, insensitive=1.0):
+    import json
+
+    import numpy as np
+
+    from perceptbench.tasks.base import ScoreRow
+
+    edges = [0.0] + [10.0 ** e for e in np.arange(-4.0, 1.01, 0.5)] + [None]
+    return [ScoreRow(VSI, model, "vsi_median" + CELL, 0.0002, 0.0, 0.001, 40, 0, "nats; quartiles"),
+            ScoreRow(VSI, model, "insensitive_frac@0.05" + CELL, insensitive, insensitive, insensitive, 40, 0),
+            ScoreRow(VSI, model, "n_fallback" + CELL, 0.0, None, None, 40, None),
+            ScoreRow(VSI, model, "vsi_histogram" + CELL, 40.0, None, None, 40, None,
+                     json.dumps({"edges_nats": edges, "counts": [30, 4, 2, 1, 1, 1, 1, 0, 0, 0, 0, 0]})),
+            ScoreRow(VSI, model, "auroc_vsi" + CELL, float("nan"), float("nan"), float("nan"),
+                     0 if all_null else 40, 40 if all_null else 0, "no parseable answers")]
+
+
+def test_flags_for_all_null_and_image_ignoring_models():
+    """Before: insensitive_frac 1.00 [1.00, 1.00] with no flag (read as a perfect score); an
+    all-null model's row carried no flag saying so."""
+    from perceptbench.reports.headline import headline_rows
+
+    h = {(x.model, x.metric): x for x in headline_rows(_vsi_rows("idef", all_null=True)
+                                                        + _vsi_rows("llava", insensitive=0.4))}
+    assert "every sample insensitive" in h[("idef", "insensitive_frac@0.05" + CELL)].flags
+    assert "every sample insensitive" not in h[("llava", "insensitive_frac@0.05" + CELL)].flags
+    au = h[("idef", "auroc_vsi" + CELL)]
+    assert "no parseable answers" in au.flags
+    assert "parsed clean answer" in au.extra and "VSI rows need no parsed answer" in au.extra  # why n differs
+
+
+def test_signal_table_says_no_parseable_answers_not_zero_errors():
+    """Before: 'idef ... 0 errors < 5' when all 40 answers were null."""
+    import numpy as np
+
+    from perceptbench.metrics.vsi_analysis import class_check
+
+    assert class_check(np.zeros(0, bool)).startswith("no parseable answers")
+    assert class_check(np.zeros(40, bool)) == "0 errors < 5"  # 40 parsed, all correct: a real count
+
+
+def test_report_vsi_iqr_integer_counts_model_vs_model_and_markdown(tmp_path, mirror):
+    """Before: vsi_median's quartiles in the CI column, n_fallback as 0.000, 'Fewer than two models
+    on any task' beside a three-model VSI task, report.md with 'P(in band) &lt; 0.5'."""
+    from perceptbench.records import read_records
+    from perceptbench.reports.data import ReportData
+    from perceptbench.reports.html import _md_cell, render_report, row_text
+    from perceptbench.scoring import score_records
+    from perceptbench.testing.synthetic_runs import synthetic_records
+
+    recs = synthetic_records(["vlm-a"], tasks=(TASK,))
+    from perceptbench.records import TrialRecord
+
+    vsi_recs = []
+    for m in ("m1", "m2", "m3"):  # VSI records of three models (one stimulus each is enough here)
+        d = recs[-1].model_dump()
+        d.update(task_id=VSI, model=m, trial_id=f"{VSI}|s0|{m}|rep0", stimulus_id="s0")
+        vsi_recs.append(TrialRecord.model_validate(d))
+    rows = score_records(recs) + _vsi_rows("m1") + _vsi_rows("m2") + _vsi_rows("m3")
+    data = ReportData([tmp_path], recs + vsi_recs, rows, "test")
+    html, md, _ = render_report(data, "t")
+    sec = html[html.index('id="vsi"'):html.index('id="cards"')]
+    med = next(r for r in rows if r.metric == "vsi_median" + CELL)
+    assert "IQR" in row_text(med) and "[" not in row_text(med) and "quartiles, not a CI" in sec
+    assert row_text(next(r for r in rows if r.metric == "n_fallback" + CELL)) == "0"
+    paired = html[html.index('id="paired"'):html.index('id="provenance"')]
+    assert "Fewer than two models" not in paired and "vsi.salbench.syn@n=40: 3 models" in paired
+    assert _md_cell("P(in band) < 0.5") == "P(in band) < 0.5" and "&lt;" not in md
+    assert _md_cell("<img src=x>") == "&lt;img src=x&gt;"
+
+
+def test_vsi_histogram_panels_do_not_overlap():
+    """Before: the first panel's x label was drawn over the second panel's title."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from perceptbench.reports.figures import vsi_histogram_figure
+    from perceptbench.tasks.base import ScoreRow
+
+    rows = _vsi_rows("m1")
+    rows += [ScoreRow(VSI, r.model, r.metric.replace("region", "whole"), r.value, r.ci_low, r.ci_high, r.n,
+                      r.n_null, r.note) for r in rows if r.metric.startswith("vsi_histogram")]
+    fig = vsi_histogram_figure(rows)
+    fig.canvas.draw()
+    r = fig.canvas.get_renderer()
+    a0, a1 = fig.axes[:2]
+    xlabel = a0.xaxis.label.get_window_extent(r)
+    title = a1.title.get_window_extent(r)
+    assert xlabel.y0 > title.y1 or title.y0 > xlabel.y1, (xlabel, title)
+
+
+# items 8 and 6: scores.csv counts, the README's export query -----------------------------------
+
+def test_scores_csv_writes_counts_as_integers(tmp_path):
+    """Before: n_no_human_ref 0.0, n_verbal_conf_missing 23.0, capacity_k 8.0,2.0,8.0."""
+    import csv
+
+    from perceptbench.scoring import write_scores
+    from perceptbench.tasks.base import ScoreRow
+
+    rows = [ScoreRow("t", "m", "capacity_k", 8.0, 2.0, 8.0, 40, 0), ScoreRow("t", "m", "n_verbal_conf_missing", 23.0,
+                                                                             None, None, 40, None),
+            ScoreRow("t", "m", "accuracy", 0.8625, 0.75, 1.0, 40, 0), ScoreRow("t", "m", "B", 2 / 3, None, None, 3, 0)]
+    csv_path, _ = write_scores(rows, tmp_path / "scores.csv")
+    got = {r["metric"]: r for r in csv.DictReader(open(csv_path))}
+    assert (got["capacity_k"]["value"], got["capacity_k"]["ci_low"], got["capacity_k"]["ci_high"]) == ("8", "2", "8")
+    assert got["n_verbal_conf_missing"]["value"] == "23"
+    assert got["accuracy"]["value"] == "0.8625" and got["accuracy"]["ci_high"] == "1.0"  # not a count: as before
+    assert got["B"]["value"] == "0.666667"
+
+
+def test_readme_export_query_runs_as_written(tmp_path, mirror):
+    """Before: the README's query imported duckdb, which no install command installs."""
+    import re
+    from pathlib import Path
+
+    import pyarrow.parquet as pq
+
+    from perceptbench.reports.export import export_parquet
+    from perceptbench.scoring import score_file
+    from perceptbench.testing.synthetic_runs import write_synthetic_run
+
+    readme = (Path(__file__).parents[1] / "README.md").read_text()
+    block = re.search(r"perceptbench export runs/default --format parquet\n```\n\n```python\n(.*?)```", readme,
+                      re.S).group(1)
+    run_dir = tmp_path / "runs" / "default"
+    write_synthetic_run(run_dir, ["model-a", "model-b"], tasks=("closure.nat.silhouette",))
+    score_file(run_dir / "records.jsonl")
+    export_parquet(run_dir)
+    for c in ("n", "n_null", "n_draws", "n_dropped", "seed"):
+        assert str(pq.read_schema(run_dir / "scores.parquet").field(c).type) == "int64", c
+    p = subprocess.run([sys.executable, "-c", block + "\nprint(s.dtypes['n_draws'], s.dtypes['seed'])"],
+                       capture_output=True, text=True, cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    assert "model-a" in p.stdout and "Int64 Int64" in p.stdout, p.stdout
