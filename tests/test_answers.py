@@ -46,6 +46,8 @@ LETTERS = [
     ("A is correct.", "A", "leading_letter", False),  # "is" makes A the subject: the letter
     ("A or B, hard to say.", "A", "leading_letter", False),  # "or" joins letters: the first leading one counts
     ("A", "A", "leading_letter", False),  # "A" alone is the letter, not an article
+    ("A\nThe target is tilted.", "A", "leading_letter", False),  # the next word is on another line: the letter
+    ("A\tcat", N, "none", False),  # a tab separates an article from its noun like a space
     ("D", N, "none", False),  # not in the letter set, no marker, no option text
     ("Beside the target ...", N, "none", False),  # "B" followed by a letter is a word
     ("a", N, "none", False),  # rule 1 is case-sensitive; no marker

@@ -48,7 +48,7 @@ _WORD_LETTERS = frozenset({"a", "i"})
 #: letter ("A is correct", "A seems right", "A or B"); no article or the pronoun "I" is
 #: followed by them.
 _SUBJECT_WORDS = frozenset({"is", "was", "seems", "appears", "looks", "or", "and"})
-_NEXT_WORD = re.compile(r"\s+([A-Za-z]+)")
+_NEXT_WORD = re.compile(r"[ \t]+([A-Za-z]+)")  # same line: "A\nThe target is tilted." is the letter A
 
 
 def _is_word(m: re.Match, text: str) -> bool:
@@ -74,7 +74,7 @@ def parse_letter(text: str | None, letters: Sequence[str] = ("A", "B", "C", "D")
     Letters are matched case-sensitively in rule 1 (so the article "a" is not an answer) and
     case-insensitively after a marker in rule 2.  In rules 1 and 2 a letter that is also an
     English word (``A``/``a``: the article; ``I``: the pronoun), not bracketed and followed by
-    a space and a word, is that word ("A cat is on the mat.", "The answer is a red circle.",
+    a space and a word on the same line, is that word ("A cat is on the mat.", "The answer is a red circle.",
     "I think ...") unless the word is one of :data:`_SUBJECT_WORDS` ("A is correct", "A or B").
     Null when no rule fires."""
     if not text:
