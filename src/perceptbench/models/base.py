@@ -14,11 +14,12 @@ from PIL import Image
 
 
 ENCODER_BATCH_SIZE = 8
-"""Default images per forward pass of an image encoder.  Measured on the embedded
-EfficientNet-Lite0 on CPU (``benchmarks/bench_salbench_lazy.py``, docs/salbench.md): a
-batch of 32 added ~690 MiB of activations to the peak resident memory of a SalBench run,
-a batch of 8 ~200 MiB, at no measurable cost in CPU time per image; embeddings at 8 and 32
-are bit-identical there (oneDNN convolutions compute each image alike for batches >= 2)."""
+"""Default images per forward pass of an image encoder (issue 11).  Measured on the embedded
+EfficientNet-Lite0 on CPU (``benchmarks/bench_salbench_lazy.py``, docs/salbench.md): the full
+``salbench.detection.syn`` run peaked at 1,581 MiB (2^20 bytes) at 32 and 1,101 MiB at 8; a
+forward pass at 32 adds ~690 MiB of activations, at 8 ~240 MiB.  Embeddings at 8 and 32 were
+bit-identical on the arrays checked (batch 1 differs by ~6e-8).  Time per image on a loaded
+2-core CPU: from no difference to ~20% more at 8 than at 32 (docs/salbench.md)."""
 
 VLM_BATCH_SIZE = 32
 """Default requests per batch of a VLM run (``perceptbench run --batch-size``)."""
