@@ -240,3 +240,35 @@ def test_readme_export_query_runs_as_written(tmp_path, mirror):
                        capture_output=True, text=True, cwd=tmp_path)
     assert p.returncode == 0, p.stderr
     assert "model-a" in p.stdout and "Int64 Int64" in p.stdout, p.stdout
+
+
+# items 11, 12, 16 -------------------------------------------------------------------------------
+
+def test_python_score_accepts_a_list_of_runs(human_run):
+    """Before: pb.score(["a", "b"]) raised a raw TypeError from pathlib."""
+    import perceptbench as pb
+
+    listed = pb.score([human_run, human_run])
+    assert listed.equals(pb.score(human_run, human_run)) and len(listed) > 0
+    assert len(pb.load_records((human_run,))) == len(pb.load_records(human_run))
+
+
+def test_help_and_models_listing_keep_bracketed_text():
+    """Before: --executor help said pip install "perceptbench" (the [ray] extra eaten as rich
+    markup); `perceptbench models` showed timm:NAME for timm:NAME[@WEIGHTS_FILE]."""
+    assert 'perceptbench[ray]' in cli("run", "--help").stdout
+    assert "timm:NAME[@WEIGHTS_FILE]" in cli("models").stdout
+
+
+def test_unknown_task_says_did_you_mean(tmp_path):
+    p = cli("render", "similarity.chart.mark_colour", "--out", str(tmp_path / "r"))
+    one_line_error(p, "did you mean 'similarity.chart.mark_color'")
+
+
+def test_score_out_message_names_the_written_file(tmp_path, human_run):
+    """Before: 'N score rows in scores.csv' after --out /tmp/both.csv."""
+    target = tmp_path / "both.csv"
+    p = cli("score", str(human_run), "--out", str(target))
+    assert p.returncode == 0, p.stdout + p.stderr
+    flat = " ".join(p.stdout.split())
+    assert f"score rows in {target}" in flat and "rows in scores.csv" not in flat

@@ -21,9 +21,9 @@ sources_app = typer.Typer(no_args_is_help=True, help="Human-data sources: list, 
 app.add_typer(sources_app, name="sources")
 console = Console(width=None if sys.stdout.isatty() or os.environ.get("COLUMNS") else 150)
 
-def _print_scores(rows, all_rows: bool = False) -> None:
+def _print_scores(rows, all_rows: bool = False, csv_path: Optional[Path] = None) -> None:
     if not all_rows:
-        _print_headline(rows)
+        _print_headline(rows, csv_path)
         return
     t = Table(title="scores (95% bootstrap CI)")
     for c in ("task", "model", "metric", "value", "CI", "n", "null", "note"):
@@ -36,7 +36,7 @@ def _print_scores(rows, all_rows: bool = False) -> None:
     console.print(t)
 
 
-def _print_headline(rows) -> None:
+def _print_headline(rows, csv_path: Optional[Path] = None) -> None:
     """One table per task: each model's value beside its floor/chance and human ceiling,
     one line per metric (the same rows as the report's human-likeness card:
     perceptbench.reports.headline)."""
@@ -66,7 +66,7 @@ def _print_headline(rows) -> None:
         console.print(t)
         for metric, ref in refs.items():
             console.print(f"  {escape(metric)}: {escape(ref)}", highlight=False)
-    console.print(f"{len(rows)} score rows in scores.csv (print them all with --all-rows); "
+    console.print(f"{len(rows)} score rows in {csv_path or 'scores.csv'} (print them all with --all-rows); "
                   "metric definitions: docs/metrics.md")
 
 
@@ -219,7 +219,7 @@ def run(
                                      help="Resume although finished trials were written under another prompt, "
                                           "package version or setting; recorded in run.json and the records."),
     executor: str = typer.Option("local", "--executor", help="local (this process) or ray (shards on a Ray "
-                                                             "cluster; pip install \"perceptbench[ray]\")."),
+                                                             "cluster; pip install \"perceptbench\\[ray]\")."),
     ray_address: Optional[str] = typer.Option(None, "--ray-address", help="Ray cluster address (ray://HOST:10001 "
                                                                           "or HOST:6379); default: a local cluster."),
     gpus_per_model: float = typer.Option(0, "--gpus-per-model", help="GPUs each Ray worker asks for (--executor ray)."),
@@ -271,9 +271,9 @@ def run(
     if summary.cache_requests:
         console.print(f"response cache: {summary.cache_hits} of {summary.cache_requests} VLM answers came from the "
                       "cache (no model call)")
-    _print_scores(rows, all_rows)
-    _print_signal_table(rows)
     scores_csv = out / ("scores.csv" if parser == "default" else f"scores.{parser}.csv")
+    _print_scores(rows, all_rows, scores_csv)
+    _print_signal_table(rows)
     console.print(f"records: {out / 'records.jsonl'}\nscores:  {scores_csv} (+ .json)")
     console.print(f"report:  perceptbench report {out} --out {out / 'report.html'}  (HTML page with the figures)")
 
@@ -327,9 +327,10 @@ def score(
             write_scores(rows, out)
     except (RecordError, ValueError, KeyError) as e:
         _fail(e)
-    _print_scores(rows, all_rows)
+    csv_path = out or files[0].with_name("scores.csv")
+    _print_scores(rows, all_rows, csv_path)
     _print_signal_table(rows)
-    console.print(f"scores: {out or files[0].with_name('scores.csv')}")
+    console.print(f"scores: {csv_path}")
 
 
 @app.command()
@@ -604,7 +605,7 @@ def models() -> None:
     for c in ("syntax", "kind", "what", "example"):
         t.add_column(c, overflow="fold")
     for k in MODEL_KINDS:
-        t.add_row(k.syntax, k.kind, k.description, k.example)
+        t.add_row(*(escape(x) for x in (k.syntax, k.kind, k.description, k.example)))  # '[@FILE]' is not markup
     console.print(t)
     console.print("SHORT is the stable name written to records (default: derived from SPEC); "
                   "the exact weights/revision go to run_meta.model_version.")
