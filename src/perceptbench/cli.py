@@ -245,6 +245,18 @@ def run(
                     cache_mode="off" if no_cache else "refresh" if refresh_cache else "use", allow_mixed=allow_mixed)
     records_file = out / "records.jsonl"
     before = _count_records(records_file)
+    import signal
+
+    class _Terminated(KeyboardInterrupt):
+        """SIGTERM (kill, a scheduler's stop): handled as Ctrl-C, exit 143."""
+
+    def _on_term(signum, frame):
+        raise _Terminated()
+
+    try:
+        signal.signal(signal.SIGTERM, _on_term)
+    except ValueError:  # not the main thread (e.g. called from a test runner's worker)
+        pass
     try:
         if executor not in ("local", "ray"):
             raise ValueError(f"--executor {executor!r}: not 'local' or 'ray'")
@@ -253,12 +265,13 @@ def run(
         summary = do_run(cfg, progress=progress, console=console, executor=executor, ray_options=ray_options)
         rows = score_file(records_file,
                           None if parser == "default" else out / f"scores.{parser}.csv", parser_mode=parser)
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as e:
         after = _count_records(records_file)
-        console.print(f"interrupted: {after - before} records written in this run ({after} in {records_file}); "
+        what = "terminated (SIGTERM)" if isinstance(e, _Terminated) else "interrupted"
+        console.print(f"{what}: {after - before} records written in this run ({after} in {records_file}); "
                       "every written trial is kept. Rerun the same command to resume where it stopped.",
                       highlight=False)
-        raise typer.Exit(130)
+        raise typer.Exit(143 if isinstance(e, _Terminated) else 130)
     except (ValueError, KeyError, ModelLoadError, SourceError, RecordError, RuntimeError, OSError,
             ImportError) as e:
         _fail(e)
