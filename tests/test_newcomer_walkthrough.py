@@ -332,3 +332,29 @@ def test_hf_offline_fails_at_once_naming_why(empty_hf_cache, monkeypatch):
     monkeypatch.setenv("HF_ENDPOINT", "http://127.0.0.1:9")  # nothing listens on the discard port
     with pytest.raises(ModelLoadError, match="127.0.0.1:9 is not reachable"):
         load_model("hf:openai/clip-vit-base-patch32")
+
+
+# item 15 -------------------------------------------------------------------------------------------
+
+def test_readme_builds_every_tiny_model_it_uses_and_names_no_private_path():
+    """Before: the report example used hf:PATH/tiny-llava and hf:PATH/tiny-clip without saying how
+    to build them; docs/references.md pointed at shared/seeds/, which a user does not have."""
+    import importlib
+    import re
+    from pathlib import Path
+
+    root = Path(__file__).parents[1]
+    readme = (root / "README.md").read_text()
+    assert "hf:PATH/" not in readme
+    for mod, names in re.findall(r"from (perceptbench\.testing\.\w+) import ([\w, ]+?)(?:;|\")", readme):
+        m = importlib.import_module(mod)
+        for n in names.split(","):
+            n = n.strip().split(" as ")[0]
+            assert hasattr(m, n), f"README imports {mod}.{n}, which does not exist"
+    used = set(re.findall(r"hf:(/tmp/tiny/[\w-]+)", readme))
+    built = set(re.findall(r"build_tiny_\w+\('(/tmp/tiny/[\w-]+)'\)", readme))
+    for names in re.findall(r"f'/tmp/tiny/\{f\}'\) for f in \(([^)]*)\)", readme):  # the VSI section's loop
+        built |= {f"/tmp/tiny/{n.strip().strip(chr(39))}" for n in names.split(",")}
+    assert used and used <= built, used - built
+    assert "shared/seeds" not in (root / "docs" / "references.md").read_text()
+    assert "not the random seed" in readme
