@@ -358,3 +358,15 @@ def test_readme_builds_every_tiny_model_it_uses_and_names_no_private_path():
     assert used and used <= built, used - built
     assert "shared/seeds" not in (root / "docs" / "references.md").read_text()
     assert "not the random seed" in readme
+
+
+def test_show_without_trial_id_lists_model_trials(tmp_path, mirror):
+    """Before: `show DIR TRIAL_ID` gave no way to find a trial id."""
+    from perceptbench.testing.synthetic_runs import write_synthetic_run
+
+    d = write_synthetic_run(tmp_path / "run", ["model-a"], tasks=(TASK,))
+    p = cli("show", str(d))
+    assert p.returncode == 0, p.stdout + p.stderr
+    ids = [ln for ln in p.stdout.splitlines() if ln.startswith(TASK + "|")]
+    assert ids and all("|model-a|" in t for t in ids) and f"{len(ids)} model trials" in p.stdout
+    assert cli("show", str(d), ids[0]).returncode == 0

@@ -493,10 +493,12 @@ def render(
 @app.command()
 def show(
     run_dir: Path = typer.Argument(..., help="Run directory (holds records.jsonl)."),
-    trial_id: str = typer.Argument(..., help="trial_id, e.g. 'closure.nat.silhouette|silh_bear1|mymodel|rep0'."),
+    trial_id: Optional[str] = typer.Argument(None, help="trial_id, e.g. 'closure.nat.silhouette|silh_bear1|mymodel|rep0'. "
+                                                        "Omit it to list the run's model trial ids."),
 ) -> None:
     """Print one trial: prompt text, raw output, parse metadata, and the path of its rendered
-    stimulus image (written to RUN_DIR/stimuli/ if needed).  Imports no torch."""
+    stimulus image (written to RUN_DIR/stimuli/ if needed).  Without TRIAL_ID: list the
+    model trial ids (one per line).  Imports no torch."""
     import json
 
     from .records import RecordError, read_records
@@ -509,6 +511,13 @@ def show(
         recs = read_records(path)
     except RecordError as e:
         _fail(e)
+    if trial_id is None:
+        ids = [r.trial_id for r in recs if r.model_family != "human"]
+        for t in ids:
+            console.print(escape(t), soft_wrap=True, highlight=False)
+        console.print(f"{len(ids)} model trials in {path} (human records left out); show one with: "
+                      f"perceptbench show {run_dir} 'TRIAL_ID'", highlight=False, soft_wrap=True)
+        return
     rec = next((r for r in recs if r.trial_id == trial_id), None)
     if rec is None:
         near = [r.trial_id for r in recs if trial_id in r.trial_id] or [r.trial_id for r in recs]
