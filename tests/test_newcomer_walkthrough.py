@@ -370,3 +370,23 @@ def test_show_without_trial_id_lists_model_trials(tmp_path, mirror):
     ids = [ln for ln in p.stdout.splitlines() if ln.startswith(TASK + "|")]
     assert ids and all("|model-a|" in t for t in ids) and f"{len(ids)} model trials" in p.stdout
     assert cli("show", str(d), ids[0]).returncode == 0
+
+
+def test_report_explains_position_missing_chance_and_kernel_range(tmp_path, mirror):
+    """Before: floor->ceiling position 0.39 next to v/ceil 0.64, SalBench chance '-' and
+    'kernels 0.700-0.874' with no explanation."""
+    from perceptbench.records import read_records
+    from perceptbench.reports.data import ReportData
+    from perceptbench.reports.headline import headline_rows
+    from perceptbench.reports.html import render_report
+    from perceptbench.scoring import score_records
+    from perceptbench.testing.synthetic_runs import write_synthetic_run
+
+    d = write_synthetic_run(tmp_path / "run", ["model-a"], tasks=(TASK,))
+    recs = read_records(d / "records.jsonl")
+    rows = score_records(recs)
+    html, _, _ = render_report(ReportData([d], recs, rows, "t"), "t")
+    assert "position = (value &minus; floor) / (ceiling &minus; floor)" in html
+    assert "SalBench exact match" in html and "the other human colour kernels" in html
+    b = next(h for h in headline_rows(rows) if h.metric == "B")
+    assert "their mean is the ceiling" in b.extra

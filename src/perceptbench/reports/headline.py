@@ -193,7 +193,7 @@ def _mark_color(ix: _Index, tid: str, m: str) -> list[HeadlineRow | None]:
     extra = ""
     if kernels:
         lo, hi = min(r.value for r in kernels), max(r.value for r in kernels)
-        extra = f"kernels {lo:.3f}-{hi:.3f}"
+        extra = f"other kernels' B {lo:.3f}-{hi:.3f} (their mean is the ceiling)"
     return [_make(ix, tid, m, "B", "B (odd-one-out agreement)", floor=ix.value(tid, m, "position_floor"),
                   floor_label="position floor", ceiling=ceiling,
                   ceiling_label=f"mean B of the other {len(kernels)} kernels", extra=extra,
