@@ -390,3 +390,16 @@ def test_report_explains_position_missing_chance_and_kernel_range(tmp_path, mirr
     assert "SalBench exact match" in html and "the other human colour kernels" in html
     b = next(h for h in headline_rows(rows) if h.metric == "B")
     assert "their mean is the ceiling" in b.extra
+
+
+def test_ak_figure_flags_small_n_per_k():
+    """Before: a(k) resting on 2-3 trials per k (CIs [0, 1] or [0, 0]) carried no small-n flag."""
+    from perceptbench.reports.figures import ak_curves
+    from perceptbench.tasks.base import ScoreRow
+
+    tid = "similarity.chart.series_count@n_test=40"
+    rows = [ScoreRow(tid, "m", f"a_k[{k}]", 0.5, 0.0, 1.0, 3, 0) for k in range(2, 17)]
+    rows += [ScoreRow(tid, "m", "capacity_k", 8.0, 2.0, 8.0, 40, 0)]
+    assert "small n: 3-3 trials per k (&lt; 30)" in ak_curves(rows)
+    big = [ScoreRow(tid, "m", f"a_k[{k}]", 0.5, 0.4, 0.6, 60, 0) for k in range(2, 17)]
+    assert "small n" not in ak_curves(big)

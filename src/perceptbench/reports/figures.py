@@ -24,7 +24,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
 from ..tasks.base import ScoreRow  # noqa: E402
-from .headline import CAPACITY_BAND, HeadlineRow  # noqa: E402
+from .headline import CAPACITY_BAND, MIN_N, HeadlineRow  # noqa: E402
 
 OKABE_ITO = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000", "#F0E442")
 """Okabe-Ito colours, most distinguishable first (yellow last: weak on white)."""
@@ -265,7 +265,10 @@ def ak_curves(rows: list[ScoreRow], only: list[str] | None = None):
                 labels.append(f"{m}: {txt}")
             ax.set_ylim(-0.03, 1.03)
             ax.set_ylabel("a(k): accuracy (proportion)")
-            ax.set_title(f"a(k) for {tid} (95% CI per k)")
+            ns = [r.n for (t, _, met), r in ix.items() if t == tid and met.startswith("a_k[") and r.n is not None]
+            small = f"; small n: {min(ns)}-{max(ns)} trials per k (< {MIN_N}), CIs wide or degenerate" \
+                if ns and min(ns) < MIN_N else ""
+            ax.set_title(f"a(k) for {tid} (95% CI per k{small})", fontsize=9 if small else None)
             ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1), frameon=False)
             ax.tick_params(labelbottom=False)
             axc.set_yticks(range(len(models)), labels[::-1], fontsize=7)
