@@ -403,3 +403,28 @@ def test_ak_figure_flags_small_n_per_k():
     assert "small n: 3-3 trials per k (&lt; 30)" in ak_curves(rows)
     big = [ScoreRow(tid, "m", f"a_k[{k}]", 0.5, 0.4, 0.6, 60, 0) for k in range(2, 17)]
     assert "small n" not in ak_curves(big)
+
+
+def test_mark_colour_kernel_labels_do_not_overlap(monkeypatch):
+    """Before: the labels of kernels l5 (0.870) and l9 (0.874) were drawn over each other."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from perceptbench.reports import figures as F
+    from perceptbench.tasks.base import ScoreRow
+
+    monkeypatch.setattr(F, "to_svg", lambda fig: fig)  # keep the figure to measure its texts
+    tid = "similarity.chart.mark_color"
+    rows = [ScoreRow(tid, "m", "B", 0.5, 0.4, 0.6, 120, 0), ScoreRow(tid, "m", "position_floor", 0.33, None, None, 120, 0)]
+    rows += [ScoreRow(tid, f"human:kernel-{k}", "B", v, None, None, 120, 0)
+             for k, v in (("l5", 0.870), ("l9", 0.874), ("td", 0.76), ("sa", 0.70))]
+    fig = F.mark_color(rows)
+    fig.canvas.draw()
+    r = fig.canvas.get_renderer()
+    from matplotlib.text import Text
+
+    boxes = [Text.get_window_extent(t, r) for t in fig.axes[0].texts]  # the label text, not its leader line
+    assert len(boxes) == 4
+    ys = sorted((b.y0, b.y1) for b in boxes)
+    for (lo0, hi0), (lo1, hi1) in zip(ys, ys[1:]):
+        assert lo1 - hi0 >= 2, ys  # at least 2 px of white between neighbouring labels

@@ -300,11 +300,15 @@ def mark_color(rows: list[ScoreRow], only: list[str] | None = None):
                 ax.plot([j - 0.45, j + 0.45], [fl.value] * 2, color="black", ls="--", lw=1,
                         label="position floor" if j == 0 else None)
             kern = [(m, r) for (t, m, met), r in ix.items() if t == tid and m.startswith("human:kernel-") and met == "B"]
+            label_y = []  # labels at least 0.05 apart (B units), so close kernels (l5 0.870, l9 0.874) stay legible
+            for _, r in sorted(kern, key=lambda x: x[1].value):
+                label_y.append(r.value if not label_y else max(r.value, label_y[-1] + 0.05))
             for q, (m, r) in enumerate(sorted(kern, key=lambda x: x[1].value)):
                 ax.scatter([j + 0.38], [r.value], color=HUMAN_GREY, marker="_", s=120,
                            label="other kernels vs this kernel (reference spread)" if j == 0 and q == 0 else None)
-                ax.annotate(m.removeprefix("human:kernel-"), (j + 0.38, r.value), xytext=(8, 6 * (q % 2) - 3),
-                            textcoords="offset points", fontsize=6, color="#555555", va="center")
+                ax.annotate(m.removeprefix("human:kernel-"), (j + 0.38, r.value), xytext=(j + 0.47, label_y[q]),
+                            textcoords="data", fontsize=6, color="#555555", va="center",
+                            arrowprops=dict(arrowstyle="-", color="#bbbbbb", lw=0.5, shrinkA=0, shrinkB=0))
             for i, m in enumerate(models):
                 r = ix.get((tid, m, "B"))
                 if r is None:
