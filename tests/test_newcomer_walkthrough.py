@@ -428,3 +428,21 @@ def test_mark_colour_kernel_labels_do_not_overlap(monkeypatch):
     ys = sorted((b.y0, b.y1) for b in boxes)
     for (lo0, hi0), (lo1, hi1) in zip(ys, ys[1:]):
         assert lo1 - hi0 >= 2, ys  # at least 2 px of white between neighbouring labels
+
+
+def test_report_sections_are_numbered_without_gaps(tmp_path, mirror):
+    """Before: without VSI records the page went from 5. SalBench to 7. cards."""
+    import re
+
+    from perceptbench.records import read_records
+    from perceptbench.reports.data import ReportData
+    from perceptbench.reports.html import render_report
+    from perceptbench.scoring import score_records
+    from perceptbench.testing.synthetic_runs import write_synthetic_run
+
+    d = write_synthetic_run(tmp_path / "run", ["model-a"], tasks=(TASK,))
+    recs = read_records(d / "records.jsonl")
+    html, _, _ = render_report(ReportData([d], recs, score_records(recs), "t"), "t")
+    nums = [int(n) for n in re.findall(r'<h2 id="[a-z]+">(\d+)\.', html)]
+    assert nums == list(range(1, len(nums) + 1)) and 'id="vsi"' not in html
+    assert re.search(r'<h2 id="cards">6\.', html) and "section 6" in html
