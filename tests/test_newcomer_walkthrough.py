@@ -446,3 +446,14 @@ def test_report_sections_are_numbered_without_gaps(tmp_path, mirror):
     nums = [int(n) for n in re.findall(r'<h2 id="[a-z]+">(\d+)\.', html)]
     assert nums == list(range(1, len(nums) + 1)) and 'id="vsi"' not in html
     assert re.search(r'<h2 id="cards">6\.', html) and "section 6" in html
+
+
+def test_python_run_refuses_a_foreign_directory(tmp_path):
+    import perceptbench as pb
+
+    d = tmp_path / "notarun"
+    d.mkdir()
+    (d / "notes.txt").write_text("mine")
+    with pytest.raises(ValueError, match="did not write"):
+        pb.run(d, tasks=[TASK], models=[])
+    assert sorted(os.listdir(d)) == ["notes.txt"]

@@ -106,9 +106,6 @@ def format_ci(low, high) -> str:
     return f"[{low:.3f}, {high:.3f}]"
 
 
-RUN_DIR_MARKERS = ("run.json", "records.jsonl")
-"""A directory holding one of these was written by ``perceptbench run`` (or is a run directory)."""
-
 REPORT_MARKER = '<meta name="generator" content="perceptbench report">'
 """Written into the head of every HTML report (:mod:`perceptbench.reports`); ``report --out``
 overwrites an existing file only when it carries this line."""
@@ -129,15 +126,15 @@ def _check_out(out: Path, must_be: str) -> None:
     HTML report this tool wrote before)."""
     if must_be in ("dir", "run") and out.exists() and not out.is_dir():
         _fail(f"--out {out} is a file; --out must be a directory (a new one, or one this command wrote before)")
-    if must_be == "run" and out.is_dir() and not any((out / m).exists() for m in RUN_DIR_MARKERS):
+    if must_be == "run":
+        from .runs import foreign_out_dir
+
         try:
-            content = sorted(p.name for p in out.iterdir())
+            why = foreign_out_dir(out)
         except OSError as e:
-            _fail(f"--out {out}: cannot list the directory ({e})")
-        if content:
-            _fail(f"--out {out} is a directory that perceptbench did not write (it holds {content[0]!r}"
-                  f"{f' and {len(content) - 1} more' if len(content) > 1 else ''} but no run.json or "
-                  "records.jsonl); --out must be a new or empty directory, or a run directory to resume")
+            why = f"{out}: cannot list the directory ({e})"
+        if why:
+            _fail(f"--out {why}")
     if must_be == "file" and out.is_dir():
         _fail(f"--out {out} is a directory; --out must be the path of the scores CSV file "
               f"(e.g. {out / 'scores.csv'})")

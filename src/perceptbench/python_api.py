@@ -59,7 +59,8 @@ def run(out: str | Path, tasks: Sequence[str] | None = None, models: Sequence[st
     ``out/scores.csv`` + ``scores.json``.
 
     Returns the scores as a DataFrame (:func:`scores_frame`).  Raises KeyError (unknown
-    task), ValueError (bad setting, a different seed than ``out`` holds),
+    task), ValueError (bad setting, a different seed than ``out`` holds, ``out`` an existing
+    non-empty directory that is not a run directory),
     :class:`~perceptbench.models.base.ModelLoadError`,
     :class:`~perceptbench.sources.SourceError` (human data missing or corrupt),
     :class:`~perceptbench.records.RecordError`."""
@@ -67,7 +68,12 @@ def run(out: str | Path, tasks: Sequence[str] | None = None, models: Sequence[st
     from .scoring import score_file
     from .tasks.registry import DEFAULT_BATTERY
 
+    from .runs import foreign_out_dir
+
     out = Path(out)
+    why = foreign_out_dir(out)
+    if why:
+        raise ValueError(why)
     cfg = RunConfig(out=out, tasks=tuple(tasks) if tasks is not None else DEFAULT_BATTERY,
                     models=tuple(models) if models is not None else ("efficientnet-lite0",),
                     seed=seed, batch_size=batch_size)
