@@ -457,3 +457,13 @@ def test_python_run_refuses_a_foreign_directory(tmp_path):
     with pytest.raises(ValueError, match="did not write"):
         pb.run(d, tasks=[TASK], models=[])
     assert sorted(os.listdir(d)) == ["notes.txt"]
+
+
+def test_series_chance_label_explains_the_answer_range():
+    """Before: 'chance 1/20 (answers 1-20)' beside a(k) over k = 2-16, unexplained."""
+    from perceptbench.reports.headline import headline_rows
+    from perceptbench.tasks.base import ScoreRow
+
+    tid = "similarity.chart.series_count"
+    h = next(x for x in headline_rows([ScoreRow(tid, "m", "accuracy", 0.3, 0.2, 0.4, 40, 0)]) if x.metric == "accuracy")
+    assert h.floor == 1 / 20 and "rendered 2-16" in h.floor_label and "1/15" in h.floor_label

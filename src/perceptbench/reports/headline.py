@@ -201,8 +201,9 @@ def _mark_color(ix: _Index, tid: str, m: str) -> list[HeadlineRow | None]:
 
 
 def _series(ix: _Index, tid: str, m: str) -> list[HeadlineRow | None]:
-    out = [_make(ix, tid, m, "accuracy", "accuracy", floor=1 / 20, floor_label="chance 1/20 (answers 1-20)",
-                 source="seed 000 §2.3")]
+    chance = ("chance 1/20 (uniform over the 20 allowed answers 1-20; k is rendered 2-16, so a guesser "
+              "who knew that range would get 1/15)")
+    out = [_make(ix, tid, m, "accuracy", "accuracy", floor=1 / 20, floor_label=chance, source="seed 000 §2.3")]
     cap = ix.get(tid, m, "capacity_k")
     prob = ix.value(tid, m, "capacity_in_band_prob")
     rep = ix.value(tid, m, "replicates")
