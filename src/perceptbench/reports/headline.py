@@ -271,7 +271,7 @@ def _vsi(ix: _Index, tid: str, m: str) -> list[HeadlineRow | None]:
         elif met.startswith("auroc_vsi["):
             h = _make(ix, tid, m, met, "AUROC of -VSI for errors", floor=0.5, floor_label="chance 0.5",
                       proportion=False, source="seed 002 §4")
-            if h is not None:  # why its n (null) differs from vsi_median's (docs/metrics.md, VSI analyses)
+            if h is not None and h.n_null:  # why its n (null) differs from vsi_median's (docs/metrics.md)
                 h = HeadlineRow(**{**h.__dict__, "extra": "n: samples with a parsed clean answer; null: "
                                                           "unparsed (VSI rows need no parsed answer)"})
             out.append(h)
