@@ -240,3 +240,230 @@ def test_readme_export_query_runs_as_written(tmp_path, mirror):
                        capture_output=True, text=True, cwd=tmp_path)
     assert p.returncode == 0, p.stderr
     assert "model-a" in p.stdout and "Int64 Int64" in p.stdout, p.stdout
+
+
+# items 11, 12, 16 -------------------------------------------------------------------------------
+
+def test_python_score_accepts_a_list_of_runs(human_run):
+    """Before: pb.score(["a", "b"]) raised a raw TypeError from pathlib."""
+    import perceptbench as pb
+
+    listed = pb.score([human_run, human_run])
+    assert listed.equals(pb.score(human_run, human_run)) and len(listed) > 0
+    assert len(pb.load_records((human_run,))) == len(pb.load_records(human_run))
+
+
+def test_help_and_models_listing_keep_bracketed_text():
+    """Before: --executor help said pip install "perceptbench" (the [ray] extra eaten as rich
+    markup); `perceptbench models` showed timm:NAME for timm:NAME[@WEIGHTS_FILE]."""
+    assert 'perceptbench[ray]' in cli("run", "--help").stdout
+    assert "timm:NAME[@WEIGHTS_FILE]" in cli("models").stdout
+
+
+def test_unknown_task_says_did_you_mean(tmp_path):
+    p = cli("render", "similarity.chart.mark_colour", "--out", str(tmp_path / "r"))
+    one_line_error(p, "did you mean 'similarity.chart.mark_color'")
+
+
+def test_score_out_message_names_the_written_file(tmp_path, human_run):
+    """Before: 'N score rows in scores.csv' after --out /tmp/both.csv."""
+    target = tmp_path / "both.csv"
+    p = cli("score", str(human_run), "--out", str(target))
+    assert p.returncode == 0, p.stdout + p.stderr
+    flat = " ".join(p.stdout.split())
+    assert f"score rows in {target}" in flat and "rows in scores.csv" not in flat
+
+
+# item 14 -------------------------------------------------------------------------------------------
+
+def test_sigterm_during_run_says_what_was_written_and_how_to_resume(tmp_path, mirror):
+    """Before: SIGTERM ended the run with no message at all."""
+    import signal
+    import time
+
+    out = tmp_path / "r"
+    cmd = [sys.executable, "-m", "perceptbench.cli", "run", "--out", str(out), "--task", "closure.nat.silhouette",
+           "--batch-size", "1", "--no-progress"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            env={**os.environ, "COLUMNS": "250"})
+    records = out / "records.jsonl"
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline and proc.poll() is None:
+        if records.exists() and records.stat().st_size > 0:
+            break
+        time.sleep(0.05)
+    assert proc.poll() is None, "the run ended before it could be stopped"
+    proc.send_signal(signal.SIGTERM)
+    text, _ = proc.communicate(timeout=120)
+    assert proc.returncode == 143, text
+    n = records.read_bytes().count(b"\n")
+    assert "terminated (SIGTERM):" in text and f"({n} in {records})" in text.replace("\n", "")
+    assert "Rerun the same command to resume" in text and "Traceback" not in text
+    from perceptbench.records import read_records
+
+    assert len(read_records(records)) == n  # every written line is a whole, valid record
+
+
+# item 13 -------------------------------------------------------------------------------------------
+
+@pytest.fixture
+def empty_hf_cache(monkeypatch, tmp_path):
+    import huggingface_hub.constants as c
+
+    cache = tmp_path / "hf"
+    cache.mkdir()
+    monkeypatch.setattr(c, "HF_HUB_CACHE", str(cache))
+    monkeypatch.setenv("HF_HUB_CACHE", str(cache))
+    monkeypatch.setattr(c, "HF_HUB_OFFLINE", False)
+    return cache
+
+
+def test_hf_offline_fails_at_once_naming_why(empty_hf_cache, monkeypatch):
+    """Before: 5 'Retrying in 8s' lines, 46 s, then a generic error."""
+    pytest.importorskip("transformers")
+    from perceptbench.models.base import ModelLoadError
+    from perceptbench.models.registry import load_model
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    with pytest.raises(ModelLoadError, match="HF_HUB_OFFLINE is set") as e:
+        load_model("hf:openai/clip-vit-base-patch32")
+    assert "--model hf:/path/to/model" in str(e.value)
+    monkeypatch.delenv("HF_HUB_OFFLINE")
+    monkeypatch.setenv("HF_ENDPOINT", "http://127.0.0.1:9")  # nothing listens on the discard port
+    with pytest.raises(ModelLoadError, match="127.0.0.1:9 is not reachable"):
+        load_model("hf:openai/clip-vit-base-patch32")
+
+
+# item 15 -------------------------------------------------------------------------------------------
+
+def test_readme_builds_every_tiny_model_it_uses_and_names_no_private_path():
+    """Before: the report example used hf:PATH/tiny-llava and hf:PATH/tiny-clip without saying how
+    to build them; docs/references.md pointed at shared/seeds/, which a user does not have."""
+    import importlib
+    import re
+    from pathlib import Path
+
+    root = Path(__file__).parents[1]
+    readme = (root / "README.md").read_text()
+    assert "hf:PATH/" not in readme
+    for mod, names in re.findall(r"from (perceptbench\.testing\.\w+) import ([\w, ]+?)(?:;|\")", readme):
+        m = importlib.import_module(mod)
+        for n in names.split(","):
+            n = n.strip().split(" as ")[0]
+            assert hasattr(m, n), f"README imports {mod}.{n}, which does not exist"
+    used = set(re.findall(r"hf:(/tmp/tiny/[\w-]+)", readme))
+    built = set(re.findall(r"build_tiny_\w+\('(/tmp/tiny/[\w-]+)'\)", readme))
+    for names in re.findall(r"f'/tmp/tiny/\{f\}'\) for f in \(([^)]*)\)", readme):  # the VSI section's loop
+        built |= {f"/tmp/tiny/{n.strip().strip(chr(39))}" for n in names.split(",")}
+    assert used and used <= built, used - built
+    assert "shared/seeds" not in (root / "docs" / "references.md").read_text()
+    assert "not the random seed" in readme
+
+
+def test_show_without_trial_id_lists_model_trials(tmp_path, mirror):
+    """Before: `show DIR TRIAL_ID` gave no way to find a trial id."""
+    from perceptbench.testing.synthetic_runs import write_synthetic_run
+
+    d = write_synthetic_run(tmp_path / "run", ["model-a"], tasks=(TASK,))
+    p = cli("show", str(d))
+    assert p.returncode == 0, p.stdout + p.stderr
+    ids = [ln for ln in p.stdout.splitlines() if ln.startswith(TASK + "|")]
+    assert ids and all("|model-a|" in t for t in ids) and f"{len(ids)} model trials" in p.stdout
+    assert cli("show", str(d), ids[0]).returncode == 0
+
+
+def test_report_explains_position_missing_chance_and_kernel_range(tmp_path, mirror):
+    """Before: floor->ceiling position 0.39 next to v/ceil 0.64, SalBench chance '-' and
+    'kernels 0.700-0.874' with no explanation."""
+    from perceptbench.records import read_records
+    from perceptbench.reports.data import ReportData
+    from perceptbench.reports.headline import headline_rows
+    from perceptbench.reports.html import render_report
+    from perceptbench.scoring import score_records
+    from perceptbench.testing.synthetic_runs import write_synthetic_run
+
+    d = write_synthetic_run(tmp_path / "run", ["model-a"], tasks=(TASK,))
+    recs = read_records(d / "records.jsonl")
+    rows = score_records(recs)
+    html, _, _ = render_report(ReportData([d], recs, rows, "t"), "t")
+    assert "position = (value &minus; floor) / (ceiling &minus; floor)" in html
+    assert "SalBench exact match" in html and "the other human colour kernels" in html
+    b = next(h for h in headline_rows(rows) if h.metric == "B")
+    assert "their mean is the ceiling" in b.extra
+
+
+def test_ak_figure_flags_small_n_per_k():
+    """Before: a(k) resting on 2-3 trials per k (CIs [0, 1] or [0, 0]) carried no small-n flag."""
+    from perceptbench.reports.figures import ak_curves
+    from perceptbench.tasks.base import ScoreRow
+
+    tid = "similarity.chart.series_count@n_test=40"
+    rows = [ScoreRow(tid, "m", f"a_k[{k}]", 0.5, 0.0, 1.0, 3, 0) for k in range(2, 17)]
+    rows += [ScoreRow(tid, "m", "capacity_k", 8.0, 2.0, 8.0, 40, 0)]
+    assert "small n: 3-3 trials per k (&lt; 30)" in ak_curves(rows)
+    big = [ScoreRow(tid, "m", f"a_k[{k}]", 0.5, 0.4, 0.6, 60, 0) for k in range(2, 17)]
+    assert "small n" not in ak_curves(big)
+
+
+def test_mark_colour_kernel_labels_do_not_overlap(monkeypatch):
+    """Before: the labels of kernels l5 (0.870) and l9 (0.874) were drawn over each other."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from perceptbench.reports import figures as F
+    from perceptbench.tasks.base import ScoreRow
+
+    monkeypatch.setattr(F, "to_svg", lambda fig: fig)  # keep the figure to measure its texts
+    tid = "similarity.chart.mark_color"
+    rows = [ScoreRow(tid, "m", "B", 0.5, 0.4, 0.6, 120, 0), ScoreRow(tid, "m", "position_floor", 0.33, None, None, 120, 0)]
+    rows += [ScoreRow(tid, f"human:kernel-{k}", "B", v, None, None, 120, 0)
+             for k, v in (("l5", 0.870), ("l9", 0.874), ("td", 0.76), ("sa", 0.70))]
+    fig = F.mark_color(rows)
+    fig.canvas.draw()
+    r = fig.canvas.get_renderer()
+    from matplotlib.text import Text
+
+    boxes = [Text.get_window_extent(t, r) for t in fig.axes[0].texts]  # the label text, not its leader line
+    assert len(boxes) == 4
+    ys = sorted((b.y0, b.y1) for b in boxes)
+    for (lo0, hi0), (lo1, hi1) in zip(ys, ys[1:]):
+        assert lo1 - hi0 >= 2, ys  # at least 2 px of white between neighbouring labels
+
+
+def test_report_sections_are_numbered_without_gaps(tmp_path, mirror):
+    """Before: without VSI records the page went from 5. SalBench to 7. cards."""
+    import re
+
+    from perceptbench.records import read_records
+    from perceptbench.reports.data import ReportData
+    from perceptbench.reports.html import render_report
+    from perceptbench.scoring import score_records
+    from perceptbench.testing.synthetic_runs import write_synthetic_run
+
+    d = write_synthetic_run(tmp_path / "run", ["model-a"], tasks=(TASK,))
+    recs = read_records(d / "records.jsonl")
+    html, _, _ = render_report(ReportData([d], recs, score_records(recs), "t"), "t")
+    nums = [int(n) for n in re.findall(r'<h2 id="[a-z]+">(\d+)\.', html)]
+    assert nums == list(range(1, len(nums) + 1)) and 'id="vsi"' not in html
+    assert re.search(r'<h2 id="cards">6\.', html) and "section 6" in html
+
+
+def test_python_run_refuses_a_foreign_directory(tmp_path):
+    import perceptbench as pb
+
+    d = tmp_path / "notarun"
+    d.mkdir()
+    (d / "notes.txt").write_text("mine")
+    with pytest.raises(ValueError, match="did not write"):
+        pb.run(d, tasks=[TASK], models=[])
+    assert sorted(os.listdir(d)) == ["notes.txt"]
+
+
+def test_series_chance_label_explains_the_answer_range():
+    """Before: 'chance 1/20 (answers 1-20)' beside a(k) over k = 2-16, unexplained."""
+    from perceptbench.reports.headline import headline_rows
+    from perceptbench.tasks.base import ScoreRow
+
+    tid = "similarity.chart.series_count"
+    h = next(x for x in headline_rows([ScoreRow(tid, "m", "accuracy", 0.3, 0.2, 0.4, 40, 0)]) if x.metric == "accuracy")
+    assert h.floor == 1 / 20 and "rendered 2-16" in h.floor_label and "1/15" in h.floor_label

@@ -21,9 +21,9 @@ sources_app = typer.Typer(no_args_is_help=True, help="Human-data sources: list, 
 app.add_typer(sources_app, name="sources")
 console = Console(width=None if sys.stdout.isatty() or os.environ.get("COLUMNS") else 150)
 
-def _print_scores(rows, all_rows: bool = False) -> None:
+def _print_scores(rows, all_rows: bool = False, csv_path: Optional[Path] = None) -> None:
     if not all_rows:
-        _print_headline(rows)
+        _print_headline(rows, csv_path)
         return
     t = Table(title="scores (95% bootstrap CI)")
     for c in ("task", "model", "metric", "value", "CI", "n", "null", "note"):
@@ -36,7 +36,7 @@ def _print_scores(rows, all_rows: bool = False) -> None:
     console.print(t)
 
 
-def _print_headline(rows) -> None:
+def _print_headline(rows, csv_path: Optional[Path] = None) -> None:
     """One table per task: each model's value beside its floor/chance and human ceiling,
     one line per metric (the same rows as the report's human-likeness card:
     perceptbench.reports.headline)."""
@@ -66,7 +66,7 @@ def _print_headline(rows) -> None:
         console.print(t)
         for metric, ref in refs.items():
             console.print(f"  {escape(metric)}: {escape(ref)}", highlight=False)
-    console.print(f"{len(rows)} score rows in scores.csv (print them all with --all-rows); "
+    console.print(f"{len(rows)} score rows in {csv_path or 'scores.csv'} (print them all with --all-rows); "
                   "metric definitions: docs/metrics.md")
 
 
@@ -106,9 +106,6 @@ def format_ci(low, high) -> str:
     return f"[{low:.3f}, {high:.3f}]"
 
 
-RUN_DIR_MARKERS = ("run.json", "records.jsonl")
-"""A directory holding one of these was written by ``perceptbench run`` (or is a run directory)."""
-
 REPORT_MARKER = '<meta name="generator" content="perceptbench report">'
 """Written into the head of every HTML report (:mod:`perceptbench.reports`); ``report --out``
 overwrites an existing file only when it carries this line."""
@@ -129,15 +126,15 @@ def _check_out(out: Path, must_be: str) -> None:
     HTML report this tool wrote before)."""
     if must_be in ("dir", "run") and out.exists() and not out.is_dir():
         _fail(f"--out {out} is a file; --out must be a directory (a new one, or one this command wrote before)")
-    if must_be == "run" and out.is_dir() and not any((out / m).exists() for m in RUN_DIR_MARKERS):
+    if must_be == "run":
+        from .runs import foreign_out_dir
+
         try:
-            content = sorted(p.name for p in out.iterdir())
+            why = foreign_out_dir(out)
         except OSError as e:
-            _fail(f"--out {out}: cannot list the directory ({e})")
-        if content:
-            _fail(f"--out {out} is a directory that perceptbench did not write (it holds {content[0]!r}"
-                  f"{f' and {len(content) - 1} more' if len(content) > 1 else ''} but no run.json or "
-                  "records.jsonl); --out must be a new or empty directory, or a run directory to resume")
+            why = f"{out}: cannot list the directory ({e})"
+        if why:
+            _fail(f"--out {why}")
     if must_be == "file" and out.is_dir():
         _fail(f"--out {out} is a directory; --out must be the path of the scores CSV file "
               f"(e.g. {out / 'scores.csv'})")
@@ -220,7 +217,7 @@ def run(
                                      help="Resume although finished trials were written under another prompt, "
                                           "package version or setting; recorded in run.json and the records."),
     executor: str = typer.Option("local", "--executor", help="local (this process) or ray (shards on a Ray "
-                                                             "cluster; pip install \"perceptbench[ray]\")."),
+                                                             "cluster; pip install \"perceptbench\\[ray]\")."),
     ray_address: Optional[str] = typer.Option(None, "--ray-address", help="Ray cluster address (ray://HOST:10001 "
                                                                           "or HOST:6379); default: a local cluster."),
     gpus_per_model: float = typer.Option(0, "--gpus-per-model", help="GPUs each Ray worker asks for (--executor ray)."),
@@ -246,6 +243,18 @@ def run(
                     cache_mode="off" if no_cache else "refresh" if refresh_cache else "use", allow_mixed=allow_mixed)
     records_file = out / "records.jsonl"
     before = _count_records(records_file)
+    import signal
+
+    class _Terminated(KeyboardInterrupt):
+        """SIGTERM (kill, a scheduler's stop): handled as Ctrl-C, exit 143."""
+
+    def _on_term(signum, frame):
+        raise _Terminated()
+
+    try:
+        signal.signal(signal.SIGTERM, _on_term)
+    except ValueError:  # not the main thread (e.g. called from a test runner's worker)
+        pass
     try:
         if executor not in ("local", "ray"):
             raise ValueError(f"--executor {executor!r}: not 'local' or 'ray'")
@@ -254,12 +263,13 @@ def run(
         summary = do_run(cfg, progress=progress, console=console, executor=executor, ray_options=ray_options)
         rows = score_file(records_file,
                           None if parser == "default" else out / f"scores.{parser}.csv", parser_mode=parser)
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as e:
         after = _count_records(records_file)
-        console.print(f"interrupted: {after - before} records written in this run ({after} in {records_file}); "
+        what = "terminated (SIGTERM)" if isinstance(e, _Terminated) else "interrupted"
+        console.print(f"{what}: {after - before} records written in this run ({after} in {records_file}); "
                       "every written trial is kept. Rerun the same command to resume where it stopped.",
                       highlight=False)
-        raise typer.Exit(130)
+        raise typer.Exit(143 if isinstance(e, _Terminated) else 130)
     except (ValueError, KeyError, ModelLoadError, SourceError, RecordError, RuntimeError, OSError,
             ImportError) as e:
         _fail(e)
@@ -272,9 +282,9 @@ def run(
     if summary.cache_requests:
         console.print(f"response cache: {summary.cache_hits} of {summary.cache_requests} VLM answers came from the "
                       "cache (no model call)")
-    _print_scores(rows, all_rows)
-    _print_signal_table(rows)
     scores_csv = out / ("scores.csv" if parser == "default" else f"scores.{parser}.csv")
+    _print_scores(rows, all_rows, scores_csv)
+    _print_signal_table(rows)
     console.print(f"records: {out / 'records.jsonl'}\nscores:  {scores_csv} (+ .json)")
     console.print(f"report:  perceptbench report {out} --out {out / 'report.html'}  (HTML page with the figures)")
 
@@ -328,9 +338,10 @@ def score(
             write_scores(rows, out)
     except (RecordError, ValueError, KeyError) as e:
         _fail(e)
-    _print_scores(rows, all_rows)
+    csv_path = out or files[0].with_name("scores.csv")
+    _print_scores(rows, all_rows, csv_path)
     _print_signal_table(rows)
-    console.print(f"scores: {out or files[0].with_name('scores.csv')}")
+    console.print(f"scores: {csv_path}")
 
 
 @app.command()
@@ -480,10 +491,12 @@ def render(
 @app.command()
 def show(
     run_dir: Path = typer.Argument(..., help="Run directory (holds records.jsonl)."),
-    trial_id: str = typer.Argument(..., help="trial_id, e.g. 'closure.nat.silhouette|silh_bear1|mymodel|rep0'."),
+    trial_id: Optional[str] = typer.Argument(None, help="trial_id, e.g. 'closure.nat.silhouette|silh_bear1|mymodel|rep0'. "
+                                                        "Omit it to list the run's model trial ids."),
 ) -> None:
     """Print one trial: prompt text, raw output, parse metadata, and the path of its rendered
-    stimulus image (written to RUN_DIR/stimuli/ if needed).  Imports no torch."""
+    stimulus image (written to RUN_DIR/stimuli/ if needed).  Without TRIAL_ID: list the
+    model trial ids (one per line).  Imports no torch."""
     import json
 
     from .records import RecordError, read_records
@@ -496,6 +509,13 @@ def show(
         recs = read_records(path)
     except RecordError as e:
         _fail(e)
+    if trial_id is None:
+        ids = [r.trial_id for r in recs if r.model_family != "human"]
+        for t in ids:
+            console.print(escape(t), soft_wrap=True, highlight=False)
+        console.print(f"{len(ids)} model trials in {path} (human records left out); show one with: "
+                      f"perceptbench show {run_dir} 'TRIAL_ID'", highlight=False, soft_wrap=True)
+        return
     rec = next((r for r in recs if r.trial_id == trial_id), None)
     if rec is None:
         near = [r.trial_id for r in recs if trial_id in r.trial_id] or [r.trial_id for r in recs]
@@ -605,7 +625,7 @@ def models() -> None:
     for c in ("syntax", "kind", "what", "example"):
         t.add_column(c, overflow="fold")
     for k in MODEL_KINDS:
-        t.add_row(k.syntax, k.kind, k.description, k.example)
+        t.add_row(*(escape(x) for x in (k.syntax, k.kind, k.description, k.example)))  # '[@FILE]' is not markup
     console.print(t)
     console.print("SHORT is the stable name written to records (default: derived from SPEC); "
                   "the exact weights/revision go to run_meta.model_version.")

@@ -60,7 +60,8 @@ def run(out: str | Path, tasks: Sequence[str] | None = None, models: Sequence[st
     / requests per VLM batch (``None``: 8 / 32, as the CLI).
 
     Returns the scores as a DataFrame (:func:`scores_frame`).  Raises KeyError (unknown
-    task), ValueError (bad setting, a different seed than ``out`` holds),
+    task), ValueError (bad setting, a different seed than ``out`` holds, ``out`` an existing
+    non-empty directory that is not a run directory),
     :class:`~perceptbench.models.base.ModelLoadError`,
     :class:`~perceptbench.sources.SourceError` (human data missing or corrupt),
     :class:`~perceptbench.records.RecordError`."""
@@ -68,7 +69,12 @@ def run(out: str | Path, tasks: Sequence[str] | None = None, models: Sequence[st
     from .scoring import score_file
     from .tasks.registry import DEFAULT_BATTERY
 
+    from .runs import foreign_out_dir
+
     out = Path(out)
+    why = foreign_out_dir(out)
+    if why:
+        raise ValueError(why)
     cfg = RunConfig(out=out, tasks=tuple(tasks) if tasks is not None else DEFAULT_BATTERY,
                     models=tuple(models) if models is not None else ("efficientnet-lite0",),
                     seed=seed, batch_size=batch_size)
@@ -83,10 +89,23 @@ def load_records(*runs: str | Path) -> list["TrialRecord"]:
     identical duplicates once, conflicting ones and mixed seeds refused).  Each record is a
     frozen :class:`~perceptbench.records.TrialRecord`; ``r.model_dump()`` gives a dict,
     e.g. ``pandas.DataFrame([r.model_dump() for r in records])``.  Raises
-    :class:`~perceptbench.records.RecordError` naming the file (and line)."""
+    :class:`~perceptbench.records.RecordError` naming the file (and line).  A list or
+    tuple of paths may be given in place of several arguments:
+    ``load_records(["runs/a", "runs/b"])`` is ``load_records("runs/a", "runs/b")``."""
     from .runs import load_runs
 
-    return load_runs(runs)
+    return load_runs(_flatten(runs))
+
+
+def _flatten(runs) -> list:
+    """``("a", "b")``, ``(["a", "b"],)`` and mixes -> ``["a", "b"]``."""
+    out = []
+    for r in runs:
+        if isinstance(r, (list, tuple)):
+            out.extend(r)
+        else:
+            out.append(r)
+    return out
 
 
 def score(*runs: str | Path, seed: int | None = None, parser: str = "default",
@@ -96,8 +115,9 @@ def score(*runs: str | Path, seed: int | None = None, parser: str = "default",
     ``seed`` overrides the bootstrap seed (default: the records' seed); ``parser="strict"``
     scores ambiguous VLM answers as null.  Nothing is written unless ``out`` (a CSV path;
     ``scores.json`` goes beside it) is given.  Returns the scores as a DataFrame
-    (:func:`scores_frame`).  Raises :class:`~perceptbench.records.RecordError` for
-    missing, invalid, empty or conflicting records, ValueError for a bad ``parser`` or
+    (:func:`scores_frame`).  ``score(["runs/a", "runs/b"])`` is ``score("runs/a", "runs/b")``.
+    Raises :class:`~perceptbench.records.RecordError` for missing, invalid, empty or
+    conflicting records, ValueError for a bad ``parser`` or
     an ``out`` that is a directory."""
     from .scoring import score_records, write_scores
 

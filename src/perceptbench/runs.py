@@ -122,3 +122,30 @@ def load_runs(paths: Sequence[str | Path]) -> list[TrialRecord]:
                     "conflicting trials cannot be merged (keep one run, or rerun the model under "
                     "another short name)")
     return list(merged.values())
+
+
+RUN_DIR_MARKERS: tuple[str, ...] = ("run.json", "records.jsonl")
+"""A directory holding one of these is a run directory (``perceptbench run`` wrote it)."""
+
+
+def foreign_out_dir(out: str | Path) -> str | None:
+    """Why ``out`` must not become a run directory, or None when it may.
+
+    ``out`` may be new, an empty directory, or a run directory (to resume).  An existing
+    non-empty directory holding neither ``run.json`` nor ``records.jsonl`` was not written
+    by perceptbench: writing run files beside the user's own files is refused (the reason
+    names one of them).  A file is refused too."""
+    p = Path(out)
+    if not p.exists():
+        return None
+    if not p.is_dir():
+        return f"{p} is a file; a run directory must be a directory (a new one, or one this command wrote before)"
+    if any((p / m).exists() for m in RUN_DIR_MARKERS):
+        return None
+    content = sorted(x.name for x in p.iterdir())
+    if not content:
+        return None
+    more = f" and {len(content) - 1} more" if len(content) > 1 else ""
+    return (f"{p} is a directory that perceptbench did not write (it holds {content[0]!r}{more} but no "
+            "run.json or records.jsonl); give a new or empty directory, or a run directory to resume")
+

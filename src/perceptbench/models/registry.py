@@ -7,6 +7,8 @@ imported lazily, so listing models imports no torch.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import importlib
 import os
 import re
@@ -149,9 +151,17 @@ def is_vlm_dir_or_id(ref: str) -> bool:
     except ImportError as e:
         raise ModelLoadError(f"hf: models need transformers ({e})") from None
     repo, _, rev = ref.partition("@")
+    offline = None
+    if not Path(repo).expanduser().is_dir():  # a hub id: fail fast when the hub cannot be reached
+        from .encoders_timm import hub_unreachable_reason
+
+        offline = hub_unreachable_reason()
     try:
-        cfg = AutoConfig.from_pretrained(repo, revision=rev or None)
+        cfg = AutoConfig.from_pretrained(repo, revision=rev or None, local_files_only=offline is not None)
     except Exception as e:
+        if offline is not None:
+            raise ModelLoadError(f"hf:{ref}: not in the Hugging Face cache and {offline}; download it where the "
+                                 "hub is reachable, or pass a local directory: --model hf:/path/to/model") from None
         raise ModelLoadError(f"cannot load config of {ref!r}: {e}") from None
     return cfg.model_type in _VLM_MODEL_TYPES
 

@@ -24,7 +24,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
 from ..tasks.base import ScoreRow  # noqa: E402
-from .headline import CAPACITY_BAND, HeadlineRow  # noqa: E402
+from .headline import CAPACITY_BAND, MIN_N, HeadlineRow  # noqa: E402
 
 OKABE_ITO = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000", "#F0E442")
 """Okabe-Ito colours, most distinguishable first (yellow last: weak on white)."""
@@ -265,7 +265,10 @@ def ak_curves(rows: list[ScoreRow], only: list[str] | None = None):
                 labels.append(f"{m}: {txt}")
             ax.set_ylim(-0.03, 1.03)
             ax.set_ylabel("a(k): accuracy (proportion)")
-            ax.set_title(f"a(k) for {tid} (95% CI per k)")
+            ns = [r.n for (t, _, met), r in ix.items() if t == tid and met.startswith("a_k[") and r.n is not None]
+            small = f"; small n: {min(ns)}-{max(ns)} trials per k (< {MIN_N}), CIs wide or degenerate" \
+                if ns and min(ns) < MIN_N else ""
+            ax.set_title(f"a(k) for {tid} (95% CI per k{small})", fontsize=9 if small else None)
             ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1), frameon=False)
             ax.tick_params(labelbottom=False)
             axc.set_yticks(range(len(models)), labels[::-1], fontsize=7)
@@ -297,11 +300,15 @@ def mark_color(rows: list[ScoreRow], only: list[str] | None = None):
                 ax.plot([j - 0.45, j + 0.45], [fl.value] * 2, color="black", ls="--", lw=1,
                         label="position floor" if j == 0 else None)
             kern = [(m, r) for (t, m, met), r in ix.items() if t == tid and m.startswith("human:kernel-") and met == "B"]
+            label_y = []  # labels at least 0.05 apart (B units), so close kernels (l5 0.870, l9 0.874) stay legible
+            for _, r in sorted(kern, key=lambda x: x[1].value):
+                label_y.append(r.value if not label_y else max(r.value, label_y[-1] + 0.05))
             for q, (m, r) in enumerate(sorted(kern, key=lambda x: x[1].value)):
                 ax.scatter([j + 0.38], [r.value], color=HUMAN_GREY, marker="_", s=120,
                            label="other kernels vs this kernel (reference spread)" if j == 0 and q == 0 else None)
-                ax.annotate(m.removeprefix("human:kernel-"), (j + 0.38, r.value), xytext=(8, 6 * (q % 2) - 3),
-                            textcoords="offset points", fontsize=6, color="#555555", va="center")
+                ax.annotate(m.removeprefix("human:kernel-"), (j + 0.38, r.value), xytext=(j + 0.47, label_y[q]),
+                            textcoords="data", fontsize=6, color="#555555", va="center",
+                            arrowprops=dict(arrowstyle="-", color="#bbbbbb", lw=0.5, shrinkA=0, shrinkB=0))
             for i, m in enumerate(models):
                 r = ix.get((tid, m, "B"))
                 if r is None:

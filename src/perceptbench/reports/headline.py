@@ -193,7 +193,7 @@ def _mark_color(ix: _Index, tid: str, m: str) -> list[HeadlineRow | None]:
     extra = ""
     if kernels:
         lo, hi = min(r.value for r in kernels), max(r.value for r in kernels)
-        extra = f"kernels {lo:.3f}-{hi:.3f}"
+        extra = f"other kernels' B {lo:.3f}-{hi:.3f} (their mean is the ceiling)"
     return [_make(ix, tid, m, "B", "B (odd-one-out agreement)", floor=ix.value(tid, m, "position_floor"),
                   floor_label="position floor", ceiling=ceiling,
                   ceiling_label=f"mean B of the other {len(kernels)} kernels", extra=extra,
@@ -201,8 +201,9 @@ def _mark_color(ix: _Index, tid: str, m: str) -> list[HeadlineRow | None]:
 
 
 def _series(ix: _Index, tid: str, m: str) -> list[HeadlineRow | None]:
-    out = [_make(ix, tid, m, "accuracy", "accuracy", floor=1 / 20, floor_label="chance 1/20 (answers 1-20)",
-                 source="seed 000 §2.3")]
+    chance = ("chance 1/20 (uniform over the 20 allowed answers 1-20; k is rendered 2-16, so a guesser "
+              "who knew that range would get 1/15)")
+    out = [_make(ix, tid, m, "accuracy", "accuracy", floor=1 / 20, floor_label=chance, source="seed 000 §2.3")]
     cap = ix.get(tid, m, "capacity_k")
     prob = ix.value(tid, m, "capacity_in_band_prob")
     rep = ix.value(tid, m, "replicates")
@@ -270,7 +271,7 @@ def _vsi(ix: _Index, tid: str, m: str) -> list[HeadlineRow | None]:
         elif met.startswith("auroc_vsi["):
             h = _make(ix, tid, m, met, "AUROC of -VSI for errors", floor=0.5, floor_label="chance 0.5",
                       proportion=False, source="seed 002 §4")
-            if h is not None:  # why its n (null) differs from vsi_median's (docs/metrics.md, VSI analyses)
+            if h is not None and h.n_null:  # why its n (null) differs from vsi_median's (docs/metrics.md)
                 h = HeadlineRow(**{**h.__dict__, "extra": "n: samples with a parsed clean answer; null: "
                                                           "unparsed (VSI rows need no parsed answer)"})
             out.append(h)

@@ -188,7 +188,7 @@ def unpaired_task_notes(records, diffs) -> list[str]:
             continue
         if tid.startswith("vsi."):
             why = ("no paired-bootstrap difference is defined for VSI metrics here; compare the models' "
-                   "insensitive fractions and AUROCs with their CIs in section 6 (VSI) and the rank agreement "
+                   "insensitive fractions and AUROCs with their CIs in the VSI section and the rank agreement "
                    "rows vsi_rho in scores.csv")
         else:
             why = "no headline metric with a paired statistic (skipped or undefined for these models)"
@@ -240,8 +240,9 @@ def render_report(data: ReportData, title: str) -> tuple[str, str, int]:
         ([("vsi", "VSI")] if vsi_rows else []) + [("cards", "cards"), ("paired", "model vs model"),
                                                    ("provenance", "provenance")]
     prov = _provenance(data)
+    secno = {sid: i + 1 for i, (sid, _) in enumerate(sections)}  # no gap when a section (VSI) is absent
     html = env.get_template("report.html.j2").render(
-        title=title, sections=sections, models=models, tasks=sorted({r.task_id for r in data.records}),
+        title=title, sections=sections, secno=secno, models=models, tasks=sorted({r.task_id for r in data.records}),
         n_records=len(data.records), n_model_records=sum(r.model_family != "human" for r in data.records),
         n_human_records=sum(r.model_family == "human" for r in data.records), scores_source=data.scores_source,
         matrix_cols=cols, head_by={(h.task_id, h.metric, h.model): h for h in heads}, model_score=model_score,

@@ -40,12 +40,17 @@ def parse_task_id(task_id: str) -> tuple[str, dict[str, str]]:
 
 
 def get_task(task_id: str) -> Task:
-    """A task instance for a task id.  Raises KeyError naming the known tasks."""
+    """A task instance for a task id.  Raises KeyError naming the closest known task ids
+    (difflib) and listing them all."""
     base, params = parse_task_id(task_id)
     if base in NOT_RUNNABLE:
         raise KeyError(f"{base} is not runnable here: {NOT_RUNNABLE[base]}")
     if base not in TASKS:
-        raise KeyError(f"unknown task {base!r}; known: {sorted(TASKS)}")
+        import difflib
+
+        near = difflib.get_close_matches(base, list(TASKS) + list(NOT_RUNNABLE), n=3, cutoff=0.6)
+        hint = f"did you mean {' or '.join(repr(n) for n in near)}? " if near else ""
+        raise KeyError(f"unknown task {base!r}; {hint}known: {sorted(TASKS)}")
     return TASKS[base](**params)
 
 
