@@ -532,7 +532,7 @@ def test_check_side_logprob_bounds_and_missing_values():
 
 import os
 
-from perceptbench.records import RecordStore, check_file, has_torn_tail, validate_file
+from perceptbench.records import RecordError, RecordStore, check_file, has_torn_tail, read_records, validate_file
 
 
 def _trial(stim, seed=0, task="t"):
@@ -878,3 +878,40 @@ def test_truth_matrix_messages_and_dtype():
 def test_topk_hits_accepts_boolean_scores():
     # 0/1 scores given as booleans rank the True category first
     assert rm.topk_hits(np.array([[False, True, False]]), np.array([[False, True, False]]), 1).tolist() == [True]
+
+
+def test_folded_angle_difference_small_positive_period():
+    # any period > 0 is valid, also 1 degree: 0.75 mod 1 = 0.75; min(0.75, 0.25) = 0.25
+    assert folded_angle_difference(0.75, 0.0, 1.0) == pytest.approx(0.25)
+
+
+def test_record_store_failed_open_releases_the_lock(tmp_path):
+    # bug found by mutation testing: a corrupt file left the descriptor locked, so a retry in the
+    # same process was refused as "being written by another perceptbench process"
+    p = tmp_path / "r.jsonl"
+    p.write_bytes(b"junkXX\nXX")
+    with pytest.raises(RecordError, match=r":1: not valid JSON"):
+        RecordStore(p)
+    # the torn tail "XX" was cut before the corrupt first line was met
+    assert p.read_bytes() == b"junkXX\n"
+    p.write_text(_trial("a").to_json_line() + "\n")
+    with RecordStore(p) as s:
+        assert s.done == {"t|a|m|rep0"}
+
+
+def test_record_store_append_survives_short_writes(tmp_path, monkeypatch):
+    # os.write may write fewer bytes than asked; append loops until every byte is written
+    real_write = os.write
+    monkeypatch.setattr(os, "write", lambda fd, data: real_write(fd, bytes(data[:7])))
+    with RecordStore(tmp_path / "r.jsonl") as s:
+        assert s.append([_trial("a"), _trial("b")]) == 2
+    monkeypatch.undo()
+    assert [r.stimulus_id for r in read_records(tmp_path / "r.jsonl")] == ["a", "b"]
+
+
+def test_check_file_default_max_errors_is_50(tmp_path):
+    p = tmp_path / "r.jsonl"
+    p.write_text("{bad\n" * 51)
+    n_ok, errors, total = check_file(p)
+    assert (n_ok, len(errors), total) == (0, 50, 51)
+    assert len(validate_file(p)[1]) == 50
