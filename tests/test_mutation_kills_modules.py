@@ -753,7 +753,7 @@ class _FixedProba:
 
 
 @pytest.mark.parametrize("row,expected", [
-    ([0.5, 0.2, 0.1], ["A"]),          # exactly 0.5 is selected (threshold is >=)
+    ([0.5, 0.7, 0.1], ["A", "B"]),     # exactly 0.5 is selected (threshold is >=)
     ([0.4999999, 0.2, 0.1], ["A"]),    # nothing >= 0.5 -> the most probable label alone
     ([0.2, 0.45, 0.3], ["B"]),         # fallback picks the argmax, not the first class
     ([0.9, 0.2, 0.6], ["A", "C"]),     # every label >= 0.5, sorted
@@ -1025,3 +1025,50 @@ def test_generate_counts_and_verification_edge_cases(tmp_path):
     bad = CachedVLM(_ScriptedVLM(answer=lambda p: ["a", "b"]), ResponseCache(tmp_path / "b"))
     with pytest.raises(RuntimeError, match="^inner model returned 2 answers for 1 requests$"):
         bad.generate([_req(5)])
+
+
+from perceptbench.records import parse_record_line, score_correct
+
+
+def test_score_correct_lists_are_sets_only_against_lists():
+    # two lists compare as sets; a list never equals a string even with the same letters
+    assert score_correct(["b", "a"], ["a", "b"]) is True
+    assert score_correct(["a", "b"], "ab") is False
+    assert score_correct(["a"], ["a", "b"]) is False
+
+
+def test_record_line_form_and_parse_messages(tmp_path):
+    r = _trial("é")
+    line = r.to_json_line()
+    # schema order, no spaces after separators, non-ASCII kept
+    assert line.startswith('{"trial_id":"t|é|m|rep0","task_id":"t",') and '"stimulus_id":"é"' in line
+    with pytest.raises(RecordError, match=r"^f:3: a record must be a JSON object$"):
+        parse_record_line("[1]", "f:3")
+    bad = json.loads(line)
+    bad["trial_id"] = "x"
+    # a record-level (not field) validation error is reported as "field record"
+    with pytest.raises(RecordError, match=r"^<string>: field record: Value error, trial_id 'x' != "):
+        parse_record_line(json.dumps(bad))
+
+
+def test_read_records_blank_lines_duplicates_and_missing_file(tmp_path):
+    p = tmp_path / "r.jsonl"
+    a, b = _trial("a").to_json_line(), _trial("b").to_json_line()
+    p.write_text(f"{a}\n\n{b}\n")
+    assert [x.stimulus_id for x in read_records(p)] == ["a", "b"]  # a blank line is skipped, not the end
+    p.write_text(f"{a}\n{b}\n{a}\n")
+    with pytest.raises(RecordError, match=rf"^{p}:3: duplicate trial_id 't\|a\|m\|rep0' \(first at line 1\)$"):
+        read_records(p)
+    with pytest.raises(RecordError, match=rf"^{tmp_path / 'no.jsonl'}: no such records file$"):
+        read_records(tmp_path / "no.jsonl")
+
+
+def test_record_store_refuses_a_second_writer_with_a_clear_message(tmp_path):
+    p = tmp_path / "r.jsonl"
+    with RecordStore(p) as s:
+        s.append([_trial("a")])
+        with pytest.raises(RuntimeError, match=rf"^{p} is being written by another perceptbench process$"):
+            RecordStore(p)
+        assert s.done == {"t|a|m|rep0"} and s.truncated_bytes == 0
+    with RecordStore(p) as s2:  # the refused open released nothing of the first; reopening works
+        assert s2.done == {"t|a|m|rep0"}
