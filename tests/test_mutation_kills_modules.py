@@ -1072,3 +1072,10 @@ def test_record_store_refuses_a_second_writer_with_a_clear_message(tmp_path):
         assert s.done == {"t|a|m|rep0"} and s.truncated_bytes == 0
     with RecordStore(p) as s2:  # the refused open released nothing of the first; reopening works
         assert s2.done == {"t|a|m|rep0"}
+
+
+def test_default_chunk_is_64_requests(tmp_path):
+    # 65 distinct misses with the default chunk size 64 -> two inner calls of 64 and 1
+    inner = _ScriptedVLM()
+    CachedVLM(inner, ResponseCache(tmp_path), mode="off").generate([_req(i) for i in range(65)])
+    assert [len(p) for p, _ in inner.batches] == [64, 1]
