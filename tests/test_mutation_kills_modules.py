@@ -496,6 +496,7 @@ def test_vsi_samples_fields_and_skips():
     recs = [
         _vsi_rec("clean", "s9", ["yes", "no"], [0.8, 0.2], skipped="no logprobs"),  # skipped: ignored, not the end
         _vsi_rec("region_blur", "s8", ["yes", "no"], [0.5, 0.5]),  # no clean record: ignored, not the end
+        _vsi_rec("whole_blur", "s1", ["no"], [0.9], family="api", skipped="no logprobs"),  # skipped: no sample
         _vsi_rec("clean", "s1", ["yes", "no"], [0.75, 0.25], family="api"),
         _vsi_rec("region_blur", "s1", ["no", "yes"], [0.75, 0.25], family="api"),
     ]
@@ -532,7 +533,7 @@ def test_check_side_logprob_bounds_and_missing_values():
 
 import os
 
-from perceptbench.records import RecordStore, check_file, has_torn_tail, validate_file
+from perceptbench.records import RecordError, RecordStore, check_file, has_torn_tail, read_records, validate_file
 
 
 def _trial(stim, seed=0, task="t"):
@@ -752,7 +753,7 @@ class _FixedProba:
 
 
 @pytest.mark.parametrize("row,expected", [
-    ([0.5, 0.2, 0.1], ["A"]),          # exactly 0.5 is selected (threshold is >=)
+    ([0.5, 0.7, 0.1], ["A", "B"]),     # exactly 0.5 is selected (threshold is >=)
     ([0.4999999, 0.2, 0.1], ["A"]),    # nothing >= 0.5 -> the most probable label alone
     ([0.2, 0.45, 0.3], ["B"]),         # fallback picks the argmax, not the first class
     ([0.9, 0.2, 0.6], ["A", "C"]),     # every label >= 0.5, sorted
@@ -878,3 +879,203 @@ def test_truth_matrix_messages_and_dtype():
 def test_topk_hits_accepts_boolean_scores():
     # 0/1 scores given as booleans rank the True category first
     assert rm.topk_hits(np.array([[False, True, False]]), np.array([[False, True, False]]), 1).tolist() == [True]
+
+
+def test_folded_angle_difference_small_positive_period():
+    # any period > 0 is valid, also 1 degree: 0.75 mod 1 = 0.75; min(0.75, 0.25) = 0.25
+    assert folded_angle_difference(0.75, 0.0, 1.0) == pytest.approx(0.25)
+
+
+def test_record_store_failed_open_releases_the_lock(tmp_path):
+    # bug found by mutation testing: a corrupt file left the descriptor locked, so a retry in the
+    # same process was refused as "being written by another perceptbench process"
+    p = tmp_path / "r.jsonl"
+    p.write_bytes(b"junkXX\nXX")
+    with pytest.raises(RecordError, match=r":1: not valid JSON"):
+        RecordStore(p)
+    # the torn tail "XX" was cut before the corrupt first line was met
+    assert p.read_bytes() == b"junkXX\n"
+    p.write_text(_trial("a").to_json_line() + "\n")
+    with RecordStore(p) as s:
+        assert s.done == {"t|a|m|rep0"}
+
+
+def test_record_store_append_survives_short_writes(tmp_path, monkeypatch):
+    # os.write may write fewer bytes than asked; append loops until every byte is written
+    real_write = os.write
+    monkeypatch.setattr(os, "write", lambda fd, data: real_write(fd, bytes(data[:7])))
+    with RecordStore(tmp_path / "r.jsonl") as s:
+        assert s.append([_trial("a"), _trial("b")]) == 2
+    monkeypatch.undo()
+    assert [r.stimulus_id for r in read_records(tmp_path / "r.jsonl")] == ["a", "b"]
+
+
+def test_check_file_default_max_errors_is_50(tmp_path):
+    p = tmp_path / "r.jsonl"
+    p.write_text("{bad\n" * 51)
+    n_ok, errors, total = check_file(p)
+    assert (n_ok, len(errors), total) == (0, 50, 51)
+    assert len(validate_file(p)[1]) == 50
+
+
+import hashlib
+
+from perceptbench.models.response_cache import canonical_json, image_sha256
+
+
+def test_canonical_json_exact_form():
+    # sorted keys, no spaces, non-ASCII kept, NaN refused
+    assert canonical_json({"b": 1, "a": "é", "c": [1, 2.5]}) == '{"a":"é","b":1,"c":[1,2.5]}'
+    with pytest.raises(ValueError):
+        canonical_json({"x": float("nan")})
+
+
+def test_image_sha256_by_hand():
+    im = Image.new("RGB", (2, 1), (1, 2, 3))
+    # sha256(b"RGB" + b"2x1" + b"\0" + raw pixel bytes)
+    assert image_sha256(im) == hashlib.sha256(b"RGB2x1\0" + bytes([1, 2, 3, 1, 2, 3])).hexdigest()
+    assert image_sha256(im.convert("RGBA")) == image_sha256(im)  # hashed in RGB mode
+
+
+def test_key_and_path_by_hand(tmp_path):
+    cache = ResponseCache(tmp_path / "a" / "b")  # nested folders are created
+    payload = {"schema": 1, "model_version": "v", "prompt_sha256": hashlib.sha256(b"p").hexdigest(),
+               "image_sha256s": ["s"], "generation_settings": {"t": 0}}
+    key = hashlib.sha256(canonical_json(payload).encode()).hexdigest()
+    assert ResponseCache.key_for("v", "p", ["s"], {"t": 0}) == key
+    assert cache.path_for(key) == tmp_path / "a" / "b" / key[:2] / f"{key}.json"
+    for bad in (key[:63], "X" * 64, key[:63] + "g"):
+        with pytest.raises(ValueError, match=rf"^not a cache key \(64 lowercase hex chars\): {bad!r}$"):
+            cache.path_for(bad)
+    with pytest.raises(TypeError, match="^text must be str, got int$"):
+        cache.put(key, 5)
+
+
+def test_put_recreates_a_removed_directory_and_replaces_from_a_hidden_sibling(tmp_path, monkeypatch):
+    import shutil
+
+    cache = ResponseCache(tmp_path / "c")
+    shutil.rmtree(tmp_path / "c")  # removed after construction: put creates it again
+    key = "ab" * 32
+    real_replace = os.replace
+    seen = []
+
+    def replace(src, dst):
+        # atomic publish: the temporary file is a hidden sibling of the entry
+        seen.append((os.path.dirname(src) == os.path.dirname(dst), os.path.basename(src).startswith(".")))
+        real_replace(src, dst)
+
+    monkeypatch.setattr(os, "replace", replace)
+    cache.put(key, "hello")
+    assert seen == [(True, True)] and cache.get(key) == "hello"
+
+
+def test_put_failure_removes_the_temporary_file(tmp_path, monkeypatch):
+    cache = ResponseCache(tmp_path)
+
+    def boom(fd):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(os, "fsync", boom)
+    with pytest.raises(OSError, match="^disk full$"):
+        cache.put("cd" * 32, "x")
+    monkeypatch.undo()
+    assert list((tmp_path / "cd").iterdir()) == []
+
+
+def test_generate_modes_meta_and_given_hashes(tmp_path):
+    from perceptbench.models.response_cache import StaleCacheError  # noqa: F401  (module import check)
+
+    inner = _ScriptedVLM()
+    c = CachedVLM(inner, ResponseCache(tmp_path))
+    # two distinct misses in one chunk each get their own answer; batch size passed on
+    assert c.generate([_req(1), _req(2)], batch_size=3) == ["ans:p1", "ans:p2"]
+    assert inner.batches == [(["p1", "p2"], 3)]
+    e = c.cache.get_entry(c.key_for_request(_req(1)))
+    assert e["meta"] == {"model": "scripted", "model_version": "scripted@1",
+                         "prompt_sha256": hashlib.sha256(b"p1").hexdigest(),
+                         "generation_settings": {"temperature": 0, "request_max_new_tokens": 40}}
+    # given stimulus hashes are the key
+    c.generate([_req(3)], image_sha256s=[["ef" * 32]])
+    assert c.key_for_request(_req(3), ["ef" * 32]) in c.cache
+    assert c.key_for_request(_req(3)) not in c.cache
+    with pytest.raises(ValueError, match="^image_sha256s must have one entry per request$"):
+        c.generate([_req(3)], image_sha256s=[])
+    # refresh: the cached answer is not read, the new one overwrites it
+    r = CachedVLM(_ScriptedVLM(answer=lambda p: "new"), ResponseCache(tmp_path), mode="refresh")
+    assert r.generate([_req(1)]) == ["new"] and r.hits == 0 and c.cache.get(c.key_for_request(_req(1))) == "new"
+
+
+def test_generate_off_mode_writes_nothing(tmp_path):
+    inner = _ScriptedVLM()
+    c = CachedVLM(inner, ResponseCache(tmp_path / "off"), mode="off")
+    # the same request twice: asked once, both slots filled; nothing stored
+    assert c.generate([_req(1), _req(1), _req(2)]) == ["ans:p1", "ans:p1", "ans:p2"]
+    assert inner.batches == [(["p1", "p2"], 8)] and c.calls == 2
+    assert list((tmp_path / "off").iterdir()) == []
+
+
+def test_generate_counts_and_verification_edge_cases(tmp_path):
+    inner = _ScriptedVLM(verify=True)
+    c = CachedVLM(inner, ResponseCache(tmp_path))
+    # verification wanted but nothing cached yet: no live re-ask
+    assert c.generate([_req(1)]) == ["ans:p1"] and (c.calls, c.verified) == (1, 0)
+    # now a hit: re-asked live once; calls counts on from 1 to 2
+    assert c.generate([_req(1)]) == ["ans:p1"] and (c.calls, c.hits, c.verified) == (2, 1, 1)
+    bad = CachedVLM(_ScriptedVLM(answer=lambda p: ["a", "b"]), ResponseCache(tmp_path / "b"))
+    with pytest.raises(RuntimeError, match="^inner model returned 2 answers for 1 requests$"):
+        bad.generate([_req(5)])
+
+
+from perceptbench.records import parse_record_line, score_correct
+
+
+def test_score_correct_lists_are_sets_only_against_lists():
+    # two lists compare as sets; a list never equals a string even with the same letters
+    assert score_correct(["b", "a"], ["a", "b"]) is True
+    assert score_correct(["a", "b"], "ab") is False
+    assert score_correct(["a"], ["a", "b"]) is False
+
+
+def test_record_line_form_and_parse_messages(tmp_path):
+    r = _trial("é")
+    line = r.to_json_line()
+    # schema order, no spaces after separators, non-ASCII kept
+    assert line.startswith('{"trial_id":"t|é|m|rep0","task_id":"t",') and '"stimulus_id":"é"' in line
+    with pytest.raises(RecordError, match=r"^f:3: a record must be a JSON object$"):
+        parse_record_line("[1]", "f:3")
+    bad = json.loads(line)
+    bad["trial_id"] = "x"
+    # a record-level (not field) validation error is reported as "field record"
+    with pytest.raises(RecordError, match=r"^<string>: field record: Value error, trial_id 'x' != "):
+        parse_record_line(json.dumps(bad))
+
+
+def test_read_records_blank_lines_duplicates_and_missing_file(tmp_path):
+    p = tmp_path / "r.jsonl"
+    a, b = _trial("a").to_json_line(), _trial("b").to_json_line()
+    p.write_text(f"{a}\n\n{b}\n")
+    assert [x.stimulus_id for x in read_records(p)] == ["a", "b"]  # a blank line is skipped, not the end
+    p.write_text(f"{a}\n{b}\n{a}\n")
+    with pytest.raises(RecordError, match=rf"^{p}:3: duplicate trial_id 't\|a\|m\|rep0' \(first at line 1\)$"):
+        read_records(p)
+    with pytest.raises(RecordError, match=rf"^{tmp_path / 'no.jsonl'}: no such records file$"):
+        read_records(tmp_path / "no.jsonl")
+
+
+def test_record_store_refuses_a_second_writer_with_a_clear_message(tmp_path):
+    p = tmp_path / "r.jsonl"
+    with RecordStore(p) as s:
+        s.append([_trial("a")])
+        with pytest.raises(RuntimeError, match=rf"^{p} is being written by another perceptbench process$"):
+            RecordStore(p)
+        assert s.done == {"t|a|m|rep0"} and s.truncated_bytes == 0
+    with RecordStore(p) as s2:  # the refused open released nothing of the first; reopening works
+        assert s2.done == {"t|a|m|rep0"}
+
+
+def test_default_chunk_is_64_requests(tmp_path):
+    # 65 distinct misses with the default chunk size 64 -> two inner calls of 64 and 1
+    inner = _ScriptedVLM()
+    CachedVLM(inner, ResponseCache(tmp_path), mode="off").generate([_req(i) for i in range(65)])
+    assert [len(p) for p, _ in inner.batches] == [64, 1]

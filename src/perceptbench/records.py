@@ -283,8 +283,14 @@ class RecordStore:
         except BlockingIOError:
             os.close(self._fd)
             raise RuntimeError(f"{self.path} is being written by another perceptbench process") from None
-        self.truncated_bytes = self._repair_tail()
-        self.done: set[str] = {r.trial_id for r in read_records(self.path, allow_torn_tail=False)}
+        try:
+            self.truncated_bytes = self._repair_tail()
+            self.done: set[str] = {r.trial_id for r in read_records(self.path, allow_torn_tail=False)}
+        except BaseException:
+            # a corrupt file must not leave the lock held: a retry in this process would
+            # otherwise be told that another process is writing the file
+            self.close()
+            raise
 
     def _repair_tail(self) -> int:
         size = os.fstat(self._fd).st_size
