@@ -132,3 +132,38 @@ def test_local_run_resumed_on_ray(cluster, local_run, tmp_path):
     s = run(RunConfig(out=tmp_path, tasks=[TASK]), progress=False, executor="ray", ray_options={"workers": 2})
     assert s.skipped == 10 and s.per_task_model[(TASK, "efficientnet-lite0")] == 110
     _same_up_to_rounding(tmp_path / "records.jsonl", local_run / "records.jsonl")
+
+
+def test_vlm_on_ray_equals_local_in_several_shards(cluster, tmp_path):
+    """The VLM path (run_vlm_task in ShardWorker actors, each loading the tiny LLaVA once):
+    6 stimuli cut into 3 shards of 2 over 2 actors give the same records as a local run
+    (greedy decoding; the local run on one torch thread like the 1-CPU Ray workers), and a
+    rerun on Ray writes nothing."""
+    import torch
+
+    from perceptbench.tasks import get_task
+    from perceptbench.testing.tiny_vlm import build_tiny_vlm
+
+    vlm = build_tiny_vlm("llava", tmp_path / "tiny-llava")
+    first = [s.stimulus_id for s in get_task(TASK).stimuli(0) if s.split == "test"][:6]
+
+    def cfg(out):
+        return RunConfig(out=out, tasks=[TASK], models=[f"hf:{vlm}"], stimuli=first)
+
+    n = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        run(cfg(tmp_path / "local"), progress=False)
+    finally:
+        torch.set_num_threads(n)
+    s = run(cfg(tmp_path / "ray"), progress=False, executor="ray",
+            ray_options={"workers": 2, "chunk_size": 2})
+    assert s.per_task_model[(TASK, "tiny-llava")] == 6
+    got, want = _by_trial(tmp_path / "ray" / "records.jsonl"), _by_trial(tmp_path / "local" / "records.jsonl")
+    assert got.keys() == want.keys()
+    model_trials = [t for t in want if want[t]["model"] == "tiny-llava"]
+    assert len(model_trials) == 6
+    diff = [t for t in want if got[t] != want[t]]
+    assert not diff, (diff[:3], got[diff[0]], want[diff[0]]) if diff else None
+    s2 = run(cfg(tmp_path / "ray"), progress=False, executor="ray", ray_options={"workers": 2, "chunk_size": 2})
+    assert s2.written == 0 and s2.skipped == 6
