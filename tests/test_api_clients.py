@@ -28,6 +28,7 @@ from PIL import Image
 
 from perceptbench.models.api import APIError, AnthropicVLM, GeminiVLM, OpenAICompatibleVLM, png_base64
 from perceptbench.models.base import ModelLoadError, NotSupportedByProvider, VLM, VLMRequest
+from servers import stop_process  # noqa: E402
 
 SECRET = "sk-test-SECRET-0123456789abcdef"
 FAST = dict(backoff_initial=0.01, backoff_max=0.05, retry_after_max=0.2)
@@ -87,12 +88,7 @@ def served_model(tmp_path_factory):
         assert ok, f"transformers serve did not become healthy (rc={proc.poll()}):\n{log.read_text()[-3000:]}"
         yield f"http://127.0.0.1:{port}/v1", d
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop_process(proc)
 
 
 def test_real_server_generate_deterministic(served_model):

@@ -26,6 +26,7 @@ from PIL import Image
 
 from perceptbench.metrics.vsi import vsi_samples
 from perceptbench.records import read_records
+from servers import stop_process  # noqa: E402
 
 TOKENS = ["A", "B", "C", " A", " B", "The", "Answer", "1", "2", "3", "x", "y"]
 
@@ -180,12 +181,7 @@ def test_real_server_without_logprobs_gets_skipped_row(tmp_path):
         assert [r["metric"] for r in rows] == ["skipped"] and "logprobs" in rows[0]["note"]
         assert vsi_samples(recs) == []
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop_process(proc)
 
 
 def test_api_distribution_drops_the_ambiguous_empty_token():

@@ -25,6 +25,7 @@ import pytest
 
 from perceptbench.metrics.vsi import vsi_samples
 from perceptbench.records import read_records
+from servers import stop_process  # noqa: E402
 
 TASK = "vsi.salbench.syn@n=4"
 N_SAMPLES = 4
@@ -101,12 +102,7 @@ def llama_server(gguf_files, tmp_path_factory):
             time.sleep(0.2)
         yield {"url": url, "model": GGUF_MODEL_ALIAS, "log": log}
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop_process(proc)
 
 
 def _png_data_url(img) -> str:
