@@ -467,3 +467,22 @@ def test_series_chance_label_explains_the_answer_range():
     tid = "similarity.chart.series_count"
     h = next(x for x in headline_rows([ScoreRow(tid, "m", "accuracy", 0.3, 0.2, 0.4, 40, 0)]) if x.metric == "accuracy")
     assert h.floor == 1 / 20 and "rendered 2-16" in h.floor_label and "1/15" in h.floor_label
+
+
+# second walk-through (issue "stumbles") ------------------------------------------------------
+
+@pytest.mark.parametrize("junk", [[".DS_Store"], ["Thumbs.db", "desktop.ini"], [".directory"], ["THUMBS.DB"]])
+def test_run_out_holding_only_os_junk_counts_as_empty(tmp_path, junk):
+    """Before: '--out ... is a directory that perceptbench did not write (it holds '.DS_Store')'."""
+    from perceptbench.cli import _check_out
+    from perceptbench.runs import foreign_out_dir
+
+    d = tmp_path / "fresh"
+    d.mkdir()
+    for name in junk:
+        (d / name).write_bytes(b"\0junk")
+    assert foreign_out_dir(d) is None
+    _check_out(d, "run")  # no exception
+    (d / "notes.txt").write_text("mine")  # a real file beside the junk is still refused, and named
+    why = foreign_out_dir(d)
+    assert why is not None and "'notes.txt'" in why and "more" not in why

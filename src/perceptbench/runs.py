@@ -127,6 +127,11 @@ def load_runs(paths: Sequence[str | Path]) -> list[TrialRecord]:
 RUN_DIR_MARKERS: tuple[str, ...] = ("run.json", "records.jsonl")
 """A directory holding one of these is a run directory (``perceptbench run`` wrote it)."""
 
+OS_JUNK_FILES: frozenset[str] = frozenset({".ds_store", "thumbs.db", "ehthumbs.db", "desktop.ini", ".directory",
+                                           ".localized"})
+"""Names (compared case-insensitively) that file managers drop into any folder they show
+(macOS Finder, Windows Explorer, KDE Dolphin): a directory holding only these counts as empty."""
+
 
 def foreign_out_dir(out: str | Path) -> str | None:
     """Why ``out`` must not become a run directory, or None when it may.
@@ -134,7 +139,8 @@ def foreign_out_dir(out: str | Path) -> str | None:
     ``out`` may be new, an empty directory, or a run directory (to resume).  An existing
     non-empty directory holding neither ``run.json`` nor ``records.jsonl`` was not written
     by perceptbench: writing run files beside the user's own files is refused (the reason
-    names one of them).  A file is refused too."""
+    names one of them).  File-manager junk (:data:`OS_JUNK_FILES`, e.g. ``.DS_Store``) does not
+    count: a directory holding only such files is empty.  A file is refused too."""
     p = Path(out)
     if not p.exists():
         return None
@@ -142,7 +148,7 @@ def foreign_out_dir(out: str | Path) -> str | None:
         return f"{p} is a file; a run directory must be a directory (a new one, or one this command wrote before)"
     if any((p / m).exists() for m in RUN_DIR_MARKERS):
         return None
-    content = sorted(x.name for x in p.iterdir())
+    content = sorted(x.name for x in p.iterdir() if x.name.lower() not in OS_JUNK_FILES)
     if not content:
         return None
     more = f" and {len(content) - 1} more" if len(content) > 1 else ""
