@@ -486,3 +486,71 @@ def test_run_out_holding_only_os_junk_counts_as_empty(tmp_path, junk):
     (d / "notes.txt").write_text("mine")  # a real file beside the junk is still refused, and named
     why = foreign_out_dir(d)
     assert why is not None and "'notes.txt'" in why and "more" not in why
+
+
+class PixelStatsEncoder:
+    """An image encoder without torch: per-channel mean and std of the pixels (6 features);
+    counts the images it embeds."""
+    name = "pixstats"
+    model_version = "pixstats:v1"
+    family = "encoder"
+
+    def __init__(self):
+        self.n_embedded = 0
+
+    def embed(self, images, batch_size=8):
+        import numpy as np
+
+        self.n_embedded += len(images)
+        a = [np.asarray(im.convert("RGB"), np.float32) / 255.0 for im in images]
+        return np.stack([np.concatenate([x.mean((0, 1)), x.std((0, 1))]) for x in a])
+
+
+SAL = "n=6,n_probe=6"
+
+
+@pytest.fixture(scope="module")
+def encoder_salbench_run(tmp_path_factory, mirror):
+    from perceptbench.runner import RunConfig, run
+
+    out = tmp_path_factory.mktemp("salenc") / "run"
+    enc = PixelStatsEncoder()
+    tasks = [f"salbench.detection.syn@{SAL}", f"salbench.detection.syn@{SAL},shots=3",
+             f"salbench.referring.syn@{SAL}", f"salbench.visual_referring.syn@{SAL}",
+             f"salbench.visual_referring.syn@{SAL},shots=3"]
+    run(RunConfig(out=out, tasks=tasks, models=["pixstats=hf:unused"]), progress=False, load_model=lambda a: enc)
+    return out, enc
+
+
+def test_salbench_settings_that_do_not_reach_an_encoder_are_skipped(encoder_salbench_run):
+    """Before: detection shots=3 and referring on an encoder probe were scored, with the very
+    number of detection at shots=0 (the probe reads no prompt), and nothing said so."""
+    from perceptbench.records import read_records
+    from perceptbench.reports.headline import headline_rows
+    from perceptbench.scoring import score_file
+
+    out, enc = encoder_salbench_run
+    # embedded: probe + test of detection and of visual referring at shots=0 only (2 x (6 + 6))
+    assert enc.n_embedded == 24
+    recs = [r for r in read_records(out / "records.jsonl") if r.model == "pixstats"]
+    assert len(recs) == 30
+    by_task = {}
+    for r in recs:
+        by_task.setdefault(r.task_id, []).append(r)
+    for tid, rs in by_task.items():
+        skipped = {r.run_meta.model_extra.get("skipped") for r in rs}
+        if "shots=3" in tid or ".referring." in tid:
+            assert all(r.response is None and r.raw_output is None for r in rs)
+            (why,) = skipped
+            assert ("shots=3 does not apply to an encoder" in why) if "shots=3" in tid else \
+                ("referring prompt's box never reaches an encoder" in why)
+        else:
+            assert skipped == {None} and all(r.response is not None for r in rs)
+    rows = {(r.task_id, r.metric): r for r in score_file(out / "records.jsonl") if r.model == "pixstats"}
+    for tid in by_task:
+        applies = "shots=3" not in tid and ".referring." not in tid
+        assert ((tid, "exact_match") in rows) == applies and ((tid, "skipped") in rows) != applies
+    heads = {h.task_id: h for h in headline_rows(score_file(out / "records.jsonl")) if h.model == "pixstats"
+             and h.metric in ("exact_match", "skipped")}
+    assert heads[f"salbench.referring.syn@{SAL}"].flags[0].startswith("skipped: the referring prompt's box")
+    assert heads[f"salbench.detection.syn@{SAL},shots=3"].flags[0].startswith("skipped: shots=3 does not apply")

@@ -205,8 +205,23 @@ class _EncoderRunner:
             out.append(self.model.embed([s.render() for s in chunk], batch_size=self.bs))
         return np.concatenate(out) if out else None
 
+    def _skip(self, pending: list[Stimulus], why: str) -> int:
+        """Record every pending trial as skipped (null response, ``run_meta.skipped`` = ``why``);
+        nothing is rendered or embedded."""
+        recs = [make_record(
+            self.task, stimulus_id=s.stimulus_id, model=self.model.name, model_family="encoder",
+            readout=self.readout, response=None, ground_truth=s.ground_truth,
+            manipulated_value=s.manipulated_value, raw_output=None, prompt_id=readout_prompt_id(self.readout),
+            prompt_hash=text_hash(self.spec), model_version=self.model.model_version, seed=self.seed,
+            run_id=self.run_id, split=s.split, skipped=why, **self.extra_meta) for s in pending]
+        self.advance(len(pending))
+        return self.store.append(recs)
+
     def run(self, pending: list[Stimulus], probe: list[Stimulus]) -> int:
         written = 0
+        why = self.task.encoder_not_applicable(self.readout)
+        if why:
+            return self._skip(pending, why)
         if self.readout in ("prototype_cosine", "ridge_round", "linear_probe", "class_probe", "zero_shot_retrieval"):
             if self.readout == "zero_shot_retrieval":
                 from .metrics.retrieval import retrieval_sentences

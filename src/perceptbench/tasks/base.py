@@ -225,6 +225,13 @@ class Task(abc.ABC):
         """The readout an encoder uses on this task (may depend on the encoder's abilities)."""
         return self.encoder_readout
 
+    def encoder_not_applicable(self, readout: str) -> str | None:
+        """Why this task's setting does not apply to an encoder answering with ``readout``
+        (a short sentence), or None when it does.  The runner then writes the encoder's
+        trials as skipped (null response, ``run_meta.skipped`` = the reason) and scoring gives
+        a ``skipped`` row: no number that would only repeat another task's."""
+        return None
+
     def vlm_request(self, s: Stimulus, seed: int) -> tuple[tuple[Image.Image, ...], str, dict]:
         """(images, prompt, extra run_meta) for one VLM trial: the human-facing image and the
         task's verbatim prompt."""

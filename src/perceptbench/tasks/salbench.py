@@ -27,6 +27,13 @@ Encoder readouts: image-text encoders (with ``embed_text``) answer by zero-shot 
 of "One object is different in {category} compared to the others" over the seven
 categories (top-1 is the response; top-1/top-3 hit rates are scored from the cosines in
 ``raw_output``); image-only encoders by a linear probe fit on a disjoint probe-train split.
+Neither readout reads a prompt, so two settings do not apply to encoders
+(:meth:`SalBenchTask.encoder_not_applicable`): ``shots`` (the examples are text and images in
+a prompt; a probe is fit on probe-train whatever ``shots`` says) and the ``referring`` task
+(its box is given only in the prompt text; the encoder sees the detection task's very images).
+Encoder trials of such variants are recorded as skipped with the reason, and the scores carry
+a ``skipped`` row, as for a VLM without multi-image support.  ``visual_referring`` draws the
+box into the image, so an encoder does see it (at ``shots=0``).
 """
 
 from __future__ import annotations
@@ -183,6 +190,21 @@ class SalBenchTask(Task):
 
     def encoder_readout_for(self, model) -> str:
         return "zero_shot_retrieval" if hasattr(model, "embed_text") else "linear_probe"
+
+    def encoder_not_applicable(self, readout: str) -> str | None:
+        """The reason an encoder's ``readout`` (``linear_probe`` or ``zero_shot_retrieval``,
+        neither of which reads a prompt) cannot answer this variant, or None: few-shot
+        examples (``shots`` > 0) and the referring prompt's box (seed 001 §4 "Setting": the
+        box is given in the text only) never reach it, so its score would repeat the zero-shot
+        / detection variant's."""
+        base = f"salbench.detection.{self.split_name}" if self.kind == "referring" else self.base_id
+        if self.kind == "referring":
+            return (f"the referring prompt's box never reaches an encoder ({readout} reads no prompt; it sees "
+                    f"the images of {base}, whose score it would repeat)")
+        if self.shots:
+            return (f"shots={self.shots} does not apply to an encoder ({readout} reads no prompt and no examples; "
+                    f"its score would repeat {base} at shots=0)")
+        return None
 
     # -- VLM side
     def parse_answer(self, text: str | None, mode: str = "default"):
