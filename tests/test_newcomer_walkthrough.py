@@ -554,3 +554,55 @@ def test_salbench_settings_that_do_not_reach_an_encoder_are_skipped(encoder_salb
              and h.metric in ("exact_match", "skipped")}
     assert heads[f"salbench.referring.syn@{SAL}"].flags[0].startswith("skipped: the referring prompt's box")
     assert heads[f"salbench.detection.syn@{SAL},shots=3"].flags[0].startswith("skipped: shots=3 does not apply")
+
+
+def test_matrix_cell_marks_a_value_resting_on_few_parsed_answers(tmp_path, mirror):
+    """Before: the matrix showed '0.00 [0.00, 0.00]' for a model with 76/80 null answers, and
+    report.md the bare value, with no mark that it rests on 4 parsed answers."""
+    import re
+
+    from perceptbench.reports.data import ReportData
+    from perceptbench.reports.html import render_report
+    from perceptbench.scoring import score_records
+    from perceptbench.testing.synthetic_runs import synthetic_records
+
+    sil = "closure.nat.silhouette"
+    recs = synthetic_records(["mostly-null"], tasks=(sil,), null_rate=0.95) + \
+        [r for r in synthetic_records(["fine"], tasks=(sil,), null_rate=0.0) if r.model == "fine"]
+    model = [r for r in recs if r.model == "mostly-null"]
+    n_null = sum(r.response is None for r in model)
+    assert len(model) == 80 and n_null > 0.1 * 80
+    html, md, _ = render_report(ReportData([tmp_path], recs, score_records(recs), "test"), "t")
+    mark = f"· {n_null}/80 null"
+    matrix = html[html.index('id="matrix"'):html.index('id="dissociation"')]
+    table = matrix[matrix.index("<table"):]
+    row = re.search(r"<tr><td>mostly-null</td>(.*?)</tr>", table).group(1)
+    assert row.count(mark) == 2  # B and kappa cells
+    assert "null" not in re.search(r"<tr><td>fine</td>(.*?)</tr>", table).group(1)
+    svg_text = " ".join(re.findall(r"<text[^>]*>([^<]*)</text>", matrix))
+    assert f"{n_null}/80 null" in svg_text  # in the figure's cell too
+    assert "76/80 null" in matrix  # the legend under the figure
+    md_row = next(ln for ln in md.splitlines() if "| mostly-null | B |" in ln)
+    assert mark in md_row and "Marks:" in md
+
+
+def test_no_negative_zero_and_no_zero_of_zero_paired_line(tmp_path, mirror):
+    """Before: '-0.000' in CIs (report, terminal), and report.md said 'Paired differences: 0 of 0
+    exclude 0.' for a one-model run."""
+    from perceptbench.cli import format_ci, format_value
+    from perceptbench.reports.data import ReportData
+    from perceptbench.reports.headline import fmt
+    from perceptbench.reports.html import render_report
+    from perceptbench.scoring import score_records
+    from perceptbench.tasks.base import ScoreRow
+    from perceptbench.testing.synthetic_runs import synthetic_records
+
+    assert format_ci(-1e-17, 0.25) == "[0.000, 0.250]" and format_value("kappa", -0.0) == "0.000"
+    assert fmt(-0.0004, 2) == "0.00" and fmt(-1e-12, sign=True) == "+0.000" and fmt(-0.2) == "-0.200"
+    sil = "closure.nat.silhouette"
+    recs = synthetic_records(["solo"], tasks=(sil,))
+    rows = [r if not (r.model == "solo" and r.metric == "kappa_pairwise") else
+            ScoreRow(r.task_id, r.model, r.metric, -1e-17, -2e-17, 0.1, r.n, r.n_null) for r in score_records(recs)]
+    html, md, _ = render_report(ReportData([tmp_path], recs, rows, "test"), "t")
+    assert "-0.000" not in html and "-0.00" not in html and "-0.000" not in md
+    assert "0 of 0" not in md and "Paired differences: none; fewer than two models on any task" in md

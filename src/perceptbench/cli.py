@@ -54,7 +54,7 @@ def _print_headline(rows, csv_path: Optional[Path] = None) -> None:
             bad = any(f.startswith(("≤", "small n", "nulls", "undefined", "skipped")) for f in h.flags)
             ceil = "-" if h.ceiling is None else fmt(h.ceiling) + (
                 f" [{fmt(h.ceiling_ci[0])}, {fmt(h.ceiling_ci[1])}]" if h.ceiling_ci else "")
-            ratio = "-" if h.ratio is None else f"{h.ratio:.2f}"
+            ratio = fmt(h.ratio, 2)
             flags = "; ".join(h.flags + ((h.extra,) if h.extra else ()))
             cells = [h.model, h.metric, value_text(h), fmt(h.floor), ceil, ratio,
                      f"{h.n if h.n is not None else '-'} ({h.n_null or 0})", flags]
@@ -95,7 +95,9 @@ def format_value(metric: str, value) -> str:
         return "undefined"
     if float(value).is_integer() and (metric.startswith("n_") or metric in ("capacity_k", "replicates", "skipped")):
         return f"{value:.0f}"
-    return f"{value:.3f}"
+    from .reports.headline import fmt
+
+    return fmt(float(value))
 
 
 def format_ci(low, high) -> str:
@@ -103,7 +105,9 @@ def format_ci(low, high) -> str:
     (never ``[nan, nan]``)."""
     if not (_finite(low) and _finite(high)):
         return ""
-    return f"[{low:.3f}, {high:.3f}]"
+    from .reports.headline import fmt
+
+    return f"[{fmt(float(low))}, {fmt(float(high))}]"
 
 
 REPORT_MARKER = '<meta name="generator" content="perceptbench report">'
@@ -170,6 +174,7 @@ def _print_signal_table(rows) -> None:
     """The VSI signal table (seed 002 §4): per (benchmark x model) cell, the AUROC of each
     error signal, the winner and its paired-bootstrap margin over the runner-up."""
     from .metrics.vsi_analysis import SIGNALS, signal_table_from_rows
+    from .reports.headline import fmt
 
     table = signal_table_from_rows(rows)
     if not table:
@@ -181,9 +186,9 @@ def _print_signal_table(rows) -> None:
     for c in ("task", "model", "sigma", *SIGNALS, "winner", "margin [95% CI]"):
         t.add_column(c, overflow="fold")
     for r in table:
-        au = [f"{r['auroc'][k]:.3f}" if k in r["auroc"] else "-" for k in SIGNALS]
+        au = [fmt(r["auroc"][k]) if k in r["auroc"] else "-" for k in SIGNALS]
         if r["runner_up"]:
-            margin = f"+{r['margin']:.3f} over {r['runner_up']} [{r['low']:.3f}, {r['high']:.3f}]"
+            margin = f"{fmt(r['margin'], sign=True)} over {r['runner_up']} [{fmt(r['low'])}, {fmt(r['high'])}]"
         else:
             margin = r["note"] or "-"
         t.add_row(*(escape(str(c)) for c in (r["task_id"], r["model"], r["sigma"], *au, r["winner"] or "-", margin)))

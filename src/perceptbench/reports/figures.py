@@ -24,7 +24,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
 from ..tasks.base import ScoreRow  # noqa: E402
-from .headline import CAPACITY_BAND, MIN_N, HeadlineRow  # noqa: E402
+from .headline import CAPACITY_BAND, MIN_N, HeadlineRow, cell_mark, fmt  # noqa: E402
 
 OKABE_ITO = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000", "#F0E442")
 """Okabe-Ito colours, most distinguishable first (yellow last: weak on white)."""
@@ -108,7 +108,7 @@ def matrix(heads: list[HeadlineRow], models: list[str], cols: list[tuple[str, st
             for i, ref in enumerate((any_h.floor, any_h.ceiling)):
                 if ref is not None:
                     vals[i, j] = ref
-                    text[i][j] = f"{ref:.2f}"
+                    text[i][j] = fmt(ref, 2)
                 else:
                     text[i][j] = "-"
         for i, m in enumerate(models, start=2):
@@ -118,13 +118,15 @@ def matrix(heads: list[HeadlineRow], models: list[str], cols: list[tuple[str, st
                 continue
             if _finite(x.value):
                 vals[i, j] = x.value
-                text[i][j] = f"{x.value:.2f}" + (f"\n[{x.ci_low:.2f}, {x.ci_high:.2f}]" if x.ci_low is not None else "")
+                text[i][j] = fmt(x.value, 2) + (f"\n[{fmt(x.ci_low, 2)}, {fmt(x.ci_high, 2)}]" if x.ci_low is not None else "")
                 if any(f.startswith("≤") for f in x.flags):
                     text[i][j] += " ≤fl"
                 if "every sample insensitive" in x.flags:  # high is bad here: the image region is ignored
                     text[i][j] += "\nignores image"
                 if "no parseable answers" in x.flags:
                     text[i][j] += "\nall null"
+                elif cell_mark(x):  # a value resting on few answers (legend under the figure)
+                    text[i][j] += f"\n{cell_mark(x)}"
             else:
                 text[i][j] = "skipped" if x.metric == "skipped" else "undefined"
     with plt.rc_context(RC):

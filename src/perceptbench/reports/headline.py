@@ -82,6 +82,8 @@ class HeadlineRow:
     extra: str = ""
     source: str = ""
     flags: tuple[str, ...] = field(default_factory=tuple)
+    trials: tuple[int, int] | None = None
+    """(null trials, all trials) of the respondent on the task, from its ``null_rate`` row."""
 
     @property
     def base_task(self) -> str:
@@ -128,6 +130,8 @@ def _make(ix: _Index, task_id: str, model: str, metric: str, label: str, *, floo
     if r is None:
         return None
     nu = ix.value(task_id, model, "null_rate")
+    nr = ix.get(task_id, model, "null_rate")
+    trials = (int(nr.n_null or 0), int(nr.n)) if nr is not None and nr.n else None
     if ceiling_row is not None and _finite(ceiling_row.value):
         ceiling = ceiling_row.value
         ceiling_ci = (ceiling_row.ci_low, ceiling_row.ci_high) if _finite(ceiling_row.ci_low) else None
@@ -162,12 +166,13 @@ def _make(ix: _Index, task_id: str, model: str, metric: str, label: str, *, floo
     if _finite(nu) and nu > MAX_NULL_RATE:
         if proportion and _finite(v):
             bracket = ((1 - nu) * v, (1 - nu) * v + nu)
-            flags.append(f"nulls {nu:.0%}: all-trials value in [{bracket[0]:.3f}, {bracket[1]:.3f}]")
+            flags.append(f"nulls {nu:.0%}: all-trials value in [{fmt(bracket[0])}, {fmt(bracket[1])}]")
         else:
             flags.append(f"nulls {nu:.0%}")
     return HeadlineRow(task_id, model, metric, label, v, r.ci_low if _finite(r.ci_low) else None,
                        r.ci_high if _finite(r.ci_high) else None, r.n, r.n_null, nu, floor, floor_label,
-                       ceiling, ceiling_ci, ceiling_label, ratio, position, bracket, extra, source, tuple(flags))
+                       ceiling, ceiling_ci, ceiling_label, ratio, position, bracket, extra, source, tuple(flags),
+                       trials)
 
 
 def _silhouette(ix: _Index, tid: str, m: str) -> list[HeadlineRow | None]:
@@ -193,7 +198,7 @@ def _mark_color(ix: _Index, tid: str, m: str) -> list[HeadlineRow | None]:
     extra = ""
     if kernels:
         lo, hi = min(r.value for r in kernels), max(r.value for r in kernels)
-        extra = f"other kernels' B {lo:.3f}-{hi:.3f} (their mean is the ceiling)"
+        extra = f"other kernels' B {fmt(lo)}-{fmt(hi)} (their mean is the ceiling)"
     return [_make(ix, tid, m, "B", "B (odd-one-out agreement)", floor=ix.value(tid, m, "position_floor"),
                   floor_label="position floor", ceiling=ceiling,
                   ceiling_label=f"mean B of the other {len(kernels)} kernels", extra=extra,
@@ -229,7 +234,7 @@ def _salbench(ix: _Index, tid: str, m: str) -> list[HeadlineRow | None]:
     # seed 001 §4 headline: every stimulus counts, a null answer is the empty set (no null bracket
     # needed: nulls are already in the value); the nulls-excluded variant is printed beside it
     excl = ix.get(tid, m, "exact_match@nulls_excluded")
-    extra = (f"nulls excluded: {excl.value:.3f}" if excl is not None and _finite(excl.value)
+    extra = (f"nulls excluded: {fmt(excl.value)}" if excl is not None and _finite(excl.value)
              and excl.n_null else "")
     out = [_make(ix, tid, m, "exact_match", "exact match (every stimulus)", extra=extra, source="seed 001 §4",
                  proportion=False),
@@ -306,13 +311,18 @@ def headline_rows(rows: Iterable[ScoreRow]) -> list[HeadlineRow]:
     return out
 
 
-def fmt(x, digits: int = 3) -> str:
-    """A number for the table: '-' for None, 'nan' for NaN, integers without decimals."""
+def fmt(x, digits: int = 3, sign: bool = False) -> str:
+    """A number for the table with ``digits`` decimals: '-' for None, 'nan' for NaN; ``sign``:
+    always a sign ('+0.120').  A value that rounds to zero prints without a minus ('0.000',
+    never '-0.000': a bootstrap bound of -1e-17 is zero to the shown precision)."""
     if x is None:
         return "-"
     if isinstance(x, float) and math.isnan(x):
         return "nan"
-    return f"{x:.{digits}f}"
+    s = f"{x:{'+' if sign else ''}.{digits}f}"
+    if s.startswith("-") and not s.strip("-0."):  # rounds to zero
+        s = ("+" if sign else "") + s[1:]
+    return s
 
 
 def value_text(h: HeadlineRow) -> str:
@@ -328,8 +338,34 @@ def value_text(h: HeadlineRow) -> str:
     return s
 
 
+def cell_mark(h: HeadlineRow) -> str:
+    """What a matrix cell must show beside its value so that a number resting on few answers
+    is not read as a full result: '76/80 null' when more than :data:`MAX_NULL_RATE` of the
+    respondent's trials were null (the value rests on the others; SalBench counts a null as
+    an empty answer), else 'n=12' under :data:`MIN_N` scored trials, else ''."""
+    if h.metric == "skipped":
+        return ""
+    if h.trials is not None and h.trials[1] and h.trials[0] / h.trials[1] > MAX_NULL_RATE:
+        return f"{h.trials[0]}/{h.trials[1]} null"
+    if h.n is not None and h.n < MIN_N:
+        return f"n={h.n}"
+    return ""
+
+
+MARK_LEGEND = (f"'· 76/80 null': 76 of the model's 80 trials gave no parseable answer (more than "
+               f"{MAX_NULL_RATE:.0%}), so the value rests on the rest (SalBench counts a null as an empty answer); "
+               f"'· n=12': fewer than {MIN_N} scored trials")
+"""The legend of :func:`cell_mark`, printed under the matrix (HTML) and the table (Markdown)."""
+
+
+def cell_text(h: HeadlineRow) -> str:
+    """:func:`value_text` and, when there is one, the :func:`cell_mark`: '0.000 [0.000, 0.000] · 76/80 null'."""
+    mark = cell_mark(h)
+    return value_text(h) + (f" · {mark}" if mark else "")
+
+
 def ratio_text(h: HeadlineRow) -> str:
     if h.ratio is None:
         return "-"
-    return f"{h.ratio:.2f}" + (" (above ceiling)" if "above ceiling" in h.flags else
+    return fmt(h.ratio, 2) + (" (above ceiling)" if "above ceiling" in h.flags else
                                " (CI includes the ceiling)" if h.ratio > 1 else "")

@@ -21,7 +21,7 @@ from jinja2 import Environment, PackageLoader, select_autoescape
 from markupsafe import Markup
 
 from .data import ReportData, finite, load_report_data
-from .headline import HeadlineRow, fmt, headline_rows, value_text
+from .headline import MARK_LEGEND, HeadlineRow, cell_text, fmt, headline_rows, value_text
 
 PRIMARY = {"closure.nat.silhouette": ("B", "kappa_pairwise"), "similarity.chart.mark_color": ("B",),
            "similarity.chart.series_count": ("accuracy",)}
@@ -130,11 +130,13 @@ def markdown_summary(data: ReportData, heads: list[HeadlineRow], diffs, title: s
              "| task | model | metric | value [CI] | floor | ceiling | value/ceiling | n (null) | flags |",
              "|---|---|---|---|---|---|---|---|---|"]
     for h in heads:
-        ratio = "-" if h.ratio is None else f"{h.ratio:.2f}"
+        ratio = fmt(h.ratio, 2)
         flags = "; ".join(h.flags + ((h.extra,) if h.extra else ()))
         lines.append("| " + " | ".join(_md_cell(x) for x in (
-            h.task_id, h.model, h.metric, value_text(h), fmt(h.floor), fmt(h.ceiling), ratio,
+            h.task_id, h.model, h.metric, cell_text(h), fmt(h.floor), fmt(h.ceiling), ratio,
             f"{h.n if h.n is not None else '-'} ({h.n_null or 0})", flags)) + " |")
+    if any("·" in cell_text(h) for h in heads):
+        lines += ["", f"Marks: {_md_cell(MARK_LEGEND)}."]
     refs = {}
     for h in heads:
         ref = "; ".join(x for x in (f"floor = {h.floor_label}" if h.floor_label else "",
@@ -143,10 +145,20 @@ def markdown_summary(data: ReportData, heads: list[HeadlineRow], diffs, title: s
             refs[(h.base_task, h.metric)] = ref
     lines += [""] + [f"- {_md_cell(t)} {_md_cell(m)}: {_md_cell(r)}" for (t, m), r in refs.items()]
     excl = [d for d in diffs if d.excludes_zero]
-    lines += ["", f"Paired differences: {len(excl)} of {len(diffs)} exclude 0."]
+    if diffs:
+        lines += ["", f"Paired differences: {len(excl)} of {len(diffs)} exclude 0."]
+    else:  # never "0 of 0"
+        per_task = defaultdict(set)
+        for r in data.records:
+            if r.model_family != "human":
+                per_task[r.task_id].add(r.model)
+        lines += ["", "Paired differences: none; " + (
+            "no headline metric with a paired statistic (see the HTML report's notes)."
+            if any(len(ms) > 1 for ms in per_task.values()) else
+            "fewer than two models on any task, nothing to compare.")]
     for d in excl[:30]:
         lines.append(f"- {_md_cell(d.task_id)} {_md_cell(d.metric)}: {_md_cell(d.a)} - {_md_cell(d.b)} = "
-                     f"{d.diff:+.3f} [{d.low:+.3f}, {d.high:+.3f}]")
+                     f"{fmt(d.diff, sign=True)} [{fmt(d.low, sign=True)}, {fmt(d.high, sign=True)}]")
     if len(excl) > 30:
         lines.append(f"- ... {len(excl) - 30} more in the HTML report")
     recs = data.records
@@ -254,7 +266,7 @@ def render_report(data: ReportData, title: str) -> tuple[str, str, int]:
         few_note=(f"Figures 2-5 draw the first {len(few)} of the {len(models)} models in the matrix order "
                   "(one Okabe-Ito colour each, yellow left out: weak on white); the matrix, the cards and the tables give every model."
                   if len(models) > len(few) else ""),
-        vtext=value_text, fmt=fmt, rtext=row_text,
+        vtext=value_text, ctext=cell_text, mark_legend=MARK_LEGEND, fmt=fmt, rtext=row_text,
         bar_left=lambda p: f"{25 + 50 * max(-0.5, min(1.5, p)):.1f}", **figs, **prov)
     return html, markdown_summary(data, heads, diffs, title), n_fig
 
