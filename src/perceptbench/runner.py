@@ -345,8 +345,11 @@ def run(cfg: RunConfig, *, progress: bool = True, load_model: Callable | None = 
     wanted = set(cfg.stimuli)
     if wanted:
         _select_stimuli(task_stimuli, list(cfg.stimuli))
+    from .models.registry import quiet_loading
+
     for task, _ in task_stimuli:  # models a task needs itself (VSI grounding) load before the VLMs
-        task.prepare_models(cfg.seed)
+        with quiet_loading():
+            task.prepare_models(cfg.seed)
     preloaded = resolve_models(cfg, load_model)
     for arg, name in zip(cfg.models, names):  # model x task compatibility, before anything is written
         if arg in preloaded:

@@ -10,8 +10,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import importlib
+import logging
 import os
 import re
+import sys
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 from .base import ModelLoadError, ModelSpec
@@ -166,11 +169,57 @@ def is_vlm_dir_or_id(ref: str) -> bool:
     return cfg.model_type in _VLM_MODEL_TYPES
 
 
+@contextmanager
+def quiet_loading(import_transformers: bool = False):
+    """Keep model loading out of the run's own output: hides the Hugging Face progress bars
+    (transformers' "Loading weights" bar, huggingface_hub's download bars) and transformers'
+    info logs while the block runs, through their documented switches
+    (``transformers.utils.logging.disable_progress_bar`` / ``set_verbosity_warning``,
+    ``huggingface_hub.utils.disable_progress_bars``), and restores what was set before.
+    Warnings and errors still show.  transformers is configured only when it is already
+    imported or ``import_transformers`` is true (listing models must not import it)."""
+    undo = []
+    try:
+        import huggingface_hub.utils as hub
+
+        if not hub.are_progress_bars_disabled():
+            hub.disable_progress_bars()
+            undo.append(hub.enable_progress_bars)
+    except ImportError:
+        pass
+    if import_transformers or "transformers" in sys.modules:
+        try:
+            import transformers.utils.logging as tl
+
+            if tl.is_progress_bar_enabled():
+                tl.disable_progress_bar()
+                undo.append(tl.enable_progress_bar)
+            level = tl.get_verbosity()
+            if level < logging.WARNING:
+                tl.set_verbosity_warning()
+                undo.append(lambda: tl.set_verbosity(level))
+        except ImportError:
+            pass
+    try:
+        yield
+    finally:
+        for f in reversed(undo):
+            f()
+
+
 def load_model(arg: str):
-    """Load a model from its command-line name; returns an Encoder or a VLM.
+    """Load a model from its command-line name; returns an Encoder or a VLM.  Loading prints
+    no progress bar or info log of its back-end (:func:`quiet_loading`).
 
     Raises ModelLoadError naming the model when it cannot be built."""
     short, spec = parse_model_arg(arg)
+    if spec.kind in ("hf", "timm", "open_clip"):
+        with quiet_loading(import_transformers=spec.kind == "hf"):
+            return _load(short, spec)
+    return _load(short, spec)
+
+
+def _load(short: str, spec: ModelSpec):
     if spec.kind == "efficientnet":
         return _cls("perceptbench.models.default:EfficientNetLiteEncoder")(spec.ref, name=short)
     if spec.kind == "hf":
@@ -214,4 +263,4 @@ def load_model(arg: str):
     if spec.kind == "gemini":
         model, version = split_pinned_version(spec.ref)
         return _cls("perceptbench.models.api:GeminiVLM")(model, name=short, version=version)
-    raise ModelLoadError(f"no loader for {arg!r}")
+    raise ModelLoadError(f"no loader for {spec.kind}:{spec.ref}")
