@@ -627,3 +627,23 @@ def test_loading_a_hf_model_prints_no_progress_bar_or_info_log(tmp_path, capfd):
         assert tl.get_verbosity() == 20 and tl.is_progress_bar_enabled()  # restored afterwards
     finally:
         tl.set_verbosity(before[0])
+
+
+def test_progress_says_what_the_model_does_before_its_first_trial(tmp_path, mirror):
+    """Before: the bar stood at 0/N (for ~17 s with the default encoder) while the model loaded
+    and computed its probe features, with nothing on screen saying so."""
+    import io
+
+    from rich.console import Console
+
+    from perceptbench.runner import RunConfig, run
+
+    buf = io.StringIO()
+    console = Console(file=buf, force_terminal=True, width=200)
+    enc = PixelStatsEncoder()
+    run(RunConfig(out=tmp_path / "run", tasks=[f"salbench.detection.syn@{SAL}"], models=["pixstats=hf:unused"]),
+        progress=True, console=console, load_model=lambda a: enc)
+    text = buf.getvalue()
+    assert "loading model pixstats=hf:unused ..." in text
+    assert f"salbench.detection.syn@{SAL} | pixstats: computing probe features (6 probe-train stimuli) ..." in text
+    assert "6/6" in text

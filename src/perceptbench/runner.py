@@ -275,7 +275,8 @@ class _EncoderRunner:
         return written
 
 
-def resolve_models(cfg: RunConfig, load_model: Callable) -> dict[str, object]:
+def resolve_models(cfg: RunConfig, load_model: Callable,
+                   announce: Callable[[str], None] | None = None) -> dict[str, object]:
     """Resolve every model spec of a run before its directory is created.
 
     A new run directory (no ``records.jsonl`` with records yet) will need every model, so
@@ -286,11 +287,17 @@ def resolve_models(cfg: RunConfig, load_model: Callable) -> dict[str, object]:
     models load lazily (only those with missing trials), as before.
 
     Returns ``{model argument: loaded model}``; raises what ``load_model`` raises
-    (:class:`~perceptbench.models.base.ModelLoadError` naming the model)."""
+    (:class:`~perceptbench.models.base.ModelLoadError` naming the model).  ``announce`` is
+    called with each model argument before it loads (the command line prints a status line)."""
     records = Path(cfg.out) / "records.jsonl"
     if records.exists() and records.stat().st_size > 0:
         return {}
-    return {arg: load_model(arg) for arg in dict.fromkeys(cfg.models)}
+    out = {}
+    for arg in dict.fromkeys(cfg.models):
+        if announce is not None:
+            announce(arg)
+        out[arg] = load_model(arg)
+    return out
 
 
 def check_compatible(task, model, name: str) -> None:
@@ -302,6 +309,19 @@ def check_compatible(task, model, name: str) -> None:
     if getattr(model, "family", "encoder") == "encoder" and getattr(task, "is_vsi", False):
         raise ValueError(f"{task.task_id} measures a VLM's next-token distribution; {name} is an "
                          "image encoder (give a VLM: hf:<VLM> or an API model)")
+
+
+def _first_step(task, model, probe: list, pending: list, batch_size: int | None) -> str:
+    """What a model does before its first trial is written, for the progress line."""
+    if getattr(model, "family", "encoder") == "encoder":
+        readout = task.encoder_readout_for(model)
+        if task.encoder_not_applicable(readout):
+            return "recording skipped trials"
+        if readout in ("prototype_cosine", "ridge_round", "linear_probe", "class_probe"):
+            return f"computing probe features ({len(probe)} probe-train stimuli) ..."
+        return "embedding the first batch ..."
+    n = min(default_batch_size(batch_size, "vlm"), len(pending))
+    return f"waiting for the first batch of {n} answers ..." if pending else "probe features ..."
 
 
 def _vsi_features_cached(out: Path, name: str, task_id: str) -> bool:
@@ -350,7 +370,13 @@ def run(cfg: RunConfig, *, progress: bool = True, load_model: Callable | None = 
     for task, _ in task_stimuli:  # models a task needs itself (VSI grounding) load before the VLMs
         with quiet_loading():
             task.prepare_models(cfg.seed)
-    preloaded = resolve_models(cfg, load_model)
+    announce = None
+    if progress and console is not None:
+        def announce(arg: str) -> None:
+            from rich.markup import escape
+
+            console.print(f"loading model {escape(arg)} ...", highlight=False)
+    preloaded = resolve_models(cfg, load_model, announce)
     for arg, name in zip(cfg.models, names):  # model x task compatibility, before anything is written
         if arg in preloaded:
             for task, _ in task_stimuli:
@@ -407,7 +433,7 @@ def run(cfg: RunConfig, *, progress: bool = True, load_model: Callable | None = 
             checked: set[str] = set()
             for (task, stimuli, arg, name, pending), ptask in zip(plan, bars):
                 if arg not in models:
-                    bar.update(ptask, description=f"loading {name} ...")
+                    bar.update(ptask, description=f"loading {name} ...", refresh=True)
                     models[arg] = load_model(arg)
                 if arg not in checked:  # once per model, whether preloaded or loaded now
                     checked.add(arg)
@@ -420,9 +446,17 @@ def run(cfg: RunConfig, *, progress: bool = True, load_model: Callable | None = 
 
                             console.print(f"[yellow]warning:[/yellow] {escape(warning)}", highlight=False)
                 model = models[arg]
-                bar.update(ptask, description=f"{task.task_id} | {name}")
+                base = f"{task.task_id} | {name}"
                 probe = [s for s in stimuli if s.split == "probe_train"]
-                advance = (lambda k, t=ptask: bar.advance(t, k))
+                # until the first trials are written, say what the model is doing (not a frozen 0/N)
+                bar.update(ptask, description=f"{base}: {_first_step(task, model, probe, pending, cfg.batch_size)}",
+                           refresh=True)
+
+                def advance(k, t=ptask, base=base, first=[True]):
+                    if first[0]:
+                        first[0] = False
+                        bar.update(t, description=base)
+                    bar.advance(t, k)
                 check_compatible(task, model, name)  # a resumed run loads models lazily
                 if getattr(model, "family", "encoder") == "encoder":
                     er = _EncoderRunner(task, model, store, cfg.seed, run_id,
