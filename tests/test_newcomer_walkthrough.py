@@ -647,3 +647,19 @@ def test_progress_says_what_the_model_does_before_its_first_trial(tmp_path, mirr
     assert "loading model pixstats=hf:unused ..." in text
     assert f"salbench.detection.syn@{SAL} | pixstats: computing probe features (6 probe-train stimuli) ..." in text
     assert "6/6" in text
+
+
+@pytest.mark.parametrize("columns", ["80", "120"])
+@pytest.mark.parametrize("group", [(), ("sources",)])
+def test_top_level_help_lists_each_command_on_one_line(columns, group):
+    """Before: at 80 columns `report` and `show` broke mid-sentence ('... a Markdown summary from' /
+    'trial records ...'): their docstrings' hard line breaks were kept in the command list."""
+    p = cli(*group, "--help", COLUMNS=columns)
+    assert p.returncode == 0, p.stderr
+    lines = p.stdout.splitlines()
+    start = next(i for i, ln in enumerate(lines) if "Commands" in ln)
+    panel = [ln for ln in lines[start + 1:] if ln.startswith("│")]
+    assert len(panel) >= 3
+    for ln in panel:  # every row starts with a command name: no continuation line
+        assert ln[2:3].isalpha(), f"continuation line in the command list at {columns} columns: {ln!r}"
+        assert max(len(x) for x in lines) <= int(columns)

@@ -231,7 +231,7 @@ def run(
     chunk_size: int = typer.Option(0, "--chunk-size", help="Test stimuli per Ray shard (--executor ray); 0: one "
                                                             "shard per task and model (records identical to local)."),
 ) -> None:
-    """Run tasks x models, write records.jsonl, then score into scores.csv."""
+    """Run tasks x models; write records.jsonl and scores.csv."""
     from .models.base import ModelLoadError
     from .records import RecordError
     from .runner import RunConfig, run as do_run
@@ -309,7 +309,7 @@ def score(
                                                help="MODEL=FAMILY (repeatable): model families for the VSI "
                                                     "same- vs cross-family agreement means."),
 ) -> None:
-    """Recompute scores.csv from trial records alone (imports no torch)."""
+    """Recompute scores.csv from trial records alone (no torch)."""
     from .records import RecordError, has_torn_tail
     from .runs import load_runs, records_path
     from .scoring import score_file, score_records, write_scores
@@ -354,9 +354,9 @@ def merge(
     runs: List[Path] = typer.Argument(..., help="Run directories or records.jsonl files of one seed."),
     out: Path = typer.Option(..., help="New run directory for the merged records.jsonl and run.json."),
 ) -> None:
-    """Merge runs of one seed into a new run directory (identical trials once; conflicts refused).
+    """Merge runs of one seed into a new run directory.
 
-    Two records with one trial id must agree in every field but run_meta.run_id; records of
+    Identical trials are kept once; conflicting trials are refused. Two records with one trial id must agree in every field but run_meta.run_id; records of
     different seeds are refused. Score the result with `perceptbench score OUT`."""
     import json
     import time
@@ -394,8 +394,10 @@ def report(
     out: Optional[Path] = typer.Option(None, "--out", help="HTML file (default: report.html in the first run "
                                                            "directory); a Markdown summary is written beside it."),
 ) -> None:
-    """Write one self-contained HTML page (figures inline) and a Markdown summary from
-    trial records and scores alone (imports no torch, runs no model)."""
+    """Write an HTML report (figures inline) and a Markdown summary.
+
+    One self-contained page from trial records and scores alone (imports no torch, runs no
+    model)."""
     from .records import RecordError
     from .reports.html import write_report
 
@@ -416,7 +418,9 @@ def export(
     out: Optional[Path] = typer.Option(None, "--out", help="Folder for records.parquet and scores.parquet "
                                                            "(default: the run directory)."),
 ) -> None:
-    """Write a run's records and scores as typed parquet tables (pandas, polars, duckdb)."""
+    """Write a run's records and scores as typed parquet tables.
+
+    For pandas, polars and duckdb."""
     from .records import RecordError
     from .reports.export import export_parquet
 
@@ -434,7 +438,9 @@ def export(
 
 @app.command()
 def validate(records: Path = typer.Argument(..., help="records.jsonl")) -> None:
-    """Validate a records file against the trial-record schema, field for field."""
+    """Check a records file against the trial-record schema.
+
+    Field for field; an empty file is an error."""
     from .records import check_file
 
     if not records.exists():
@@ -461,7 +467,7 @@ def render(
     seed: int = typer.Option(0, help="The run seed: stimuli, splits and position shuffles are those a `run` with "
                                      "this --seed shows."),
 ) -> None:
-    """Write the human-facing images of a task's test stimuli as PNG (what a VLM is shown)."""
+    """Write a task's test stimuli as PNGs (what a VLM is shown)."""
     import json
 
     from .seeding import image_sha256
@@ -499,9 +505,11 @@ def show(
     trial_id: Optional[str] = typer.Argument(None, help="trial_id, e.g. 'closure.nat.silhouette|silh_bear1|mymodel|rep0'. "
                                                         "Omit it to list the run's model trial ids."),
 ) -> None:
-    """Print one trial: prompt text, raw output, parse metadata, and the path of its rendered
-    stimulus image (written to RUN_DIR/stimuli/ if needed).  Without TRIAL_ID: list the
-    model trial ids (one per line).  Imports no torch."""
+    """Print one trial, or list a run's model trial ids.
+
+    With TRIAL_ID: its prompt text, raw output, parse metadata, and the path of its rendered
+    stimulus image (written to RUN_DIR/stimuli/ if needed).  Without TRIAL_ID: the model
+    trial ids, one per line.  Imports no torch."""
     import json
 
     from .records import RecordError, read_records
@@ -623,7 +631,7 @@ def tasks() -> None:
 
 @app.command()
 def models() -> None:
-    """List the model adapters and how to name a model on the command line."""
+    """List the model adapters and how to name a model."""
     from .models.registry import MODEL_KINDS
 
     t = Table(title="models: --model [SHORT=]SPEC")
@@ -652,7 +660,9 @@ def sources_list() -> None:
 
 @sources_app.command("fetch")
 def sources_fetch(source: Optional[List[str]] = typer.Argument(None)) -> None:
-    """Download (or verify in the mirror) every file of the given sources (default: all)."""
+    """Download (or verify in the mirror) the given sources' files.
+
+    Every file of the named sources; default: all sources."""
     from .sources import SOURCES, SourceError, fetch_source, get_source
 
     import os
@@ -678,7 +688,9 @@ def sources_fetch(source: Optional[List[str]] = typer.Argument(None)) -> None:
 
 @sources_app.command("verify")
 def sources_verify(source: Optional[List[str]] = typer.Argument(None)) -> None:
-    """Verify sha256 of every file already present (mirror or cache); downloads nothing."""
+    """Check the sha256 of every file present; downloads nothing.
+
+    Files in the mirror (PERCEPTBENCH_MIRROR) or else in the cache."""
     from .sources import SOURCES, SourceError, get_source, resolve
 
     import os
