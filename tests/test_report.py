@@ -79,7 +79,8 @@ def test_headline_marks_floor_small_n_nulls_and_unclipped_ratio():
     heads = headline_rows(rows)
     assert not any(h.metric == "replicates" for h in heads)  # never on its own
     cap = _h(rows, "enc", "capacity_k")
-    assert "replicates=1" in cap.extra and "P(in band)=0.399" in cap.extra
+    assert "replicates: yes (k=8 inside the human band 6-12)" in cap.extra and "P(in band)=0.399" in cap.extra
+    assert "k in the band in only 40% of draws" in cap.flags  # was the cryptic "P(in band) < 0.5"
 
 
 # ---------------------------------------------------------------- a synthetic run with hostile strings

@@ -214,14 +214,17 @@ def _series(ix: _Index, tid: str, m: str) -> list[HeadlineRow | None]:
     rep = ix.value(tid, m, "replicates")
     if cap is not None:
         lo, hi = CAPACITY_BAND
-        extra = (f"point estimate {'inside' if rep else 'outside'} the human band {lo}-{hi} (replicates={rep:.0f})"
-                 if rep is not None else "")
+        extra = ""
+        if rep is not None:  # replicates = the point estimate lies in the band (seed 000 §2.3)
+            where = (f"k={cap.value:.0f} {'inside' if rep else 'outside'} the human band {lo}-{hi}"
+                     if _finite(cap.value) else "k undefined")
+            extra = f"replicates: {'yes' if rep else 'no'} ({where})"
         if prob is not None:
-            extra += f"{'; ' if extra else ''}P(in band)={prob:.3f}: share of bootstrap draws whose k is in the band"
+            extra += f"{'; ' if extra else ''}P(in band)={fmt(prob)}, the share of bootstrap draws whose k is in the band"
         row = _make(ix, tid, m, "capacity_k", "capacity k (series)", proportion=False, extra=extra,
                     source="seed 000 §2.3")
         if row is not None and prob is not None and prob < 0.5:
-            row = HeadlineRow(**{**row.__dict__, "flags": row.flags + ("P(in band) < 0.5",)})
+            row = HeadlineRow(**{**row.__dict__, "flags": row.flags + (f"k in the band in {'only ' if prob > 0 else ''}{prob:.0%} of draws",)})
         out.append(row)
     return out
 
