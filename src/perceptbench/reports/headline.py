@@ -220,11 +220,13 @@ def _series(ix: _Index, tid: str, m: str) -> list[HeadlineRow | None]:
                      if _finite(cap.value) else "k undefined")
             extra = f"replicates: {'yes' if rep else 'no'} ({where})"
         if prob is not None:
-            extra += f"{'; ' if extra else ''}P(in band)={fmt(prob)}, the share of bootstrap draws whose k is in the band"
+            extra += (f"{'; ' if extra else ''}P(in band)={fmt(prob)}, the share of bootstrap draws whose k is "
+                      "in the band")
         row = _make(ix, tid, m, "capacity_k", "capacity k (series)", proportion=False, extra=extra,
                     source="seed 000 §2.3")
         if row is not None and prob is not None and prob < 0.5:
-            row = HeadlineRow(**{**row.__dict__, "flags": row.flags + (f"k in the band in {'only ' if prob > 0 else ''}{prob:.0%} of draws",)})
+            flag = f"k in the band in {'only ' if prob > 0 else ''}{prob:.0%} of draws"
+            row = HeadlineRow(**{**row.__dict__, "flags": row.flags + (flag,)})
         out.append(row)
     return out
 
