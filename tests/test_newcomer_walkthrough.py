@@ -663,3 +663,19 @@ def test_top_level_help_lists_each_command_on_one_line(columns, group):
     for ln in panel:  # every row starts with a command name: no continuation line
         assert ln[2:3].isalpha(), f"continuation line in the command list at {columns} columns: {ln!r}"
         assert max(len(x) for x in lines) <= int(columns)
+
+
+def test_report_shows_skipped_encoder_settings_as_skipped_not_not_run(encoder_salbench_run, tmp_path):
+    """The matrix said 'not run' for the skipped variants (the lookup wanted an exact_match row)."""
+    import re
+
+    from perceptbench.reports.data import load_report_data
+    from perceptbench.reports.html import render_report
+
+    out, _ = encoder_salbench_run
+    html, md, _ = render_report(load_report_data([out]), "t")
+    matrix = html[html.index('id="matrix"'):html.index('id="dissociation"')]
+    row = re.search(r"<tr><td>pixstats</td>(.*?)</tr>", matrix[matrix.index("<table"):]).group(1)
+    assert "not run" not in row and row.count("skipped") >= 3
+    assert "shots=3 does not apply to an encoder" in row  # the reason, on the cell's warning sign
+    assert "| pixstats | skipped |" in md

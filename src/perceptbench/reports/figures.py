@@ -112,7 +112,7 @@ def matrix(heads: list[HeadlineRow], models: list[str], cols: list[tuple[str, st
                 else:
                     text[i][j] = "-"
         for i, m in enumerate(models, start=2):
-            x = h.get((tid, metric, m))
+            x = h.get((tid, metric, m)) or h.get((tid, "skipped", m))  # skipped: the setting does not apply
             if x is None:
                 text[i][j] = "not run"
                 continue

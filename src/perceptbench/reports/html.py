@@ -49,8 +49,11 @@ def _matrix_cols(heads: list[HeadlineRow]) -> list[tuple[str, str]]:
         want = PRIMARY.get(h.base_task, ("exact_match",) if h.base_task.startswith("salbench.") else
                            ("insensitive_frac@0.05[region_blur",) if h.base_task.startswith("vsi.") else ())
         hit = h.metric in want or (h.base_task.startswith("vsi.") and h.metric.startswith(want))
-        if hit and (h.task_id, h.metric) not in cols:
-            cols.append((h.task_id, h.metric))
+        metric = h.metric
+        if h.metric == "skipped" and h.base_task.startswith("salbench."):  # a column even if every model skipped
+            hit, metric = True, "exact_match"
+        if hit and (h.task_id, metric) not in cols:
+            cols.append((h.task_id, metric))
     return sorted(cols, key=lambda c: (c[0], PRIMARY.get(c[0].split("@")[0], (c[1],)).index(c[1])
                                        if c[1] in PRIMARY.get(c[0].split("@")[0], ()) else 0))
 
