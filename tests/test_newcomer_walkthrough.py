@@ -679,3 +679,18 @@ def test_report_shows_skipped_encoder_settings_as_skipped_not_not_run(encoder_sa
     assert "not run" not in row and row.count("skipped") >= 3
     assert "shots=3 does not apply to an encoder" in row  # the reason, on the cell's warning sign
     assert "| pixstats | skipped |" in md
+
+
+def test_readme_names_one_mirror_path_and_says_the_tests_default_it():
+    """Before: the README mixed PERCEPTBENCH_MIRROR=/path/to/mirror and =../shared/data, and its test
+    command did not say whether the variable was needed."""
+    import re
+    from pathlib import Path
+
+    import conftest
+
+    root = Path(__file__).parents[1]
+    readme = (root / "README.md").read_text()
+    assert set(re.findall(r"PERCEPTBENCH_MIRROR=(\S+)", readme)) == {"../shared/data"}
+    assert conftest.DEFAULT_MIRROR == root.parent / "shared" / "data"  # what the README says the tests default to
+    assert "tests default `PERCEPTBENCH_MIRROR` to `../shared/data` (`tests/conftest.py`)" in " ".join(readme.split())
