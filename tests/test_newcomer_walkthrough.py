@@ -694,3 +694,23 @@ def test_readme_names_one_mirror_path_and_says_the_tests_default_it():
     assert set(re.findall(r"PERCEPTBENCH_MIRROR=(\S+)", readme)) == {"../shared/data"}
     assert conftest.DEFAULT_MIRROR == root.parent / "shared" / "data"  # what the README says the tests default to
     assert "tests default `PERCEPTBENCH_MIRROR` to `../shared/data` (`tests/conftest.py`)" in " ".join(readme.split())
+
+
+def test_encoder_records_of_an_older_run_on_shots_are_scored_as_skipped(encoder_salbench_run):
+    """A run written before this fix holds encoder answers for shots=3 / referring: scoring gives
+    them the skipped row too, not the repeated detection number."""
+    from perceptbench.records import TrialRecord, make_trial_id, read_records
+    from perceptbench.scoring import score_records
+
+    out, _ = encoder_salbench_run
+    det = [r for r in read_records(out / "records.jsonl") if r.task_id == f"salbench.detection.syn@{SAL}"]
+    old = []
+    for tid in (f"salbench.detection.syn@{SAL},shots=3", f"salbench.referring.syn@{SAL}"):
+        for r in det:
+            d = r.model_dump()
+            d.update(task_id=tid, trial_id=make_trial_id(tid, r.stimulus_id, r.model, r.rep))
+            old.append(TrialRecord.model_validate(d))
+    rows = {(r.task_id, r.metric): r for r in score_records(old)}
+    assert "shots=3 does not apply" in rows[(f"salbench.detection.syn@{SAL},shots=3", "skipped")].note
+    assert "never reaches an encoder" in rows[(f"salbench.referring.syn@{SAL}", "skipped")].note
+    assert not any(metric == "exact_match" for _, metric in rows)

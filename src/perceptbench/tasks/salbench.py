@@ -415,6 +415,8 @@ class SalBenchTask(Task):
         for m, rs in sorted(by_model.items()):
             rs.sort(key=lambda r: r.stimulus_id)
             skipped = {r.run_meta.model_extra.get("skipped") for r in rs} - {None}
+            if not skipped and rs[0].readout != "vlm_prompt":  # encoder trials recorded before they were skipped
+                skipped = {self.encoder_not_applicable(rs[0].readout)} - {None}
             if skipped:
                 rows.append(ScoreRow(tid, m, "skipped", float("nan"), None, None, len(rs), len(rs),
                                      "; ".join(sorted(skipped))))
