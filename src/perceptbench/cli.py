@@ -356,8 +356,9 @@ def merge(
 ) -> None:
     """Merge runs of one seed into a new run directory.
 
-    Identical trials are kept once; conflicting trials are refused. Two records with one trial id must agree in every field but run_meta.run_id; records of
-    different seeds are refused. Score the result with `perceptbench score OUT`."""
+    Identical trials are kept once; conflicting trials are refused. Two records with one trial
+    id must agree in every field but run_meta.run_id; records of different seeds are refused.
+    Score the result with `perceptbench score OUT`."""
     import json
     import time
 

@@ -321,7 +321,7 @@ def _first_step(task, model, probe: list, pending: list, batch_size: int | None)
             return f"computing probe features ({len(probe)} probe-train stimuli) ..."
         return "embedding the first batch ..."
     n = min(default_batch_size(batch_size, "vlm"), len(pending))
-    return f"waiting for the first batch of {n} answers ..." if pending else "probe features ..."
+    return f"waiting for the first batch of {n} answers ..." if pending else "computing VSI probe features ..."
 
 
 def _vsi_features_cached(out: Path, name: str, task_id: str) -> bool:

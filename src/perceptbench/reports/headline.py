@@ -358,7 +358,8 @@ def cell_mark(h: HeadlineRow) -> str:
 
 
 MARK_LEGEND = (f"'· 76/80 null': 76 of the model's 80 trials gave no parseable answer (more than "
-               f"{MAX_NULL_RATE:.0%}), so the value rests on the rest (SalBench counts a null as an empty answer); "
+               f"{MAX_NULL_RATE:.0%}): the value rests on the parsed answers only (SalBench: counts the nulls as "
+               f"empty, wrong answers); "
                f"'· n=12': fewer than {MIN_N} scored trials")
 """The legend of :func:`cell_mark`, printed under the matrix (HTML) and the table (Markdown)."""
 
