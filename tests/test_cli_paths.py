@@ -132,12 +132,20 @@ def test_values_have_one_format():
     assert format_value("B", 1.0) == "1.000" and format_value("n_differ_min", 16.0) == "16"
 
 
+def _sigint_as_in_a_terminal():
+    """Child setup: SIGINT at its default, as in a terminal where Ctrl-C is pressed.  A test run
+    started in the background by a non-interactive shell inherits SIGINT *ignored*, and Python then
+    never raises KeyboardInterrupt, so the run would finish instead of stopping."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def test_ctrl_c_during_run_says_what_was_written_and_how_to_resume(tmp_path, mirror):
     out = tmp_path / "r"
     cmd = [sys.executable, "-m", "perceptbench.cli", "run", "--out", str(out), "--task", "closure.nat.silhouette",
            "--batch-size", "1", "--no-progress"]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            env={**os.environ, "COLUMNS": "250"})
+                            env={**os.environ, "COLUMNS": "250"},
+                            preexec_fn=_sigint_as_in_a_terminal)
     records = out / "records.jsonl"
     deadline = time.monotonic() + 300
     while time.monotonic() < deadline and proc.poll() is None:
