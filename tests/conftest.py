@@ -22,3 +22,22 @@ def mirror() -> Path:
     if not (p / "texture-vs-shape").is_dir():
         raise RuntimeError(f"data mirror not found at {p}; set PERCEPTBENCH_MIRROR")
     return p
+
+
+@pytest.fixture(scope="session")
+def served_model(tmp_path_factory):
+    """(base_url, model dir): ``transformers serve`` on a free 127.0.0.1 port serving a tiny
+    random-init Qwen2-VL, started once for the session (test_api_clients, test_vsi_api) and
+    torn down after.  Nothing is faked: a real server process answers real HTTP."""
+    pytest.importorskip("transformers", reason="model extra not installed")
+    from servers import free_port, start_transformers_serve, stop_process
+
+    from perceptbench.testing.tiny_vlm import build_tiny_vlm
+
+    d = build_tiny_vlm("qwen2_vl", tmp_path_factory.mktemp("served") / "tiny_qwen2_vl")
+    port = free_port()
+    proc = start_transformers_serve(d, port, tmp_path_factory.mktemp("servelog") / "serve.log")
+    try:
+        yield f"http://127.0.0.1:{port}/v1", d
+    finally:
+        stop_process(proc)

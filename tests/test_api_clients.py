@@ -11,33 +11,20 @@ request shapes for Anthropic and Gemini, and no key leaks.
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import socket
-import subprocess
-import sys
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
 
-import httpx
 import numpy as np
 import pytest
 from PIL import Image
 
 from perceptbench.models.api import APIError, AnthropicVLM, GeminiVLM, OpenAICompatibleVLM, png_base64
 from perceptbench.models.base import ModelLoadError, NotSupportedByProvider, VLM, VLMRequest
-from servers import stop_process  # noqa: E402
+from servers import free_port as _free_port  # noqa: E402
 
 SECRET = "sk-test-SECRET-0123456789abcdef"
 FAST = dict(backoff_initial=0.01, backoff_max=0.05, retry_after_max=0.2)
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _image(seed: int, size=(64, 64)) -> Image.Image:
@@ -48,47 +35,6 @@ def _image(seed: int, size=(64, 64)) -> Image.Image:
 # ---------------------------------------------------------------------------------------
 # (a) a real OpenAI-compatible server: transformers serve
 # ---------------------------------------------------------------------------------------
-
-
-def _transformers_cli() -> str:
-    exe = Path(sys.executable).parent / "transformers"
-    found = str(exe) if exe.exists() else shutil.which("transformers")
-    assert found, "the `transformers` CLI is missing: pip install 'transformers[serving]'"
-    return found
-
-
-@pytest.fixture(scope="module")
-def served_model(tmp_path_factory):
-    """(base_url, model dir): transformers serve on a free 127.0.0.1 port, torn down after."""
-    from perceptbench.testing.tiny_vlm import build_tiny_vlm
-
-    d = build_tiny_vlm("qwen2_vl", tmp_path_factory.mktemp("served") / "tiny_qwen2_vl")
-    port = _free_port()
-    log = tmp_path_factory.mktemp("servelog") / "serve.log"
-    env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
-    env.pop("OPENAI_API_KEY", None)
-    with open(log, "wb") as fh:
-        proc = subprocess.Popen(
-            [_transformers_cli(), "serve", str(d), "--host", "127.0.0.1", "--port", str(port), "--device", "cpu"],
-            stdout=fh, stderr=subprocess.STDOUT, env=env,
-        )
-    try:
-        deadline = time.monotonic() + 120  # bounded wait (ready in ~10 s here)
-        ok = False
-        while time.monotonic() < deadline:
-            if proc.poll() is not None:
-                break
-            try:
-                if httpx.get(f"http://127.0.0.1:{port}/health", timeout=2).status_code == 200:
-                    ok = True
-                    break
-            except httpx.HTTPError:
-                pass
-            time.sleep(0.3)
-        assert ok, f"transformers serve did not become healthy (rc={proc.poll()}):\n{log.read_text()[-3000:]}"
-        yield f"http://127.0.0.1:{port}/v1", d
-    finally:
-        stop_process(proc)
 
 
 def test_real_server_generate_deterministic(served_model):

@@ -15,15 +15,12 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import threading
-import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
-import httpx
 import numpy as np
 import pytest
 from PIL import Image
@@ -33,6 +30,8 @@ from perceptbench.models.base import VLMRequest
 from perceptbench.models.identity import local_model_sha256, server_model_identity
 from perceptbench.models.registry import split_pinned_version
 from perceptbench.models.response_cache import CachedVLM, ResponseCache, StaleCacheError
+from servers import free_port as _free_port  # noqa: E402
+from servers import start_transformers_serve, stop_process  # noqa: E402
 
 FAST = dict(backoff_initial=0.01, backoff_max=0.05, retry_after_max=0.2, max_retries=1)
 
@@ -209,48 +208,14 @@ def test_no_cache_and_refresh_cache(tmp_path):
 
 
 # ------------------------------------------------------------------ a real server, swapped
-def _transformers_cli() -> str:
-    exe = Path(sys.executable).parent / "transformers"
-    found = str(exe) if exe.exists() else shutil.which("transformers")
-    assert found, "the `transformers` CLI is missing: pip install 'transformers[serving]'"
-    return found
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 class _Serve:
+    """``transformers serve MODEL_DIR`` (tests/servers.py), healthy when constructed."""
+
     def __init__(self, model_dir: Path, port: int, log: Path):
-        env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
-        env.pop("OPENAI_API_KEY", None)
-        self.log = log
-        with open(log, "wb") as fh:
-            self.proc = subprocess.Popen(
-                [_transformers_cli(), "serve", str(model_dir), "--host", "127.0.0.1", "--port", str(port),
-                 "--device", "cpu"], stdout=fh, stderr=subprocess.STDOUT, env=env, cwd=model_dir.parent)
-        deadline = time.monotonic() + 180
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                break
-            try:
-                if httpx.get(f"http://127.0.0.1:{port}/health", timeout=2).status_code == 200:
-                    return
-            except httpx.HTTPError:
-                pass
-            time.sleep(0.3)
-        self.stop()
-        raise AssertionError(f"transformers serve did not become healthy:\n{log.read_text()[-3000:]}")
+        self.proc = start_transformers_serve(model_dir, port, log)
 
     def stop(self):
-        self.proc.terminate()
-        try:
-            self.proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
+        stop_process(self.proc)
 
 
 def test_swapped_model_behind_one_name_on_a_real_server_is_never_served_stale(tmp_path):

@@ -17,7 +17,6 @@ import os
 import subprocess
 import sys
 import threading
-import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import numpy as np
@@ -26,7 +25,7 @@ from PIL import Image
 
 from perceptbench.metrics.vsi import vsi_samples
 from perceptbench.records import read_records
-from servers import stop_process  # noqa: E402
+from servers import free_port as _free_port  # noqa: E402
 
 TOKENS = ["A", "B", "C", " A", " B", "The", "Answer", "1", "2", "3", "x", "y"]
 
@@ -138,50 +137,21 @@ def test_vsi_through_openai_compatible_server_with_logprobs(tmp_path):
         srv.close()
 
 
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def test_real_server_without_logprobs_gets_skipped_row(tmp_path):
-    pytest.importorskip("transformers")
-    import httpx
-
-    from perceptbench.testing.tiny_vlm import build_tiny_vlm
-
-    d = build_tiny_vlm("qwen2_vl", tmp_path / "tiny_qwen2_vl")
-    exe = os.path.join(os.path.dirname(sys.executable), "transformers")
-    assert os.path.exists(exe), "the `transformers` CLI is missing: pip install 'transformers[serving]'"
-    port = _free_port()
-    env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
-    with open(tmp_path / "serve.log", "wb") as fh:
-        proc = subprocess.Popen([exe, "serve", str(d), "--host", "127.0.0.1", "--port", str(port), "--device", "cpu"],
-                                stdout=fh, stderr=subprocess.STDOUT, env=env)
-    try:
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline and proc.poll() is None:
-            try:
-                if httpx.get(f"http://127.0.0.1:{port}/health", timeout=2).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            time.sleep(0.3)
-        out = tmp_path / "run"
-        p = _cli("run", "--model", f"served=openai-compatible:http://127.0.0.1:{port}/v1#{d}", "--task",
-                 "vsi.salbench.syn@n=2,verbal_conf=0", "--out", str(out), "--no-progress",
-                 env={"PERCEPTBENCH_RESPONSE_CACHE": str(tmp_path / "cache")})
-        assert p.returncode == 0, p.stdout + p.stderr + (tmp_path / "serve.log").read_text()[-2000:]
-        recs = read_records(out / "records.jsonl", allow_torn_tail=False)
-        assert len(recs) == 6 and all("logprobs" in r.run_meta.model_extra["skipped"] for r in recs)
-        assert all(r.response is None for r in recs)
-        rows = [r for r in json.loads((out / "scores.json").read_text()) if r["model"] == "served"]
-        assert [r["metric"] for r in rows] == ["skipped"] and "logprobs" in rows[0]["note"]
-        assert vsi_samples(recs) == []
-    finally:
-        stop_process(proc)
+def test_real_server_without_logprobs_gets_skipped_row(tmp_path, served_model):
+    """transformers serve (the session's tiny Qwen2-VL, tests/conftest.py) ignores ``logprobs``:
+    every VSI trial is recorded as skipped with the reason, and scoring gives one skipped row."""
+    base_url, d = served_model
+    out = tmp_path / "run"
+    p = _cli("run", "--model", f"served=openai-compatible:{base_url}#{d}", "--task",
+             "vsi.salbench.syn@n=2,verbal_conf=0", "--out", str(out), "--no-progress",
+             env={"PERCEPTBENCH_RESPONSE_CACHE": str(tmp_path / "cache")})
+    assert p.returncode == 0, p.stdout + p.stderr
+    recs = read_records(out / "records.jsonl", allow_torn_tail=False)
+    assert len(recs) == 6 and all("logprobs" in r.run_meta.model_extra["skipped"] for r in recs)
+    assert all(r.response is None for r in recs)
+    rows = [r for r in json.loads((out / "scores.json").read_text()) if r["model"] == "served"]
+    assert [r["metric"] for r in rows] == ["skipped"] and "logprobs" in rows[0]["note"]
+    assert vsi_samples(recs) == []
 
 
 def test_api_distribution_drops_the_ambiguous_empty_token():
