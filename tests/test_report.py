@@ -171,7 +171,10 @@ def test_paired_differences_match_the_scores(hostile_run):
     for d in diffs:
         seen.add((d.task_id, d.metric))
         want = rows[(d.task_id, d.a, d.metric)] - rows[(d.task_id, d.b, d.metric)]
-        assert d.diff == pytest.approx(want), (d, want)
+        if d.task_id.startswith("salbench."):  # every stimulus counts (null = empty prediction): the rows' difference
+            assert d.diff == pytest.approx(want), (d, want)
+        else:  # on the stimuli both answered (5% nulls each): close to, not equal to, the rows' difference
+            assert d.n < 120 and d.diff == pytest.approx(want, abs=0.1), (d, want)
         assert d.low <= d.diff <= d.high
     assert ("closure.nat.silhouette", "kappa_pairwise") in seen and ("closure.nat.silhouette", "B") in seen
     assert ("similarity.chart.mark_color", "B") in seen

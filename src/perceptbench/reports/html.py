@@ -161,7 +161,7 @@ def markdown_summary(data: ReportData, heads: list[HeadlineRow], diffs, title: s
             "fewer than two models on any task, nothing to compare.")]
     for d in excl[:30]:
         lines.append(f"- {_md_cell(d.task_id)} {_md_cell(d.metric)}: {_md_cell(d.a)} - {_md_cell(d.b)} = "
-                     f"{fmt(d.diff, sign=True)} [{fmt(d.low, sign=True)}, {fmt(d.high, sign=True)}]")
+                     f"{fmt(d.diff, sign=True)} [{fmt(d.low, sign=True)}, {fmt(d.high, sign=True)}] {_md_cell(d.basis)}")
     if len(excl) > 30:
         lines.append(f"- ... {len(excl) - 30} more in the HTML report")
     recs = data.records

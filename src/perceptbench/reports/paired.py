@@ -1,15 +1,18 @@
 """Model vs model: paired-bootstrap differences on the headline metrics (issue 10, item 8).
 
-Every model answering the same stimuli of a task is resampled with the *same* index
-matrix (:func:`perceptbench.metrics.bootstrap.resample_indices`: seed, n and draws,
-unstratified, exactly as the scorers' headline rows), so the per-draw difference
-``stat_a(draw) - stat_b(draw)`` is the paired bootstrap of the difference (seed 000
-D.5).  The interval is the 2.5th-97.5th percentile of the defined differences; a
-difference "excludes 0" when both bounds lie on the same side of 0.
+A difference a - b is computed on the stimuli *both* models answered (a null answer of
+either drops the stimulus for both; SalBench's headline scores a null as an empty
+prediction, seed 001 §4, so there every shared stimulus counts): both statistics are
+recomputed on that common set and every bootstrap draw resamples the same common stimuli
+for both (:func:`perceptbench.metrics.bootstrap.resample_indices` on the common set, seed of
+the task), so ``stat_a(draw) - stat_b(draw)`` is the paired bootstrap of the difference
+(seed 000 D.5).  The interval is the 2.5th-97.5th percentile of the defined differences; a
+difference "excludes 0" when both bounds lie on the same side of 0.  With fewer than
+:data:`MIN_COMMON` common stimuli no number is given, only a note.  (Subtracting each
+model's own score row would compare B on different stimulus sets.)
 
-For the Gestalt tasks each model's own draws are exactly the scorer's (its interval in
-scores.csv).  SalBench's headline counts every stimulus (a null answer is an empty
-prediction, seed 001 §4), so all shared stimuli are resampled there too.  Records are
+:func:`model_draws` gives each model's own draws on its own trials, exactly the scorer's
+(its interval in scores.csv).  Records are
 first re-parsed and split by prompt version exactly as for scoring
 (:func:`perceptbench.scoring.prepare_records`).
 
@@ -34,8 +37,9 @@ from ..records import TrialRecord
 
 @dataclass(frozen=True)
 class PairedDiff:
-    """``a`` minus ``b`` on ``metric`` of ``task_id``: point difference, 95% percentile
-    interval over ``n_draws`` paired draws, the number of shared stimuli ``n``."""
+    """``a`` minus ``b`` on ``metric`` of ``task_id``, both on the same ``n`` common stimuli:
+    point difference, 95% percentile interval over ``n_draws`` paired draws, and ``basis``
+    (which stimuli, how nulls are handled)."""
 
     task_id: str
     metric: str
@@ -46,6 +50,7 @@ class PairedDiff:
     high: float
     n: int
     n_draws: int
+    basis: str = ""  # which stimuli and how nulls are handled, e.g. "on the 4 stimuli both answered (nulls excluded)"
 
     @property
     def excludes_zero(self) -> bool:
@@ -113,11 +118,34 @@ def _kappa_pairwise_c(m: np.ndarray, obs: np.ndarray, valid: np.ndarray):
     return stat
 
 
-def _stats(base: str, rs: list[TrialRecord], humans: dict[str, list[TrialRecord]]):
-    """metric -> (function of a counts matrix (d, n) -> (d,), number of draws)."""
+@dataclass
+class _Stat:
+    """One model's per-trial inputs to a headline statistic, in its trials' (stimulus, rep) order.
+
+    ``x`` (n,) float64: the per-trial value averaged (``correct``, modal match, exact match)
+    or, with ``obs``, the model's correctness; ``valid`` (n,) bool: the trial enters the
+    statistic (a null answer does not, except SalBench's, where it is an empty prediction);
+    ``obs`` (J, n) float64: the observers' correctness for kappa_pairwise."""
+
+    x: np.ndarray
+    valid: np.ndarray
+    n_draws: int
+    obs: np.ndarray | None = None
+    nulls_count: bool = False  # SalBench: a null answer is scored (empty prediction), seed 001 §4
+
+    def fn(self, sel: np.ndarray | None = None):
+        """The statistic as a function of a counts matrix (d, len(sel)) -> (d,), on trials ``sel``."""
+        x, valid = (self.x, self.valid) if sel is None else (self.x[sel], self.valid[sel])
+        if self.obs is None:
+            return _masked_mean_c(x, valid)
+        return _kappa_pairwise_c(x, self.obs if sel is None else self.obs[:, sel], valid)
+
+
+def _stats(base: str, rs: list[TrialRecord], humans: dict[str, list[TrialRecord]]) -> dict[str, _Stat]:
+    """metric -> :class:`_Stat` of model trials ``rs`` (sorted by stimulus, rep)."""
     correct = np.array([bool(r.correct) for r in rs], float)
     valid = np.array([r.response is not None and r.ground_truth is not None for r in rs])
-    acc = (_masked_mean_c(correct, valid), N_BOOT_B)
+    acc = _Stat(correct, valid, N_BOOT_B)
     if base == "closure.nat.silhouette":
         obs_models = sorted(m for m in humans if m.startswith("human:subject"))
         if not obs_models:
@@ -131,8 +159,8 @@ def _stats(base: str, rs: list[TrialRecord], humans: dict[str, list[TrialRecord]
         has = np.array([h is not None for h in modal])
         match = np.array([r.response is not None and r.response == h for r, h in zip(rs, modal)], float)
         return {"accuracy": acc,
-                "B": (_masked_mean_c(match, valid & has), N_BOOT_B),
-                "kappa_pairwise": (_kappa_pairwise_c(correct, obs, valid), N_BOOT_KAPPA)}
+                "B": _Stat(match, valid & has, N_BOOT_B),
+                "kappa_pairwise": _Stat(correct, valid, N_BOOT_KAPPA, obs)}
     if base == "similarity.chart.mark_color":
         return {"B": acc}
     if base == "similarity.chart.series_count":
@@ -143,13 +171,13 @@ def _stats(base: str, rs: list[TrialRecord], humans: dict[str, list[TrialRecord]
         # seed 001 §4 headline: every stimulus counts, a null answer is an empty prediction
         em = np.array([bool(r.correct) if r.response is not None else len(r.ground_truth or ()) == 0
                        for r in rs], float)
-        return {"exact_match": (_masked_mean_c(em, np.array([r.ground_truth is not None for r in rs])), N_BOOT_B)}
+        return {"exact_match": _Stat(em, np.array([r.ground_truth is not None for r in rs]), N_BOOT_B,
+                                     nulls_count=True)}
     return {}
 
 
-def model_draws(records: list[TrialRecord]) -> dict[tuple[str, str, str], tuple[float, np.ndarray, tuple]]:
-    """(task_id, model, metric) -> (point estimate, bootstrap draws (n_draws,), stimulus key)
-    for every non-human model and headline metric; draws use the scorers' resamples."""
+def _prepared_groups(records: list[TrialRecord]):
+    """task_id -> (seed, {model: (trials, {metric: _Stat})}) for the non-human models."""
     from ..scoring import prepare_records
 
     records = prepare_records(records)  # re-parsed and split exactly as the scores were
@@ -161,59 +189,89 @@ def model_draws(records: list[TrialRecord]) -> dict[tuple[str, str, str], tuple[
         if not names:
             continue
         seed = min(r.run_meta.seed for m in names for r in models[m])
+        out[tid] = (seed, {m: (models[m], _stats(base, models[m], humans)) for m in names})
+    return out
+
+
+def _strata(base: str, rs: list[TrialRecord]):
+    # as the scorers' rows: series counting resamples within each rendered k (the design fixes
+    # the count per k), every other headline unstratified
+    return np.array([r.manipulated_value for r in rs]) if base == "similarity.chart.series_count" else None
+
+
+def model_draws(records: list[TrialRecord]) -> dict[tuple[str, str, str], tuple[float, np.ndarray, tuple]]:
+    """(task_id, model, metric) -> (point estimate, bootstrap draws (n_draws,), stimulus key)
+    for every non-human model and headline metric, each on the model's own trials (nulls
+    excluded as in its score row); draws use the scorers' resamples, so they reproduce the
+    model's own interval in scores.csv.  Differences between models are not taken from
+    these (they rest on different answered stimuli): see :func:`paired_differences`."""
+    out = {}
+    for tid, (seed, models) in _prepared_groups(records).items():
+        base = tid.split("@", 1)[0]
         counts: dict[tuple, np.ndarray] = {}
-        for m in names:
-            rs = models[m]
+        for m, (rs, stats) in models.items():
             key = tuple((r.stimulus_id, r.rep) for r in rs)
             n = len(rs)
-            for metric, (fn, nd) in _stats(base, rs, humans).items():
-                ck = (key, nd)
+            for metric, st in stats.items():
+                ck = (key, st.n_draws)
                 if ck not in counts:
-                    # as the scorers' rows: series counting resamples within each rendered k (the design
-                    # fixes the count per k), every other headline unstratified
-                    strata = (np.array([r.manipulated_value for r in rs]) if base == "similarity.chart.series_count"
-                              else None)
-                    counts[ck] = _counts(resample_indices(n, nd, seed, strata), n)
+                    counts[ck] = _counts(resample_indices(n, st.n_draws, seed, _strata(base, rs)), n)
+                fn = st.fn()
                 out[(tid, m, metric)] = (float(fn(np.ones((1, n)))[0]), np.asarray(fn(counts[ck]), float), key)
     return out
 
 
+MIN_COMMON = 5
+"""Fewest stimuli both models must have answered for a paired difference; below it the
+report says so instead of giving a number (the same floor of 5 as the VSI analyses' cells)."""
+
+
 def paired_differences(records: list[TrialRecord]) -> tuple[list[PairedDiff], list[str]]:
     """Paired differences for every pair of non-human models within each task and
-    headline metric.  Returns (differences, notes); a note names each task whose models
-    answered different stimulus sets (only models with the same stimuli are compared,
-    never unpaired resamples)."""
-    draws = model_draws(records)
-    by_tm: dict[tuple[str, str], list[str]] = defaultdict(list)
-    for (tid, m, metric) in draws:
-        by_tm[(tid, metric)].append(m)
+    headline metric, each on the stimuli *both* models answered.
+
+    For a pair (a, b) the common set is the (stimulus, rep) trials both models have with a
+    scorable answer (a null answer of either model drops the stimulus for both, except on
+    SalBench, whose headline scores a null as an empty prediction, seed 001 §4, so every
+    shared stimulus counts); both statistics are recomputed on that set, and every bootstrap
+    draw resamples the same common stimuli for both (seed 000 D.5; series counting within
+    each rendered k).  ``n`` is the common count.  Returns (differences, notes); a note
+    names each pair with fewer than :data:`MIN_COMMON` common stimuli (no number is given)."""
     out: list[PairedDiff] = []
     notes: list[str] = []
-    for (tid, metric), models in sorted(by_tm.items()):
-        groups: dict[tuple, list[str]] = defaultdict(list)
-        for m in sorted(models):
-            groups[draws[(tid, m, metric)][2]].append(m)
-        if len(groups) > 1:
-            notes.append(f"{tid} {metric}: {len(groups)} different stimulus sets among the models; only models "
-                         "with the same stimuli are compared")
-        for key, members in groups.items():
-            if len(members) < 2:
-                continue
-            pairs = list(itertools.combinations(range(len(members)), 2))
-            D = np.stack([draws[(tid, m, metric)][1] for m in members])  # (models, draws)
-            ia = np.array([a for a, _ in pairs])
-            ib = np.array([b for _, b in pairs])
-            d = D[ia] - D[ib]  # (pairs, draws): one index matrix, so paired
-            if np.isfinite(d).all():
-                lo, hi = np.percentile(d, [2.5, 97.5], axis=1)
-            else:
-                lo, hi = np.full(len(pairs), np.nan), np.full(len(pairs), np.nan)
-                for j in range(len(pairs)):
-                    ok = np.isfinite(d[j])
-                    if ok.any():
-                        lo[j], hi[j] = np.percentile(d[j][ok], [2.5, 97.5])
-            for j, (a, b) in enumerate(pairs):
-                pa, pb = draws[(tid, members[a], metric)][0], draws[(tid, members[b], metric)][0]
-                out.append(PairedDiff(tid, metric, members[a], members[b], pa - pb, float(lo[j]), float(hi[j]),
-                                      len(key), d.shape[1]))
+    for tid, (seed, models) in _prepared_groups(records).items():
+        base = tid.split("@", 1)[0]
+        counts: dict[tuple, np.ndarray] = {}
+        metrics = sorted({mt for _, stats in models.values() for mt in stats})
+        for metric in metrics:
+            names = [m for m in sorted(models) if metric in models[m][1]]
+            for a, b in itertools.combinations(names, 2):
+                (ra, sa), (rb, sb) = models[a], models[b]
+                A, B = sa[metric], sb[metric]
+                ib = {(r.stimulus_id, r.rep): i for i, r in enumerate(rb)}
+                pairs = [(i, ib[(r.stimulus_id, r.rep)]) for i, r in enumerate(ra)
+                         if (r.stimulus_id, r.rep) in ib]
+                pairs = [(i, j) for i, j in pairs if A.valid[i] and B.valid[j]]
+                n = len(pairs)
+                what = ("stimuli both were shown (a null answer scores as an empty prediction)" if A.nulls_count
+                        else "stimuli both answered (nulls excluded)")
+                if n < MIN_COMMON:
+                    notes.append(f"{tid} {metric} {a} - {b}: no paired difference: only {n} {what}, "
+                                 f"fewer than {MIN_COMMON}.")
+                    continue
+                ia = np.array([i for i, _ in pairs])
+                jb = np.array([j for _, j in pairs])
+                key = (tuple(ra[i].stimulus_id for i in ia), A.n_draws)
+                if key not in counts:
+                    strata = _strata(base, [ra[i] for i in ia])
+                    counts[key] = _counts(resample_indices(n, A.n_draws, seed, strata), n)
+                C = counts[key]
+                fa, fb = A.fn(ia), B.fn(jb)
+                one = np.ones((1, n))
+                point = float(fa(one)[0] - fb(one)[0])
+                d = np.asarray(fa(C) - fb(C), float)  # the same resampled stimuli for both: paired
+                ok = np.isfinite(d)
+                lo, hi = np.percentile(d[ok], [2.5, 97.5]) if ok.any() else (np.nan, np.nan)
+                out.append(PairedDiff(tid, metric, a, b, point, float(lo), float(hi), n, d.shape[0],
+                                      f"on the {n} {what}"))
     return out, notes

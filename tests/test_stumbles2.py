@@ -1,0 +1,67 @@
+"""Known-answer tests for the third walk-through's stumbles (issue stumbles2): paired
+differences on the common answered stimuli, ..."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from perceptbench.tasks import get_task
+from perceptbench.tasks.base import make_record
+
+MARK = "similarity.chart.mark_color"
+
+
+def _plant(tid: str, model: str, answers: dict) -> list:
+    """One VLM record per (stimulus index -> 'right' | 'wrong' | None) on ``tid``'s test stimuli, seed 0."""
+    task = get_task(tid)
+    test = [s for s in task.stimuli(0) if s.split == "test"]
+    opts = list(task.options())
+    out = []
+    for i, how in answers.items():
+        s = test[i]
+        resp = None if how is None else s.ground_truth if how == "right" else next(o for o in opts if o != s.ground_truth)
+        out.append(make_record(task, stimulus_id=s.stimulus_id, model=model, model_family="vlm", readout="vlm_prompt",
+                               response=resp, ground_truth=s.ground_truth, manipulated_value=s.manipulated_value,
+                               raw_output="no answer" if resp is None else str(resp), prompt_id=task.prompt_id,
+                               prompt_hash=task.prompt_hash, model_version="planted", seed=0, run_id="planted",
+                               split=s.split, parse={"rule": "synthetic", "ambiguous": False, "mode": "default"}))
+    return out
+
+
+def test_paired_difference_is_on_the_stimuli_both_answered():
+    from perceptbench.metrics.bootstrap import resample_indices
+    from perceptbench.reports.paired import paired_differences
+
+    # a: right on 0-5, wrong on 6-9; b: null on 0-3, wrong on 4-5, right on 6-9.
+    a = _plant(MARK, "a", {**{i: "right" for i in range(6)}, **{i: "wrong" for i in range(6, 10)}})
+    b = _plant(MARK, "b", {**{i: None for i in range(4)}, 4: "wrong", 5: "wrong", **{i: "right" for i in range(6, 10)}})
+    diffs, notes = paired_differences(a + b)
+    assert notes == []
+    (d,) = diffs
+    # common answered stimuli 4-9 (n=6): a right on 4,5 -> 2/6; b right on 6-9 -> 4/6; a - b = -1/3
+    # (the old code subtracted a's B on 10 stimuli, 0.6, from b's on 6, 0.667: -0.067)
+    assert (d.a, d.b, d.metric, d.n) == ("a", "b", "B", 6)
+    assert d.diff == pytest.approx(-1 / 3, abs=1e-12)
+    assert "6 stimuli both answered" in d.basis and "nulls excluded" in d.basis
+    # the interval: the same resampled common stimuli for both models in every draw
+    xa = np.array([1, 1, 0, 0, 0, 0.0])
+    xb = np.array([0, 0, 1, 1, 1, 1.0])
+    idx = resample_indices(6, 1000, 0)
+    lo, hi = np.percentile(xa[idx].mean(1) - xb[idx].mean(1), [2.5, 97.5])
+    assert (d.low, d.high) == pytest.approx((lo, hi), abs=1e-12)
+
+
+def test_disjoint_answered_sets_give_no_number():
+    from perceptbench.reports.paired import paired_differences
+
+    # a answers 0-4 and is null on 5-9, b the reverse: no stimulus both answered
+    a = _plant(MARK, "a", {**{i: "right" for i in range(5)}, **{i: None for i in range(5, 10)}})
+    b = _plant(MARK, "b", {**{i: None for i in range(5)}, **{i: "right" for i in range(5, 10)}})
+    diffs, notes = paired_differences(a + b)
+    assert diffs == []
+    assert len(notes) == 1 and "only 0 stimuli both answered" in notes[0] and "a - b" in notes[0]
+    # 4 common answered stimuli (< 5): still no number
+    c = _plant(MARK, "c", {**{i: "right" for i in range(4)}, **{i: None for i in range(4, 10)}})
+    diffs, notes = paired_differences(a + c)
+    assert diffs == [] and "only 4 stimuli both answered" in notes[0]
