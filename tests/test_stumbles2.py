@@ -65,3 +65,50 @@ def test_disjoint_answered_sets_give_no_number():
     c = _plant(MARK, "c", {**{i: "right" for i in range(4)}, **{i: None for i in range(4, 10)}})
     diffs, notes = paired_differences(a + c)
     assert diffs == [] and "only 4 stimuli both answered" in notes[0]
+
+
+def _invoke(*args):
+    from typer.testing import CliRunner
+
+    from perceptbench.cli import app
+
+    res = CliRunner().invoke(app, [str(a) for a in args])
+    return res.exit_code, " ".join(res.output.split())  # the console wraps long paths
+
+
+@pytest.fixture()
+def planted_run(tmp_path):
+    from perceptbench.records import RecordStore
+
+    d = tmp_path / "run"
+    with RecordStore(d / "records.jsonl") as store:
+        store.append(_plant(MARK, "a", {i: "right" if i % 2 else "wrong" for i in range(12)}))
+    return d
+
+
+def test_export_and_score_refuse_files_they_did_not_write(planted_run, tmp_path):
+    out = tmp_path / "x"
+    out.mkdir()
+    (out / "scores.parquet").write_text("my precious")
+    assert _invoke("score", planted_run)[0] == 0
+    rc, text = _invoke("export", planted_run, "--format", "parquet", "--out", out)
+    assert rc == 2 and "scores.parquet exists and is not a perceptbench" in text and "refusing" in text
+    assert text.count("error:") == 1 and "Traceback" not in text
+    assert (out / "scores.parquet").read_text() == "my precious" and not (out / "records.parquet").exists()
+    (out / "scores.parquet").unlink()
+    assert _invoke("export", planted_run, "--out", out)[0] == 0
+    assert _invoke("export", planted_run, "--out", out)[0] == 0  # its own files: overwritten
+    # an existing file as --out: one clear line, no raw errno
+    rc, text = _invoke("export", planted_run, "--out", out / "scores.parquet")
+    assert rc == 2 and "is a file" in text and "Errno" not in text
+    precious = tmp_path / "precious.csv"
+    precious.write_text("my precious\n")
+    rc, text = _invoke("score", planted_run, "--out", precious)
+    assert rc == 2 and "precious.csv exists and is not a perceptbench scores table" in text
+    assert precious.read_text() == "my precious\n" and not precious.with_suffix(".json").exists()
+    mine = tmp_path / "mine.csv"
+    assert _invoke("score", planted_run, "--out", mine)[0] == 0
+    assert _invoke("score", planted_run, "--out", mine)[0] == 0  # a table it wrote: overwritten
+    (tmp_path / "other.json").write_text('{"precious": 1}')  # score also writes the .json beside the csv
+    rc, text = _invoke("score", planted_run, "--out", tmp_path / "other.csv")
+    assert rc == 2 and "other.json exists" in text and not (tmp_path / "other.csv").exists()

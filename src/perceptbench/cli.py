@@ -123,12 +123,46 @@ def _is_our_report(path: Path) -> bool:
         return False
 
 
+def _is_our_scores(path: Path) -> bool:
+    """True when ``path`` is a scores table `score` wrote: ``.csv`` whose first line is the
+    ScoreRow header, or ``.json`` holding a list of rows with ``task_id`` (or an empty list)."""
+    from .tasks.base import ScoreRow
+
+    try:
+        with path.open("rb") as f:
+            head = f.read(4096).decode("utf-8", errors="replace")
+    except OSError:
+        return False
+    if path.suffix.lower() == ".json":
+        body = head.lstrip()
+        return body.startswith("[") and (body[1:].lstrip().startswith("]") or '{"task_id"' in body)
+    return head.splitlines()[:1] == [",".join(ScoreRow.CSV_COLUMNS)]
+
+
+def _is_our_parquet(path: Path, columns: tuple[str, ...]) -> bool:
+    """True when ``path`` is a parquet file whose schema holds ``columns`` (what `export` writes)."""
+    try:
+        import pyarrow.parquet as pq
+
+        return set(columns) <= set(pq.read_schema(path).names)
+    except Exception:  # not parquet, unreadable: not ours
+        return False
+
+
+def _refuse_foreign(path: Path, ours: bool, what: str) -> None:
+    if path.exists() and (path.is_dir() or not ours):
+        _fail(f"--out: {path} exists and is not a perceptbench {what}; refusing to overwrite it "
+              "(give another --out)")
+
+
 def _check_out(out: Path, must_be: str) -> None:
     """One-line error unless ``--out`` can be what the command writes: ``dir`` (any directory),
     ``run`` (a new directory, an empty one, or a run directory: one holding run.json or
-    records.jsonl), ``file`` (the scores CSV file) or ``report`` (a new ``.html`` file, or an
-    HTML report this tool wrote before)."""
-    if must_be in ("dir", "run") and out.exists() and not out.is_dir():
+    records.jsonl), ``file`` (the scores CSV file: new, or a scores table `score` wrote, and the
+    same for the ``.json`` beside it), ``export`` (a directory whose records.parquet /
+    scores.parquet, if present, are exports) or ``report`` (a new ``.html`` file, or an HTML
+    report this tool wrote before)."""
+    if must_be in ("dir", "run", "export") and out.exists() and not out.is_dir():
         _fail(f"--out {out} is a file; --out must be a directory (a new one, or one this command wrote before)")
     if must_be == "run":
         from .runs import foreign_out_dir
@@ -139,9 +173,17 @@ def _check_out(out: Path, must_be: str) -> None:
             why = f"{out}: cannot list the directory ({e})"
         if why:
             _fail(f"--out {why}")
-    if must_be == "file" and out.is_dir():
-        _fail(f"--out {out} is a directory; --out must be the path of the scores CSV file "
-              f"(e.g. {out / 'scores.csv'})")
+    if must_be == "file":
+        if out.is_dir():
+            _fail(f"--out {out} is a directory; --out must be the path of the scores CSV file "
+                  f"(e.g. {out / 'scores.csv'})")
+        for p in (out, out.with_suffix(".json")):  # write_scores writes both
+            _refuse_foreign(p, _is_our_scores(p), f"scores table ({p.suffix.lstrip('.')})")
+    if must_be == "export" and out.is_dir():
+        _refuse_foreign(out / "records.parquet", _is_our_parquet(out / "records.parquet", ("trial_id", "task_id")),
+                        "records.parquet export")
+        _refuse_foreign(out / "scores.parquet", _is_our_parquet(out / "scores.parquet", ("task_id", "metric", "value")),
+                        "scores.parquet export")
     if must_be == "report":
         if out.is_dir():
             _fail(f"--out {out} is a directory; --out must be the path of the report's HTML file "
@@ -429,6 +471,7 @@ def export(
         _fail(f"--format {format!r}: only 'parquet' is supported")
     if not (run_dir / "records.jsonl").exists():
         _fail(f"{run_dir}: not a run directory (no records.jsonl in it)")
+    _check_out(out if out is not None else run_dir, "export")
     try:
         rec, sc = export_parquet(run_dir, out)
     except (RecordError, OSError) as e:
