@@ -112,3 +112,24 @@ def test_export_and_score_refuse_files_they_did_not_write(planted_run, tmp_path)
     (tmp_path / "other.json").write_text('{"precious": 1}')  # score also writes the .json beside the csv
     rc, text = _invoke("score", planted_run, "--out", tmp_path / "other.csv")
     assert rc == 2 and "other.json exists" in text and not (tmp_path / "other.csv").exists()
+
+
+SAL = "salbench.detection.syn@n=60,n_probe=0"
+
+
+def test_all_null_salbench_cell_is_flagged_like_every_family():
+    from perceptbench.reports.headline import cell_text, headline_rows
+    from perceptbench.scoring import score_records
+
+    # 12 SalBench stimuli, every answer null: exact_match = 0 on n = 12 (a null is an empty prediction), 12/12 null;
+    # mark colour, every answer null: B undefined, n = 0
+    recs = _plant(SAL, "v", {i: None for i in range(12)}) + _plant(MARK, "v", {i: None for i in range(12)})
+    heads = {(h.task_id, h.metric): h for h in headline_rows(score_records(recs)) if h.model == "v"}
+    sal, mark = heads[(SAL, "exact_match")], heads[(MARK, "B")]
+    assert (sal.value, sal.n, sal.trials) == (0.0, 12, (12, 12))
+    assert "no parseable answers" in sal.flags and "no parseable answers" in mark.flags
+    assert cell_text(sal).endswith("· all null") and "12/12 null" not in cell_text(sal)
+    # one parseable answer among 12: no such flag, the null mark instead
+    recs = _plant(SAL, "w", {0: "right", **{i: None for i in range(1, 12)}})
+    (h,) = [h for h in headline_rows(score_records(recs)) if h.model == "w" and h.metric == "exact_match"]
+    assert "no parseable answers" not in h.flags and cell_text(h).endswith("· 11/12 null")

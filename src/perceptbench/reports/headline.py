@@ -16,8 +16,9 @@ ceiling, and carries flags a reader must not miss:
   1.96 / (2 sqrt n) exceeds 0.18 below n = 30; seed 000 D.1);
 * ``high null rate``: null fraction nu above :data:`MAX_NULL_RATE`; for proportions the
   null bracket (1 - nu) v <= v_full <= (1 - nu) v + nu (seed 000 D.4) is given;
-* ``no parseable answers``: every answer of the model on the task was null (n = 0): the
-  row's value, if any, rests on no answer;
+* ``no parseable answers``: every answer of the model on the task was null (n = 0, or on
+  SalBench, where a null scores as an empty prediction, n_null = n of the null_rate row):
+  the row's value, if any, rests on no answer (matrix cell: ``all null``);
 * ``every sample insensitive`` (VSI): blurring the question's region moved the next-token
   distribution by less than 0.05 nats on every sample, i.e. the answer ignores the image
   region (seed 002 §2.2: 40-97% for real VLMs); a high insensitive fraction is bad, not good.
@@ -159,7 +160,9 @@ def _make(ix: _Index, task_id: str, model: str, metric: str, label: str, *, floo
                     flags.append("above ceiling")
             if _finite(floor) and ceiling > floor:
                 position = (v - floor) / (ceiling - floor)
-    if r.n == 0 and r.n_null:
+    # every trial null: n = 0 where nulls are excluded, or (SalBench, where a null scores as an
+    # empty prediction and n counts every stimulus) the null_rate row's n_null = n
+    if (r.n == 0 and r.n_null) or (trials is not None and trials[0] == trials[1]):
         flags.append("no parseable answers")
     elif r.n is not None and r.n < MIN_N:
         flags.append(f"small n={r.n}")
@@ -347,9 +350,12 @@ def cell_mark(h: HeadlineRow) -> str:
     """What a matrix cell must show beside its value so that a number resting on few answers
     is not read as a full result: '76/80 null' when more than :data:`MAX_NULL_RATE` of the
     respondent's trials were null (the value rests on the others; SalBench counts a null as
-    an empty answer), else 'n=12' under :data:`MIN_N` scored trials, else ''."""
+    an empty answer), else 'n=12' under :data:`MIN_N` scored trials, else ''; 'all null'
+    when no trial gave a parseable answer (every task family)."""
     if h.metric == "skipped":
         return ""
+    if "no parseable answers" in h.flags:
+        return "all null"
     if h.trials is not None and h.trials[1] and h.trials[0] / h.trials[1] > MAX_NULL_RATE:
         return f"{h.trials[0]}/{h.trials[1]} null"
     if h.n is not None and h.n < MIN_N:
