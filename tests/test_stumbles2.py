@@ -133,3 +133,24 @@ def test_all_null_salbench_cell_is_flagged_like_every_family():
     recs = _plant(SAL, "w", {0: "right", **{i: None for i in range(1, 12)}})
     (h,) = [h for h in headline_rows(score_records(recs)) if h.model == "w" and h.metric == "exact_match"]
     assert "no parseable answers" not in h.flags and cell_text(h).endswith("· 11/12 null")
+
+
+def test_scoring_with_one_human_observer_emits_no_numpy_warning():
+    import math
+    import warnings
+
+    from perceptbench.metrics.error_consistency import leave_one_out_ceiling
+    from perceptbench.scoring import score_records
+
+    sil = "closure.nat.silhouette"
+    task = get_task(sil)
+    humans = task.human_records(0, "planted", task.stimuli(0))
+    first = sorted({r.model for r in humans if r.model.startswith("human:subject")})[0]
+    one = [r for r in humans if r.model == first]  # a torn file: one observer left
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # docs/metrics.md: scoring emits no numpy warnings
+        # one observer: the leave-one-out panel (the others' mean) is empty, 0/0 -> NaN, the documented answer
+        assert math.isnan(leave_one_out_ceiling(np.array([[1.0, 0.0, 1.0]]))[0])
+        rows = score_records(one + _plant(sil, "m", {i: "right" for i in range(10)}))
+    loo = [r for r in rows if r.model == first and r.metric.startswith("kappa_loo")]
+    assert loo and all(math.isnan(r.value) for r in loo)

@@ -218,5 +218,6 @@ def leave_one_out_ceiling(observers: np.ndarray) -> np.ndarray:
     observers (J, ..., n) 0/1 -> (J, ...)."""
     J = observers.shape[0]
     total = observers.sum(0, keepdims=True)
-    others = (total - observers) / (J - 1)
+    with np.errstate(invalid="ignore", divide="ignore"):  # one observer (J = 1): no others, NaN is the answer
+        others = (total - observers) / (J - 1)
     return kappa(observers, others)

@@ -408,7 +408,8 @@ class SilhouetteTask(Task):
         on the shared resample counts; ``obs`` (J, n) 0/1, ``responses`` J lists of n."""
         tid, suffix = self.task_id, f"@{name}"
         J, n = obs.shape
-        loo = (obs.sum(0)[None] - obs) / (J - 1)
+        with np.errstate(invalid="ignore", divide="ignore"):  # J = 1: no other observers, NaN (undefined) rows
+            loo = (obs.sum(0)[None] - obs) / (J - 1)
         loo_modal = [[_mode([responses[o][k] for o in range(J) if o != j]) for k in range(n)] for j in range(J)]
         has_mode = np.array([[h is not None for h in row] for row in loo_modal])
         match = np.array([[r is not None and r == h for r, h in zip(responses[j], loo_modal[j])] for j in range(J)])
@@ -432,7 +433,8 @@ class SilhouetteTask(Task):
         loo = leave_one_out_ceiling(obs)
         w = _with_estimate(n, N_BOOT_KAPPA, seed)
         pw_b = _intervals(_nanmean(pairwise_ceiling_counts(w, obs), 0)[:, None], N_BOOT_KAPPA, seed)[0]
-        others = (obs.sum(0)[None] - obs) / (obs.shape[0] - 1)
+        with np.errstate(invalid="ignore", divide="ignore"):  # one observer: no others, NaN (undefined) rows
+            others = (obs.sum(0)[None] - obs) / (obs.shape[0] - 1)
         loo_k = np.ascontiguousarray(kappa_counts(w, obs, others, np.ones(obs.shape, bool)).T)  # (J, 1 + draws)
         loo_b = _intervals(_nanmean(loo_k, 0)[:, None], N_BOOT_KAPPA, seed)[0]
         s = f"@{name}"
