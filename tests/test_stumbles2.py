@@ -13,14 +13,15 @@ MARK = "similarity.chart.mark_color"
 
 
 def _plant(tid: str, model: str, answers: dict) -> list:
-    """One VLM record per (stimulus index -> 'right' | 'wrong' | None) on ``tid``'s test stimuli, seed 0."""
+    """One VLM record per (stimulus index -> 'right' | 'wrong' | None | a label list) on ``tid``'s test stimuli, seed 0."""
     task = get_task(tid)
     test = [s for s in task.stimuli(0) if s.split == "test"]
     opts = list(task.options())
     out = []
     for i, how in answers.items():
         s = test[i]
-        resp = None if how is None else s.ground_truth if how == "right" else next(o for o in opts if o != s.ground_truth)
+        resp = (how if isinstance(how, list) else None if how is None else s.ground_truth if how == "right"
+                else next(o for o in opts if o != s.ground_truth))
         out.append(make_record(task, stimulus_id=s.stimulus_id, model=model, model_family="vlm", readout="vlm_prompt",
                                response=resp, ground_truth=s.ground_truth, manipulated_value=s.manipulated_value,
                                raw_output="no answer" if resp is None else str(resp), prompt_id=task.prompt_id,
@@ -154,3 +155,25 @@ def test_scoring_with_one_human_observer_emits_no_numpy_warning():
         rows = score_records(one + _plant(sil, "m", {i: "right" for i in range(10)}))
     loo = [r for r in rows if r.model == first and r.metric.startswith("kappa_loo")]
     assert loo and all(math.isnan(r.value) for r in loo)
+
+
+def test_salbench_exact_match_floor_is_the_majority_answer():
+    from perceptbench.reports.headline import headline_rows
+    from perceptbench.scoring import score_records
+    from perceptbench.tasks.salbench import majority_answer_floor
+
+    # truth sets: 3 x {Color}, 5 x {Orientation}, 2 x {Size, Color} -> a constant "Orientation" matches 5/10 = 0.5
+    truths = [["Color"]] * 3 + [["Orientation"]] * 5 + [["Size", "Color"], ["Color", "Size"]]
+    assert majority_answer_floor(truths) == (0.5, ["Orientation"])
+    # a tie (2 x {Color}, 2 x {Size}) -> 2/4 = 0.5, the sorted-first answer
+    assert majority_answer_floor([["Size"], ["Color"], ["Size"], ["Color"]]) == (0.5, ["Color"])
+    assert majority_answer_floor([])[1] == []
+    # a constant answerer on 8 planted stimuli (test stimuli 0,5,10 Color; 20,25,30,35 Orientation; 40 Size):
+    # it answers "Orientation" everywhere -> exact match 4/8 = 0.5 = the floor, flagged "≤ floor"
+    idx = [0, 5, 10, 20, 25, 30, 35, 40]
+    recs = _plant(SAL, "const", {i: ["Orientation"] for i in idx})
+    floor = 0.5
+    rows = {r.metric: r for r in score_records(recs) if r.model == "const"}
+    assert rows["exact_match"].value == pytest.approx(floor) == rows["exact_match_floor"].value
+    (h,) = [h for h in headline_rows(rows.values()) if h.metric == "exact_match"]
+    assert h.floor == pytest.approx(floor) and "≤ floor" in h.flags

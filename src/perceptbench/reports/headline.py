@@ -245,7 +245,8 @@ def _salbench(ix: _Index, tid: str, m: str) -> list[HeadlineRow | None]:
     extra = (f"nulls excluded: {fmt(excl.value)}" if excl is not None and _finite(excl.value)
              and excl.n_null else "")
     out = [_make(ix, tid, m, "exact_match", "exact match (every stimulus)", extra=extra, source="seed 001 §4",
-                 proportion=False),
+                 floor=ix.value(tid, m, "exact_match_floor"),
+                 floor_label="majority-answer floor (best constant answer on these stimuli)", proportion=False),
            _make(ix, tid, m, "mean_f1", "mean F1 (all categories)", source="seed 001 §4", proportion=False)]
     for k in (1, 3):
         out.append(_make(ix, tid, m, f"retrieval_top{k}", f"retrieval top-{k}",

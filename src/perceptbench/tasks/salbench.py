@@ -81,6 +81,22 @@ FEWSHOT_EXAMPLE = "Example {i} (image {i}): {prompt}\nAnswer: {answer}"
 FEWSHOT_QUESTION = "Question (image {n}): {prompt}"
 
 
+def majority_answer_floor(truths) -> tuple[float, list[str]]:
+    """Exact-match floor of a SalBench cell: the exact match a *constant* answerer reaches
+    at best on these stimuli, i.e. the share of the most frequent ground-truth label set
+    (a constant answer S matches exactly the stimuli whose truth set equals S; ties broken by
+    the sorted labels).  ``truths``: one label list per scored stimulus (the exact-match
+    headline's stimuli, seed 001 §4).  Returns (floor in [0, 1], that answer); (nan, [])
+    without stimuli.  Project definition (SalBench, seed 001, gives no floor), docs/metrics.md."""
+    counts: dict[tuple[str, ...], int] = defaultdict(int)
+    for t in truths:
+        counts[tuple(sorted(set(t)))] += 1
+    if not counts:
+        return float("nan"), []
+    best = min(counts, key=lambda k: (-counts[k], k))
+    return counts[best] / sum(counts.values()), list(best)
+
+
 def distractor_group(n: int | None) -> str:
     from ..metrics.saliency import distractor_bin
 
@@ -446,6 +462,10 @@ class SalBenchTask(Task):
                                            n_null, "mean over the categories whose F1 is defined only (the "
                                            "project's headline before issue 7); nulls as empty predictions"))
             rows.append(ScoreRow(tid, m, "null_rate", n_null / len(rs), None, None, len(rs), n_null))
+            floor, answer = majority_answer_floor(truths)
+            rows.append(ScoreRow(tid, m, "exact_match_floor", floor, None, None, len(truths), 0,
+                                 f"majority-answer floor: a constant answer {answer} matches exactly "
+                                 f"{floor:.3f} of these {len(truths)} stimuli"))
             # breakdowns (every stimulus counts, like the headline)
             if self.split_name == "syn":
                 groups = {"difficulty": [r.manipulated_value.split("/")[1] for r in rs],
