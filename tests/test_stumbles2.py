@@ -177,3 +177,19 @@ def test_salbench_exact_match_floor_is_the_majority_answer():
     assert rows["exact_match"].value == pytest.approx(floor) == rows["exact_match_floor"].value
     (h,) = [h for h in headline_rows(rows.values()) if h.metric == "exact_match"]
     assert h.floor == pytest.approx(floor) and "≤ floor" in h.flags
+
+
+def test_resume_says_how_many_human_records_were_already_written(tmp_path):
+    from perceptbench.records import read_records
+
+    sid = [s for s in get_task(MARK).stimuli(0) if s.split == "test"][0].stimulus_id
+    args = ("run", "--task", MARK, "--stimulus", sid, "--model", "efficientnet-lite0", "--out", tmp_path / "r",
+            "--no-progress")
+    rc, first = _invoke(*args)
+    assert rc == 0, first
+    n_h = sum(r.model_family == "human" for r in read_records(tmp_path / "r" / "records.jsonl"))
+    assert n_h > 0 and "human records already written" not in first
+    rc, again = _invoke(*args)
+    # the rerun writes nothing: 1 model trial skipped, and the n_h human records were already there
+    assert rc == 0 and "wrote 0 records" in again
+    assert f"skipped 1 finished trials ({n_h} human records already written)" in again, again

@@ -321,7 +321,8 @@ def run(
             ImportError) as e:
         _fail(e)
     console.print(f"{summary.run_id}: wrote {summary.written} records ({summary.written - summary.human_written} "
-                  f"model trials, {summary.human_written} human), skipped {summary.skipped} finished trials")
+                  f"model trials, {summary.human_written} human), skipped {summary.skipped} finished trials"
+                  + (f" ({summary.human_skipped} human records already written)" if summary.human_skipped else ""))
     for d in summary.mixed:
         console.print(f"[yellow]mixed:[/yellow] {escape(d.what)} of {d.n} finished trial(s) of {escape(d.task_id)} "
                       f"({escape(d.model)}) differs; allowed by --allow-mixed and recorded in run.json",

@@ -54,6 +54,7 @@ class RunSummary:
     written: int = 0
     human_written: int = 0
     skipped: int = 0
+    human_skipped: int = 0  # human records already in the file (a resume), not written again
     cache_hits: int = 0
     cache_requests: int = 0
     per_task_model: dict = field(default_factory=dict)
@@ -412,6 +413,7 @@ def run(cfg: RunConfig, *, progress: bool = True, load_model: Callable | None = 
             n_h = store.append(hr)
             summary.written += n_h
             summary.human_written += n_h
+            summary.human_skipped += len(hr) - n_h
             test = [s for s in stimuli if s.split == "test" and (not wanted or s.stimulus_id in wanted)]
             for arg, name in zip(cfg.models, names):
                 pending = [s for s in test
