@@ -193,3 +193,17 @@ def test_resume_says_how_many_human_records_were_already_written(tmp_path):
     # the rerun writes nothing: 1 model trial skipped, and the n_h human records were already there
     assert rc == 0 and "wrote 0 records" in again
     assert f"skipped 1 finished trials ({n_h} human records already written)" in again, again
+
+
+def test_show_suggests_model_trials_not_human_records(tmp_path):
+    from perceptbench.records import RecordStore
+
+    d = tmp_path / "run"
+    task = get_task(MARK)
+    humans = task.human_records(0, "planted", task.stimuli(0))
+    with RecordStore(d / "records.jsonl") as store:  # human records first, as a run writes them
+        store.append(humans + _plant(MARK, "a", {0: "right", 1: "wrong"}))
+    rc, text = _invoke("show", d, "nope|x")
+    # the two model trials are suggested (the listing's ids), no human kernel record
+    assert rc == 2 and "no trial 'nope|x'" in text and "|a|rep0" in text and "human:" not in text, text
+    assert "2 model trials" in text

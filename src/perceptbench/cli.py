@@ -576,8 +576,12 @@ def show(
         return
     rec = next((r for r in recs if r.trial_id == trial_id), None)
     if rec is None:
-        near = [r.trial_id for r in recs if trial_id in r.trial_id] or [r.trial_id for r in recs]
-        _fail(f"{path}: no trial {trial_id!r}; e.g. {', '.join(repr(t) for t in near[:4])} ({len(recs)} trials)")
+        # suggest model trials first (what the listing shows), human records only if nothing else matches
+        model_ids = [r.trial_id for r in recs if r.model_family != "human"]
+        near = ([t for t in model_ids if trial_id in t] or [r.trial_id for r in recs if trial_id in r.trial_id]
+                or model_ids or [r.trial_id for r in recs])
+        _fail(f"{path}: no trial {trial_id!r}; e.g. {', '.join(repr(t) for t in near[:4])} ({len(model_ids)} model "
+              f"trials; list them with: perceptbench show {run_dir})")
     meta = dict(rec.run_meta.model_extra or {})
     console.print(f"[bold]{escape(rec.trial_id)}[/bold]", highlight=False)
     for k in ("task_id", "stimulus_id", "model", "model_family", "readout", "response", "ground_truth", "correct",
