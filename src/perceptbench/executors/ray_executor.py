@@ -139,7 +139,12 @@ def run_plan(plan: list, *, store, seed: int, run_id: str, batch_size: int | Non
     from ..records import parse_record_line
 
     if not ray.is_initialized():
-        ray.init(address=address, include_dashboard=False, log_to_driver=False)
+        import logging
+
+        # Ray's own INFO/WARNING lines ("Started a local Ray instance", token-auth notice) stay out of
+        # perceptbench's output: logging_level sets the driver's "ray" logger (Ray docs, ray.init);
+        # errors still show; workers' logs are not forwarded (log_to_driver=False)
+        ray.init(address=address, include_dashboard=False, log_to_driver=False, logging_level=logging.ERROR)
     res = ray.cluster_resources()
     if workers is None:
         workers = int(res.get("GPU", 0) // gpus_per_model) if gpus_per_model else int(res.get("CPU", 1))
