@@ -233,3 +233,19 @@ def test_ray_init_silences_rays_own_log_lines(monkeypatch, tmp_path):
         ray_executor.run_plan([], store=None, seed=0, run_id="r", batch_size=None, out=tmp_path, cache_mode="off",
                               extra_meta=dict, gate=lambda *a: None)
     assert seen["logging_level"] == logging.ERROR and seen["log_to_driver"] is False
+
+
+def test_no_paired_difference_for_encoder_settings_the_scorer_skips():
+    from perceptbench.reports.paired import paired_differences
+
+    # encoder answers recorded (by an older run) for shots=3: scored as `skipped`, so never compared
+    tid = "salbench.detection.syn@n=60,n_probe=6,shots=3"
+    recs = [r.model_copy(update={"readout": "linear_probe", "model_family": "encoder"})
+            for m in ("e1", "e2") for r in _plant(tid, m, {i: "right" for i in range(8)})]
+    assert paired_differences(recs) == ([], [])
+    # the same answers at shots=0 are compared: both right on 8 stimuli -> difference 0 on n = 8
+    base = "salbench.detection.syn@n=60,n_probe=0"
+    recs = [r.model_copy(update={"readout": "linear_probe", "model_family": "encoder"})
+            for m in ("e1", "e2") for r in _plant(base, m, {i: "right" for i in range(8)})]
+    (d,), _ = paired_differences(recs)
+    assert (d.diff, d.n) == (0.0, 8)

@@ -168,6 +168,11 @@ def _stats(base: str, rs: list[TrialRecord], humans: dict[str, list[TrialRecord]
     if base.startswith("salbench."):
         if any((r.run_meta.model_extra or {}).get("skipped") for r in rs):
             return {}
+        if rs and rs[0].readout != "vlm_prompt":  # encoder trials an older run recorded before they were
+            from ..tasks import get_task         # skipped: the scorer gives a `skipped` row, so no number here
+
+            if get_task(rs[0].task_id).encoder_not_applicable(rs[0].readout):
+                return {}
         # seed 001 §4 headline: every stimulus counts, a null answer is an empty prediction
         em = np.array([bool(r.correct) if r.response is not None else len(r.ground_truth or ()) == 0
                        for r in rs], float)
@@ -253,7 +258,7 @@ def paired_differences(records: list[TrialRecord]) -> tuple[list[PairedDiff], li
                          if (r.stimulus_id, r.rep) in ib]
                 pairs = [(i, j) for i, j in pairs if A.valid[i] and B.valid[j]]
                 n = len(pairs)
-                what = ("stimuli both were shown (a null answer scores as an empty prediction)" if A.nulls_count
+                what = ("stimuli both were shown (null = empty prediction)" if A.nulls_count
                         else "stimuli both answered (nulls excluded)")
                 if n < MIN_COMMON:
                     notes.append(f"{tid} {metric} {a} - {b}: no paired difference: only {n} {what}, "
