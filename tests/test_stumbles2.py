@@ -249,3 +249,21 @@ def test_no_paired_difference_for_encoder_settings_the_scorer_skips():
             for m in ("e1", "e2") for r in _plant(base, m, {i: "right" for i in range(8)})]
     (d,), _ = paired_differences(recs)
     assert (d.diff, d.n) == (0.0, 8)
+
+
+def test_synthetic_retrieval_ranks_seven_sentences_as_documented():
+    """docs/salbench.md §6: all seven category sentences are ranked on synthetic images too, so
+    chance on single-label stimuli is 1/7 (top-1) and 3/7 (top-3), not 1/3 and 1."""
+    import json
+
+    from perceptbench.scoring import score_records
+    from perceptbench.tasks.salbench import SEVEN
+
+    cos = {c: 0.1 * i for i, c in enumerate(SEVEN)}  # "Pattern" ranks first: never a synthetic truth
+    recs = [r.model_copy(update={"readout": "zero_shot_retrieval", "model_family": "encoder",
+                                 "raw_output": json.dumps({"cosine": cos})})
+            for r in _plant(SAL, "clip", {i: ["Pattern"] for i in range(6)})]
+    rows = {r.metric: r.value for r in score_records(recs) if r.model == "clip"}
+    # top-1 chance 1/7 = 0.143, top-3 3/7 = 0.429; the 6 stimuli are all Color, the ranking Pattern > Location > Size misses them
+    assert rows["retrieval_chance_top1"] == pytest.approx(1 / 7) and rows["retrieval_chance_top3"] == pytest.approx(3 / 7)
+    assert rows["retrieval_top3"] == 0.0
