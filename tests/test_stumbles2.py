@@ -1,5 +1,8 @@
 """Known-answer tests for the third walk-through's stumbles (issue stumbles2): paired
-differences on the common answered stimuli, ..."""
+differences on the stimuli both models answered; export/score --out never overwrite foreign
+files; the all-null flag on SalBench; no numpy warnings with one observer; SalBench's
+majority-answer floor; seven retrieval sentences on synthetic images; resume/show/Ray output.
+Records are planted with make_record on the tasks' real stimuli (seed 0)."""
 
 from __future__ import annotations
 
