@@ -404,3 +404,100 @@ def test_things_ooo_zero_ceiling_writes_no_ratio():
     # 0 of 3 aligned pairs agree: ceiling 0, a ratio to it is undefined and not written
     assert [r.value for r in rows if r.metric == "ceiling_test_retest"] == [0.0]
     assert not [r for r in rows if r.metric == "B_over_ceiling"]
+
+
+# --------------------------------------------------------------------------- tasks/salbench.py
+
+def _sal_rec(task, model, sid, pred, truth, mv, readout="vlm_prompt", raw=None, **meta):
+    return make_record(task, stimulus_id=sid, model=model, model_family="vlm", readout=readout,
+                       response=None if pred is None else sorted(pred), ground_truth=sorted(truth),
+                       manipulated_value=mv, raw_output=raw, prompt_id="p", prompt_hash="h", model_version="v",
+                       seed=0, run_id="r", **meta)
+
+
+def _sal_model_rows(tid, m, preds, truths, cats, groups):
+    """The rows SalBench writes for one model, from the saliency metric's own scores."""
+    from perceptbench.metrics.saliency import score_by_group, score_multilabel
+
+    n_null = sum(p is None for p in preds)
+    rows = []
+    both = {"": score_multilabel(preds, truths, cats, null="empty", n_boot=N_BOOT_B, seed=0),
+            "@nulls_excluded": score_multilabel(preds, truths, cats, null="exclude", n_boot=N_BOOT_B, seed=0)}
+    for suffix, sc in both.items():
+        rows.append(_boot_row(tid, m, "exact_match" + suffix, sc.ci["exact_match"], sc.n, n_null, "; ".join(sc.notes)))
+        rows.append(_boot_row(tid, m, "mean_f1" + suffix, sc.ci["mean_f1"], sc.n, n_null,
+                              f"mean over all {len(cats)} categories, an undefined F1 counted as 0 (seed 001 §4)"))
+        for c in cats:
+            note = ("undefined: category neither true nor predicted; counted as 0 in mean_f1"
+                    if np.isnan(sc.category_f1[c]) else "")
+            rows.append(_boot_row(tid, m, f"f1[{c}]" + suffix, sc.ci[f"f1:{c}"], sc.n, n_null, note))
+    rows.append(_boot_row(tid, m, "mean_f1@defined_categories", both[""].ci["mean_f1_defined"], both[""].n, n_null,
+                          "mean over the categories whose F1 is defined only (the project's headline before "
+                          "issue 7); nulls as empty predictions"))
+    rows.append(ScoreRow(tid, m, "null_rate", n_null / len(preds), None, None, len(preds), n_null))
+    for gname, g in groups.items():
+        for key, sc in score_by_group(preds, truths, g, cats, null="empty", n_boot=N_BOOT_B, seed=0).items():
+            rows.append(_boot_row(tid, m, f"exact_match[{gname}={key}]", sc.ci["exact_match"], sc.n, sc.n_null))
+    return rows
+
+
+def test_salbench_syn_score_rows_by_hand():
+    task = get_task("salbench.detection.syn@n=3")
+    tid = task.task_id
+    # s0 Color right; s1 Size answered nothing parseable (null); s2 Orientation answered Color + Orientation
+    data = [("s2", ["Color", "Orientation"], ["Orientation"], "orientation/easy"),
+            ("s0", ["Color"], ["Color"], "color/easy"), ("s1", None, ["Size"], "size/hard")]
+    recs = [_sal_rec(task, "vlm", s, p, t, mv) for s, p, t, mv in data]
+    recs += [_sal_rec(task, "sk", "s0", None, ["Color"], "color/easy", skipped="no multi-image support"),
+             _sal_rec(task, "sk", "s1", None, ["Size"], "size/hard", skipped="a second reason")]
+    preds = [["Color"], None, ["Color", "Orientation"]]  # by stimulus id s0 s1 s2
+    truths = [["Color"], ["Size"], ["Orientation"]]
+    groups = {"difficulty": ["easy", "hard", "easy"], "feature": ["color", "size", "orientation"],
+              "feature_difficulty": ["color/easy", "size/hard", "orientation/easy"]}
+    want = [ScoreRow(tid, "sk", "skipped", float("nan"), None, None, 2, 2, "a second reason; no multi-image support")]
+    want += _sal_model_rows(tid, "vlm", preds, truths, task.categories, groups)
+    rows = task.score(recs, 0)
+    assert_rows(rows, want)
+    by = {r.metric: r for r in rows}
+    # exact match: all 3 count (null = empty): 1/3; nulls excluded: s0 right, s2 wrong: 1/2
+    assert by["exact_match"].value == pytest.approx(1 / 3) and by["exact_match@nulls_excluded"].value == 0.5
+    assert by["exact_match[difficulty=easy]"].value == 0.5 and by["exact_match[difficulty=hard]"].value == 0.0
+    assert by["null_rate"].value == pytest.approx(1 / 3) and by["null_rate"].n_null == 1
+
+
+def test_salbench_nat_retrieval_rows_by_hand():
+    from perceptbench.metrics.retrieval import analytic_chance, truth_matrix
+    from perceptbench.tasks.salbench import SEVEN
+
+    task = get_task("salbench.detection.nat")
+    tid = task.task_id
+    # cosines over the seven categories; truth sets; distractor counts (bins <7, 7-15, <7)
+    cos = {"a": dict(zip(SEVEN, [0.1, 0.9, 0.2, 0.3, 0.0, 0.0, 0.0])),   # ranked Color, Shape, Focus
+           "b": dict(zip(SEVEN, [0.5, 0.1, 0.2, 0.6, 0.4, 0.3, 0.0])),   # ranked Shape, Orientation, Size
+           "c": dict(zip(SEVEN, [0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0]))}   # all tied: stable order Orientation, Color, Focus
+    truth = {"a": ["Color"], "b": ["Focus", "Size"], "c": ["Pattern"]}
+    nd = {"a": 3, "b": 10, "c": 6}
+    recs = [_sal_rec(task, "clip", s, [max(cos[s], key=cos[s].get)], truth[s], nd[s], readout="zero_shot_retrieval",
+                     raw=json.dumps({"cosine": cos[s]})) for s in ("c", "b", "a")]
+    ids = ["a", "b", "c"]
+    preds = [[max(cos[s], key=cos[s].get)] for s in ids]
+    truths = [truth[s] for s in ids]
+    want = _sal_model_rows(tid, "clip", preds, truths, task.categories, {"distractors": ["<7", "7-15", "<7"]})
+    t = truth_matrix(truths, SEVEN)
+    # top-1: a Color hit, b Shape miss, c Orientation miss -> 1/3; top-3: a hit, b Size (3rd) hit, c miss -> 2/3
+    for k, hits in ((1, [1.0, 0.0, 0.0]), (3, [1.0, 1.0, 0.0])):
+        h = np.array(hits)
+        want.append(_boot_row(tid, "clip", f"retrieval_top{k}", bootstrap(lambda i: h[i].mean(1), 3,
+                                                                          n_draws=N_BOOT_B, seed=0), 3, 0,
+                              "hit if any of the top-k categories is in the truth set"))
+        want.append(ScoreRow(tid, "clip", f"retrieval_chance_top{k}", analytic_chance(t, k), None, None, 3, 0,
+                             "uniformly random ranking of the 7 categories, for this label distribution"))
+    # chance top-1 = mean(1/7, 2/7, 1/7) = 4/21
+    assert analytic_chance(t, 1) == pytest.approx(4 / 21)
+    assert_rows(task.score(recs, 0), want)
+
+
+def test_distractor_group_bins_and_unknown():
+    from perceptbench.tasks.salbench import distractor_group
+
+    assert [distractor_group(n) for n in (None, 0, 6, 7, 15)] == ["unknown", "<7", "<7", "7-15", "7-15"]
