@@ -18,19 +18,22 @@ from perceptbench.tasks.base import ScoreRow, make_record
 L = np.log
 
 
-def _eq(a, b) -> bool:
-    if isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b):
-        return True
+def _eq(a, b, tol: float = 0.0) -> bool:
+    if isinstance(a, float) and isinstance(b, float):
+        if math.isnan(a) or math.isnan(b):
+            return math.isnan(a) and math.isnan(b)
+        return a == b or math.isclose(a, b, rel_tol=tol, abs_tol=tol)
     return type(a) is type(b) and a == b if isinstance(a, str) or a is None or b is None else a == b
 
 
-def assert_rows(got: list[ScoreRow], want: list[ScoreRow]) -> None:
-    """Row lists equal in order and in every field (NaN equals NaN; value types checked for str/None)."""
+def assert_rows(got: list[ScoreRow], want: list[ScoreRow], tol: float = 0.0) -> None:
+    """Row lists equal in order and in every field (NaN equals NaN; floats within ``tol``
+    where a reference computes them by another path; value types checked for str/None)."""
     assert [(r.model, r.metric) for r in got] == [(r.model, r.metric) for r in want]
     for g, w in zip(got, want):
         for f in dataclasses.fields(ScoreRow):
             a, b = getattr(g, f.name), getattr(w, f.name)
-            assert _eq(a, b), f"{g.model} {g.metric}: {f.name} = {a!r}, want {b!r}"
+            assert _eq(a, b, tol), f"{g.model} {g.metric}: {f.name} = {a!r}, want {b!r}"
 
 
 def _boot_row(tid, model, metric, b, n, n_null, note=""):
@@ -501,3 +504,213 @@ def test_distractor_group_bins_and_unknown():
     from perceptbench.tasks.salbench import distractor_group
 
     assert [distractor_group(n) for n in (None, 0, 6, 7, 15)] == ["unknown", "<7", "<7", "7-15", "7-15"]
+
+
+# --------------------------------------------------------------------------- tasks/gestalt.py: silhouettes
+
+# stimulus: ground truth, split, responses of observers h1..h4 (na = no answer, left out of the vote)
+SIL = {
+    "sil_t0": ("airplane", "test", ["airplane", "airplane", "bear", "na"]),   # mode airplane
+    "sil_t1": ("bear", "test", ["bear", "cat", "cat", "bear"]),               # tied: no mode
+    "sil_t2": ("bird", "test", ["bird", "bird", "bird", "dog"]),              # mode bird
+    "sil_t3": ("boat", "test", ["car", "boat", "car", "na"]),                 # mode car (wrong)
+    "sil_t4": ("car", "test", ["car", "car", "na", "car"]),                   # mode car
+    "sil_t5": ("cat", "test", ["cat", "dog", "cat", "cat"]),                  # mode cat
+    "sil_p0": ("dog", "probe_train", ["dog", "dog", "bear", "dog"]),          # mode dog
+    "sil_p1": ("clock", "probe_train", ["clock", "na", "na", "na"]),          # mode clock (3 na not counted)
+}
+SIL_MODELS = {  # first appearance order vlm_b, vlm_a, enc (rows come in that order)
+    "vlm_b": {"sil_t0": "bear", "sil_t1": "bear", "sil_t2": "bird", "sil_t3": "car", "sil_t4": None, "sil_t5": "cat"},
+    "vlm_a": {"sil_t0": "airplane", "sil_t1": "cat", "sil_t2": "bird", "sil_t3": "boat", "sil_t4": "car",
+              "sil_t5": "dog"},
+    "enc": {"sil_t0": "airplane", "sil_t1": None, "sil_t2": None},
+}
+
+
+def _sil_records(task):
+    recs = []
+    for m, answers in SIL_MODELS.items():
+        for sid, r in reversed(answers.items()):
+            recs.append(make_record(task, stimulus_id=sid, model=m, model_family="vlm", readout="vlm_prompt",
+                                    response=r, ground_truth=SIL[sid][0], manipulated_value=None, raw_output=str(r),
+                                    prompt_id="p", prompt_hash="h", model_version="v", seed=0, run_id="r"))
+    for j in (3, 1, 0, 2):  # observers in no particular order: they are sorted by name
+        for sid, (gt, split, resp) in SIL.items():
+            recs.append(make_record(task, stimulus_id=sid, model=f"human:h{j + 1}", model_family="human",
+                                    readout="human_trial", response=resp[j], ground_truth=gt, manipulated_value=None,
+                                    raw_output=resp[j], prompt_id="p", prompt_hash="h", model_version="v", seed=0,
+                                    run_id="r", split=split))
+    return recs
+
+
+def _nanmean0(x):
+    x = np.asarray(x, float)
+    ok = ~np.isnan(x)
+    k = ok.sum(0)
+    return np.where(k > 0, np.where(ok, x, 0.0).sum(0) / np.maximum(k, 1), np.nan)
+
+
+def _mode_ref(votes):
+    from collections import Counter
+
+    c = Counter(v for v in votes if v not in ("na", None)).most_common()
+    return None if not c or (len(c) > 1 and c[0][1] == c[1][1]) else c[0][0]
+
+
+def _sil_expected(tid):
+    """Every row of the silhouette task on SIL / SIL_MODELS, from the metric functions by the
+    gathering path (index matrices), not the task's count path."""
+    from perceptbench.metrics.agreement import masked_mean, null_bracket
+    from perceptbench.metrics.bootstrap import N_BOOT_KAPPA
+    from perceptbench.metrics.error_consistency import (
+        UNDEFINED_REASON, kappa, kappa_pairwise_mean, leave_one_out_ceiling, pairwise_ceiling)
+
+    stims = sorted(SIL)  # sil_p0 sil_p1 sil_t0 .. sil_t5
+    gt = [SIL[s][0] for s in stims]
+    resp = np.array([SIL[s][2] for s in stims], dtype=object).T  # (J, n)
+    obs = (resp == np.array(gt, dtype=object)[None]).astype(float)
+    J = 4
+    humans = [f"human:h{j + 1}" for j in range(J)]
+    hp = "human:panel"
+
+    def why(v, note=""):
+        return note if np.isfinite(v) else (f"undefined: every observer pair's kappa is undefined ({UNDEFINED_REASON})"
+                                            + (f"; {note}" if note else ""))
+
+    def kn(v):
+        return "" if np.isfinite(v) else UNDEFINED_REASON
+
+    def boot(stat, n, nd):
+        return bootstrap(stat, n, n_draws=nd, seed=0)
+
+    rows = []
+    for name, cols in (("test", [i for i, st in enumerate(stims) if SIL[st][1] == "test"]),
+                       ("all", list(range(len(stims))))):
+        s, O, R, n = "@" + name, obs[:, cols], resp[:, cols], len(cols)
+        modal = [_mode_ref(R[:, k]) for k in range(n)]
+        acc = O.mean(1)
+        pw = pairwise_ceiling(O)
+        loo = leave_one_out_ceiling(O)
+        others = (O.sum(0)[None] - O) / (J - 1)
+        pw_b = boot(lambda i: _nanmean0(pairwise_ceiling(O[:, i])), n, N_BOOT_KAPPA)
+        loo_b = boot(lambda i: _nanmean0(kappa(O[:, i], others[:, i])), n, N_BOOT_KAPPA)
+        n_undef = int(np.isnan(pw).sum())
+        pw_note = f"mean over {len(pw)} observer pairs" + (
+            f"; {n_undef} pair(s) with undefined kappa left out" if n_undef else "")
+        panel = [ScoreRow(tid, hp, "observer_accuracy_mean" + s, float(acc.mean()), None, None, n, 0),
+                 ScoreRow(tid, hp, "observer_accuracy_min" + s, float(acc.min()), None, None, n, 0),
+                 ScoreRow(tid, hp, "observer_accuracy_max" + s, float(acc.max()), None, None, n, 0),
+                 _boot_row(tid, hp, "ceiling_kappa_pairwise_mean" + s, pw_b, n, 0, why(pw_b.estimate, pw_note))]
+        for metric, v in (("ceiling_kappa_pairwise_min", np.nanmin(pw)), ("ceiling_kappa_pairwise_max", np.nanmax(pw))):
+            panel.append(ScoreRow(tid, hp, metric + s, float(v), None, None, n, 0, why(v)))
+        panel.append(_boot_row(tid, hp, "ceiling_kappa_loo_mean" + s, loo_b, n, 0,
+                               why(loo_b.estimate, "each observer vs leave-one-out mean of the others")))
+        for metric, v in (("ceiling_kappa_loo_min", np.nanmin(loo)), ("ceiling_kappa_loo_max", np.nanmax(loo))):
+            panel.append(ScoreRow(tid, hp, metric + s, float(v), None, None, n, 0, why(v)))
+        panel.append(ScoreRow(tid, hp, "n_tied_mode" + s, float(sum(x is None for x in modal)), None, None, n, 0,
+                              "images whose modal response is tied: no modal reference"))
+        obs_rows, b_obs = [], []
+        for j, h in enumerate(humans):
+            lm = [_mode_ref(np.delete(R[:, k], j)) for k in range(n)]
+            has = np.array([x is not None for x in lm])
+            match = np.array([R[j, k] == lm[k] for k in range(n)], float)
+            a = boot(lambda i: O[j][i].mean(1), n, N_BOOT_B)
+            b = boot(lambda i: masked_mean(match[i], has[i]), n, N_BOOT_B)
+            kl = boot(lambda i: kappa(O[j][i], others[j][i]), n, N_BOOT_KAPPA)
+            b_obs.append(b.estimate)
+            obs_rows += [_boot_row(tid, h, "accuracy" + s, a, n, 0),
+                         _boot_row(tid, h, "B" + s, b, int(has.sum()), 0,
+                                   f"modal match; {int((~has).sum())} tied-mode images excluded"),
+                         _boot_row(tid, h, "kappa_loo" + s, kl, n, 0, kn(kl.estimate) or "vs leave-one-out panel mean")]
+        panel.append(ScoreRow(tid, hp, "observer_B_mean" + s, float(np.mean(b_obs)), None, None, n, 0,
+                              "mean over observers of B against the modal response of the other observers "
+                              "(leave-one-out mode)"))
+        rows += panel + obs_rows
+    for m, answers in SIL_MODELS.items():
+        sids = sorted(answers)
+        cols = [stims.index(x) for x in sids]
+        n, O, R = len(cols), obs[:, cols], resp[:, cols]
+        r = [answers[x] for x in sids]
+        valid = np.array([x is not None for x in r])
+        correct = np.array([x == SIL[sid][0] for x, sid in zip(r, sids)], float)
+        modal = [_mode_ref(R[:, k]) for k in range(n)]
+        has = np.array([x is not None for x in modal])
+        match = valid & np.array([x == h for x, h in zip(r, modal)])
+        vb = valid & has
+        p = O.mean(0)
+        loo_match = np.array([[R[j, k] == _mode_ref(np.delete(R[:, k], j)) for k in range(n)] for j in range(J)])
+        loo_valid = np.array([[_mode_ref(np.delete(R[:, k], j)) is not None for k in range(n)] for j in range(J)])
+        nv, nn = int(valid.sum()), int((~valid).sum())
+
+        def k_agg(i):
+            return kappa(correct[i], p[i], valid[i])
+
+        def b_of(i):
+            return masked_mean(match[i], vb[i])
+
+        acc = boot(lambda i: masked_mean(correct[i], valid[i]), n, N_BOOT_B)
+        b = boot(b_of, n, N_BOOT_B)
+        ka = boot(k_agg, n, N_BOOT_KAPPA)
+        kp = boot(lambda i: kappa_pairwise_mean(correct[i], O[:, i], valid[i]), n, N_BOOT_KAPPA)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            kr = boot(lambda i: k_agg(i) / _nanmean0(pairwise_ceiling(O[:, i])), n, N_BOOT_KAPPA)
+            br = boot(lambda i: b_of(i) / _nanmean0(masked_mean(loo_match[:, i], loo_valid[:, i])), n, N_BOOT_B)
+        rows += [_boot_row(tid, m, "accuracy", acc, nv, nn),
+                 _boot_row(tid, m, "B", b, int(vb.sum()), nn,
+                           f"modal match; {int((~has).sum())} tied-mode images excluded"),
+                 _boot_row(tid, m, "kappa_aggregate", ka, nv, nn, kn(ka.estimate)),
+                 _boot_row(tid, m, "kappa_pairwise", kp, nv, nn, kn(kp.estimate))]
+        for metric, res, what in (
+                ("kappa_over_ceiling", kr,
+                 "kappa_aggregate / ceiling_kappa_pairwise_mean (mean kappa over observer pairs)"),
+                ("B_over_ceiling", br, "B / observer_B_mean (observers vs the leave-one-out modal response)")):
+            if not np.isfinite(res.estimate):
+                note = f"undefined: {what.split(' / ')[0]} or its human ceiling is undefined or 0"
+            elif res.estimate > 1:
+                note = (f"{what}; above 1: the model agrees with the panel more than the average human does "
+                        "(not clipped; read with the interval)")
+            else:
+                note = what
+            rows.append(_boot_row(tid, m, metric, res, n, nn, note))
+        nu = nn / n
+        rows.append(ScoreRow(tid, m, "null_rate", nu, None, None, n, nn))
+        lo, hi = null_bracket(b.estimate, nu)
+        rows += [ScoreRow(tid, m, "B_full_low", lo, None, None, n, nn, "null bracket (1-nu)B <= B_full (seed 000 D.4)"),
+                 ScoreRow(tid, m, "B_full_high", hi, None, None, n, nn,
+                          "null bracket B_full <= (1-nu)B + nu (seed 000 D.4)")]
+    return rows
+
+
+def test_silhouette_score_rows_by_hand():
+    task = get_task("closure.nat.silhouette")
+    got = task.score(_sil_records(task), 0)
+    assert_rows(got, _sil_expected(task.task_id), tol=1e-12)
+    by = {(r.model, r.metric): r for r in got}
+    # by hand, test split (t0..t5): modes airplane, -, bird, car, car, cat (one tied)
+    assert by[("human:panel", "n_tied_mode@test")].value == 1
+    assert by[("human:panel", "n_tied_mode@all")].value == 1  # p1: clock vs three na is a mode, not a tie
+    # vlm_a vs the modes: t0 airplane=, t2 bird=, t3 boat!=car, t4 car=, t5 dog!=cat -> 3/5
+    assert by[("vlm_a", "B")].value == pytest.approx(3 / 5) and by[("vlm_a", "B")].n == 5
+    # vlm_b: t0 bear!=, t2 bird=, t3 car=, t4 null, t5 cat= -> 3/4; accuracy t1 t2 t5 right of 5 valid
+    assert by[("vlm_b", "B")].value == pytest.approx(3 / 4) and by[("vlm_b", "accuracy")].value == pytest.approx(3 / 5)
+    assert by[("vlm_b", "null_rate")].value == pytest.approx(1 / 6)
+    # null bracket (seed 000 D.4): (1 - 1/6) * 3/4 = 0.625 and + 1/6
+    assert by[("vlm_b", "B_full_low")].value == pytest.approx(0.625)
+    assert by[("vlm_b", "B_full_high")].value == pytest.approx(0.625 + 1 / 6)
+    # observers: accuracy on the test split h1 5/6, h2 4/6, h3 2/6, h4 3/6
+    assert [by[(f"human:h{j}", "accuracy@test")].value for j in (1, 2, 3, 4)] == pytest.approx([5 / 6, 4 / 6, 2 / 6, 3 / 6])
+
+
+def test_silhouette_score_refuses_bad_panels():
+    task = get_task("closure.nat.silhouette")
+    recs = _sil_records(task)
+    with pytest.raises(ValueError, match=r"^closure.nat.silhouette: no human observer records to score against$"):
+        task.score([r for r in recs if not r.model.startswith("human:")], 0)
+    short = [r for r in recs if not (r.model == "human:h2" and r.stimulus_id in ("sil_t0", "sil_p1"))]
+    with pytest.raises(ValueError, match=r"^closure.nat.silhouette: observer human:h2 lacks trials for 2 stimuli$"):
+        task.score(short, 0)
+    extra = recs + [make_record(task, stimulus_id="sil_x9", model="enc", model_family="vlm", readout="vlm_prompt",
+                                response="cat", ground_truth="cat", manipulated_value=None, raw_output="cat",
+                                prompt_id="p", prompt_hash="h", model_version="v", seed=0, run_id="r")]
+    with pytest.raises(ValueError, match=r"^closure.nat.silhouette: enc answered sil_x9, which has no human data$"):
+        task.score(extra, 0)
