@@ -714,3 +714,154 @@ def test_silhouette_score_refuses_bad_panels():
                                 prompt_id="p", prompt_hash="h", model_version="v", seed=0, run_id="r")]
     with pytest.raises(ValueError, match=r"^closure.nat.silhouette: enc answered sil_x9, which has no human data$"):
         task.score(extra, 0)
+
+
+# --------------------------------------------------------------------------- tasks/gestalt.py: mark colour
+
+MARK = ["mark_0-1-2", "mark_0-1-3", "mark_0-1-4", "mark_0-1-5", "mark_0-1-6"]
+MARK_GT = [1, 2, None, 3, 1]  # the tm kernel's answer position; mark_0-1-4 tied under tm: no answer
+MARK_RESP = {  # first appearance order: vlm, human:kernel-sa, enc, human:kernel-tm, human:kernel-l5
+    "vlm": [1, None, 1, 2, 1],
+    "human:kernel-sa": [2, 2, None, 3, 1],
+    "enc": [1, 2, ..., 1, ...],   # ... = not answered (3 trials)
+    "human:kernel-tm": MARK_GT,
+    "human:kernel-l5": [1, 3, 2, 3, None],
+}
+
+
+def _mark_records(task):
+    recs = []
+    for m, resp in MARK_RESP.items():
+        human = m.startswith("human:")
+        for sid, gt, r in reversed(list(zip(MARK, MARK_GT, resp))):
+            if r is ...:
+                continue
+            recs.append(make_record(task, stimulus_id=sid, model=m, model_family="human" if human else "vlm",
+                                    readout="human_kernel" if human else "vlm_prompt", response=r, ground_truth=gt,
+                                    manipulated_value=None, raw_output=str(r), prompt_id="p", prompt_hash="h",
+                                    model_version="v", seed=0, run_id="r"))
+    return recs
+
+
+def test_mark_colour_score_rows_by_hand():
+    from perceptbench.metrics.agreement import masked_mean
+
+    task = get_task("similarity.chart.mark_color")
+    tid = task.task_id
+
+    def b_row(m, match, valid):
+        match, valid = np.array(match, bool), np.array(valid, bool)
+        b = bootstrap(lambda i: masked_mean(match[i], valid[i]), len(match), n_draws=N_BOOT_B, seed=0)
+        return b, b.estimate
+
+    def floors(m, floor, n_t, n_none, n):
+        return [ScoreRow(tid, m, "position_floor", floor, None, None, n_t, 0,
+                         "max_k target-position frequency (seed 000 D.3)"),
+                ScoreRow(tid, m, "n_no_human_ref", float(n_none), None, None, n, 0,
+                         "triplets with a tied minimum pair under this kernel: excluded")]
+
+    def nulls(m, n, n_null, b):
+        nu = n_null / n
+        return [ScoreRow(tid, m, "null_rate", nu, None, None, n, n_null),
+                ScoreRow(tid, m, "B_full_low", (1 - nu) * b, None, None, n, n_null,
+                         "null bracket (1-nu)B <= B_full (seed 000 D.4)"),
+                ScoreRow(tid, m, "B_full_high", (1 - nu) * b + nu, None, None, n, n_null,
+                         "null bracket B_full <= (1-nu)B + nu (seed 000 D.4)")]
+
+    note = "agreement with the kernel's odd-one-out"
+    want = []
+    # vlm: 1=1, null, no answer, 2!=3, 1=1 -> 2/3 on 3; floor of targets 1,2,3,1 = 2/4; 1 of 5 without answer
+    b, est = b_row("vlm", [1, 0, 0, 0, 1], [1, 0, 0, 1, 1])
+    assert est == pytest.approx(2 / 3)
+    want += [_boot_row(tid, "vlm", "B", b, 3, 1, note)] + floors("vlm", 0.5, 4, 1, 5) + nulls("vlm", 5, 1, est)
+    # kernel sa: 2!=1, 2=2, both none, 3=3, 1=1 -> 3/4; a human respondent gets no floor rows
+    b, est = b_row("human:kernel-sa", [0, 1, 0, 1, 1], [1, 1, 0, 1, 1])
+    assert est == 0.75
+    want.append(_boot_row(tid, "human:kernel-sa", "B", b, 4, 1, note))
+    # enc on mark_0-1-2, -3, -5: 1=1, 2=2, 1!=3 -> 2/3; targets 1,2,3: floor 1/3
+    b, est = b_row("enc", [1, 1, 0], [1, 1, 1])
+    want += [_boot_row(tid, "enc", "B", b, 3, 0, note)] + floors("enc", 1 / 3, 3, 0, 3) + nulls("enc", 3, 0, est)
+    # kernel l5: 1=1, 3!=2, no answer, 3=3, null -> 2/3
+    b, est = b_row("human:kernel-l5", [1, 0, 0, 1, 0], [1, 1, 0, 1, 0])
+    want.append(_boot_row(tid, "human:kernel-l5", "B", b, 3, 1, note))
+    want += floors("human:kernels", 0.5, 4, 1, 5)  # from the first respondent's (vlm's) five trials
+    # kernels pairwise, sorted l5 sa tm: l5~sa differ on 0-1-2, -3, -4, -6 (4); l5~tm on -3, -4, -6 (3); sa~tm on -2
+    why = "triplets whose human answer differs between kernels"
+    want += [ScoreRow(tid, "human:kernels", "n_differ[l5~sa]", 4.0, None, None, 5, 0, why),
+             ScoreRow(tid, "human:kernels", "n_differ[l5~tm]", 3.0, None, None, 5, 0, why),
+             ScoreRow(tid, "human:kernels", "n_differ[sa~tm]", 1.0, None, None, 5, 0, why),
+             ScoreRow(tid, "human:kernels", "n_differ_min", 1.0, None, None, 5, 0),
+             ScoreRow(tid, "human:kernels", "n_differ_max", 4.0, None, None, 5, 0)]
+    assert_rows(task.score(_mark_records(task), 0), want)
+    # one kernel only: no agreement rows
+    one = [r for r in _mark_records(task) if r.model in ("vlm", "human:kernel-tm")]
+    assert not [r for r in task.score(one, 0) if r.metric.startswith("n_differ")]
+
+
+# --------------------------------------------------------------------------- tasks/gestalt.py: series count
+
+def test_series_count_score_rows_by_hand():
+    from perceptbench.metrics.agreement import masked_mean
+    from perceptbench.metrics.bootstrap import resample_indices
+    from perceptbench.metrics.capacity import accuracy_by_k, capacity_k
+
+    task = get_task("similarity.chart.series_count@n_test=30")
+    tid = task.task_id
+    levels = np.arange(2, 17)
+    ks = [2 + (i % 15) for i in range(30)]  # every k = 2..16 twice
+    answers = {
+        # right up to k = 8, one over above, null at the first k = 3: a(k<=4) = 1, a(9) = 0 -> capacity 9 (in band)
+        "good": [None if i == 1 else (k if k <= 8 else k + 1) for i, k in enumerate(ks)],
+        # always "2": a(2) = 1, a(3) = a(4) = 0, baseline 1/3, a(3) = 0 < 1/6 -> capacity 3 (outside the band)
+        "bad": [2] * 30,
+        # 15 trials, all right: a(k) never drops -> capacity undefined
+        "short": list(range(2, 17)),
+    }
+    recs = []
+    for m, ans in answers.items():
+        kk = ks if m != "short" else list(range(2, 17))
+        for i in reversed(range(len(ans))):
+            recs.append(make_record(task, stimulus_id=f"t{i:03d}_{m}", model=m, model_family="encoder",
+                                    readout="ridge_round", response=ans[i], ground_truth=kk[i],
+                                    manipulated_value=kk[i], raw_output=str(ans[i]), prompt_id=None, prompt_hash=None,
+                                    model_version="v", seed=0, run_id="r"))
+    want = []
+    cap_want = {"good": 9.0, "bad": 3.0, "short": float("nan")}
+    for m, ans in answers.items():
+        k = np.array(ks if m != "short" else list(range(2, 17)))
+        n = len(k)
+        valid = np.array([a is not None for a in ans])
+        correct = np.array([a == kk for a, kk in zip(ans, k)], float)
+        err = np.array([abs(a - kk) if a is not None else 0 for a, kk in zip(ans, k)], float)
+        n_null = int((~valid).sum())
+
+        def boot(stat):
+            return bootstrap(stat, n, n_draws=N_BOOT_B, seed=0, strata=k)
+
+        def cap(i):
+            return capacity_k(accuracy_by_k(correct[i], valid[i], k[i], levels), levels)
+
+        want += [_boot_row(tid, m, "accuracy", boot(lambda i: masked_mean(correct[i], valid[i])), int(valid.sum()),
+                           n_null, "bootstrap stratified by k"),
+                 _boot_row(tid, m, "mean_abs_error", boot(lambda i: masked_mean(err[i], valid[i])), int(valid.sum()),
+                           n_null, "|response - k| over parseable answers; bootstrap stratified by k")]
+        for j, lev in enumerate(levels):
+            at = k == lev
+            want.append(_boot_row(tid, m, f"a_k[{lev}]", boot(lambda i, j=j: accuracy_by_k(
+                correct[i], valid[i], k[i], levels)[:, j]), int((at & valid).sum()), int((~valid[at]).sum())))
+        cb = boot(cap)
+        assert _eq(cb.estimate, cap_want[m])
+        finite = np.isfinite(cb.estimate)
+        want.append(_boot_row(tid, m, "capacity_k", cb, n, n_null,
+                              "smallest k with a(k) < 0.5 mean a(k<=4); bootstrap stratified by k" if finite else
+                              "a(k) never fell below half of mean a(k<=4) within k=2..16, or baseline is 0"))
+        want.append(ScoreRow(tid, m, "replicates", float(m == "good"), None, None, n, n_null,
+                             "1 if the capacity_k point estimate lies in the human band 6-12; read with "
+                             "capacity_in_band_prob"))
+        draws = cap(resample_indices(n, N_BOOT_B, 0, k))
+        in_band = float((np.isfinite(draws) & (draws >= 6) & (draws <= 12)).mean())
+        want.append(ScoreRow(tid, m, "capacity_in_band_prob", in_band, None, None, n, n_null,
+                             "fraction of the capacity_k bootstrap draws (stratified by k) inside the human band; "
+                             "undefined draws count as outside", N_BOOT_B, 0, 0))
+        want.append(ScoreRow(tid, m, "null_rate", n_null / n, None, None, n, n_null))
+    assert_rows(task.score(recs, 0), want, tol=1e-12)
