@@ -865,3 +865,98 @@ def test_series_count_score_rows_by_hand():
                              "undefined draws count as outside", N_BOOT_B, 0, 0))
         want.append(ScoreRow(tid, m, "null_rate", n_null / n, None, None, n, n_null))
     assert_rows(task.score(recs, 0), want, tol=1e-12)
+
+
+# --------------------------------------------------------------------------- tasks/gestalt.py: helpers
+
+def test_gestalt_mode_excludes_na_and_ties():
+    from perceptbench.tasks.gestalt import _mode
+
+    assert _mode(["cat", "cat", "dog"]) == "cat"
+    assert _mode(["cat", "dog"]) is None                          # 1-1 tie
+    assert _mode(["na", "na", "na", "dog"]) == "dog"              # na never votes
+    assert _mode([None, None, "dog"]) == "dog"                    # nor a null
+    assert _mode([]) is None and _mode(["na", None]) is None      # no vote at all
+    assert _mode(["a", "b", "b", "c", "c", "c"]) == "c"           # a tie below the top does not matter
+    assert _mode(["a", "a", "b", "b", "c"]) is None               # a tie at the top does
+
+
+def test_gestalt_batches_group_by_key_in_first_order_and_cut_blocks(monkeypatch):
+    import perceptbench.tasks.gestalt as g
+
+    parity = lambda x: bytes([x % 2])  # noqa: E731
+    assert g._batches([1, 0, 3, 2, 4], parity) == [[1, 3], [0, 2, 4]]
+    monkeypatch.setattr(g, "MODEL_BLOCK", 2)
+    assert g._batches([1, 0, 3, 2, 4, 5], parity) == [[1, 3], [5], [0, 2], [4]]
+    assert g._batches([], parity) == []
+
+
+def test_gestalt_nan_helpers():
+    from perceptbench.tasks.gestalt import _nan_extreme, _nanmean, _ratio
+
+    x = np.array([[1.0, np.nan, 4.0], [3.0, np.nan, np.nan]])
+    out = _nanmean(x, 0)  # column means over the defined entries: 2, undefined, 4
+    assert out[0] == 2.0 and np.isnan(out[1]) and out[2] == 4.0
+    assert list(_nanmean(x, 1)) == [2.5, 3.0]
+    assert _nan_extreme(np.array([np.nan, 2.0, -1.0]), np.min) == -1.0
+    assert _nan_extreme(np.array([np.nan, 2.0, -1.0]), np.max) == 2.0
+    assert np.isnan(_nan_extreme(np.array([np.nan, np.nan]), np.min))
+    r = _ratio(np.array([1.0, 2.0, 3.0, 4.0, np.nan]), np.array([2.0, 0.0, np.nan, -4.0, 1.0]))
+    # 1/2, den 0 -> undefined, den NaN -> undefined, -1 (never clipped), NaN numerator stays NaN
+    assert r[0] == 0.5 and r[3] == -1.0 and np.isnan(r[[1, 2, 4]]).all()
+    assert list(_ratio(np.array([[3.0], [6.0]]), np.array([1.5, 3.0])).ravel()) == [2.0, 1.0, 4.0, 2.0]
+
+
+def test_gestalt_null_rows_and_kappa_note():
+    from perceptbench.metrics.error_consistency import UNDEFINED_REASON
+    from perceptbench.tasks.gestalt import _kappa_note, _null_rows
+
+    assert _kappa_note(0.25) == "" and _kappa_note(float("nan")) == UNDEFINED_REASON
+    assert_rows(_null_rows("t", "m", 4, 1, None), [ScoreRow("t", "m", "null_rate", 0.25, None, None, 4, 1)])
+    assert_rows(_null_rows("t", "m", 4, 1, float("nan")), [ScoreRow("t", "m", "null_rate", 0.25, None, None, 4, 1)])
+    assert_rows(_null_rows("t", "m", 0, 0, None), [ScoreRow("t", "m", "null_rate", float("nan"), None, None, 0, 0)])
+    # nu = 1/4, B = 0.6: (1 - 1/4) 0.6 = 0.45 and 0.45 + 0.25 = 0.7 (seed 000 D.4)
+    assert_rows(_null_rows("t", "m", 4, 1, 0.6), [
+        ScoreRow("t", "m", "null_rate", 0.25, None, None, 4, 1),
+        ScoreRow("t", "m", "B_full_low", 0.75 * 0.6, None, None, 4, 1, "null bracket (1-nu)B <= B_full (seed 000 D.4)"),
+        ScoreRow("t", "m", "B_full_high", 0.75 * 0.6 + 0.25, None, None, 4, 1,
+                 "null bracket B_full <= (1-nu)B + nu (seed 000 D.4)")])
+
+
+def test_kernel_odd_one_out_is_outside_the_least_dissimilar_pair():
+    from perceptbench.tasks.gestalt import kernel_odd_one_out
+
+    k = np.zeros((10, 10))
+    for (a, b), v in {(0, 1): 0.1, (0, 2): 0.5, (1, 2): 0.4, (3, 4): 0.2, (3, 5): 0.2, (4, 5): 0.9,
+                      (6, 7): 0.3, (6, 8): 0.1, (7, 8): 0.2}.items():
+        k[a, b] = k[b, a] = v
+    assert kernel_odd_one_out(k, (0, 1, 2)) == 2   # min pair (0, 1)
+    assert kernel_odd_one_out(k, (6, 7, 8)) == 7   # min pair (6, 8)
+    assert kernel_odd_one_out(k, (3, 4, 5)) is None  # (3, 4) and (3, 5) tie at the minimum
+
+
+def test_gestalt_model_rows_order_and_loo_sides():
+    from perceptbench.record_table import TaskColumns
+    from perceptbench.tasks.gestalt import _loo_sides, _model_rows
+
+    task = get_task("closure.nat.silhouette")
+    task.n_reps = 2  # two repetitions per stimulus, so the order within a stimulus is by rep
+    recs = [make_record(task, stimulus_id=s, model=m, model_family="vlm", readout="vlm_prompt", response="cat",
+                        ground_truth="cat", manipulated_value=None, raw_output="cat", prompt_id="p", prompt_hash="h",
+                        model_version="v", seed=0, run_id="r", rep=rep)
+            for m, s, rep in (("zz", "b", 0), ("aa", "b", 1), ("zz", "a", 0), ("aa", "a", 0), ("aa", "b", 0))]
+    c = TaskColumns.from_records(task.task_id, recs)
+    got = [(c.models[m], [(c.stimuli[c.stimulus[p]], int(c.rep[p])) for p in pos]) for m, pos in _model_rows(c)]
+    # models in order of first appearance (zz before aa), records by (stimulus id, rep)
+    assert got == [("zz", [("a", 0), ("b", 0)]), ("aa", [("a", 0), ("b", 0), ("b", 1)])]
+    assert len(_model_rows(TaskColumns.from_records(task.task_id, recs[:1]))) == 1
+    assert _model_rows(TaskColumns.from_records(task.task_id, [])) == []
+    # three observers on two stimuli: leave-one-out modes and whether each observer matches them
+    resp = [["cat", "cat", "dog"], ["dog", "na", "cat"]]
+    side = _loo_sides(np.zeros((3, 2)), resp, [0, 1])
+    # stimulus 0: without o1 {cat, dog} tie; without o2 tie; without o3 cat (o3 said dog: no match)
+    # stimulus 1: without o1 {cat} -> cat (o1 dog: no); without o2 {dog, cat} tie; without o3 {dog} -> dog (no)
+    assert side["loo_valid"].tolist() == [[False, True], [False, False], [True, True]]
+    assert side["loo_match"].tolist() == [[False, False], [False, False], [False, False]]
+    side = _loo_sides(np.zeros((3, 1)), [["cat", "cat", "cat"]], [0])
+    assert side["loo_match"].tolist() == [[True], [True], [True]]
