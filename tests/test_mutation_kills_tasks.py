@@ -16,6 +16,7 @@ from perceptbench.tasks import get_task
 from perceptbench.tasks.base import ScoreRow, make_record
 
 L = np.log
+SEED = 7  # not the functions' default seed 0, so a dropped ``seed=seed`` shows
 
 
 def _eq(a, b, tol: float = 0.0) -> bool:
@@ -78,7 +79,7 @@ def _vsi_records(task):
 def _vsi_cell_rows(tid, m, cond, samples):
     """The rows of one VSI cell, from the metric's own cell summary of the paired samples."""
     cell = [x for x in samples if x.model == m and x.perturbation == cond.split("_")[0]]
-    cs = cell_summary(np.array([x.vsi for x in cell]), np.array([x.argmax_changed for x in cell]), seed=0)
+    cs = cell_summary(np.array([x.vsi for x in cell]), np.array([x.argmax_changed for x in cell]), seed=SEED)
     tag, n = f"[{cond},sigma=20]", len(cell)
     rows = [ScoreRow(tid, m, "vsi_median" + tag, cs.median, cs.q25, cs.q75, n, None,
                      "nats; ci_low/ci_high hold the 25th/75th percentiles (quartiles), not a CI"),
@@ -112,7 +113,7 @@ def test_vsi_task_score_rows_by_hand(spec, conds, verbal):
         ("m", "s0", "region", False), ("m", "s0", "whole", True), ("m", "s1", "region", True)]
     assert samples[0].vsi == 0.0 and samples[1].vsi == pytest.approx(0.6 * L(2) + 0.3 * L(0.5))
     c = np.array([1.0, 0.0])  # parseable clean answers by stimulus id: s0 right, s1 wrong (s3 null, left out)
-    want = [_boot_row(tid, "m", "accuracy", bootstrap(lambda i: c[i].mean(1), 2, n_draws=N_BOOT_B, seed=0), 2, 1,
+    want = [_boot_row(tid, "m", "accuracy", bootstrap(lambda i: c[i].mean(1), 2, n_draws=N_BOOT_B, seed=SEED), 2, 1,
                       "clean greedy answers, parseable only"),
             ScoreRow(tid, "m", "n_parse_null", 1.0, None, None, 3, 1,
                      "clean greedy answers the parser could not read (excluded from accuracy)")]
@@ -128,9 +129,9 @@ def test_vsi_task_score_rows_by_hand(spec, conds, verbal):
         want += _vsi_cell_rows(tid, "m", cond, samples)
     # "sk": 3 records, two skip reasons (sorted, joined), NaN value, n_null None
     want.append(ScoreRow(tid, "sk", "skipped", float("nan"), None, None, 3, None, "a: no images; z: no logprobs"))
-    assert_rows(task.score(recs, 0), want)
+    assert_rows(task.score(recs, SEED), want)
     # the region cell by hand: VSI (0, v1) with argmax (kept, changed): rate 1/2, median (0 + v1)/2
-    rows = {r.metric: r for r in task.score(recs, 0)}
+    rows = {r.metric: r for r in task.score(recs, SEED)}
     if "region_blur" in conds:
         v1 = samples[2].vsi
         assert rows["argmax_change_rate[region_blur,sigma=20]"].value == 0.5
@@ -142,14 +143,14 @@ def test_vsi_task_score_a_region_cell_without_samples_gives_only_its_fallback_co
     task = get_task("vsi.salbench.syn@n=3")
     a, lp = [1, 2, 3], [float(x) for x in L([0.6, 0.3, 0.05])]
     recs = [_vsi_rec(task, "clean", "s0", a, lp), _vsi_rec(task, "whole_blur", "s0", a, lp)]
-    rows = [(r.metric, r.value, r.n) for r in task.score(recs, 0)]
+    rows = [(r.metric, r.value, r.n) for r in task.score(recs, SEED)]
     # no region record: the fallback count is 0 of 0 and no cell rows follow; whole cell VSI 0
     assert ("n_fallback[region_blur,sigma=20]", 0.0, 0) in rows
     assert not any(m.startswith("vsi_median[region") for m, _, _ in rows)
     assert ("vsi_median[whole_blur,sigma=20]", 0.0, 1) in rows
     # a model with perturbed records only: no accuracy rows at all
     only = [_vsi_rec(task, "whole_blur", "s0", a, lp, model="p")]
-    assert [r.metric for r in task.score(only, 0)] == ["n_fallback[region_blur,sigma=20]"]
+    assert [r.metric for r in task.score(only, SEED)] == ["n_fallback[region_blur,sigma=20]"]
 
 
 # --------------------------------------------------------------------------- tasks/chart_category.py
@@ -172,10 +173,10 @@ def _pct_ref(values, key):
 
     v = values[np.isfinite(values)]
     if v.size == 0:
-        return BootstrapResult(float("nan"), float("nan"), float("nan"), N_BOOT_KAPPA, N_BOOT_KAPPA, 0)
-    idx = rng_for(0, "bootstrap-units", key, v.size, N_BOOT_KAPPA).integers(0, v.size, size=(N_BOOT_KAPPA, v.size))
+        return BootstrapResult(float("nan"), float("nan"), float("nan"), N_BOOT_KAPPA, N_BOOT_KAPPA, SEED)
+    idx = rng_for(SEED, "bootstrap-units", key, v.size, N_BOOT_KAPPA).integers(0, v.size, size=(N_BOOT_KAPPA, v.size))
     lo, hi = np.percentile(v[idx].mean(1), [2.5, 97.5])
-    return BootstrapResult(float(v.mean()), float(lo), float(hi), N_BOOT_KAPPA, 0, 0)
+    return BootstrapResult(float(v.mean()), float(lo), float(hi), N_BOOT_KAPPA, 0, SEED)
 
 
 def _kap(a, b):
@@ -210,12 +211,12 @@ def test_category_mean_score_rows_by_hand():
     mc = {A[0]: 1, A[1]: 0, A[2]: 0, A[3]: 1, Q: 0, R: 1}
     recs += [_cm_rec(t, "m", s, c, gt[s], kk[s], family="encoder", response=None if s == A[2] else ...)
              for s, c in reversed(mc.items())]
-    got = t.score(recs, 0)
+    got = t.score(recs, SEED)
 
     def ratio_ref(num, den, strata=None, mask=None):
         mask = np.ones(len(num)) if mask is None else mask
         return bootstrap(lambda i: (num[i] * mask[i]).sum(-1) / (den[i] * mask[i]).sum(-1), len(num),
-                         n_draws=N_BOOT_B, seed=0, strata=strata)
+                         n_draws=N_BOOT_B, seed=SEED, strata=strata)
 
     want = []
     for name, stims in (("test", A), ("all", A + P + [Q, R])):
@@ -272,11 +273,11 @@ def test_category_mean_score_rows_by_hand():
     k = np.array([3, 3, 2, 2, 4, 4])
     p = np.array([1, 2 / 3, 1 / 3, 1 / 3, 1 / 2, 1])  # panel accuracy per stimulus
     known = np.array([1, 1, 0, 0, 0, 0], bool)  # >= 2 observers and a strict majority right: A0 A1
-    acc = bootstrap(lambda i: masked_mean(correct[i], valid[i]), 6, n_draws=N_BOOT_B, seed=0)
+    acc = bootstrap(lambda i: masked_mean(correct[i], valid[i]), 6, n_draws=N_BOOT_B, seed=SEED)
     assert acc.estimate == pytest.approx(3 / 5)  # 3 right of 5 parseable
-    b = bootstrap(lambda i: agreement_b(correct[i].astype(bool), (valid & known)[i]), 6, n_draws=N_BOOT_B, seed=0)
+    b = bootstrap(lambda i: agreement_b(correct[i].astype(bool), (valid & known)[i]), 6, n_draws=N_BOOT_B, seed=SEED)
     assert b.estimate == 0.5  # A0 right, A1 wrong
-    ka = bootstrap(lambda i: kappa(correct[i], p[i], valid[i]), 6, n_draws=N_BOOT_KAPPA, seed=0)
+    ka = bootstrap(lambda i: kappa(correct[i], p[i], valid[i]), 6, n_draws=N_BOOT_KAPPA, seed=SEED)
     # c_obs = (1 + 1/3 + 1/3 + 1/2 + 1)/5 = .6333, c_exp = .6 * .7 + .4 * .3 = .54: kappa .0933/.46
     assert ka.estimate == pytest.approx((0.95 / 1.5 - 0.54) / 0.46)
     # per participant on the stimuli both answered (A2 null left out): o1 o2 o3 on A0 A1 A3, o6 o7 on Q,
@@ -297,7 +298,7 @@ def test_category_mean_score_rows_by_hand():
     for lev, n_ok, n_null in ((2, 1, 1), (3, 2, 0), (4, 2, 0)):  # a(2) = 1/1, a(3) = 1/2, a(4) = 1/2
         j = K_LEVELS.index(lev)
         bk = bootstrap(lambda i, j=j: accuracy_by_k(correct[i], valid[i], k[i], np.array(K_LEVELS))[:, j], 6,
-                       n_draws=N_BOOT_B, seed=0, strata=k)
+                       n_draws=N_BOOT_B, seed=SEED, strata=k)
         assert bk.estimate == {2: 1.0, 3: 0.5, 4: 0.5}[lev]
         want.append(_boot_row(tid, "m", f"a_k[{lev}]", bk, n_ok, n_null))
     want += [ScoreRow(tid, "m", "chance", 13 / 36, None, None, 6, 0,  # mean 1/k = (2/3 + 1 + 1/2) / 6
@@ -322,7 +323,7 @@ def _ooo_rec(task, model, sid, response, gt, **meta):
 def _agree_boot(match, valid):
     from perceptbench.metrics.agreement import agreement_b
 
-    return bootstrap(lambda i: agreement_b(match[i], valid[i]), len(match), n_draws=N_BOOT_B, seed=0)
+    return bootstrap(lambda i: agreement_b(match[i], valid[i]), len(match), n_draws=N_BOOT_B, seed=SEED)
 
 
 def test_things_ooo_score_rows_by_hand():
@@ -368,7 +369,7 @@ def test_things_ooo_score_rows_by_hand():
             want += [ScoreRow(tid, m, "position_floor", 0.5, None, None, 4, 0,
                               "max_k target-position frequency (seed 000 D.3)"),
                      ScoreRow(tid, m, "null_rate", 0.25, None, None, 4, 1)]
-    assert_rows(task.score(recs, 0), want)
+    assert_rows(task.score(recs, SEED), want)
 
 
 def test_things_ooo_score_without_release_counts_or_retest():
@@ -380,7 +381,7 @@ def test_things_ooo_score_without_release_counts_or_retest():
     b_t = _agree_boot(np.array([True]), np.array([True]))
     b_m = _agree_boot(np.array([False]), np.array([True]))
     # no aligned pairs: the ceiling is undefined and no B_over_ceiling row is written; no retest row
-    assert_rows(task.score(recs, 0), [
+    assert_rows(task.score(recs, SEED), [
         ScoreRow(tid, "human:panel", "ceiling_test_retest", float("nan"), None, None, 0, 0,
                  "agreement of first and repeated choices over all 0 aligned line pairs of "
                  "testset2/testset2_repeat (None misaligned left out)"),
@@ -395,7 +396,7 @@ def test_things_ooo_score_without_release_counts_or_retest():
         ScoreRow(tid, "vlm", "null_rate", 0.0, None, None, 1, 0)])
     with pytest.raises(ValueError, match=r"similarity.nat.things_ooo: no human:testset2 records: the human "
                                          r"reference is missing"):
-        task.score(recs[1:], 0)
+        task.score(recs[1:], SEED)
 
 
 def test_things_ooo_zero_ceiling_writes_no_ratio():
@@ -403,7 +404,7 @@ def test_things_ooo_zero_ceiling_writes_no_ratio():
 
     task = get_task("similarity.nat.things_ooo")
     recs = [_ooo_rec(task, TEST, "s0", 2, 2, release_pairs=3, release_agree=0), _ooo_rec(task, "vlm", "s0", 2, 2)]
-    rows = task.score(recs, 0)
+    rows = task.score(recs, SEED)
     # 0 of 3 aligned pairs agree: ceiling 0, a ratio to it is undefined and not written
     assert [r.value for r in rows if r.metric == "ceiling_test_retest"] == [0.0]
     assert not [r for r in rows if r.metric == "B_over_ceiling"]
@@ -424,8 +425,8 @@ def _sal_model_rows(tid, m, preds, truths, cats, groups):
 
     n_null = sum(p is None for p in preds)
     rows = []
-    both = {"": score_multilabel(preds, truths, cats, null="empty", n_boot=N_BOOT_B, seed=0),
-            "@nulls_excluded": score_multilabel(preds, truths, cats, null="exclude", n_boot=N_BOOT_B, seed=0)}
+    both = {"": score_multilabel(preds, truths, cats, null="empty", n_boot=N_BOOT_B, seed=SEED),
+            "@nulls_excluded": score_multilabel(preds, truths, cats, null="exclude", n_boot=N_BOOT_B, seed=SEED)}
     for suffix, sc in both.items():
         rows.append(_boot_row(tid, m, "exact_match" + suffix, sc.ci["exact_match"], sc.n, n_null, "; ".join(sc.notes)))
         rows.append(_boot_row(tid, m, "mean_f1" + suffix, sc.ci["mean_f1"], sc.n, n_null,
@@ -439,7 +440,7 @@ def _sal_model_rows(tid, m, preds, truths, cats, groups):
                           "issue 7); nulls as empty predictions"))
     rows.append(ScoreRow(tid, m, "null_rate", n_null / len(preds), None, None, len(preds), n_null))
     for gname, g in groups.items():
-        for key, sc in score_by_group(preds, truths, g, cats, null="empty", n_boot=N_BOOT_B, seed=0).items():
+        for key, sc in score_by_group(preds, truths, g, cats, null="empty", n_boot=N_BOOT_B, seed=SEED).items():
             rows.append(_boot_row(tid, m, f"exact_match[{gname}={key}]", sc.ci["exact_match"], sc.n, sc.n_null))
     return rows
 
@@ -459,7 +460,7 @@ def test_salbench_syn_score_rows_by_hand():
               "feature_difficulty": ["color/easy", "size/hard", "orientation/easy"]}
     want = [ScoreRow(tid, "sk", "skipped", float("nan"), None, None, 2, 2, "a second reason; no multi-image support")]
     want += _sal_model_rows(tid, "vlm", preds, truths, task.categories, groups)
-    rows = task.score(recs, 0)
+    rows = task.score(recs, SEED)
     assert_rows(rows, want)
     by = {r.metric: r for r in rows}
     # exact match: all 3 count (null = empty): 1/3; nulls excluded: s0 right, s2 wrong: 1/2
@@ -491,13 +492,13 @@ def test_salbench_nat_retrieval_rows_by_hand():
     for k, hits in ((1, [1.0, 0.0, 0.0]), (3, [1.0, 1.0, 0.0])):
         h = np.array(hits)
         want.append(_boot_row(tid, "clip", f"retrieval_top{k}", bootstrap(lambda i: h[i].mean(1), 3,
-                                                                          n_draws=N_BOOT_B, seed=0), 3, 0,
+                                                                          n_draws=N_BOOT_B, seed=SEED), 3, 0,
                               "hit if any of the top-k categories is in the truth set"))
         want.append(ScoreRow(tid, "clip", f"retrieval_chance_top{k}", analytic_chance(t, k), None, None, 3, 0,
                              "uniformly random ranking of the 7 categories, for this label distribution"))
     # chance top-1 = mean(1/7, 2/7, 1/7) = 4/21
     assert analytic_chance(t, 1) == pytest.approx(4 / 21)
-    assert_rows(task.score(recs, 0), want)
+    assert_rows(task.score(recs, SEED), want)
 
 
 def test_distractor_group_bins_and_unknown():
@@ -581,7 +582,7 @@ def _sil_expected(tid):
         return "" if np.isfinite(v) else UNDEFINED_REASON
 
     def boot(stat, n, nd):
-        return bootstrap(stat, n, n_draws=nd, seed=0)
+        return bootstrap(stat, n, n_draws=nd, seed=SEED)
 
     rows = []
     for name, cols in (("test", [i for i, st in enumerate(stims) if SIL[st][1] == "test"]),
@@ -683,7 +684,7 @@ def _sil_expected(tid):
 
 def test_silhouette_score_rows_by_hand():
     task = get_task("closure.nat.silhouette")
-    got = task.score(_sil_records(task), 0)
+    got = task.score(_sil_records(task), SEED)
     assert_rows(got, _sil_expected(task.task_id), tol=1e-12)
     by = {(r.model, r.metric): r for r in got}
     # by hand, test split (t0..t5): modes airplane, -, bird, car, car, cat (one tied)
@@ -705,15 +706,15 @@ def test_silhouette_score_refuses_bad_panels():
     task = get_task("closure.nat.silhouette")
     recs = _sil_records(task)
     with pytest.raises(ValueError, match=r"^closure.nat.silhouette: no human observer records to score against$"):
-        task.score([r for r in recs if not r.model.startswith("human:")], 0)
+        task.score([r for r in recs if not r.model.startswith("human:")], SEED)
     short = [r for r in recs if not (r.model == "human:h2" and r.stimulus_id in ("sil_t0", "sil_p1"))]
     with pytest.raises(ValueError, match=r"^closure.nat.silhouette: observer human:h2 lacks trials for 2 stimuli$"):
-        task.score(short, 0)
+        task.score(short, SEED)
     extra = recs + [make_record(task, stimulus_id="sil_x9", model="enc", model_family="vlm", readout="vlm_prompt",
                                 response="cat", ground_truth="cat", manipulated_value=None, raw_output="cat",
                                 prompt_id="p", prompt_hash="h", model_version="v", seed=0, run_id="r")]
     with pytest.raises(ValueError, match=r"^closure.nat.silhouette: enc answered sil_x9, which has no human data$"):
-        task.score(extra, 0)
+        task.score(extra, SEED)
 
 
 # --------------------------------------------------------------------------- tasks/gestalt.py: mark colour
@@ -751,7 +752,7 @@ def test_mark_colour_score_rows_by_hand():
 
     def b_row(m, match, valid):
         match, valid = np.array(match, bool), np.array(valid, bool)
-        b = bootstrap(lambda i: masked_mean(match[i], valid[i]), len(match), n_draws=N_BOOT_B, seed=0)
+        b = bootstrap(lambda i: masked_mean(match[i], valid[i]), len(match), n_draws=N_BOOT_B, seed=SEED)
         return b, b.estimate
 
     def floors(m, floor, n_t, n_none, n):
@@ -792,10 +793,10 @@ def test_mark_colour_score_rows_by_hand():
              ScoreRow(tid, "human:kernels", "n_differ[sa~tm]", 1.0, None, None, 5, 0, why),
              ScoreRow(tid, "human:kernels", "n_differ_min", 1.0, None, None, 5, 0),
              ScoreRow(tid, "human:kernels", "n_differ_max", 4.0, None, None, 5, 0)]
-    assert_rows(task.score(_mark_records(task), 0), want)
+    assert_rows(task.score(_mark_records(task), SEED), want)
     # one kernel only: no agreement rows
     one = [r for r in _mark_records(task) if r.model in ("vlm", "human:kernel-tm")]
-    assert not [r for r in task.score(one, 0) if r.metric.startswith("n_differ")]
+    assert not [r for r in task.score(one, SEED) if r.metric.startswith("n_differ")]
 
 
 # --------------------------------------------------------------------------- tasks/gestalt.py: series count
@@ -836,7 +837,7 @@ def test_series_count_score_rows_by_hand():
         n_null = int((~valid).sum())
 
         def boot(stat):
-            return bootstrap(stat, n, n_draws=N_BOOT_B, seed=0, strata=k)
+            return bootstrap(stat, n, n_draws=N_BOOT_B, seed=SEED, strata=k)
 
         def cap(i):
             return capacity_k(accuracy_by_k(correct[i], valid[i], k[i], levels), levels)
@@ -858,13 +859,13 @@ def test_series_count_score_rows_by_hand():
         want.append(ScoreRow(tid, m, "replicates", float(m == "good"), None, None, n, n_null,
                              "1 if the capacity_k point estimate lies in the human band 6-12; read with "
                              "capacity_in_band_prob"))
-        draws = cap(resample_indices(n, N_BOOT_B, 0, k))
+        draws = cap(resample_indices(n, N_BOOT_B, SEED, k))
         in_band = float((np.isfinite(draws) & (draws >= 6) & (draws <= 12)).mean())
         want.append(ScoreRow(tid, m, "capacity_in_band_prob", in_band, None, None, n, n_null,
                              "fraction of the capacity_k bootstrap draws (stratified by k) inside the human band; "
-                             "undefined draws count as outside", N_BOOT_B, 0, 0))
+                             "undefined draws count as outside", N_BOOT_B, 0, SEED))
         want.append(ScoreRow(tid, m, "null_rate", n_null / n, None, None, n, n_null))
-    assert_rows(task.score(recs, 0), want, tol=1e-12)
+    assert_rows(task.score(recs, SEED), want, tol=1e-12)
 
 
 # --------------------------------------------------------------------------- tasks/gestalt.py: helpers
