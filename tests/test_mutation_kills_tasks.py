@@ -961,3 +961,24 @@ def test_gestalt_model_rows_order_and_loo_sides():
     assert side["loo_match"].tolist() == [[False, False], [False, False], [False, False]]
     side = _loo_sides(np.zeros((3, 1)), [["cat", "cat", "cat"]], [0])
     assert side["loo_match"].tolist() == [[True], [True], [True]]
+
+
+@pytest.mark.parametrize("kernel", ["tm", "l5"])
+def test_mark_colour_target_positions_follow_the_documented_streams(kernel):
+    """The class docstring's rule, restated: the m answered triplets (combination order) get
+    positions 0, 1, 2 floor(m/3) times each plus m mod 3 distinct extras drawn by the
+    ``position_extra`` stream (sorted), shuffled by the ``positions`` stream."""
+    import itertools
+
+    from perceptbench.seeding import rng_for
+    from perceptbench.tasks.gestalt import kernel_odd_one_out, load_color_kernel
+
+    task = get_task(f"similarity.chart.mark_color@kernel={kernel}")
+    kern = load_color_kernel(kernel)
+    answered = [t for t in itertools.combinations(range(10), 3) if kernel_odd_one_out(kern, t) is not None]
+    m = len(answered)
+    assert m == (120 if kernel == "tm" else 119)
+    extra = sorted(rng_for(SEED, task.base_id, "position_extra", kernel).choice(3, size=m % 3, replace=False))
+    pos = np.array([p for p in range(3) for _ in range(m // 3)] + extra)
+    pos = pos[rng_for(SEED, task.base_id, "positions", kernel).permutation(m)]
+    assert task.target_positions(SEED) == {t: int(p) for t, p in zip(answered, pos)}
