@@ -982,3 +982,36 @@ def test_mark_colour_target_positions_follow_the_documented_streams(kernel):
     pos = np.array([p for p in range(3) for _ in range(m // 3)] + extra)
     pos = pos[rng_for(SEED, task.base_id, "positions", kernel).permutation(m)]
     assert task.target_positions(SEED) == {t: int(p) for t, p in zip(answered, pos)}
+
+
+def test_category_ratio_boot_is_a_ratio_of_sums_undefined_at_zero():
+    from perceptbench.tasks.chart_category import _ratio_boot
+
+    def est(num, den, mask=None):
+        return _ratio_boot(np.array(num, float), np.array(den, float), 50, SEED,
+                           mask=None if mask is None else np.array(mask, float)).estimate
+
+    assert est([1, 2], [2, 2]) == 0.75                   # (1 + 2) / (2 + 2)
+    assert est([1], [1]) == 1.0                          # one trial is enough
+    assert est([0.25], [0.5]) == 0.5                     # a fractional denominator is not floored at 1
+    assert est([1, 2], [2, 2], mask=[0, 1]) == 1.0       # only the masked-in stimulus: 2/2
+    assert math.isnan(est([0, 0], [0, 0]))               # nothing to divide: undefined, not 0
+    assert math.isnan(est([1, 2], [2, 2], mask=[0, 0]))
+
+
+def test_vsi_task_score_counts_every_fallback_and_scores_models_after_a_skipped_one():
+    task = get_task("vsi.salbench.syn@n=3,perturbation=region")
+    a, lp = [1, 2, 3], [float(x) for x in L([0.6, 0.3, 0.05])]
+    recs = [_vsi_rec(task, "clean", "s0", a, lp, model="a_skipped", skipped="no logprobs"),
+            _vsi_rec(task, "clean", "s0", a, lp), _vsi_rec(task, "clean", "s1", a, lp),
+            _vsi_rec(task, "region_blur", "s0", a, lp, fallback=True),
+            _vsi_rec(task, "region_blur", "s1", a, lp, fallback=True)]
+    # a clean record written without VSI metadata counts as a missing confidence
+    recs.append(make_record(task, stimulus_id="s2~clean", model="m", model_family="vlm", readout="vlm_vsi_clean",
+                            response="B", ground_truth="B", manipulated_value="clean", raw_output="B",
+                            prompt_id=task.prompt_id, prompt_hash=None, model_version="v", seed=0, run_id="r"))
+    rows = {(r.model, r.metric): r for r in task.score(recs, SEED)}
+    assert rows[("a_skipped", "skipped")].note == "no logprobs"
+    assert rows[("m", "n_fallback[region_blur,sigma=20]")].value == 2.0   # two fallbacks, not "any"
+    assert rows[("m", "n_verbal_conf_missing")].value == 1.0               # s2: no confidence recorded
+    assert rows[("m", "accuracy")].value == 1.0 and rows[("m", "accuracy")].n == 3
