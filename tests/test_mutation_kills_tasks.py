@@ -1015,3 +1015,40 @@ def test_vsi_task_score_counts_every_fallback_and_scores_models_after_a_skipped_
     assert rows[("m", "n_fallback[region_blur,sigma=20]")].value == 2.0   # two fallbacks, not "any"
     assert rows[("m", "n_verbal_conf_missing")].value == 1.0               # s2: no confidence recorded
     assert rows[("m", "accuracy")].value == 1.0 and rows[("m", "accuracy")].n == 3
+
+
+def test_category_pct_mean_and_interval_of_resampled_values():
+    from perceptbench.metrics.bootstrap import BootstrapResult
+    from perceptbench.tasks.chart_category import _pct
+
+    v = np.array([0.1, 0.35, np.nan, 0.2, 0.9, 0.55, 0.05, 0.7])
+    got = _pct(v, 400, SEED, "pairs@x")
+    from perceptbench.seeding import rng_for
+
+    ok = v[np.isfinite(v)]
+    idx = rng_for(SEED, "bootstrap-units", "pairs@x", ok.size, 400).integers(0, ok.size, size=(400, ok.size))
+    lo, hi = np.percentile(ok[idx].mean(1), [2.5, 97.5])
+    # mean of the 7 defined values = 2.85 / 7; NaN left out; draws keyed by the key, the count and the draws
+    assert got == BootstrapResult(pytest.approx(2.85 / 7), float(lo), float(hi), 400, 0, SEED)
+    assert _pct(v, 400, SEED, "loo@x").low != got.low or _pct(v, 400, SEED, "loo@x").high != got.high
+    one = _pct(np.array([0.4, np.nan]), 400, SEED, "k")
+    assert (one.estimate, one.low, one.high, one.n_dropped) == (0.4, 0.4, 0.4, 0)
+    none = _pct(np.array([np.nan, np.nan]), 400, SEED, "k")
+    assert all(math.isnan(x) for x in (none.estimate, none.low, none.high))
+    assert (none.n_draws, none.n_dropped, none.seed) == (400, 400, SEED)
+    assert all(isinstance(x, float) for x in (none.estimate, none.low, none.high))
+
+
+def test_category_mean_split_defaults_to_test_and_refusal_names_the_task():
+    from perceptbench.tasks.chart_category import CategoryMeanTask, stimulus_id_for
+
+    t = CategoryMeanTask()
+    sids = [stimulus_id_for("AAAAAAAAAA", i, "Tab10") for i in range(2)]
+    recs = [make_record(t, stimulus_id=s, model=m, model_family="human", readout="human_trial", response=2,
+                        ground_truth=2, manipulated_value=3, raw_output=None, prompt_id=None, prompt_hash=None,
+                        model_version="v", seed=0, run_id="r") for m in ("human:o1", "human:o2") for s in sids]
+    metrics = [r.metric for r in t.score(recs, SEED)]
+    # records without a split are test trials: both the test and the all panel are written
+    assert "accuracy@test" in metrics and "accuracy@all" in metrics
+    with pytest.raises(ValueError, match=r"^similarity.chart.category_mean: no human trial records to score against$"):
+        t.score([], SEED)
