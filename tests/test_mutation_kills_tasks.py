@@ -1052,3 +1052,15 @@ def test_category_mean_split_defaults_to_test_and_refusal_names_the_task():
     assert "accuracy@test" in metrics and "accuracy@all" in metrics
     with pytest.raises(ValueError, match=r"^similarity.chart.category_mean: no human trial records to score against$"):
         t.score([], SEED)
+
+
+def test_category_ceilings_list_pairs_cell_by_cell_in_observer_name_order():
+    from perceptbench.tasks.chart_category import CategoryMeanTask
+
+    # cell {q0, q1} seen by o9 and o8 (inserted first), cell {a0, a1} by o1 and o2
+    humans = {"human:o9": {"q0": 1.0, "q1": 0.0}, "human:o8": {"q0": 1.0, "q1": 1.0},
+              "human:o1": {"a0": 1.0, "a1": 0.0}, "human:o2": {"a0": 0.0, "a1": 1.0}}
+    pw, loo = CategoryMeanTask()._ceilings(humans, {"q0", "q1", "a0", "a1"})
+    # cells ordered by their sorted observer names: (o1, o2) first: kappa -1; then (o8, o9): c_exp = 1*.5 +
+    # 0*.5 = .5, c_obs = .5 -> 0; no cell of >= 3, so no leave-one-out kappa
+    assert pw.tolist() == [-1.0, 0.0] and loo.size == 0
