@@ -721,10 +721,10 @@ def test_silhouette_score_refuses_bad_panels():
 
 MARK = ["mark_0-1-2", "mark_0-1-3", "mark_0-1-4", "mark_0-1-5", "mark_0-1-6"]
 MARK_GT = [1, 2, None, 3, 1]  # the tm kernel's answer position; mark_0-1-4 tied under tm: no answer
-MARK_RESP = {  # first appearance order: vlm, human:kernel-sa, enc, human:kernel-tm, human:kernel-l5
+MARK_RESP = {  # first appearance order: vlm, enc, human:kernel-sa, human:kernel-tm, human:kernel-l5
     "vlm": [1, None, 1, 2, 1],
-    "human:kernel-sa": [2, 2, None, 3, 1],
     "enc": [1, 2, ..., 1, ...],   # ... = not answered (3 trials)
+    "human:kernel-sa": [2, 2, None, 3, 1],
     "human:kernel-tm": MARK_GT,
     "human:kernel-l5": [1, 3, 2, 3, None],
 }
@@ -775,13 +775,13 @@ def test_mark_colour_score_rows_by_hand():
     b, est = b_row("vlm", [1, 0, 0, 0, 1], [1, 0, 0, 1, 1])
     assert est == pytest.approx(2 / 3)
     want += [_boot_row(tid, "vlm", "B", b, 3, 1, note)] + floors("vlm", 0.5, 4, 1, 5) + nulls("vlm", 5, 1, est)
+    # enc on mark_0-1-2, -3, -5: 1=1, 2=2, 1!=3 -> 2/3; targets 1,2,3: floor 1/3
+    b, est = b_row("enc", [1, 1, 0], [1, 1, 1])
+    want += [_boot_row(tid, "enc", "B", b, 3, 0, note)] + floors("enc", 1 / 3, 3, 0, 3) + nulls("enc", 3, 0, est)
     # kernel sa: 2!=1, 2=2, both none, 3=3, 1=1 -> 3/4; a human respondent gets no floor rows
     b, est = b_row("human:kernel-sa", [0, 1, 0, 1, 1], [1, 1, 0, 1, 1])
     assert est == 0.75
     want.append(_boot_row(tid, "human:kernel-sa", "B", b, 4, 1, note))
-    # enc on mark_0-1-2, -3, -5: 1=1, 2=2, 1!=3 -> 2/3; targets 1,2,3: floor 1/3
-    b, est = b_row("enc", [1, 1, 0], [1, 1, 1])
-    want += [_boot_row(tid, "enc", "B", b, 3, 0, note)] + floors("enc", 1 / 3, 3, 0, 3) + nulls("enc", 3, 0, est)
     # kernel l5: 1=1, 3!=2, no answer, 3=3, null -> 2/3
     b, est = b_row("human:kernel-l5", [1, 0, 0, 1, 0], [1, 1, 0, 1, 0])
     want.append(_boot_row(tid, "human:kernel-l5", "B", b, 3, 1, note))
@@ -797,6 +797,11 @@ def test_mark_colour_score_rows_by_hand():
     # one kernel only: no agreement rows
     one = [r for r in _mark_records(task) if r.model in ("vlm", "human:kernel-tm")]
     assert not [r for r in task.score(one, SEED) if r.metric.startswith("n_differ")]
+    # two kernels, l5 without mark_0-1-2: compared on the 4 triplets both have (-3, -4, -6 differ)
+    two = [r for r in _mark_records(task) if r.model in ("vlm", "human:kernel-tm", "human:kernel-l5")
+           and not (r.model == "human:kernel-l5" and r.stimulus_id == "mark_0-1-2")]
+    got = {r.metric: (r.value, r.n) for r in task.score(two, SEED) if r.metric.startswith("n_differ")}
+    assert got == {"n_differ[l5~tm]": (3.0, 4), "n_differ_min": (3.0, 4), "n_differ_max": (3.0, 4)}
 
 
 # --------------------------------------------------------------------------- tasks/gestalt.py: series count
