@@ -822,19 +822,28 @@ def test_series_count_score_rows_by_hand():
         "bad": [2] * 30,
         # 15 trials, all right: a(k) never drops -> capacity undefined
         "short": list(range(2, 17)),
+        # right up to k = 4, one of the two k = 5 right (a(5) = .5, not < .5), wrong from 6: capacity 6, the
+        # band's lower edge; a draw with both k = 5 trials wrong (about 1 in 4) gives 5, outside
+        "edge6": [k if k <= 4 or (k == 5 and i < 15) else k + 1 for i, k in enumerate(ks)],
+        # right up to 11, wrong from 12: capacity 12, the band's upper edge, in every draw
+        "edge12": [k if k <= 11 else k + 1 for k in ks],
+        # k = 2..10 only (levels 11..16 never shown: no a(k) rows for them), all right: capacity undefined
+        "partial": list(range(2, 11)),
     }
+    k_of = {"short": list(range(2, 17)), "partial": list(range(2, 11))}
     recs = []
     for m, ans in answers.items():
-        kk = ks if m != "short" else list(range(2, 17))
+        kk = k_of.get(m, ks)
         for i in reversed(range(len(ans))):
             recs.append(make_record(task, stimulus_id=f"t{i:03d}_{m}", model=m, model_family="encoder",
                                     readout="ridge_round", response=ans[i], ground_truth=kk[i],
                                     manipulated_value=kk[i], raw_output=str(ans[i]), prompt_id=None, prompt_hash=None,
                                     model_version="v", seed=0, run_id="r"))
     want = []
-    cap_want = {"good": 9.0, "bad": 3.0, "short": float("nan")}
+    cap_want = {"good": 9.0, "bad": 3.0, "short": float("nan"), "edge6": 6.0, "edge12": 12.0, "partial": float("nan")}
+    in_band_of = {}
     for m, ans in answers.items():
-        k = np.array(ks if m != "short" else list(range(2, 17)))
+        k = np.array(k_of.get(m, ks))
         n = len(k)
         valid = np.array([a is not None for a in ans])
         correct = np.array([a == kk for a, kk in zip(ans, k)], float)
@@ -853,6 +862,8 @@ def test_series_count_score_rows_by_hand():
                            n_null, "|response - k| over parseable answers; bootstrap stratified by k")]
         for j, lev in enumerate(levels):
             at = k == lev
+            if not at.any():
+                continue
             want.append(_boot_row(tid, m, f"a_k[{lev}]", boot(lambda i, j=j: accuracy_by_k(
                 correct[i], valid[i], k[i], levels)[:, j]), int((at & valid).sum()), int((~valid[at]).sum())))
         cb = boot(cap)
@@ -861,16 +872,18 @@ def test_series_count_score_rows_by_hand():
         want.append(_boot_row(tid, m, "capacity_k", cb, n, n_null,
                               "smallest k with a(k) < 0.5 mean a(k<=4); bootstrap stratified by k" if finite else
                               "a(k) never fell below half of mean a(k<=4) within k=2..16, or baseline is 0"))
-        want.append(ScoreRow(tid, m, "replicates", float(m == "good"), None, None, n, n_null,
+        want.append(ScoreRow(tid, m, "replicates", float(m in ("good", "edge6", "edge12")), None, None, n, n_null,
                              "1 if the capacity_k point estimate lies in the human band 6-12; read with "
                              "capacity_in_band_prob"))
         draws = cap(resample_indices(n, N_BOOT_B, SEED, k))
         in_band = float((np.isfinite(draws) & (draws >= 6) & (draws <= 12)).mean())
+        in_band_of[m] = in_band
         want.append(ScoreRow(tid, m, "capacity_in_band_prob", in_band, None, None, n, n_null,
                              "fraction of the capacity_k bootstrap draws (stratified by k) inside the human band; "
                              "undefined draws count as outside", N_BOOT_B, 0, SEED))
         want.append(ScoreRow(tid, m, "null_rate", n_null / n, None, None, n, n_null))
     assert_rows(task.score(recs, SEED), want, tol=1e-12)
+    assert 0.6 < in_band_of["edge6"] < 0.9 and in_band_of["edge12"] == 1.0 and in_band_of["short"] == 0.0
 
 
 # --------------------------------------------------------------------------- tasks/gestalt.py: helpers
