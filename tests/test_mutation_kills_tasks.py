@@ -38,7 +38,7 @@ def assert_rows(got: list[ScoreRow], want: list[ScoreRow], tol: float = 0.0) -> 
 
 
 def _boot_row(tid, model, metric, b, n, n_null, note=""):
-    return ScoreRow(tid, model, metric, b.estimate, b.low, b.high, n, n_null, note, b.n_draws, b.n_dropped, b.seed)
+    return ScoreRow.from_boot(tid, model, metric, b, n, n_null, note)  # an undefined value says so
 
 
 # --------------------------------------------------------------------------- tasks/vsi.py: VSITask.score
@@ -525,18 +525,19 @@ SIL_MODELS = {  # first appearance order vlm_b, vlm_a, enc (rows come in that or
     "vlm_a": {"sil_t0": "airplane", "sil_t1": "cat", "sil_t2": "bird", "sil_t3": "boat", "sil_t4": "car",
               "sil_t5": "dog"},
     "enc": {"sil_t0": "airplane", "sil_t1": None, "sil_t2": None},
+    "mute": {"sil_t0": None, "sil_t1": None, "sil_t2": None},  # nothing valid: every kappa undefined
 }
 
 
-def _sil_records(task):
+def _sil_records(task, sil=SIL):
     recs = []
     for m, answers in SIL_MODELS.items():
         for sid, r in reversed(answers.items()):
             recs.append(make_record(task, stimulus_id=sid, model=m, model_family="vlm", readout="vlm_prompt",
-                                    response=r, ground_truth=SIL[sid][0], manipulated_value=None, raw_output=str(r),
+                                    response=r, ground_truth=sil[sid][0], manipulated_value=None, raw_output=str(r),
                                     prompt_id="p", prompt_hash="h", model_version="v", seed=0, run_id="r"))
     for j in (3, 1, 0, 2):  # observers in no particular order: they are sorted by name
-        for sid, (gt, split, resp) in SIL.items():
+        for sid, (gt, split, resp) in sil.items():
             recs.append(make_record(task, stimulus_id=sid, model=f"human:h{j + 1}", model_family="human",
                                     readout="human_trial", response=resp[j], ground_truth=gt, manipulated_value=None,
                                     raw_output=resp[j], prompt_id="p", prompt_hash="h", model_version="v", seed=0,
@@ -558,7 +559,7 @@ def _mode_ref(votes):
     return None if not c or (len(c) > 1 and c[0][1] == c[1][1]) else c[0][0]
 
 
-def _sil_expected(tid):
+def _sil_expected(tid, SIL=SIL):  # noqa: N803 (the table being scored)
     """Every row of the silhouette task on SIL / SIL_MODELS, from the metric functions by the
     gathering path (index matrices), not the task's count path."""
     from perceptbench.metrics.agreement import masked_mean, null_bracket
@@ -675,6 +676,8 @@ def _sil_expected(tid):
             rows.append(_boot_row(tid, m, metric, res, n, nn, note))
         nu = nn / n
         rows.append(ScoreRow(tid, m, "null_rate", nu, None, None, n, nn))
+        if not np.isfinite(b.estimate):  # no bracket around an undefined B
+            continue
         lo, hi = null_bracket(b.estimate, nu)
         rows += [ScoreRow(tid, m, "B_full_low", lo, None, None, n, nn, "null bracket (1-nu)B <= B_full (seed 000 D.4)"),
                  ScoreRow(tid, m, "B_full_high", hi, None, None, n, nn,
@@ -686,6 +689,10 @@ def test_silhouette_score_rows_by_hand():
     task = get_task("closure.nat.silhouette")
     got = task.score(_sil_records(task), SEED)
     assert_rows(got, _sil_expected(task.task_id), tol=1e-12)
+    # the same correctness with other wrong answers (h3 says cat, not car, on t3): the modes and the
+    # leave-one-out modes change, so nothing computed for the first panel may be reused
+    other = dict(SIL, sil_t3=("boat", "test", ["car", "boat", "cat", "na"]))
+    assert_rows(task.score(_sil_records(task, other), SEED), _sil_expected(task.task_id, other), tol=1e-12)
     by = {(r.model, r.metric): r for r in got}
     # by hand, test split (t0..t5): modes airplane, -, bird, car, car, cat (one tied)
     assert by[("human:panel", "n_tied_mode@test")].value == 1
