@@ -526,10 +526,11 @@ SIL_MODELS = {  # first appearance order vlm_b, vlm_a, enc (rows come in that or
               "sil_t5": "dog"},
     "enc": {"sil_t0": "airplane", "sil_t1": None, "sil_t2": None},
     "mute": {"sil_t0": None, "sil_t1": None, "sil_t2": None},  # nothing valid: every kappa undefined
+    "solo": {"sil_t2": "bird"},  # one trial
 }
 
 
-def _sil_records(task, sil=SIL):
+def _sil_records(task, sil=SIL, who="human:h"):
     recs = []
     for m, answers in SIL_MODELS.items():
         for sid, r in reversed(answers.items()):
@@ -538,10 +539,10 @@ def _sil_records(task, sil=SIL):
                                     prompt_id="p", prompt_hash="h", model_version="v", seed=0, run_id="r"))
     for j in (3, 1, 0, 2):  # observers in no particular order: they are sorted by name
         for sid, (gt, split, resp) in sil.items():
-            recs.append(make_record(task, stimulus_id=sid, model=f"human:h{j + 1}", model_family="human",
+            recs.append(make_record(task, stimulus_id=sid, model=f"{who}{j + 1}", model_family="human",
                                     readout="human_trial", response=resp[j], ground_truth=gt, manipulated_value=None,
                                     raw_output=resp[j], prompt_id="p", prompt_hash="h", model_version="v", seed=0,
-                                    run_id="r", split=split))
+                                    run_id="r", **({} if split is None else {"split": split})))
     return recs
 
 
@@ -559,7 +560,7 @@ def _mode_ref(votes):
     return None if not c or (len(c) > 1 and c[0][1] == c[1][1]) else c[0][0]
 
 
-def _sil_expected(tid, SIL=SIL):  # noqa: N803 (the table being scored)
+def _sil_expected(tid, SIL=SIL, who="human:h"):  # noqa: N803 (the table being scored)
     """Every row of the silhouette task on SIL / SIL_MODELS, from the metric functions by the
     gathering path (index matrices), not the task's count path."""
     from perceptbench.metrics.agreement import masked_mean, null_bracket
@@ -572,7 +573,7 @@ def _sil_expected(tid, SIL=SIL):  # noqa: N803 (the table being scored)
     resp = np.array([SIL[s][2] for s in stims], dtype=object).T  # (J, n)
     obs = (resp == np.array(gt, dtype=object)[None]).astype(float)
     J = 4
-    humans = [f"human:h{j + 1}" for j in range(J)]
+    humans = [f"{who}{j + 1}" for j in range(J)]
     hp = "human:panel"
 
     def why(v, note=""):
@@ -586,7 +587,7 @@ def _sil_expected(tid, SIL=SIL):  # noqa: N803 (the table being scored)
         return bootstrap(stat, n, n_draws=nd, seed=SEED)
 
     rows = []
-    for name, cols in (("test", [i for i, st in enumerate(stims) if SIL[st][1] == "test"]),
+    for name, cols in (("test", [i for i, st in enumerate(stims) if SIL[st][1] in ("test", None)]),
                        ("all", list(range(len(stims))))):
         s, O, R, n = "@" + name, obs[:, cols], resp[:, cols], len(cols)
         modal = [_mode_ref(R[:, k]) for k in range(n)]
@@ -603,11 +604,14 @@ def _sil_expected(tid, SIL=SIL):  # noqa: N803 (the table being scored)
                  ScoreRow(tid, hp, "observer_accuracy_min" + s, float(acc.min()), None, None, n, 0),
                  ScoreRow(tid, hp, "observer_accuracy_max" + s, float(acc.max()), None, None, n, 0),
                  _boot_row(tid, hp, "ceiling_kappa_pairwise_mean" + s, pw_b, n, 0, why(pw_b.estimate, pw_note))]
-        for metric, v in (("ceiling_kappa_pairwise_min", np.nanmin(pw)), ("ceiling_kappa_pairwise_max", np.nanmax(pw))):
+        def ext(x, fn):
+            return float(fn(x[~np.isnan(x)])) if (~np.isnan(x)).any() else float("nan")
+
+        for metric, v in (("ceiling_kappa_pairwise_min", ext(pw, np.min)), ("ceiling_kappa_pairwise_max", ext(pw, np.max))):
             panel.append(ScoreRow(tid, hp, metric + s, float(v), None, None, n, 0, why(v)))
         panel.append(_boot_row(tid, hp, "ceiling_kappa_loo_mean" + s, loo_b, n, 0,
                                why(loo_b.estimate, "each observer vs leave-one-out mean of the others")))
-        for metric, v in (("ceiling_kappa_loo_min", np.nanmin(loo)), ("ceiling_kappa_loo_max", np.nanmax(loo))):
+        for metric, v in (("ceiling_kappa_loo_min", ext(loo, np.min)), ("ceiling_kappa_loo_max", ext(loo, np.max))):
             panel.append(ScoreRow(tid, hp, metric + s, float(v), None, None, n, 0, why(v)))
         panel.append(ScoreRow(tid, hp, "n_tied_mode" + s, float(sum(x is None for x in modal)), None, None, n, 0,
                               "images whose modal response is tied: no modal reference"))
@@ -654,9 +658,12 @@ def _sil_expected(tid, SIL=SIL):  # noqa: N803 (the table being scored)
         b = boot(b_of, n, N_BOOT_B)
         ka = boot(k_agg, n, N_BOOT_KAPPA)
         kp = boot(lambda i: kappa_pairwise_mean(correct[i], O[:, i], valid[i]), n, N_BOOT_KAPPA)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            kr = boot(lambda i: k_agg(i) / _nanmean0(pairwise_ceiling(O[:, i])), n, N_BOOT_KAPPA)
-            br = boot(lambda i: b_of(i) / _nanmean0(masked_mean(loo_match[:, i], loo_valid[:, i])), n, N_BOOT_B)
+        def ratio(a, b):  # never clipped; undefined where the ceiling is 0 or undefined
+            with np.errstate(invalid="ignore", divide="ignore"):
+                return np.where((b != 0) & np.isfinite(b), a / b, np.nan)
+
+        kr = boot(lambda i: ratio(k_agg(i), _nanmean0(pairwise_ceiling(O[:, i]))), n, N_BOOT_KAPPA)
+        br = boot(lambda i: ratio(b_of(i), _nanmean0(masked_mean(loo_match[:, i], loo_valid[:, i]))), n, N_BOOT_B)
         rows += [_boot_row(tid, m, "accuracy", acc, nv, nn),
                  _boot_row(tid, m, "B", b, int(vb.sum()), nn,
                            f"modal match; {int((~has).sum())} tied-mode images excluded"),
@@ -721,10 +728,11 @@ def test_silhouette_score_refuses_bad_panels():
     short = [r for r in recs if not (r.model == "human:h2" and r.stimulus_id in ("sil_t0", "sil_p1"))]
     with pytest.raises(ValueError, match=r"^closure.nat.silhouette: observer human:h2 lacks trials for 2 stimuli$"):
         task.score(short, SEED)
-    extra = recs + [make_record(task, stimulus_id="sil_x9", model="enc", model_family="vlm", readout="vlm_prompt",
+    extra = recs + [make_record(task, stimulus_id=sid, model="stray", model_family="vlm", readout="vlm_prompt",
                                 response="cat", ground_truth="cat", manipulated_value=None, raw_output="cat",
-                                prompt_id="p", prompt_hash="h", model_version="v", seed=0, run_id="r")]
-    with pytest.raises(ValueError, match=r"^closure.nat.silhouette: enc answered sil_x9, which has no human data$"):
+                                prompt_id="p", prompt_hash="h", model_version="v", seed=0, run_id="r")
+                    for sid in ("sil_x9", "sil_p0")]  # sil_p0 is the first human column (0): the error names x9
+    with pytest.raises(ValueError, match=r"^closure.nat.silhouette: stray answered sil_x9, which has no human data$"):
         task.score(extra, SEED)
 
 
@@ -1094,3 +1102,25 @@ def test_category_ceilings_list_pairs_cell_by_cell_in_observer_name_order():
     # cells ordered by their sorted observer names: (o1, o2) first: kappa -1; then (o8, o9): c_exp = 1*.5 +
     # 0*.5 = .5, c_obs = .5 -> 0; no cell of >= 3, so no leave-one-out kappa
     assert pw.tolist() == [-1.0, 0.0] and loo.size == 0
+
+
+_ALL_RIGHT = {k: (gt, sp, [gt] * 4) for k, (gt, sp, _) in SIL.items()}
+_TWO_RIGHT = {k: (gt, sp, [gt, gt] + r[2:]) for k, (gt, sp, r) in SIL.items()}
+
+
+@pytest.mark.parametrize("variant, who", [
+    # every observer always right: every pair's kappa undefined, the ceilings say why
+    (_ALL_RIGHT, "human:h"),
+    # h1 and h2 always right: their pair's kappa undefined and left out of the mean, counted in the note
+    (_TWO_RIGHT, "human:h"),
+    # no split recorded: every image is a test image
+    ({k: (gt, None, r) for k, (gt, _, r) in SIL.items()}, "human:h"),
+    # another split of t5, another truth of t1 (same answers), other observer names
+    (dict(SIL, sil_t5=("cat", "probe_train", SIL["sil_t5"][2])), "human:h"),
+    (dict(SIL, sil_t1=("cat", "test", SIL["sil_t1"][2])), "human:h"),
+    (SIL, "human:q")])
+def test_silhouette_score_variants_after_the_base_panel(variant, who):
+    task = get_task("closure.nat.silhouette")
+    task.score(_sil_records(task), SEED)  # the base panel first: nothing of it may be reused below
+    assert_rows(task.score(_sil_records(task, variant, who), SEED), _sil_expected(task.task_id, variant, who),
+                tol=1e-12)
