@@ -314,8 +314,9 @@ def test_category_mean_score_rows_by_hand():
 # --------------------------------------------------------------------------- tasks/things_ooo.py
 
 def _ooo_rec(task, model, sid, response, gt, **meta):
-    return make_record(task, stimulus_id=sid, model=model, model_family="human" if model.startswith("human:") else "vlm",
-                       readout="human_trial" if model.startswith("human:") else "vlm_prompt", response=response,
+    human = model.startswith("human:")
+    return make_record(task, stimulus_id=sid, model=model, model_family="human" if human else "vlm",
+                       readout="human_trial" if human else "vlm_prompt", response=response,
                        ground_truth=gt, manipulated_value=None, raw_output=None, prompt_id=None, prompt_hash=None,
                        model_version="v", seed=0, run_id="r", **meta)
 
@@ -363,7 +364,8 @@ def test_things_ooo_score_rows_by_hand():
         want.append(_boot_row(tid, m, "B", b, int(v.sum()), n_null,
                               "agreement with the modal human choice" + (both if m.startswith("human:") else "")))
         want.append(ScoreRow(tid, m, "B_over_ceiling", b.estimate / ceiling, b.low / ceiling, b.high / ceiling,
-                             int(v.sum()), n_null, "B / test-retest ceiling 0.4000 (seed 000 D.3); CI = B's CI / ceiling",
+                             int(v.sum()), n_null,
+                             "B / test-retest ceiling 0.4000 (seed 000 D.3); CI = B's CI / ceiling",
                              b.n_draws, b.n_dropped, b.seed))
         if m == "vlm":
             want += [ScoreRow(tid, m, "position_floor", 0.5, None, None, 4, 0,
@@ -478,7 +480,7 @@ def test_salbench_nat_retrieval_rows_by_hand():
     # cosines over the seven categories; truth sets; distractor counts (bins <7, 7-15, <7)
     cos = {"a": dict(zip(SEVEN, [0.1, 0.9, 0.2, 0.3, 0.0, 0.0, 0.0])),   # ranked Color, Shape, Focus
            "b": dict(zip(SEVEN, [0.5, 0.1, 0.2, 0.6, 0.4, 0.3, 0.0])),   # ranked Shape, Orientation, Size
-           "c": dict(zip(SEVEN, [0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0]))}   # all tied: stable order Orientation, Color, Focus
+           "c": dict(zip(SEVEN, [0.0] * 7))}   # all tied: stable order Orientation, Color, Focus
     truth = {"a": ["Color"], "b": ["Focus", "Size"], "c": ["Pattern"]}
     nd = {"a": 3, "b": 10, "c": 6}
     recs = [_sal_rec(task, "clip", s, [max(cos[s], key=cos[s].get)], truth[s], nd[s], readout="zero_shot_retrieval",
@@ -607,7 +609,8 @@ def _sil_expected(tid, SIL=SIL, who="human:h"):  # noqa: N803 (the table being s
         def ext(x, fn):
             return float(fn(x[~np.isnan(x)])) if (~np.isnan(x)).any() else float("nan")
 
-        for metric, v in (("ceiling_kappa_pairwise_min", ext(pw, np.min)), ("ceiling_kappa_pairwise_max", ext(pw, np.max))):
+        for metric, v in (("ceiling_kappa_pairwise_min", ext(pw, np.min)),
+                          ("ceiling_kappa_pairwise_max", ext(pw, np.max))):
             panel.append(ScoreRow(tid, hp, metric + s, float(v), None, None, n, 0, why(v)))
         panel.append(_boot_row(tid, hp, "ceiling_kappa_loo_mean" + s, loo_b, n, 0,
                                why(loo_b.estimate, "each observer vs leave-one-out mean of the others")))
@@ -717,7 +720,8 @@ def test_silhouette_score_rows_by_hand():
     assert by[("vlm_b", "B_full_low")].value == pytest.approx(0.625)
     assert by[("vlm_b", "B_full_high")].value == pytest.approx(0.625 + 1 / 6)
     # observers: accuracy on the test split h1 5/6, h2 4/6, h3 2/6, h4 3/6
-    assert [by[(f"human:h{j}", "accuracy@test")].value for j in (1, 2, 3, 4)] == pytest.approx([5 / 6, 4 / 6, 2 / 6, 3 / 6])
+    assert [by[(f"human:h{j}", "accuracy@test")].value for j in (1, 2, 3, 4)] == pytest.approx(
+        [5 / 6, 4 / 6, 2 / 6, 3 / 6])
 
 
 def test_silhouette_score_refuses_bad_panels():
