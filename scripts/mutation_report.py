@@ -5,6 +5,7 @@ Usage (from the repository root, not part of CI; a few minutes per module on 2 c
 
     PERCEPTBENCH_MIRROR=/path/to/data /work/venv/bin/python scripts/mutation_report.py [--max-children 1]
     /work/venv/bin/python scripts/mutation_report.py --no-run   # re-print the last results
+    /work/venv/bin/python scripts/mutation_report.py --module tasks.gestalt   # one module (or several)
 
 Which modules are mutated (``only_mutate``) and which fast tests each mutant runs
 (``pytest_add_cli_args_test_selection``) are set in ``[tool.mutmut]`` in pyproject.toml.
@@ -37,8 +38,8 @@ def _mutmut(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run(cmd + list(args), cwd=REPO, capture_output=True, text=True)
 
 
-def _selection() -> tuple[list[str], list[str]]:
-    """(mutant-name globs to run, the ``only_functions`` globs) from pyproject.toml.
+def _selection() -> tuple[list[tuple[str, str]], list[str]]:
+    """((module, mutant-name glob) pairs to run, the ``only_functions`` globs) from pyproject.toml.
 
     A module listed in ``[tool.mutmut] only_mutate`` is run whole (``pkg.mod.*``) unless
     some ``only_functions`` glob names it; then only those globs are run.
@@ -50,11 +51,11 @@ def _selection() -> tuple[list[str], list[str]]:
     cfg = tomllib.loads((REPO / "pyproject.toml").read_text("utf-8"))
     only_mutate = cfg["tool"]["mutmut"]["only_mutate"]
     only_functions = list(cfg.get("tool", {}).get("mutation_report", {}).get("only_functions", []))
-    globs: list[str] = []
+    globs: list[tuple[str, str]] = []
     for path in only_mutate:
         module = path.removeprefix("src/").removesuffix(".py").replace("/", ".")
         restricted = [g for g in only_functions if g.startswith(module + ".")]
-        globs.extend(restricted or [module + ".*"])
+        globs.extend((module, g) for g in restricted or [module + ".*"])
     return globs, only_functions
 
 
@@ -69,8 +70,20 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--max-children", type=int, default=1, help="parallel mutant workers (default 1)")
     ap.add_argument("--no-run", action="store_true", help="only summarise the last run's results")
+    ap.add_argument("--module", action="append", default=[], metavar="NAME",
+                    help="run and report only the modules whose dotted name ends with NAME "
+                         "(e.g. tasks.gestalt); repeatable; default: every configured module")
     args = ap.parse_args()
     globs, only_functions = _selection()
+    wanted = [m.strip(".") for m in args.module]
+
+    def chosen(module: str) -> bool:
+        return not wanted or any(module == w or module.endswith("." + w) for w in wanted)
+
+    globs = [g for module, g in globs if chosen(module)]
+    if not globs:
+        print(f"no configured module matches --module {' '.join(wanted)}", file=sys.stderr)
+        return 1
     if not args.no_run:
         run = _mutmut("run", "--max-children", str(args.max_children), *globs)
         if run.returncode != 0:
@@ -85,6 +98,8 @@ def main() -> int:
         if not m:
             continue
         module, _, func = m["name"].rpartition(".")
+        if not chosen(module):
+            continue
         mutant = f"{m['name']}__mutmut_{m['n']}"
         if any(g.startswith(module + ".") for g in only_functions) and not any(
                 fnmatch.fnmatch(mutant, g) for g in only_functions):
