@@ -41,6 +41,8 @@ def served_model(tmp_path_factory):
         yield f"http://127.0.0.1:{port}/v1", d
     finally:
         stop_process(proc)
+
+
 @pytest.fixture(autouse=True)
 def _fresh_score_caches_under_mutation_testing():
     """Under mutation testing (mutmut sets ``MUTANT_UNDER_TEST``) every test starts with empty
