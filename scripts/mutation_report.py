@@ -14,6 +14,8 @@ the science functions by mutant-name globs in ``[tool.mutation_report] only_func
 only those mutants of such a module are run and reported.
 Mutants reviewed as equivalent (no behaviour change) are listed in
 tests/mutation_equivalents.md; they are reported separately, not counted as killed.
+A mutant whose tests time out (an endless loop) or crash the test process (mutmut's
+"segfault", e.g. memory exhausted) is counted as killed: the tests did not pass.
 Exit status: 0 when the run finished, whatever the kill rate; 1 when mutmut failed.
 """
 
@@ -113,14 +115,14 @@ def main() -> int:
     for module in sorted(per_module):
         by = per_module[module]
         total = sum(len(v) for v in by.values())
-        killed = len(by["killed"]) + len(by["timeout"])  # a mutant that hangs the tests is caught
+        killed = len(by["killed"]) + len(by["timeout"]) + len(by["segfault"])  # a mutant that hangs or crashes the tests is caught
         eq = len(by["equivalent"])
         rate = killed / total
         rate_x = killed / (total - eq) if total > eq else float("nan")
         print(f"{module:50s} {killed:7d} {eq:6d} {total:6d} {rate:10.1%} {rate_x:14.1%}")
     for module in sorted(per_module):
         for status, names in sorted(per_module[module].items()):
-            if status in ("killed", "timeout", "equivalent"):
+            if status in ("killed", "timeout", "segfault", "equivalent"):
                 continue
             print(f"\n{module}: {len(names)} {status} (see: mutmut show NAME)")
             for name in names:
