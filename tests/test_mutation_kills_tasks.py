@@ -421,8 +421,9 @@ def _sal_rec(task, model, sid, pred, truth, mv, readout="vlm_prompt", raw=None, 
                        seed=0, run_id="r", **meta)
 
 
-def _sal_model_rows(tid, m, preds, truths, cats, groups):
-    """The rows SalBench writes for one model, from the saliency metric's own scores."""
+def _sal_model_rows(tid, m, preds, truths, cats, groups, floor):
+    """The rows SalBench writes for one model, from the saliency metric's own scores;
+    ``floor``: (majority-answer exact-match floor, that answer), computed by hand by the caller."""
     from perceptbench.metrics.saliency import score_by_group, score_multilabel
 
     n_null = sum(p is None for p in preds)
@@ -441,6 +442,10 @@ def _sal_model_rows(tid, m, preds, truths, cats, groups):
                           "mean over the categories whose F1 is defined only (the project's headline before "
                           "issue 7); nulls as empty predictions"))
     rows.append(ScoreRow(tid, m, "null_rate", n_null / len(preds), None, None, len(preds), n_null))
+    value, answer = floor
+    rows.append(ScoreRow(tid, m, "exact_match_floor", value, None, None, len(truths), 0,
+                         f"majority-answer floor: a constant answer {answer} matches exactly "
+                         f"{value:.3f} of these {len(truths)} stimuli"))
     for gname, g in groups.items():
         for key, sc in score_by_group(preds, truths, g, cats, null="empty", n_boot=N_BOOT_B, seed=SEED).items():
             rows.append(_boot_row(tid, m, f"exact_match[{gname}={key}]", sc.ci["exact_match"], sc.n, sc.n_null))
@@ -461,7 +466,8 @@ def test_salbench_syn_score_rows_by_hand():
     groups = {"difficulty": ["easy", "hard", "easy"], "feature": ["color", "size", "orientation"],
               "feature_difficulty": ["color/easy", "size/hard", "orientation/easy"]}
     want = [ScoreRow(tid, "sk", "skipped", float("nan"), None, None, 2, 2, "a second reason; no multi-image support")]
-    want += _sal_model_rows(tid, "vlm", preds, truths, task.categories, groups)
+    # floor: truth sets {Color}, {Size}, {Orientation} once each; the tie goes to the first sorted, ['Color']: 1/3
+    want += _sal_model_rows(tid, "vlm", preds, truths, task.categories, groups, (1 / 3, ["Color"]))
     rows = task.score(recs, SEED)
     assert_rows(rows, want)
     by = {r.metric: r for r in rows}
@@ -488,7 +494,9 @@ def test_salbench_nat_retrieval_rows_by_hand():
     ids = ["a", "b", "c"]
     preds = [[max(cos[s], key=cos[s].get)] for s in ids]
     truths = [truth[s] for s in ids]
-    want = _sal_model_rows(tid, "clip", preds, truths, task.categories, {"distractors": ["<7", "7-15", "<7"]})
+    # floor: truth sets {Color}, {Focus, Size}, {Pattern} once each; the tie goes to the first sorted, ['Color']: 1/3
+    want = _sal_model_rows(tid, "clip", preds, truths, task.categories, {"distractors": ["<7", "7-15", "<7"]},
+                           (1 / 3, ["Color"]))
     t = truth_matrix(truths, SEVEN)
     # top-1: a Color hit, b Shape miss, c Orientation miss -> 1/3; top-3: a hit, b Size (3rd) hit, c miss -> 2/3
     for k, hits in ((1, [1.0, 0.0, 0.0]), (3, [1.0, 1.0, 0.0])):
