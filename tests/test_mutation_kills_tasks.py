@@ -1128,3 +1128,10 @@ def test_silhouette_score_variants_after_the_base_panel(variant, who):
     task.score(_sil_records(task), SEED)  # the base panel first: nothing of it may be reused below
     assert_rows(task.score(_sil_records(task, variant, who), SEED), _sil_expected(task.task_id, variant, who),
                 tol=1e-12)
+
+
+def test_salbench_scores_a_model_with_one_trial():
+    task = get_task("salbench.detection.syn@n=3")
+    rows = {r.metric: r.value for r in task.score([_sal_rec(task, "vlm", "s0", ["Color"], ["Color"], "color/easy")],
+                                                  SEED)}
+    assert rows["exact_match"] == 1.0 and rows["exact_match[feature=color]"] == 1.0 and rows["null_rate"] == 0.0
