@@ -1159,6 +1159,7 @@ def test_category_mean_six_observer_cell_levels_with_a_gap_and_a_silent_model():
         assert (r.value, r.ci_low, r.ci_high) == pytest.approx((ref.estimate, ref.low, ref.high), abs=1e-12)
     # levels 2 and 4 are scored, 3 (between them) is skipped, not the end of the loop
     assert ("human:panel", "a_k[4]@all") in rows and ("human:panel", "a_k[3]@all") not in rows
+    assert ("mute", "a_k[4]") in rows and ("mute", "a_k[3]") not in rows
     # the silent model: no kappa defined, each row says why; no participant to pair it with
     assert rows[("mute", "kappa_aggregate")].note == UNDEFINED_REASON
     assert rows[("mute", "kappa_pairwise")].n == 0 and math.isnan(rows[("mute", "kappa_pairwise")].value)
