@@ -73,14 +73,14 @@ def main() -> int:
     ap.add_argument("--max-children", type=int, default=1, help="parallel mutant workers (default 1)")
     ap.add_argument("--no-run", action="store_true", help="only summarise the last run's results")
     ap.add_argument("--module", action="append", default=[], metavar="NAME",
-                    help="run and report only the modules whose dotted name ends with NAME "
-                         "(e.g. tasks.gestalt); repeatable; default: every configured module")
+                    help="run and report only the modules whose dotted name contains NAME "
+                         "(tasks.gestalt, or tasks for all five); repeatable; default: every configured module")
     args = ap.parse_args()
     globs, only_functions = _selection()
     wanted = [m.strip(".") for m in args.module]
 
     def chosen(module: str) -> bool:
-        return not wanted or any(module == w or module.endswith("." + w) for w in wanted)
+        return not wanted or any(f".{w}." in f".{module}." for w in wanted)
 
     globs = [g for module, g in globs if chosen(module)]
     if not globs:

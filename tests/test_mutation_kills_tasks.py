@@ -1136,3 +1136,43 @@ def test_silhouette_score_variants_after_the_base_panel(variant, who):
     task.score(_sil_records(task), SEED)  # the base panel first: nothing of it may be reused below
     assert_rows(task.score(_sil_records(task, variant, who), SEED), _sil_expected(task.task_id, variant, who),
                 tol=1e-12)
+
+
+def test_salbench_scores_a_model_with_one_trial():
+    task = get_task("salbench.detection.syn@n=3")
+    rows = {r.metric: r.value for r in task.score([_sal_rec(task, "vlm", "s0", ["Color"], ["Color"], "color/easy")],
+                                                  SEED)}
+    assert rows["exact_match"] == 1.0 and rows["exact_match[feature=color]"] == 1.0 and rows["null_rate"] == 0.0
+
+
+def test_category_mean_six_observer_cell_levels_with_a_gap_and_a_silent_model():
+    """One cell of six observers on eight stimuli (k 2 or 4, never 3): fifteen distinct pair kappas,
+    so the intervals depend on the resampling stream; a model with no parseable answer."""
+    from perceptbench.metrics.error_consistency import UNDEFINED_REASON
+    from perceptbench.tasks.chart_category import CategoryMeanTask, stimulus_id_for
+
+    t = CategoryMeanTask()
+    sids = [stimulus_id_for("CCCCCCCCCC", i, "Tab10") for i in range(8)]
+    k = [2, 4, 2, 4, 2, 4, 2, 4]
+    o = np.array([[1, 1, 0, 1, 0, 1, 1, 0], [1, 0, 0, 1, 1, 1, 0, 0], [0, 1, 1, 1, 0, 0, 1, 1],
+                  [1, 1, 1, 0, 0, 1, 0, 1], [0, 0, 1, 1, 1, 1, 1, 0], [1, 1, 1, 1, 0, 0, 0, 1]], float)
+    recs = [_cm_rec(t, f"human:o{j}", s, o[j, i], 2, k[i]) for j in range(6) for i, s in enumerate(sids)]
+    recs += [_cm_rec(t, "mute", s, 0, 2, k[i], family="encoder", response=None) for i, s in enumerate(sids)]
+    rows = {(r.model, r.metric): r for r in t.score(recs, SEED)}
+    pw = np.array([_kap(o[a], o[b]) for a in range(6) for b in range(a + 1, 6)])
+    loo = np.array([_kap(o[j], (o.sum(0) - o[j]) / 5) for j in range(6)])
+    for metric, ref in (("ceiling_kappa_pairwise_mean@all", _pct_ref(pw, "pairs@all")),
+                        ("ceiling_kappa_loo_mean@all", _pct_ref(loo, "loo@all"))):
+        r = rows[("human:panel", metric)]
+        assert (r.value, r.ci_low, r.ci_high) == pytest.approx((ref.estimate, ref.low, ref.high), abs=1e-12)
+    # levels 2 and 4 are scored, 3 (between them) is skipped, not the end of the loop
+    assert ("human:panel", "a_k[4]@all") in rows and ("human:panel", "a_k[3]@all") not in rows
+    assert ("mute", "a_k[4]") in rows and ("mute", "a_k[3]") not in rows
+    # the silent model: no kappa defined, each row says why; no participant to pair it with
+    assert rows[("mute", "kappa_aggregate")].note == UNDEFINED_REASON
+    assert rows[("mute", "kappa_pairwise")].n == 0 and math.isnan(rows[("mute", "kappa_pairwise")].value)
+    # a model answering a stimulus without human trials is refused, naming it
+    stray = [_cm_rec(t, "m", stimulus_id_for("ZZZZZZZZZZ", 0, "Tab10"), 1, 2, 2, family="encoder")]
+    with pytest.raises(ValueError, match=r"^similarity.chart.category_mean: m answered tseng_ZZZZZZZZZZ_00_Tab10, "
+                                         r"which has no human trial$"):
+        t.score(recs + stray, SEED)
