@@ -226,3 +226,43 @@ def test_bootstrap_counts_equals_bootstrap_per_respondent(panel):
             assert (res[r].estimate, res[r].low, res[r].high, res[r].n_dropped) == \
                 (ref.estimate, ref.low, ref.high, ref.n_dropped)
         assert res[2].n_dropped == D and np.isnan(res[2].estimate)
+
+
+def test_one_observer_leave_one_out_is_nan_without_warnings():
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a J = 1 panel has no "others": NaN is the answer, not a warning
+        assert np.isnan(ec.leave_one_out_ceiling(np.array([[1.0, 0.0, 1.0]]))).all()
+
+
+def test_pairwise_mean_count_path_for_0_1_input(panel, monkeypatch):
+    m, obs, valid, idx = panel
+    calls = []
+    real = ec.kappa
+    monkeypatch.setattr(ec, "kappa", lambda *a: calls.append(1) or real(*a))
+    ec.kappa_pairwise_mean(m[1], obs, valid[1])
+    ec.kappa_pairwise_mean(m[0][idx], obs[:, idx], None)  # a leading draw axis: still the count path
+    assert calls == []
+    half = obs.copy()
+    half[1, 0] = 0.5  # not 0/1: kappa itself
+    got = ec.kappa_pairwise_mean(m[1], half, valid[1])
+    assert calls == [1] and got == pytest.approx(pairwise_mean_by_hand(m[1], half, valid[1]), abs=1e-12)
+
+
+def test_kappa_counts_c_exp_within_1e_12_of_one_is_undefined():
+    # model always right, panel accuracy 1 - 1e-13 everywhere: c_obs = c_exp = 1 - 1e-13, so the
+    # formula gives 0 / 1e-13 = 0, but c_exp is within 1e-12 of 1: undefined (Eq. 2 has no meaning)
+    n = 6
+    w = bs.resample_counts(bs.resample_indices(n, 3, seed=0))
+    h = np.full(n, 1 - 1e-13)
+    got = ec.kappa_counts(w, np.ones((1, n)), h, np.ones((1, n), bool))
+    assert np.isnan(got).all()
+    assert np.isnan(ec.kappa(np.ones(n), h))  # the gathering form agrees
+
+
+def test_bootstrap_counts_default_seed_is_0(panel):
+    m, _, valid, _ = panel
+    got = bs.bootstrap_counts(lambda w: ag.masked_mean_counts(w, m[:1], valid[:1]), N, n_draws=D)[0]
+    ref = bs.bootstrap(lambda i: ag.masked_mean(m[0][i], valid[0][i]), N, n_draws=D, seed=0)
+    assert (got.low, got.high, got.seed) == (ref.low, ref.high, 0)
