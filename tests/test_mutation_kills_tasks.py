@@ -1176,3 +1176,26 @@ def test_category_mean_six_observer_cell_levels_with_a_gap_and_a_silent_model():
     with pytest.raises(ValueError, match=r"^similarity.chart.category_mean: m answered tseng_ZZZZZZZZZZ_00_Tab10, "
                                          r"which has no human trial$"):
         t.score(recs + stray, SEED)
+
+
+def test_salbench_encoder_records_of_settings_that_do_not_reach_an_encoder_score_as_skipped():
+    """Encoder answers written before such settings were skipped at run time (no
+    ``run_meta.skipped``) get the skipped row with the task's reason; a VLM's do not, and a
+    single encoder record is enough (the reason comes from that record's readout)."""
+    shots = get_task("salbench.detection.syn@n=3,shots=3")
+    why = shots.encoder_not_applicable("linear_probe")
+    assert why and "shots=3 does not apply" in why
+    enc = [_sal_rec(shots, "probe", "s0", ["Color"], ["Color"], "color/easy", readout="linear_probe")]
+    rows = shots.score(enc, SEED)
+    assert [(r.model, r.metric, r.n, r.n_null, r.note) for r in rows] == [("probe", "skipped", 1, 1, why)]
+    assert math.isnan(rows[0].value)
+    vlm = [_sal_rec(shots, "vlm", "s0", ["Color"], ["Color"], "color/easy")]  # a VLM reads the examples: scored
+    assert "exact_match" in {r.metric for r in shots.score(vlm, SEED)}
+    det = get_task("salbench.detection.syn@n=3")  # shots=0 detection applies to an encoder: scored
+    assert det.encoder_not_applicable("linear_probe") is None
+    assert "exact_match" in {r.metric for r in det.score(
+        [_sal_rec(det, "probe", "s0", ["Color"], ["Color"], "color/easy", readout="linear_probe")], SEED)}
+    ref = get_task("salbench.referring.syn@n=3")
+    rows = ref.score([_sal_rec(ref, "clip", "s0", ["Color"], ["Color"], "color/easy",
+                               readout="zero_shot_retrieval")], SEED)
+    assert [r.metric for r in rows] == ["skipped"] and "never reaches an encoder" in rows[0].note
