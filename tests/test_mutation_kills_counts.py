@@ -266,3 +266,46 @@ def test_bootstrap_counts_default_seed_is_0(panel):
     got = bs.bootstrap_counts(lambda w: ag.masked_mean_counts(w, m[:1], valid[:1]), N, n_draws=D)[0]
     ref = bs.bootstrap(lambda i: ag.masked_mean(m[0][i], valid[0][i]), N, n_draws=D, seed=0)
     assert (got.low, got.high, got.seed) == (ref.low, ref.high, 0)
+
+
+def test_one_valid_trial_on_the_count_path():
+    # one valid trial, model right, observer wrong: c_obs = 0, p_m = 1, p_h = 0, c_exp = 0 -> kappa 0
+    # (a draw can leave a respondent one parseable trial; it is scored, not NaN, and not halved)
+    m = np.array([1.0, 0.0, 1.0])
+    obs = np.array([[0.0, 1.0, 1.0]])
+    valid = np.array([True, False, False])
+    assert kappa_by_hand(m, obs[0], valid) == 0.0
+    assert ec.kappa_pairwise_mean(m, obs, valid) == 0.0
+    w = np.ones((1, 3), np.float32)
+    assert ec.kappa_pairwise_counts(w, m[None], obs, valid[None])[0, 0] == 0.0
+    assert ec.kappa_counts(w, m[None], obs[0], valid[None])[0, 0] == 0.0
+
+
+@pytest.mark.parametrize("gap", [1e-6, 1e-10])
+def test_c_exp_near_but_not_within_1e_12_of_one_is_defined(gap):
+    # model always right, panel accuracy 1 - gap: c_obs = c_exp = 1 - gap -> kappa = 0 / gap = 0;
+    # only |c_exp - 1| <= 1e-12 (absolute, no relative tolerance) is undefined
+    n = 4
+    h = np.full(n, 1 - gap)
+    w = np.ones((1, n), np.float32)
+    assert ec.kappa_counts(w, np.ones((1, n)), h, np.ones((1, n), bool))[0, 0] == 0.0
+    assert ec.kappa(np.ones(n), h) == 0.0
+
+
+def test_pairwise_ceiling_of_non_0_1_observers_is_kappa_itself(monkeypatch):
+    obs = np.array([[1.0, 0.5, 0.0, 1.0], [0.0, 1.0, 1.0, 1.0], [1.0, 1.0, 0.0, 0.0]])
+    calls = []
+    real = ec.kappa
+    monkeypatch.setattr(ec, "kappa", lambda *a: calls.append(1) or real(*a))
+    got = ec.pairwise_ceiling(obs)
+    assert calls == [1]
+    want = [kappa_by_hand(obs[i], obs[j]) for i, j in ((0, 1), (0, 2), (1, 2))]
+    np.testing.assert_allclose(got, want, atol=1e-12)
+    ec.pairwise_ceiling((obs > 0.6).astype(float))  # 0/1: the count path
+    assert calls == [1]
+
+
+def test_wsum_integers_past_float32_range():
+    # 2**24 + 1 is not a float32: one stimulus weighted once must give it back exactly (float64 path)
+    x = np.array([[2.0 ** 24 + 1]])
+    assert ag._wsum(np.ones((1, 1), np.float32), x)[0, 0] == 2.0 ** 24 + 1
