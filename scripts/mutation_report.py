@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import fnmatch
+import os
 import re
 import subprocess
 import sys
@@ -35,9 +36,14 @@ LINE = re.compile(r"^\s*(?P<name>[\w.]+)__mutmut_(?P<n>\d+):\s*(?P<status>.+?)\s
 
 
 def _mutmut(*args: str) -> subprocess.CompletedProcess:
+    """Run mutmut in the repository root.  mutmut runs the tests from its ``mutants/`` copy, so a
+    relative ``PERCEPTBENCH_MIRROR`` (e.g. the README's ``../shared/data``) is made absolute first."""
     exe = Path(sys.executable).with_name("mutmut")
     cmd = [str(exe)] if exe.exists() else [sys.executable, "-m", "mutmut"]
-    return subprocess.run(cmd + list(args), cwd=REPO, capture_output=True, text=True)
+    env = dict(os.environ)
+    if env.get("PERCEPTBENCH_MIRROR"):
+        env["PERCEPTBENCH_MIRROR"] = os.path.abspath(env["PERCEPTBENCH_MIRROR"])
+    return subprocess.run(cmd + list(args), cwd=REPO, capture_output=True, text=True, env=env)
 
 
 def _selection() -> tuple[list[tuple[str, str]], list[str]]:

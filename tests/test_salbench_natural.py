@@ -55,6 +55,18 @@ def test_local_schema_uses_environment_variable(monkeypatch):
         sn.load_local(FIX / "local_annotations.json")
 
 
+def test_relative_mirror_is_relative_to_the_working_directory(monkeypatch):
+    """`PERCEPTBENCH_MIRROR=../shared/data` (the README's form) names a directory relative to where
+    the command runs, not to the annotation file (before: resolved against the fixture's folder
+    and the image was "not found")."""
+    mirror = Path(MIRROR).resolve()
+    monkeypatch.chdir(mirror.parent)
+    monkeypatch.setenv(sn.MIRROR_ENV, os.path.join(".", mirror.name))
+    items = sn.load_local(FIX / "local_annotations.json")
+    assert items[0].load_image().size == (1024, 1024)
+    assert sn.load_local(FIX / "local_annotations.json", mirror=mirror.name)[0].load_image().size == (1024, 1024)
+
+
 def test_o3_release_layout_with_feature_list_and_columns():
     for ann in ("o3_release_annotations.csv", "o3_release_columns.csv"):
         (item,) = sn.load_o3_release(EXAMPLES, FIX / ann)

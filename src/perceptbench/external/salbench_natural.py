@@ -216,6 +216,7 @@ def _expand(path: str, base: Path, mirror: str | None) -> Path:
                 f"path {path!r} uses ${{{MIRROR_ENV}}} but neither mirror= nor the environment "
                 f"variable {MIRROR_ENV} is set"
             )
+        root = os.path.abspath(root)  # a relative mirror is relative to the working directory, not to this file
         path = path.replace(token, root).replace(f"${MIRROR_ENV}", root)
     p = Path(path)
     return p if p.is_absolute() else (base / p)
