@@ -139,7 +139,14 @@ def _sigint_as_in_a_terminal():
     signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
-def test_ctrl_c_during_run_says_what_was_written_and_how_to_resume(tmp_path, mirror):
+@pytest.mark.parametrize("sig, rc, said", [(signal.SIGINT, 130, "interrupted:"),
+                                           (signal.SIGTERM, 143, "terminated (SIGTERM):")])
+def test_stopping_a_run_says_what_was_written_and_how_to_resume(tmp_path, mirror, sig, rc, said):
+    """Ctrl-C (SIGINT) and a scheduler's stop (SIGTERM; before: no message at all) mid-run: exit
+    130 / 143, one line saying how many records were written and how to resume, every written line a
+    whole valid record."""
+    from perceptbench.records import read_records
+
     out = tmp_path / "r"
     cmd = [sys.executable, "-m", "perceptbench.cli", "run", "--out", str(out), "--task", "closure.nat.silhouette",
            "--batch-size", "1", "--no-progress"]
@@ -152,13 +159,14 @@ def test_ctrl_c_during_run_says_what_was_written_and_how_to_resume(tmp_path, mir
         if records.exists() and records.stat().st_size > 0:
             break
         time.sleep(0.05)
-    assert proc.poll() is None, "the run ended before it could be interrupted"
-    proc.send_signal(signal.SIGINT)
+    assert proc.poll() is None, "the run ended before it could be stopped"
+    proc.send_signal(sig)
     text, _ = proc.communicate(timeout=120)
-    assert proc.returncode == 130, text
+    assert proc.returncode == rc, text
     n = records.read_bytes().count(b"\n")
-    assert "interrupted:" in text and f"({n} in {records})" in text.replace("\n", "")
+    assert said in text and f"({n} in {records})" in text.replace("\n", "")
     assert "Rerun the same command to resume" in text and "Traceback" not in text
+    assert len(read_records(records)) == n  # every written line is a whole, valid record
 
 
 @pytest.mark.parametrize("columns", ["40", "80", "120", "180", "400"])

@@ -149,7 +149,6 @@ def test_signal_table_says_no_parseable_answers_not_zero_errors():
 def test_report_vsi_iqr_integer_counts_model_vs_model_and_markdown(tmp_path, mirror):
     """Before: vsi_median's quartiles in the CI column, n_fallback as 0.000, 'Fewer than two models
     on any task' beside a three-model VSI task, report.md with 'P(in band) &lt; 0.5'."""
-    from perceptbench.records import read_records
     from perceptbench.reports.data import ReportData
     from perceptbench.reports.html import _md_cell, render_report, row_text
     from perceptbench.scoring import score_records
@@ -274,35 +273,7 @@ def test_score_out_message_names_the_written_file(tmp_path, human_run):
     assert f"score rows in {target}" in flat and "rows in scores.csv" not in flat
 
 
-# item 14 -------------------------------------------------------------------------------------------
-
-def test_sigterm_during_run_says_what_was_written_and_how_to_resume(tmp_path, mirror):
-    """Before: SIGTERM ended the run with no message at all."""
-    import signal
-    import time
-
-    out = tmp_path / "r"
-    cmd = [sys.executable, "-m", "perceptbench.cli", "run", "--out", str(out), "--task", "closure.nat.silhouette",
-           "--batch-size", "1", "--no-progress"]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            env={**os.environ, "COLUMNS": "250"})
-    records = out / "records.jsonl"
-    deadline = time.monotonic() + 300
-    while time.monotonic() < deadline and proc.poll() is None:
-        if records.exists() and records.stat().st_size > 0:
-            break
-        time.sleep(0.05)
-    assert proc.poll() is None, "the run ended before it could be stopped"
-    proc.send_signal(signal.SIGTERM)
-    text, _ = proc.communicate(timeout=120)
-    assert proc.returncode == 143, text
-    n = records.read_bytes().count(b"\n")
-    assert "terminated (SIGTERM):" in text and f"({n} in {records})" in text.replace("\n", "")
-    assert "Rerun the same command to resume" in text and "Traceback" not in text
-    from perceptbench.records import read_records
-
-    assert len(read_records(records)) == n  # every written line is a whole, valid record
-
+# item 14 (SIGTERM mid-run): tests/test_cli_paths.py::test_stopping_a_run_says_what_was_written_and_how_to_resume
 
 # item 13 -------------------------------------------------------------------------------------------
 
