@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from PIL import Image, ImageDraw, ImageFile
 
-from perceptbench.external.images import ImageLoadError, load_image, load_mask
+from perceptbench.stimuli.images import ImageLoadError, load_image, load_mask
 from perceptbench.external import salbench_natural as sn
 from perceptbench.stimuli.search_arrays import draw_red_box
 from perceptbench.tasks import get_task

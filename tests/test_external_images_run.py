@@ -12,7 +12,7 @@ from PIL import Image
 
 pytest.importorskip("torch", reason="model extra not installed")
 
-from perceptbench.external.images import ImageLoadError  # noqa: E402
+from perceptbench.stimuli.images import ImageLoadError  # noqa: E402
 from perceptbench.records import read_records  # noqa: E402
 from perceptbench.runner import RunConfig, run  # noqa: E402
 

@@ -14,7 +14,7 @@ from PIL import Image
 from perceptbench.external import pope
 from perceptbench.external._common import MissingExternalDataError
 from perceptbench.external.base import VQAStimulus
-from perceptbench.external.images import ImageLoadError
+from perceptbench.stimuli.images import ImageLoadError
 
 FIX = Path(__file__).parent / "fixtures" / "pope" / "coco_pope_adversarial.json"
 

@@ -13,7 +13,8 @@ import pytest
 from perceptbench.metrics.bootstrap import N_BOOT_B, bootstrap
 from perceptbench.metrics.vsi import HIST_EDGES, cell_summary
 from perceptbench.tasks import get_task
-from perceptbench.tasks.base import ScoreRow, make_record
+from perceptbench.core.rows import ScoreRow
+from perceptbench.tasks.base import make_record
 
 L = np.log
 SEED = 7  # not the functions' default seed 0, so a dropped ``seed=seed`` shows

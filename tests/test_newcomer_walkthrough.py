@@ -110,7 +110,7 @@ def _vsi_rows(model, *, all_null=False, insensitive=1.0):
 
     import numpy as np
 
-    from perceptbench.tasks.base import ScoreRow
+    from perceptbench.core.rows import ScoreRow
 
     edges = [0.0] + [10.0 ** e for e in np.arange(-4.0, 1.01, 0.5)] + [None]
     return [ScoreRow(VSI, model, "vsi_median" + CELL, 0.0002, 0.0, 0.001, 40, 0, "nats; quartiles"),
@@ -181,7 +181,7 @@ def test_vsi_histogram_panels_do_not_overlap():
 
     matplotlib.use("Agg")
     from perceptbench.reports.figures import vsi_histogram_figure
-    from perceptbench.tasks.base import ScoreRow
+    from perceptbench.core.rows import ScoreRow
 
     rows = _vsi_rows("m1")
     rows += [ScoreRow(VSI, r.model, r.metric.replace("region", "whole"), r.value, r.ci_low, r.ci_high, r.n,
@@ -202,7 +202,7 @@ def test_scores_csv_writes_counts_as_integers(tmp_path):
     import csv
 
     from perceptbench.scoring import write_scores
-    from perceptbench.tasks.base import ScoreRow
+    from perceptbench.core.rows import ScoreRow
 
     rows = [ScoreRow("t", "m", "capacity_k", 8.0, 2.0, 8.0, 40, 0), ScoreRow("t", "m", "n_verbal_conf_missing", 23.0,
                                                                              None, None, 40, None),
@@ -366,7 +366,7 @@ def test_report_explains_position_missing_chance_and_kernel_range(tmp_path, mirr
 def test_ak_figure_flags_small_n_per_k():
     """Before: a(k) resting on 2-3 trials per k (CIs [0, 1] or [0, 0]) carried no small-n flag."""
     from perceptbench.reports.figures import ak_curves
-    from perceptbench.tasks.base import ScoreRow
+    from perceptbench.core.rows import ScoreRow
 
     tid = "similarity.chart.series_count@n_test=40"
     rows = [ScoreRow(tid, "m", f"a_k[{k}]", 0.5, 0.0, 1.0, 3, 0) for k in range(2, 17)]
@@ -382,7 +382,7 @@ def test_mark_colour_kernel_labels_do_not_overlap(monkeypatch):
 
     matplotlib.use("Agg")
     from perceptbench.reports import figures as F
-    from perceptbench.tasks.base import ScoreRow
+    from perceptbench.core.rows import ScoreRow
 
     monkeypatch.setattr(F, "to_svg", lambda fig: fig)  # keep the figure to measure its texts
     tid = "similarity.chart.mark_color"
@@ -433,7 +433,7 @@ def test_python_run_refuses_a_foreign_directory(tmp_path):
 def test_series_chance_label_explains_the_answer_range():
     """Before: 'chance 1/20 (answers 1-20)' beside a(k) over k = 2-16, unexplained."""
     from perceptbench.reports.headline import headline_rows
-    from perceptbench.tasks.base import ScoreRow
+    from perceptbench.core.rows import ScoreRow
 
     tid = "similarity.chart.series_count"
     h = next(x for x in headline_rows([ScoreRow(tid, "m", "accuracy", 0.3, 0.2, 0.4, 40, 0)]) if x.metric == "accuracy")
@@ -565,7 +565,7 @@ def test_no_negative_zero_and_no_zero_of_zero_paired_line(tmp_path, mirror):
     from perceptbench.reports.headline import fmt
     from perceptbench.reports.html import render_report
     from perceptbench.scoring import score_records
-    from perceptbench.tasks.base import ScoreRow
+    from perceptbench.core.rows import ScoreRow
     from perceptbench.testing.synthetic_runs import synthetic_records
 
     assert format_ci(-1e-17, 0.25) == "[0.000, 0.250]" and format_value("kappa", -0.0) == "0.000"

@@ -15,7 +15,7 @@ import pytest
 
 from perceptbench.reports.headline import headline_rows
 from perceptbench.scoring import score_file
-from perceptbench.tasks.base import ScoreRow
+from perceptbench.core.rows import ScoreRow
 from perceptbench.testing.synthetic_runs import write_synthetic_run
 
 sys.path.insert(0, str(Path(__file__).parent))

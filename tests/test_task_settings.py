@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from perceptbench.tasks import get_task
-from perceptbench.tasks.base import Setting, Stimulus, require_test_stimuli
+from perceptbench.core.settings import Setting
+from perceptbench.tasks.base import Stimulus, require_test_stimuli
 from perceptbench.tasks.registry import TASKS
 
 FIXTURE = Path(__file__).parent / "fixtures" / "salbench" / "local_annotations.json"

@@ -126,7 +126,7 @@ def _is_our_report(path: Path) -> bool:
 def _is_our_scores(path: Path) -> bool:
     """True when ``path`` is a scores table `score` wrote: ``.csv`` whose first line is the
     ScoreRow header, or ``.json`` holding a list of rows with ``task_id`` (or an empty list)."""
-    from .tasks.base import ScoreRow
+    from .core.rows import ScoreRow
 
     try:
         with path.open("rb") as f:
@@ -405,7 +405,7 @@ def merge(
     import json
     import time
 
-    from . import __version__
+    from .core.version import __version__
     from .records import RecordError, RecordStore
     from .runs import load_runs, records_path
 

@@ -23,7 +23,7 @@ if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
 
     from .records import TrialRecord
-    from .tasks.base import ScoreRow
+    from .core.rows import ScoreRow
 
 __all__ = ["run", "score", "load_records", "scores_frame", "list_tasks", "list_models", "SCORE_COLUMNS"]
 

@@ -16,7 +16,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from . import __version__
+from .core.version import __version__
 from .models.base import default_batch_size
 from .readouts.encoder import (
     READOUT_SPECS, ClassProbeReadout, LinearProbeReadout, PrototypeReadout, RetrievalReadout, RidgeCountReadout, odd_one_out,

@@ -16,7 +16,7 @@ import numpy as np
 from .readouts.parse import MODES as PARSER_MODES
 from .records import RecordError, TrialRecord, score_correct
 from .tasks import get_task
-from .tasks.base import ScoreRow
+from .core.rows import ScoreRow
 
 __all__ = ["PARSER_MODES", "apply_parser_mode", "score_records", "score_file", "write_scores"]
 

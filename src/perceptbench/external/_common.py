@@ -10,7 +10,7 @@ from typing import Callable, Sequence
 from PIL import Image
 
 from ..seeding import rng_for
-from .images import WHITE, load_image
+from ..stimuli.images import WHITE, load_image
 
 
 class MissingExternalDataError(FileNotFoundError):

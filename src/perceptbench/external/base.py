@@ -2,7 +2,7 @@
 
 A :class:`VQAStimulus` is one (image, question) pair of a released benchmark (POPE,
 HallusionBench, MMVP, MMStar) with its ground truth; the image is loaded lazily through
-:func:`perceptbench.external.images.load_image`.  A :class:`Region` is the part of the image a
+:func:`perceptbench.stimuli.images.load_image`.  A :class:`Region` is the part of the image a
 question is about (seed 002 §2, "region blur"): from the stimulus itself (``"exact"``), from
 the benchmark's own annotations (``"annotation"``), from the grounding step
 (``"grounding"``, :mod:`perceptbench.external.grounding`) or the whole image when grounding
@@ -131,7 +131,7 @@ class VQAStimulus:
     stimulus_id: unique per (image, question), e.g. ``"pope-coco-adversarial-0001"``.
     image_id: groups all questions/views of one image (grouped cross-validation, dedup).
     load: zero-argument callable returning the image (``PIL.Image``, RGB) through
-        :func:`~perceptbench.external.images.load_image`; raises ImageLoadError naming the file.
+        :func:`~perceptbench.stimuli.images.load_image`; raises ImageLoadError naming the file.
     question: the benchmark's question text, verbatim (options not appended).
     answer: ``"yes"``/``"no"`` (``answer_type="yes_no"``) or an option letter ``"A".."Z"``
         (``answer_type="letter"``).

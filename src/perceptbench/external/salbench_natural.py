@@ -24,8 +24,8 @@ Three sources, one record type (:class:`SalBenchItem`):
     ``distractor_mask``.  Paths are relative to the annotation file or may start with
     ``${PERCEPTBENCH_MIRROR}`` (expanded from the ``mirror`` argument or the environment).
 
-Images and masks are read through :func:`perceptbench.external.images.load_image` /
-:func:`~perceptbench.external.images.load_mask` (EXIF orientation applied before any box is
+Images and masks are read through :func:`perceptbench.stimuli.images.load_image` /
+:func:`~perceptbench.stimuli.images.load_mask` (EXIF orientation applied before any box is
 derived or drawn, transparency onto white, every colour mode to RGB).  Masks are read as
 grayscale and thresholded at > 127 (the O3 masks are JPEG with compression noise).  Boxes
 are (x_min, y_min, x_max, y_max) inclusive pixel coordinates of the displayed image.
@@ -45,7 +45,7 @@ import numpy as np
 from PIL import Image
 from scipy import ndimage
 
-from perceptbench.external.images import load_image, load_mask
+from perceptbench.stimuli.images import load_image, load_mask
 from perceptbench.readouts.multilabel import SALBENCH_LABELS, SYNTHETIC_LABELS
 from perceptbench.stimuli.search_arrays import difficulty_of
 
@@ -116,7 +116,7 @@ class SalBenchItem:
 
     def load_image(self) -> Image.Image:
         """The stimulus as a PIL RGB image, as a person sees it (EXIF orientation applied,
-        transparency on white; :func:`perceptbench.external.images.load_image`).
+        transparency on white; :func:`perceptbench.stimuli.images.load_image`).
 
         Raises FileNotFoundError naming a missing file; ImageLoadError (ValueError) naming a
         corrupt or truncated one.

@@ -59,7 +59,7 @@ import numpy as np
 from scipy.stats import rankdata
 
 from ..seeding import rng_for
-from ..tasks.base import ScoreRow
+from ..core.rows import ScoreRow
 from .bootstrap import N_BOOT_B, bootstrap, resample_indices
 from .vsi import VSISample
 

@@ -39,7 +39,7 @@ from typing import Sequence
 import numpy as np
 
 from ..seeding import rng_for
-from ..tasks.base import ScoreRow
+from ..core.rows import ScoreRow
 from .bootstrap import N_BOOT_B, resample_indices
 from .vsi import VSISample
 from .vsi_analysis import LOW_VSI, quintiles

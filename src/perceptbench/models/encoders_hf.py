@@ -562,7 +562,7 @@ def _resolve_commit(repo_id: str, revision, cache_dir, local_files_only) -> str:
     if revision is not None and _COMMIT_RE.match(str(revision)):
         return str(revision)
     if not local_files_only:  # an unreachable hub: read the cache only, never wait on retries
-        from .encoders_timm import hub_unreachable_reason
+        from .hub import hub_unreachable_reason
 
         local_files_only = hub_unreachable_reason() is not None
     try:

@@ -156,7 +156,7 @@ def is_vlm_dir_or_id(ref: str) -> bool:
     repo, _, rev = ref.partition("@")
     offline = None
     if not Path(repo).expanduser().is_dir():  # a hub id: fail fast when the hub cannot be reached
-        from .encoders_timm import hub_unreachable_reason
+        from .hub import hub_unreachable_reason
 
         offline = hub_unreachable_reason()
     try:

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from ..records import RecordError, TrialRecord, read_records
 from ..runs import load_runs, records_path
-from ..tasks.base import ScoreRow
+from ..core.rows import ScoreRow
 
 
 @dataclass

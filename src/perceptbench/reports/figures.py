@@ -23,7 +23,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-from ..tasks.base import ScoreRow  # noqa: E402
+from ..core.rows import ScoreRow  # noqa: E402
 from .headline import CAPACITY_BAND, MIN_N, HeadlineRow, cell_mark, fmt  # noqa: E402
 
 OKABE_ITO = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000", "#F0E442")

@@ -39,7 +39,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Iterable
 
-from ..tasks.base import ScoreRow
+from ..core.rows import ScoreRow
 
 MIN_N = 30
 """Rows scored on fewer trials are flagged ``small n`` (CI half-width bound 1.96/(2 sqrt 30) = 0.179, seed 000 D.1)."""

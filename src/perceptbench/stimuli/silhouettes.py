@@ -73,10 +73,10 @@ def silhouette_images() -> list[SilhouetteImage]:
 
 def load_image(path: Path) -> Image.Image:
     """Open a silhouette as RGB through the project's one external-image loader
-    (:func:`perceptbench.external.images.load_image`: EXIF orientation, transparency onto
+    (:func:`perceptbench.stimuli.images.load_image`: EXIF orientation, transparency onto
     white, colour modes); raises ImageLoadError (a ValueError) naming the file if it cannot
     be decoded."""
-    from ..external.images import load_image as _load
+    from .images import load_image as _load
 
     return _load(path)
 

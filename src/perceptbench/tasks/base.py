@@ -1,16 +1,19 @@
-"""The task interface and the score row every scorer emits."""
+"""The task interface: a stimulus, a task and the trial-record constructor.
+
+The score row (:class:`perceptbench.core.rows.ScoreRow`) and task settings
+(:class:`perceptbench.core.settings.Setting`) live in :mod:`perceptbench.core`, below every layer
+that uses them."""
 
 from __future__ import annotations
 
 import abc
-import math
-import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, ClassVar, Sequence
 
 from PIL import Image
 
-from ..metrics.bootstrap import BootstrapResult
+from ..core.rows import ScoreRow
+from ..core.settings import Setting
 from ..records import Answer, TrialRecord
 from ..seeding import text_hash
 
@@ -32,107 +35,6 @@ class Stimulus:
     manipulated_value: Any = None
     components: Callable[[], list[Image.Image]] | None = None
     meta: dict = field(default_factory=dict)
-
-
-@dataclass
-class ScoreRow:
-    """One row of ``scores.csv`` (task_id, model, metric, value, ci_low, ci_high, n, n_null)
-    plus provenance kept in ``scores.json`` (note, bootstrap draws and drops, seed)."""
-
-    task_id: str
-    model: str
-    metric: str
-    value: float
-    ci_low: float | None = None
-    ci_high: float | None = None
-    n: int | None = None
-    n_null: int | None = None
-    note: str = ""
-    n_draws: int | None = None
-    n_dropped: int | None = None
-    seed: int | None = None
-
-    @classmethod
-    def from_boot(cls, task_id: str, model: str, metric: str, b: BootstrapResult,
-                  n: int, n_null: int, note: str = "") -> "ScoreRow":
-        if not math.isfinite(b.estimate) and not note:
-            note = "undefined"
-        return cls(task_id, model, metric, b.estimate, b.low, b.high, n, n_null, note,
-                   b.n_draws, b.n_dropped, b.seed)
-
-    CSV_COLUMNS: ClassVar[tuple[str, ...]] = (
-        "task_id", "model", "metric", "value", "ci_low", "ci_high", "n", "n_null")
-
-
-_INT_RE = re.compile(r"[+-]?[0-9]+")
-_FLOAT_RE = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
-
-
-@dataclass(frozen=True)
-class Setting:
-    """Type and range of one task setting (``BASE@key=value``).
-
-    ``kind``: ``"int"`` (ASCII digits, optional sign), ``"float"`` (a finite decimal
-    number), ``"choice"`` (one of ``choices``, exact) or ``"text"`` (free text, e.g. a
-    path, checked where it is used; ``text`` says what it must be).  ``minimum``/``maximum``
-    bound numbers (inclusive; ``maximum_open`` makes the upper bound exclusive); a number
-    setting also accepts the exact words in ``choices`` (e.g. ``("all",)``).
-
-    :meth:`normalise` returns the canonical spelling (``"040"`` -> ``"40"``, ``"0.50"`` ->
-    ``"0.5"``, ``"1e-1"`` -> ``"0.1"``, text stripped), so one setting has one task id."""
-
-    kind: str
-    minimum: float | None = None
-    maximum: float | None = None
-    maximum_open: bool = False
-    choices: tuple[str, ...] = ()
-    text: str = ""
-
-    def describe(self) -> str:
-        """The allowed values in words, e.g. ``"an integer in [1, 100000]"``."""
-        if self.kind == "choice":
-            return "one of " + ", ".join(self.choices)
-        if self.kind == "text":
-            return self.text or "text"
-        noun = "an integer" if self.kind == "int" else "a number"
-        def num(v: float) -> str:
-            return str(int(v)) if float(v).is_integer() else f"{v:g}"
-
-        lo = "-inf" if self.minimum is None else num(self.minimum)
-        hi = "inf" if self.maximum is None else num(self.maximum)
-        words = "".join(f" or {w}" for w in self.choices)
-        return f"{noun} in [{lo}, {hi}{')' if self.maximum_open or self.maximum is None else ']'}{words}"
-
-    def normalise(self, value: str) -> str:
-        """The canonical string of ``value``; ValueError (message: the allowed values) if
-        it has the wrong type or lies outside the range."""
-        v = str(value).strip()
-        if self.kind == "choice":
-            if v not in self.choices:
-                raise ValueError(self.describe())
-            return v
-        if self.kind == "text":
-            return v
-        if v in self.choices:
-            return v
-        if self.kind == "int":
-            if not _INT_RE.fullmatch(v):
-                raise ValueError(self.describe())
-            x: float = int(v)
-        elif self.kind == "float":
-            if not _FLOAT_RE.fullmatch(v) or not math.isfinite(float(v)):
-                raise ValueError(self.describe())
-            x = float(v)
-        else:  # pragma: no cover - programming error
-            raise ValueError(f"unknown setting kind {self.kind!r}")
-        if self.minimum is not None and x < self.minimum:
-            raise ValueError(self.describe())
-        if self.maximum is not None and (x >= self.maximum if self.maximum_open else x > self.maximum):
-            raise ValueError(self.describe())
-        if self.kind == "int":
-            return str(int(x))
-        r = repr(float(x)) if x != 0 else "0"
-        return r[:-2] if r.endswith(".0") else r
 
 
 class Task(abc.ABC):
@@ -272,7 +174,7 @@ def make_record(task: Task, *, stimulus_id: str, model: str, model_family: str, 
                 model_version: str, seed: int, run_id: str, human_ref_id: str | None = None,
                 rep: int = 0, **meta: Any) -> TrialRecord:
     """Build and validate one trial record for ``task`` (``correct`` is derived)."""
-    from .. import __version__
+    from ..core.version import __version__
     from ..records import make_trial_id, score_correct
 
     return TrialRecord(

@@ -18,7 +18,9 @@ from ..metrics.capacity import accuracy_by_k
 from ..metrics.error_consistency import UNDEFINED_REASON, kappa
 from ..records import TrialRecord
 from ..seeding import rng_for, text_hash
-from .base import ScoreRow, Setting, Stimulus, Task, make_record
+from ..core.rows import ScoreRow
+from ..core.settings import Setting
+from .base import Stimulus, Task, make_record
 
 WRONG = "other"
 """Response of a human trial released as incorrect: the release gives correctness only,

@@ -25,7 +25,9 @@ from ..records import TrialRecord
 from ..seeding import rng_for, text_hash
 from ..sources import get_source, resolve
 from ..stimuli import render, silhouettes
-from .base import ScoreRow, Setting, Stimulus, Task, make_record
+from ..core.rows import ScoreRow
+from ..core.settings import Setting
+from .base import Stimulus, Task, make_record
 
 # --------------------------------------------------------------------------- helpers
 

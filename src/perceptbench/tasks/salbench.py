@@ -47,7 +47,9 @@ import numpy as np
 from ..metrics.bootstrap import N_BOOT_B, bootstrap
 from ..records import TrialRecord
 from ..seeding import rng_for
-from .base import ScoreRow, Setting, Stimulus, Task
+from ..core.rows import ScoreRow
+from ..core.settings import Setting
+from .base import Stimulus, Task
 
 SEVEN = ("Orientation", "Color", "Focus", "Shape", "Size", "Location", "Pattern")
 SYN_LABELS = ("Orientation", "Color", "Size")

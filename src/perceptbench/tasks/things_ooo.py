@@ -8,7 +8,9 @@ from ..metrics.agreement import agreement_b, position_floor
 from ..metrics.bootstrap import N_BOOT_B, bootstrap
 from ..records import TrialRecord
 from ..seeding import rng_for, text_hash
-from .base import ScoreRow, Setting, Stimulus, Task, make_record
+from ..core.rows import ScoreRow
+from ..core.settings import Setting
+from .base import Stimulus, Task, make_record
 
 TEST, RETEST = "human:testset2", "human:testset2_repeat"
 

@@ -37,7 +37,9 @@ import numpy as np
 from ..metrics.bootstrap import N_BOOT_B
 from ..metrics.vsi import HIST_EDGES, INSENSITIVE_THRESHOLDS, cell_summary, vsi_samples
 from ..records import TrialRecord
-from .base import ScoreRow, Setting, Stimulus, Task
+from ..core.rows import ScoreRow
+from ..core.settings import Setting
+from .base import Stimulus, Task
 
 CONFIDENCE_PROMPT = "How confident are you that your answer is correct? Reply with a single integer from 0 to 100."
 """Verbalised-confidence question, asked as a follow-up user turn after the clean question and the

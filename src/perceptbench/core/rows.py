@@ -1,0 +1,40 @@
+"""The score row every scorer emits: one row of ``scores.csv`` plus its provenance."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, ClassVar
+
+if TYPE_CHECKING:  # pragma: no cover - annotations only
+    from ..metrics.bootstrap import BootstrapResult
+
+
+@dataclass
+class ScoreRow:
+    """One row of ``scores.csv`` (task_id, model, metric, value, ci_low, ci_high, n, n_null)
+    plus provenance kept in ``scores.json`` (note, bootstrap draws and drops, seed)."""
+
+    task_id: str
+    model: str
+    metric: str
+    value: float
+    ci_low: float | None = None
+    ci_high: float | None = None
+    n: int | None = None
+    n_null: int | None = None
+    note: str = ""
+    n_draws: int | None = None
+    n_dropped: int | None = None
+    seed: int | None = None
+
+    @classmethod
+    def from_boot(cls, task_id: str, model: str, metric: str, b: BootstrapResult,
+                  n: int, n_null: int, note: str = "") -> "ScoreRow":
+        if not math.isfinite(b.estimate) and not note:
+            note = "undefined"
+        return cls(task_id, model, metric, b.estimate, b.low, b.high, n, n_null, note,
+                   b.n_draws, b.n_dropped, b.seed)
+
+    CSV_COLUMNS: ClassVar[tuple[str, ...]] = (
+        "task_id", "model", "metric", "value", "ci_low", "ci_high", "n", "n_null")
