@@ -921,8 +921,9 @@ def test_series_count_score_rows_by_hand():
 # --------------------------------------------------------------------------- tasks/gestalt.py: helpers
 
 def test_gestalt_mode_excludes_na_and_ties():
-    from perceptbench.tasks.gestalt import _mode
+    from perceptbench.scorers.human_panel import modal_response
 
+    _mode = lambda r: modal_response(r, "na")  # noqa: E731
     assert _mode(["cat", "cat", "dog"]) == "cat"
     assert _mode(["cat", "dog"]) is None                          # 1-1 tie
     assert _mode(["na", "na", "na", "dog"]) == "dog"              # na never votes
@@ -933,17 +934,17 @@ def test_gestalt_mode_excludes_na_and_ties():
 
 
 def test_gestalt_batches_group_by_key_in_first_order_and_cut_blocks(monkeypatch):
-    import perceptbench.tasks.gestalt as g
+    import perceptbench.scorers.common as g
 
     parity = lambda x: bytes([x % 2])  # noqa: E731
-    assert g._batches([1, 0, 3, 2, 4], parity) == [[1, 3], [0, 2, 4]]
+    assert g.batches([1, 0, 3, 2, 4], parity) == [[1, 3], [0, 2, 4]]
     monkeypatch.setattr(g, "MODEL_BLOCK", 2)
-    assert g._batches([1, 0, 3, 2, 4, 5], parity) == [[1, 3], [5], [0, 2], [4]]
-    assert g._batches([], parity) == []
+    assert g.batches([1, 0, 3, 2, 4, 5], parity) == [[1, 3], [5], [0, 2], [4]]
+    assert g.batches([], parity) == []
 
 
 def test_gestalt_nan_helpers():
-    from perceptbench.tasks.gestalt import _nan_extreme, _nanmean, _ratio
+    from perceptbench.scorers.common import nan_extreme as _nan_extreme, nanmean as _nanmean, ratio as _ratio
 
     x = np.array([[1.0, np.nan, 4.0], [3.0, np.nan, np.nan]])
     out = _nanmean(x, 0)  # column means over the defined entries: 2, undefined, 4
@@ -960,7 +961,7 @@ def test_gestalt_nan_helpers():
 
 def test_gestalt_null_rows_and_kappa_note():
     from perceptbench.metrics.error_consistency import UNDEFINED_REASON
-    from perceptbench.tasks.gestalt import _kappa_note, _null_rows
+    from perceptbench.scorers.common import kappa_note as _kappa_note, null_rows as _null_rows
 
     assert _kappa_note(0.25) == "" and _kappa_note(float("nan")) == UNDEFINED_REASON
     assert_rows(_null_rows("t", "m", 4, 1, None), [ScoreRow("t", "m", "null_rate", 0.25, None, None, 4, 1)])
@@ -988,7 +989,8 @@ def test_kernel_odd_one_out_is_outside_the_least_dissimilar_pair():
 
 def test_gestalt_model_rows_order_and_loo_sides():
     from perceptbench.record_table import TaskColumns
-    from perceptbench.tasks.gestalt import _loo_sides, _model_rows
+    from perceptbench.scorers.common import respondent_positions as _model_rows
+    from perceptbench.scorers.human_panel import _loo_sides, modal_response
 
     task = get_task("closure.nat.silhouette")
     task.n_reps = 2  # two repetitions per stimulus, so the order within a stimulus is by rep
@@ -1004,12 +1006,12 @@ def test_gestalt_model_rows_order_and_loo_sides():
     assert _model_rows(TaskColumns.from_records(task.task_id, [])) == []
     # three observers on two stimuli: leave-one-out modes and whether each observer matches them
     resp = [["cat", "cat", "dog"], ["dog", "na", "cat"]]
-    side = _loo_sides(np.zeros((3, 2)), resp, [0, 1])
+    side = _loo_sides(np.zeros((3, 2)), resp, [0, 1], lambda r: modal_response(r, "na"))
     # stimulus 0: without o1 {cat, dog} tie; without o2 tie; without o3 cat (o3 said dog: no match)
     # stimulus 1: without o1 {cat} -> cat (o1 dog: no); without o2 {dog, cat} tie; without o3 {dog} -> dog (no)
     assert side["loo_valid"].tolist() == [[False, True], [False, False], [True, True]]
     assert side["loo_match"].tolist() == [[False, False], [False, False], [False, False]]
-    side = _loo_sides(np.zeros((3, 1)), [["cat", "cat", "cat"]], [0])
+    side = _loo_sides(np.zeros((3, 1)), [["cat", "cat", "cat"]], [0], lambda r: modal_response(r, "na"))
     assert side["loo_match"].tolist() == [[True], [True], [True]]
 
 
