@@ -9,7 +9,6 @@ invalid, nothing valid) and whose draws are the package's own seeded resamples.
 
 from __future__ import annotations
 
-from collections import OrderedDict
 
 import numpy as np
 import pytest
@@ -179,7 +178,7 @@ def test_resample_counts_by_hand_and_shared():
 
 
 def test_index_cache_is_lru_of_32(monkeypatch):
-    monkeypatch.setattr(bs, "_CACHE", OrderedDict())
+    monkeypatch.setattr(bs, "DRAWS", bs.Resampler())
     first = bs.resample_indices(3, 2, seed=0)
     assert not first.flags.writeable
     for s in range(1, 32):  # 31 others: 32 matrices, all kept
