@@ -18,7 +18,7 @@ import warnings
 
 import numpy as np
 
-from .agreement import _patterns, _wsum, _wsum_by_pattern, masked_mean
+from .agreement import _patterns, _wsum, _wsum_by_pattern
 
 UNDEFINED_REASON = "kappa undefined: expected agreement c_exp = 1 (a side is always correct or always wrong)"
 

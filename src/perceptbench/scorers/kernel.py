@@ -15,7 +15,7 @@ import numpy as np
 
 from ..core.rows import ScoreRow
 from ..metrics.agreement import masked_mean_counts, position_floor
-from ..metrics.bootstrap import N_BOOT_B
+from ..metrics.bootstrap import N_BOOT_B, BootstrapResult
 from ..record_table import TaskColumns
 from .common import batches, intervals, null_rows, respondent_positions, with_estimate
 
@@ -55,14 +55,7 @@ class KernelOddOneOutScorer:
         groups = [(c.models[m], pos) for m, pos in respondent_positions(c)]
         ref = self.reference
         scored = [(m, pos) for m, pos in groups if m != ref]  # the reference itself is not scored
-        b_of: dict[str, object] = {}
-        for batch in batches(scored, lambda x: len(x[1]).to_bytes(8, "little")):
-            P = np.stack([pos for _, pos in batch])
-            valid = (c.response[P] != 0) & (c.ground_truth[P] != 0)
-            match = c.correct[P] == 1
-            res = intervals(masked_mean_counts(with_estimate(P.shape[1], N_BOOT_B, seed), match, valid),
-                             N_BOOT_B, seed)
-            b_of.update({m: (r, int(v.sum())) for (m, _), r, v in zip(batch, res, valid)})
+        b_of = self.agreement(c, scored, seed)
         floors: dict[bytes, list[ScoreRow]] = {}
         for m, pos in scored:
             b, n_valid = b_of[m]
@@ -96,6 +89,25 @@ class KernelOddOneOutScorer:
                                  len(common), 0))
         return rows
 
+
+    @staticmethod
+    def agreement(c: TaskColumns, respondents: list[tuple[str, np.ndarray]],
+                  seed: int) -> dict[str, tuple[BootstrapResult, int]]:
+        """B per respondent (seed 000 D.1): the fraction of its trials whose answer matches the
+        reference (``correct``), over the trials with an answer and a reference answer
+        (``ground_truth`` not null), with its percentile interval (D.5, N_BOOT_B draws).
+        ``respondents``: (name, positions in ``c`` in scoring order); those with as many
+        trials are scored together on the shared draws (each equal to its own bootstrap).
+        Returns name -> (interval, number of trials scored)."""
+        b_of: dict[str, tuple[BootstrapResult, int]] = {}
+        for batch in batches(respondents, lambda x: len(x[1]).to_bytes(8, "little")):
+            P = np.stack([pos for _, pos in batch])
+            valid = (c.response[P] != 0) & (c.ground_truth[P] != 0)
+            match = c.correct[P] == 1
+            res = intervals(masked_mean_counts(with_estimate(P.shape[1], N_BOOT_B, seed), match, valid),
+                            N_BOOT_B, seed)
+            b_of.update({m: (r, int(v.sum())) for (m, _), r, v in zip(batch, res, valid)})
+        return b_of
 
     def floor_rows(self, model: str, targets: list, n: int) -> list[ScoreRow]:
         """Position floor of the non-null targets and the count of null ones (of ``n``)."""
