@@ -50,13 +50,29 @@ class CapacityScorer:
             rows += out[m]
         return rows
 
+    @staticmethod
+    def accuracy_by_level(w: np.ndarray, correct: np.ndarray, valid: np.ndarray, k: np.ndarray,
+                          levels: np.ndarray) -> np.ndarray:
+        """a(k) of M respondents on count-weight draws (seed 000 §2.3): ``w`` float32 (d, n)
+        resample counts stratified by ``k`` (row 0 may be ones: the estimate), ``correct``
+        float (M, n) 0/1, ``valid`` bool (M, n), ``k`` int (n,) the level of each stimulus,
+        ``levels`` (L,) -> float64 (d, M, L): per level the mean correctness over the valid
+        trials at that level (stratified draws keep them in their stratum), NaN for a level
+        without a valid trial.  Equal bit for bit to
+        :func:`perceptbench.metrics.capacity.accuracy_by_k` on the gathered draws (integer sums)."""
+        a_all = np.full((w.shape[0], correct.shape[0], len(levels)), np.nan)
+        for j, lev in enumerate(levels):
+            at = np.flatnonzero(k == lev)
+            if at.size:
+                a_all[:, :, j] = masked_mean_counts(np.ascontiguousarray(w[:, at]), correct[:, at], valid[:, at])
+        return a_all
+
     def _model_block(self, c: TaskColumns, batch, num: np.ndarray, levels: np.ndarray,
                      seed: int) -> dict[str, list[ScoreRow]]:
         tid = self.task_id
         k = batch[0][2]
         n = len(k)
         P = np.stack([pos for _, pos, _ in batch])  # (M, n)
-        M = len(batch)
         correct = (c.correct[P] == 1).astype(float)
         valid = c.response[P] != 0
         err = np.where(valid, np.abs(num[c.response[P]] - num[c.ground_truth[P]]), 0.0)
@@ -66,11 +82,7 @@ class CapacityScorer:
         mae = intervals(masked_mean_counts(w, err, valid), N_BOOT_B, seed)
         # a(k) per model (1 + draws, M, L): the mean over the stimuli rendered with k only
         # (stratified draws keep them in their stratum), NaN for a level with none valid
-        a_all = np.full((w.shape[0], M, len(levels)), np.nan)
-        for j, lev in enumerate(levels):
-            at = np.flatnonzero(k == lev)
-            if at.size:
-                a_all[:, :, j] = masked_mean_counts(np.ascontiguousarray(w[:, at]), correct[:, at], valid[:, at])
+        a_all = self.accuracy_by_level(w, correct, valid, k, levels)
         cap = capacity_k(a_all, levels)  # (1 + draws, M)
         cap_res = intervals(cap, N_BOOT_B, seed)
         a_res = {j: intervals(a_all[:, :, j], N_BOOT_B, seed) for j, lev in enumerate(levels) if (k == lev).any()}

@@ -291,11 +291,18 @@ class HumanPanelScorer:
                                         kappa_note(kl[j].estimate) or "vs leave-one-out panel mean")]
         return rows
 
+    @staticmethod
+    def ceilings(obs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The panel's two kappa ceilings (seed 000 D.2): kappa of every observer pair
+        (float64 (J(J-1)/2,), itertools.combinations order) and of every observer against
+        the mean accuracy of the other J-1 (float64 (J,)); ``obs`` float (J, n) 0/1
+        correctness of J observers on the same n stimuli.  NaN where undefined."""
+        return pairwise_ceiling(obs), leave_one_out_ceiling(obs)
+
     def _panel_rows(self, obs, modal, name, seed) -> list[ScoreRow]:
         tid, m, n = self.task_id, "human:panel", obs.shape[1]
         acc = obs.mean(1)
-        pw = pairwise_ceiling(obs)
-        loo = leave_one_out_ceiling(obs)
+        pw, loo = self.ceilings(obs)
         w = with_estimate(n, N_BOOT_KAPPA, seed)
         pw_b = intervals(nanmean(pairwise_ceiling_counts(w, obs), 0)[:, None], N_BOOT_KAPPA, seed)[0]
         with np.errstate(invalid="ignore", divide="ignore"):  # one observer: no others, NaN (undefined) rows

@@ -7,15 +7,16 @@ trial is a record (``human:<participant>``), scored by the same code as the mode
 
 from __future__ import annotations
 
-import itertools
 from collections import defaultdict
 
 import numpy as np
 
-from ..metrics.agreement import agreement_b, masked_mean
+from ..metrics.agreement import masked_mean_counts, position_floor
 from ..metrics.bootstrap import N_BOOT_B, N_BOOT_KAPPA, bootstrap
-from ..metrics.capacity import accuracy_by_k
 from ..metrics.error_consistency import UNDEFINED_REASON, kappa
+from ..scorers.capacity import CapacityScorer
+from ..scorers.common import intervals, null_rows, with_estimate
+from ..scorers.human_panel import HumanPanelScorer
 from ..records import TrialRecord
 from ..seeding import rng_for, text_hash
 from ..core.rows import ScoreRow
@@ -225,12 +226,10 @@ class CategoryMeanTask(Task):
         for seen, obs in sorted(self._cells(humans, sel_stim).items(), key=lambda kv: sorted(kv[1])):
             ss = sorted(seen)
             mat = np.array([[humans[o][s] for s in ss] for o in sorted(obs)])
-            for a, b in itertools.combinations(range(len(obs)), 2):
-                pw.append(float(kappa(mat[a], mat[b])))
+            cell_pw, cell_loo = HumanPanelScorer.ceilings(mat)
+            pw += cell_pw.tolist()
             if len(obs) >= 3:
-                tot = mat.sum(0)
-                for j in range(len(obs)):
-                    loo.append(float(kappa(mat[j], (tot - mat[j]) / (len(obs) - 1))))
+                loo += cell_loo.tolist()
         return np.array(pw), np.array(loo)
 
     def _panel_rows(self, humans, stim, col, n_obs, n_cor, sel, kval, name, seed) -> list[ScoreRow]:
@@ -305,10 +304,10 @@ class CategoryMeanTask(Task):
         p = n_cor[cols] / n_obs[cols]
         multi = n_obs[cols] >= 2
         known = multi & (n_cor[cols] * 2 > n_obs[cols])
-        rows = [ScoreRow.from_boot(tid, m, "accuracy", bootstrap(
-            lambda i: masked_mean(correct[i], valid[i]), n, n_draws=N_BOOT_B, seed=seed), int(valid.sum()), n_null)]
-        b = bootstrap(lambda i: agreement_b(correct[i].astype(bool), (valid & known)[i]), n,
-                      n_draws=N_BOOT_B, seed=seed)
+        # accuracy and B (match with the modal answer) on the same count draws (seed 000 D.1, D.5)
+        acc, b = intervals(masked_mean_counts(with_estimate(n, N_BOOT_B, seed), np.stack([correct, correct]),
+                                              np.stack([valid, valid & known])), N_BOOT_B, seed)
+        rows = [ScoreRow.from_boot(tid, m, "accuracy", acc, int(valid.sum()), n_null)]
         rows.append(ScoreRow.from_boot(
             tid, m, "B", b, int((valid & known).sum()), n_null,
             f"match with the human modal answer on stimuli seen by >= 2 participants whose strict majority was "
@@ -331,20 +330,19 @@ class CategoryMeanTask(Task):
                                        f"mean over {n_def} participants of kappa(model, participant) on the "
                                        f"stimuli both answered ({len(per_obs) - n_def} undefined left out); "
                                        "CI resamples participants"))
-        for lev in K_LEVELS:
+        a_k = CapacityScorer.accuracy_by_level(with_estimate(n, N_BOOT_B, seed, k), correct[None], valid[None], k,
+                                               np.array(K_LEVELS))[:, 0]  # bootstrap stratified by k
+        for j, lev in enumerate(K_LEVELS):
             if not (k == lev).any():
                 continue
-            j = K_LEVELS.index(lev)
-            bk = bootstrap(lambda i, j=j: accuracy_by_k(correct[i], valid[i], k[i], np.array(K_LEVELS))[:, j], n,
-                           n_draws=N_BOOT_B, seed=seed, strata=k)
+            bk = intervals(a_k[:, j:j + 1], N_BOOT_B, seed)[0]
             rows.append(ScoreRow.from_boot(tid, m, f"a_k[{lev}]", bk, int(((k == lev) & valid).sum()),
                                            int((~valid[k == lev]).sum())))
         gt = np.array([int(r.ground_truth) for r in rs])
         rows.append(ScoreRow(tid, m, "chance", float(np.mean(1.0 / k)), None, None, n, 0,
                              "mean of 1/k over the answered stimuli (uniform guessing)"))
-        rows.append(ScoreRow(tid, m, "position_floor", float(max((gt == v).mean() for v in set(gt.tolist()))),
+        rows.append(ScoreRow(tid, m, "position_floor", position_floor(gt, int(gt.max())),
                              None, None, n, 0, "accuracy of always naming the most frequent answer position "
                              "(seed 000 D.3 floor; the release's answers are not uniform over positions)"))
-        nu = n_null / n
-        rows.append(ScoreRow(tid, m, "null_rate", nu, None, None, n, n_null))
+        rows += null_rows(tid, m, n, n_null, None)
         return rows
