@@ -16,8 +16,8 @@ from collections import Counter, OrderedDict
 import numpy as np
 
 from ..core.rows import ScoreRow
-from ..metrics.agreement import masked_mean, masked_mean_counts
-from ..metrics.bootstrap import N_BOOT_B, N_BOOT_KAPPA, resample_indices
+from ..metrics.agreement import masked_mean_counts
+from ..metrics.bootstrap import N_BOOT_B, N_BOOT_KAPPA
 from ..metrics.error_consistency import (
     UNDEFINED_REASON, kappa_counts, kappa_pairwise_counts, leave_one_out_ceiling, pairwise_ceiling,
     pairwise_ceiling_counts)
@@ -36,16 +36,16 @@ def _loo_sides(observers: np.ndarray, resp: list, cols: list[int], mode) -> dict
 
 
 class _HumanSide(dict):
-    """Human-side values of one (task, seed, human data, stimulus columns): computed once and
-    shared by every model scored on those stimuli (issue 12).  :meth:`memo` keys a value by
-    a name and the bootstrap index matrix it was computed on (by content)."""
+    """Human-side values of one (seed, human data, stimulus columns): computed once and
+    shared by every model scored on those stimuli (issue 12).  The bootstrap draws are a
+    function of the seed and the stimulus count, both in the key, so :meth:`memo` keys a
+    value by its name alone."""
 
-    def memo(self, key: tuple, compute):
-        name, idx = key
-        k = (name, idx.shape, hashlib.sha1(np.ascontiguousarray(idx)).hexdigest())
-        if k not in self:
-            self[k] = compute()
-        return self[k]
+    def memo(self, name: str, compute):
+        """The value named ``name``, computed by ``compute()`` the first time."""
+        if name not in self:
+            self[name] = compute()
+        return self[name]
 
 
 class _HumanSideCache:
@@ -234,13 +234,13 @@ class HumanPanelScorer:
         col_list = [int(k) for k in cols]
         human = self._human_side.get(seed, obs, resp, col_list, lambda: _loo_sides(observers, resp, col_list, self.mode))
         loo_match, loo_valid = human["loo_match"], human["loo_valid"]
-        ceil_k, ceil_b = [], []
-        for i in (np.arange(n)[None, :], resample_indices(n, N_BOOT_KAPPA, seed)):
-            ceil_k.append(human.memo(("k", i), lambda: nanmean(pairwise_ceiling(observers[:, i]), 0)))
-        for i in (np.arange(n)[None, :], resample_indices(n, N_BOOT_B, seed)):
-            ceil_b.append(human.memo(("b", i), lambda: nanmean(masked_mean(loo_match[:, i], loo_valid[:, i]), 0)))
-        k_ratio = intervals(ratio(k_vals, np.concatenate(ceil_k)[:, None]), N_BOOT_KAPPA, seed)
-        b_ratio = intervals(ratio(b_vals, np.concatenate(ceil_b)[:, None]), N_BOOT_B, seed)
+        # the human ceilings on the models' draws (w_k, w_b; row 0 the sample): integer count sums, equal
+        # bit for bit to the ceilings recomputed on each gathered resample
+        ceil_k = human.memo("k", lambda: nanmean(pairwise_ceiling_counts(w_k, observers), 0))
+        ceil_b = human.memo("b", lambda: nanmean(np.ascontiguousarray(
+            masked_mean_counts(w_b, loo_match, loo_valid).T), 0))
+        k_ratio = intervals(ratio(k_vals, ceil_k[:, None]), N_BOOT_KAPPA, seed)
+        b_ratio = intervals(ratio(b_vals, ceil_b[:, None]), N_BOOT_B, seed)
         n_valid, n_null, n_b = valid.sum(1), (~valid).sum(1), vb.sum(1)
         b_note = f"modal match; {int((~has_mode).sum())} tied-mode images excluded"
         out = {}
