@@ -9,11 +9,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from perceptbench.metrics.agreement import agreement_b, agreement_b_resampled, masked_mean, masked_mean_counts
+from perceptbench.metrics.agreement import agreement_b, masked_mean, masked_mean_counts
 from perceptbench.metrics.bootstrap import (
     bootstrap, bootstrap_counts, percentile_intervals, resample_counts, resample_indices)
 from perceptbench.metrics.error_consistency import (
-    kappa, kappa_counts, kappa_pairwise_counts, kappa_pairwise_mean, kappa_pairwise_mean_resampled)
+    kappa, kappa_counts, kappa_pairwise_counts, kappa_pairwise_mean)
 from perceptbench.record_table import TaskColumns, read_columns
 from perceptbench.records import RecordError, read_records
 from perceptbench.scoring import score_file, score_records
@@ -97,11 +97,11 @@ def test_vectorised_bootstrap_equals_the_per_draw_loop(stat):
     match = c > 0
     n = len(c)
     if stat == "B":
-        vec = lambda i: agreement_b_resampled(match, v, i)  # noqa: E731
+        vec = lambda i: masked_mean_counts(resample_counts(i), match[None], v[None])[:, 0]  # noqa: E731
         one = lambda i: agreement_b(match[i], v[i])  # noqa: E731
         draws = 1000
     else:
-        vec = lambda i: kappa_pairwise_mean_resampled(c, observers, v, i)  # noqa: E731
+        vec = lambda i: kappa_pairwise_counts(resample_counts(i), c[None], observers, v[None])[:, 0]  # noqa: E731
         one = lambda i: kappa_pairwise_mean(c[i], observers[:, i], v[i])  # noqa: E731
         draws = 2000
     res = bootstrap(vec, n, n_draws=draws, seed=2)

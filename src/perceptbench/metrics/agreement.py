@@ -83,15 +83,6 @@ def masked_mean_counts(w: np.ndarray, x: np.ndarray, valid: np.ndarray) -> np.nd
     return mean_from_sums(_wsum(w, np.asarray(x, float) * v), _wsum_by_pattern(w, v))
 
 
-def agreement_b_resampled(match: np.ndarray, valid: np.ndarray, idx: np.ndarray) -> np.ndarray:
-    """``agreement_b(match[idx], valid[idx])`` from the resample count matrix of ``idx``
-    (one matrix-vector product per side, no gathered (d, n) arrays): ``match``, ``valid``
-    bool (n,), ``idx`` int (d, n) -> float64 (d,), equal bit for bit (seed 000 D.1, D.5)."""
-    from .bootstrap import resample_counts
-
-    return masked_mean_counts(resample_counts(idx), np.asarray(match)[None], np.asarray(valid)[None])[:, 0]
-
-
 def agreement_b(match: np.ndarray, valid: np.ndarray) -> np.ndarray:
     """B = (1/n) sum_i 1[r_i ~ h_i] over parseable trials with a human target
     (seed 000 D.1).  ``match``: bool (..., n); ``valid``: bool (..., n)."""

@@ -116,26 +116,6 @@ def kappa_pairwise_mean(m: np.ndarray, observers: np.ndarray, valid: np.ndarray 
             return np.nanmean(k, axis=0)
 
 
-def kappa_pairwise_mean_resampled(m: np.ndarray, observers: np.ndarray, valid: np.ndarray | None,
-                                  idx: np.ndarray) -> np.ndarray:
-    """``kappa_pairwise_mean(m[idx], observers[:, idx], valid[idx])`` without gathering the
-    (J, d, n) resampled observers: each draw is a count vector c_d (how often draw d picked
-    each stimulus, shape (d, n)), and every sum in kappa is a matrix product of the counts
-    with the 0/1 columns.  ``m`` (n,), ``observers`` (J, n), ``valid`` (n,) bool or None,
-    ``idx`` int (d, n) -> float64 (d,).  The sums are integers, exact in float64, so the
-    values equal the gathering form bit for bit (tests/test_metrics.py); non-0/1 input falls
-    back to that form.  Seed 000 Eq. 2 and D.5 (kappa recomputed whole on each draw)."""
-    m = np.asarray(m, dtype=float)
-    observers = np.asarray(observers, dtype=float)
-    idx = np.asarray(idx)
-    if not (_binary(m) and _binary(observers)):
-        return kappa_pairwise_mean(m[idx], observers[:, idx], None if valid is None else np.asarray(valid)[idx])
-    from .bootstrap import resample_counts
-
-    v = np.ones((1, m.shape[-1]), bool) if valid is None else np.asarray(valid, bool)[None]
-    return kappa_pairwise_counts(resample_counts(idx), m[None], observers, v)[:, 0]
-
-
 def kappa_pairwise_counts(w: np.ndarray, m: np.ndarray, observers: np.ndarray, valid: np.ndarray) -> np.ndarray:
     """:func:`kappa_pairwise_mean` of M respondents on resamples given as count weights
     (:func:`perceptbench.metrics.bootstrap.resample_counts`): ``w`` float (k, n), ``m`` 0/1
