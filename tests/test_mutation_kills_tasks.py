@@ -1038,7 +1038,7 @@ def test_mark_colour_target_positions_follow_the_documented_streams(kernel, seed
 
 
 def test_category_ratio_boot_is_a_ratio_of_sums_undefined_at_zero():
-    from perceptbench.tasks.chart_category import _ratio_boot
+    from perceptbench.scorers.cell_panel import ratio_boot as _ratio_boot
 
     def est(num, den, mask=None):
         return _ratio_boot(np.array(num, float), np.array(den, float), 50, SEED,
@@ -1072,7 +1072,7 @@ def test_vsi_task_score_counts_every_fallback_and_scores_models_after_a_skipped_
 
 def test_category_pct_mean_and_interval_of_resampled_values():
     from perceptbench.metrics.bootstrap import BootstrapResult
-    from perceptbench.tasks.chart_category import _pct
+    from perceptbench.scorers.cell_panel import pct_boot as _pct
 
     v = np.array([0.1, 0.35, np.nan, 0.2, 0.9, 0.55, 0.05, 0.7])
     got = _pct(v, 400, SEED, "pairs@x")
@@ -1113,7 +1113,7 @@ def test_category_ceilings_list_pairs_cell_by_cell_in_observer_name_order():
     # cell {q0, q1} seen by o9 and o8 (inserted first), cell {a0, a1} by o1 and o2
     humans = {"human:o9": {"q0": 1.0, "q1": 0.0}, "human:o8": {"q0": 1.0, "q1": 1.0},
               "human:o1": {"a0": 1.0, "a1": 0.0}, "human:o2": {"a0": 0.0, "a1": 1.0}}
-    pw, loo = CategoryMeanTask()._ceilings(humans, {"q0", "q1", "a0", "a1"})
+    pw, loo = CategoryMeanTask().scorer._ceilings(humans, {"q0", "q1", "a0", "a1"})
     # cells ordered by their sorted observer names: (o1, o2) first: kappa -1; then (o8, o9): c_exp = 1*.5 +
     # 0*.5 = .5, c_obs = .5 -> 0; no cell of >= 3, so no leave-one-out kappa
     assert pw.tolist() == [-1.0, 0.0] and loo.size == 0
