@@ -96,6 +96,7 @@ class SilhouetteTask(Task):
         return HumanPanelScorer(self.task_id, no_answer=silhouettes.NO_ANSWER)
 
     def score(self, records: list[TrialRecord], seed: int) -> list[ScoreRow]:
+        """:meth:`score_columns` of the records' columns."""
         return self.score_columns(TaskColumns.from_records(self.task_id, records), seed)
 
     def score_columns(self, c: TaskColumns, seed: int) -> list[ScoreRow]:
@@ -240,6 +241,7 @@ class MarkColorTask(Task):
         return KernelOddOneOutScorer(self.task_id, f"human:kernel-{self.params['kernel']}")
 
     def score(self, records: list[TrialRecord], seed: int) -> list[ScoreRow]:
+        """:meth:`score_columns` of the records' columns."""
         return self.score_columns(TaskColumns.from_records(self.task_id, records), seed)
 
     def score_columns(self, c: TaskColumns, seed: int) -> list[ScoreRow]:
@@ -322,6 +324,7 @@ class SeriesCountTask(Task):
         return CapacityScorer(self.task_id, SERIES_K)
 
     def score(self, records: list[TrialRecord], seed: int) -> list[ScoreRow]:
+        """:meth:`score_columns` of the records' columns."""
         return self.score_columns(TaskColumns.from_records(self.task_id, records), seed)
 
     def score_columns(self, c: TaskColumns, seed: int) -> list[ScoreRow]:
