@@ -157,14 +157,18 @@ def _ratio_models(n_models: int, seed: int = 0) -> dict:
 def bootstrap_ratio(seed: int = 0) -> dict:
     """Two statistics: kappa_pairwise (one model vs 10 observers, n = 120 stimuli, 2000 draws,
     the silhouette row the scorer bootstraps per model) and agreement B (n = 120, 1000 draws).
-    Vectorised: the count forms the scorer uses (:func:`kappa_pairwise_mean_resampled`,
-    :func:`agreement_b_resampled`).  Loops: the natural per-draw forms on one gathered
+    Vectorised: the count forms the scorer uses (:func:`kappa_pairwise_counts`,
+    :func:`masked_mean_counts` on the resample counts).  Loops: the natural per-draw forms on one gathered
     resample (``kappa_pairwise_mean(correct[i], observers[:, i], valid[i])``,
     ``agreement_b(match[i], valid[i])``) and, for kappa, the count form called per draw (the
     loop this benchmark used before); the fastest loop is the reference.  Last, 45 models at
     once vs the per-draw loop per model."""
-    from perceptbench.metrics.agreement import agreement_b, agreement_b_resampled
-    from perceptbench.metrics.error_consistency import kappa_pairwise_mean, kappa_pairwise_mean_resampled
+    from perceptbench.metrics.agreement import agreement_b, masked_mean_counts
+    from perceptbench.metrics.bootstrap import resample_counts
+    from perceptbench.metrics.error_consistency import kappa_pairwise_counts, kappa_pairwise_mean
+
+    def kappa_pairwise_resampled(i):
+        return kappa_pairwise_counts(resample_counts(i), correct[None], observers, valid[None])[:, 0]
 
     rng = np.random.default_rng(0)
     n = 120
@@ -173,10 +177,10 @@ def bootstrap_ratio(seed: int = 0) -> dict:
     valid = rng.random(n) < 0.95
     match = rng.random(n) < 0.7
     kp = {"gather": lambda i: kappa_pairwise_mean(correct[i], observers[:, i], valid[i]),
-          "count_form_per_draw": lambda i: kappa_pairwise_mean_resampled(correct, observers, valid, i[None])[0]}
-    return {"kappa_pairwise": _ratio(lambda i: kappa_pairwise_mean_resampled(correct, observers, valid, i),
+          "count_form_per_draw": lambda i: kappa_pairwise_resampled(i[None])[0]}
+    return {"kappa_pairwise": _ratio(kappa_pairwise_resampled,
                                      kp, n, 2000, seed, 20),
-            "B": _ratio(lambda i: agreement_b_resampled(match, valid, i),
+            "B": _ratio(lambda i: masked_mean_counts(resample_counts(i), match[None], valid[None])[:, 0],
                         {"gather": lambda i: agreement_b(match[i], valid[i])}, n, 1000, seed, 50),
             "kappa_pairwise_45_models": _ratio_models(45, seed)}
 

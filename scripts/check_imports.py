@@ -35,6 +35,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("metrics", "records", "sources"),
     ("provenance", "record_table", "runs", "stimuli", "readouts", "models"),
     ("external",),
+    ("scorers",),
     ("tasks",),
     ("vsi_features", "vlm_runner", "vsi_runner", "runner", "executors"),
     ("scoring",),

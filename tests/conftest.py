@@ -41,19 +41,3 @@ def served_model(tmp_path_factory):
         yield f"http://127.0.0.1:{port}/v1", d
     finally:
         stop_process(proc)
-
-
-@pytest.fixture(autouse=True)
-def _fresh_score_caches_under_mutation_testing():
-    """Under mutation testing (mutmut sets ``MUTANT_UNDER_TEST``) every test starts with empty
-    in-process caches of human-side score rows, so every test that scores runs the scoring code
-    itself; otherwise a test served from an earlier test's cache is never linked to, nor run
-    against, the mutants of the functions behind the cache.  Normal runs keep the caches."""
-    if "MUTANT_UNDER_TEST" in os.environ:
-        import sys
-
-        gestalt = sys.modules.get("perceptbench.tasks.gestalt")
-        if gestalt is not None:
-            gestalt._HUMAN_ROWS.entries.clear()
-            gestalt._HUMAN_SIDE.entries.clear()
-    yield

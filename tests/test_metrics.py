@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 
 from perceptbench.metrics.agreement import agreement_b, null_bracket, position_floor
-from perceptbench.metrics.bootstrap import bootstrap, ci_halfwidth_bound, resample_indices
+from perceptbench.metrics.bootstrap import bootstrap, ci_halfwidth_bound, resample_counts, resample_indices
 from perceptbench.metrics.capacity import accuracy_by_k, capacity_k
 from perceptbench.metrics.error_consistency import (
     kappa, kappa_pairwise_mean, leave_one_out_ceiling, pairwise_ceiling)
@@ -127,7 +127,9 @@ def test_binary_count_path_of_pairwise_kappa_equals_the_generic_kappa_bit_for_bi
     for v in (valid, np.zeros(50, bool), None):
         for i in (idx, np.arange(50)[None]):
             ref = ec.kappa_pairwise_mean(m[i], obs[:, i], None if v is None else v[i])
-            assert np.array_equal(ec.kappa_pairwise_mean_resampled(m, obs, v, i), ref, equal_nan=True)
+            mask = np.ones(50, bool) if v is None else v
+            got = ec.kappa_pairwise_counts(resample_counts(i), m[None], obs, mask[None])[:, 0]
+            assert np.array_equal(got, ref, equal_nan=True)
     assert np.isnan(ec.pairwise_ceiling(obs)).sum() > 0
     # non-binary input (panel accuracy) still goes through kappa()
     p = obs.mean(0)

@@ -117,18 +117,19 @@ def test_resample_indices_strata_stay_within_stratum(first):
 
 
 def test_resample_indices_cache_shared_read_only_and_lru():
-    bootstrap_mod._CACHE.clear()
-    first = resample_indices(2, 4, 0)
+    draws = bootstrap_mod.Resampler()
+    first = draws.resample_indices(2, 4, 0)
     # same inputs -> the very same read-only matrix
-    assert resample_indices(2, 4, 0) is first
+    assert draws.resample_indices(2, 4, 0) is first
     assert not first.flags.writeable
+    assert (first == resample_indices(2, 4, 0)).all()  # the module's resampler draws the same values
     for n in range(3, 34):  # 31 more entries -> 32 in all, the maximum kept
-        resample_indices(n, 4, 0)
-    assert len(bootstrap_mod._CACHE) == 32
-    last = resample_indices(34, 4, 0)  # 33rd: the least recently used (n=2) is dropped
-    assert len(bootstrap_mod._CACHE) == 32
-    assert (2, 4, 0, None) not in bootstrap_mod._CACHE
-    assert resample_indices(34, 4, 0) is last
+        draws.resample_indices(n, 4, 0)
+    assert len(draws.indices) == 32
+    last = draws.resample_indices(34, 4, 0)  # 33rd: the least recently used (n=2) is dropped
+    assert len(draws.indices) == 32
+    assert (2, 4, 0, None) not in draws.indices
+    assert draws.resample_indices(34, 4, 0) is last
 
 
 def test_bootstrap_result_fields():

@@ -1,6 +1,6 @@
 """Kill tests for the count-matrix forms of the metrics (issue 12's vectorised scoring; issue 14).
 
-Every ``*_counts`` / ``*_resampled`` function promises to equal its gathering form (the
+Every ``*_counts`` function promises to equal its gathering form (the
 statistic recomputed on ``x[idx[d]]`` for each draw d) bit for bit, and the gathering forms
 promise Seed 000 Eq. 2 / D.1.  Each is checked here against a per-draw loop over the plain
 definitions, on small random panels whose valid masks cover every case (all valid, some
@@ -9,7 +9,6 @@ invalid, nothing valid) and whose draws are the package's own seeded resamples.
 
 from __future__ import annotations
 
-from collections import OrderedDict
 
 import numpy as np
 import pytest
@@ -57,14 +56,14 @@ def _same(a, b):
     np.testing.assert_array_equal(np.asarray(a, float), np.asarray(b, float))
 
 
-def test_masked_mean_counts_and_b_resampled_equal_the_gathering_form(panel):
+def test_masked_mean_counts_equal_the_gathering_form(panel):
     m, _, valid, idx = panel
     w = bs.resample_counts(idx)
     got = ag.masked_mean_counts(w, m, valid)
     assert got.shape == (D, 3)
     for r in range(3):
         _same(got[:, r], ag.masked_mean(m[r][idx], valid[r][idx]))
-        _same(ag.agreement_b_resampled(m[r].astype(bool), valid[r], idx), ag.agreement_b(m[r][idx] > 0, valid[r][idx]))
+        _same(ag.masked_mean_counts(w, m[r][None] > 0, valid[r][None])[:, 0], ag.agreement_b(m[r][idx] > 0, valid[r][idx]))
     assert np.isnan(got[:, 2]).all()  # nothing valid: NaN, never 0
     # by hand for one draw: the mean of the valid picked values
     pick = [i for i in idx[0] if valid[1][i]]
@@ -122,8 +121,8 @@ def test_kappa_count_forms_equal_the_gathering_form_bit_for_bit(panel):
             _same(kp[d, r], ec.kappa_pairwise_mean(m[r][g], obs[:, g], valid[r][g]))
         _same(pc[:, d], ec.pairwise_ceiling(obs[:, g]))
     assert np.isnan(kp[:, 2]).all()
-    for r, v in ((0, None), (1, valid[1]), (2, valid[2])):
-        got = ec.kappa_pairwise_mean_resampled(m[r], obs, v, idx)
+    for r, v in ((0, None), (1, valid[1]), (2, valid[2])):  # every draw at once, also without a mask
+        got = ec.kappa_pairwise_counts(w, m[r][None], obs, (np.ones(N, bool) if v is None else v)[None])[:, 0]
         _same(got, ec.kappa_pairwise_mean(m[r][idx], obs[:, idx], None if v is None else v[idx]))
     # batched gathering forms (leading draw axis) equal one draw at a time
     _same(ec.pairwise_ceiling(obs[:, idx])[:, 3], ec.pairwise_ceiling(obs[:, idx[3]]))
@@ -148,24 +147,23 @@ def test_kappa_counts_aggregate_and_pairwise(panel):
     assert np.isnan(ec.kappa_counts(w, ones, ones[0], np.ones((1, N), bool))).all()
 
 
-def test_non_binary_input_takes_the_gathering_form_binary_never_does(panel, monkeypatch):
+def test_pairwise_mean_non_binary_input_goes_through_kappa_binary_never_does(panel, monkeypatch):
     m, obs, valid, idx = panel
     calls = []
-    real = ec.kappa_pairwise_mean
-    monkeypatch.setattr(ec, "kappa_pairwise_mean", lambda *a: calls.append(1) or real(*a))
-    ec.kappa_pairwise_mean_resampled(m[1], obs, valid[1], idx)
-    assert calls == []  # 0/1 input: the count path, no gathered (J, d, n) arrays
-    half = obs.copy()
-    half[0, :3] = 0.5  # not 0/1: falls back to the gathering form, valid mask and all
-    got = ec.kappa_pairwise_mean_resampled(m[1], half, valid[1], idx)
-    assert calls == [1]
-    _same(got, real(m[1][idx], half[:, idx], valid[1][idx]))
-    mh = m[1].copy()
-    mh[2] = 0.5  # a non-0/1 model side alone also falls back
-    ec.kappa_pairwise_mean_resampled(mh, obs, None, idx)
-    assert calls == [1, 1]
+    real = ec.kappa
+    monkeypatch.setattr(ec, "kappa", lambda *a: calls.append(1) or real(*a))
     g = idx[4]
-    assert got[4] == pytest.approx(pairwise_mean_by_hand(m[1][g], half[:, g], valid[1][g]), abs=1e-12)
+    ec.kappa_pairwise_mean(m[1][g], obs[:, g], valid[1][g])
+    assert calls == []  # 0/1 input: the count path (sums then kappa_from_sums), no (J, n) temporaries
+    half = obs.copy()
+    half[0, :3] = 0.5  # not 0/1: the gathering form, valid mask and all
+    got = ec.kappa_pairwise_mean(m[1][g], half[:, g], valid[1][g])
+    assert calls == [1]
+    mh = m[1].copy()
+    mh[2] = 0.5  # a non-0/1 model side alone also does
+    ec.kappa_pairwise_mean(mh[g], obs[:, g], None)
+    assert calls == [1, 1]
+    assert got == pytest.approx(pairwise_mean_by_hand(m[1][g], half[:, g], valid[1][g]), abs=1e-12)
 
 
 def test_resample_counts_by_hand_and_shared():
@@ -179,7 +177,7 @@ def test_resample_counts_by_hand_and_shared():
 
 
 def test_index_cache_is_lru_of_32(monkeypatch):
-    monkeypatch.setattr(bs, "_CACHE", OrderedDict())
+    monkeypatch.setattr(bs, "DRAWS", bs.Resampler())
     first = bs.resample_indices(3, 2, seed=0)
     assert not first.flags.writeable
     for s in range(1, 32):  # 31 others: 32 matrices, all kept

@@ -921,8 +921,9 @@ def test_series_count_score_rows_by_hand():
 # --------------------------------------------------------------------------- tasks/gestalt.py: helpers
 
 def test_gestalt_mode_excludes_na_and_ties():
-    from perceptbench.tasks.gestalt import _mode
+    from perceptbench.scorers.human_panel import modal_response
 
+    _mode = lambda r: modal_response(r, "na")  # noqa: E731
     assert _mode(["cat", "cat", "dog"]) == "cat"
     assert _mode(["cat", "dog"]) is None                          # 1-1 tie
     assert _mode(["na", "na", "na", "dog"]) == "dog"              # na never votes
@@ -933,17 +934,17 @@ def test_gestalt_mode_excludes_na_and_ties():
 
 
 def test_gestalt_batches_group_by_key_in_first_order_and_cut_blocks(monkeypatch):
-    import perceptbench.tasks.gestalt as g
+    import perceptbench.scorers.common as g
 
     parity = lambda x: bytes([x % 2])  # noqa: E731
-    assert g._batches([1, 0, 3, 2, 4], parity) == [[1, 3], [0, 2, 4]]
+    assert g.batches([1, 0, 3, 2, 4], parity) == [[1, 3], [0, 2, 4]]
     monkeypatch.setattr(g, "MODEL_BLOCK", 2)
-    assert g._batches([1, 0, 3, 2, 4, 5], parity) == [[1, 3], [5], [0, 2], [4]]
-    assert g._batches([], parity) == []
+    assert g.batches([1, 0, 3, 2, 4, 5], parity) == [[1, 3], [5], [0, 2], [4]]
+    assert g.batches([], parity) == []
 
 
 def test_gestalt_nan_helpers():
-    from perceptbench.tasks.gestalt import _nan_extreme, _nanmean, _ratio
+    from perceptbench.scorers.common import nan_extreme as _nan_extreme, nanmean as _nanmean, ratio as _ratio
 
     x = np.array([[1.0, np.nan, 4.0], [3.0, np.nan, np.nan]])
     out = _nanmean(x, 0)  # column means over the defined entries: 2, undefined, 4
@@ -960,7 +961,7 @@ def test_gestalt_nan_helpers():
 
 def test_gestalt_null_rows_and_kappa_note():
     from perceptbench.metrics.error_consistency import UNDEFINED_REASON
-    from perceptbench.tasks.gestalt import _kappa_note, _null_rows
+    from perceptbench.scorers.common import kappa_note as _kappa_note, null_rows as _null_rows
 
     assert _kappa_note(0.25) == "" and _kappa_note(float("nan")) == UNDEFINED_REASON
     assert_rows(_null_rows("t", "m", 4, 1, None), [ScoreRow("t", "m", "null_rate", 0.25, None, None, 4, 1)])
@@ -988,7 +989,8 @@ def test_kernel_odd_one_out_is_outside_the_least_dissimilar_pair():
 
 def test_gestalt_model_rows_order_and_loo_sides():
     from perceptbench.record_table import TaskColumns
-    from perceptbench.tasks.gestalt import _loo_sides, _model_rows
+    from perceptbench.scorers.common import respondent_positions as _model_rows
+    from perceptbench.scorers.human_panel import _loo_sides, modal_response
 
     task = get_task("closure.nat.silhouette")
     task.n_reps = 2  # two repetitions per stimulus, so the order within a stimulus is by rep
@@ -1004,12 +1006,12 @@ def test_gestalt_model_rows_order_and_loo_sides():
     assert _model_rows(TaskColumns.from_records(task.task_id, [])) == []
     # three observers on two stimuli: leave-one-out modes and whether each observer matches them
     resp = [["cat", "cat", "dog"], ["dog", "na", "cat"]]
-    side = _loo_sides(np.zeros((3, 2)), resp, [0, 1])
+    side = _loo_sides(np.zeros((3, 2)), resp, [0, 1], lambda r: modal_response(r, "na"))
     # stimulus 0: without o1 {cat, dog} tie; without o2 tie; without o3 cat (o3 said dog: no match)
     # stimulus 1: without o1 {cat} -> cat (o1 dog: no); without o2 {dog, cat} tie; without o3 {dog} -> dog (no)
     assert side["loo_valid"].tolist() == [[False, True], [False, False], [True, True]]
     assert side["loo_match"].tolist() == [[False, False], [False, False], [False, False]]
-    side = _loo_sides(np.zeros((3, 1)), [["cat", "cat", "cat"]], [0])
+    side = _loo_sides(np.zeros((3, 1)), [["cat", "cat", "cat"]], [0], lambda r: modal_response(r, "na"))
     assert side["loo_match"].tolist() == [[True], [True], [True]]
 
 
@@ -1036,7 +1038,7 @@ def test_mark_colour_target_positions_follow_the_documented_streams(kernel, seed
 
 
 def test_category_ratio_boot_is_a_ratio_of_sums_undefined_at_zero():
-    from perceptbench.tasks.chart_category import _ratio_boot
+    from perceptbench.scorers.cell_panel import ratio_boot as _ratio_boot
 
     def est(num, den, mask=None):
         return _ratio_boot(np.array(num, float), np.array(den, float), 50, SEED,
@@ -1070,7 +1072,7 @@ def test_vsi_task_score_counts_every_fallback_and_scores_models_after_a_skipped_
 
 def test_category_pct_mean_and_interval_of_resampled_values():
     from perceptbench.metrics.bootstrap import BootstrapResult
-    from perceptbench.tasks.chart_category import _pct
+    from perceptbench.scorers.cell_panel import pct_boot as _pct
 
     v = np.array([0.1, 0.35, np.nan, 0.2, 0.9, 0.55, 0.05, 0.7])
     got = _pct(v, 400, SEED, "pairs@x")
@@ -1111,7 +1113,7 @@ def test_category_ceilings_list_pairs_cell_by_cell_in_observer_name_order():
     # cell {q0, q1} seen by o9 and o8 (inserted first), cell {a0, a1} by o1 and o2
     humans = {"human:o9": {"q0": 1.0, "q1": 0.0}, "human:o8": {"q0": 1.0, "q1": 1.0},
               "human:o1": {"a0": 1.0, "a1": 0.0}, "human:o2": {"a0": 0.0, "a1": 1.0}}
-    pw, loo = CategoryMeanTask()._ceilings(humans, {"q0", "q1", "a0", "a1"})
+    pw, loo = CategoryMeanTask().scorer._ceilings(humans, {"q0", "q1", "a0", "a1"})
     # cells ordered by their sorted observer names: (o1, o2) first: kappa -1; then (o8, o9): c_exp = 1*.5 +
     # 0*.5 = .5, c_obs = .5 -> 0; no cell of >= 3, so no leave-one-out kappa
     assert pw.tolist() == [-1.0, 0.0] and loo.size == 0

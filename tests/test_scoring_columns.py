@@ -9,11 +9,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from perceptbench.metrics.agreement import agreement_b, agreement_b_resampled, masked_mean, masked_mean_counts
+from perceptbench.metrics.agreement import agreement_b, masked_mean, masked_mean_counts
 from perceptbench.metrics.bootstrap import (
     bootstrap, bootstrap_counts, percentile_intervals, resample_counts, resample_indices)
 from perceptbench.metrics.error_consistency import (
-    kappa, kappa_counts, kappa_pairwise_counts, kappa_pairwise_mean, kappa_pairwise_mean_resampled)
+    kappa, kappa_counts, kappa_pairwise_counts, kappa_pairwise_mean)
 from perceptbench.record_table import TaskColumns, read_columns
 from perceptbench.records import RecordError, read_records
 from perceptbench.scoring import score_file, score_records
@@ -97,11 +97,11 @@ def test_vectorised_bootstrap_equals_the_per_draw_loop(stat):
     match = c > 0
     n = len(c)
     if stat == "B":
-        vec = lambda i: agreement_b_resampled(match, v, i)  # noqa: E731
+        vec = lambda i: masked_mean_counts(resample_counts(i), match[None], v[None])[:, 0]  # noqa: E731
         one = lambda i: agreement_b(match[i], v[i])  # noqa: E731
         draws = 1000
     else:
-        vec = lambda i: kappa_pairwise_mean_resampled(c, observers, v, i)  # noqa: E731
+        vec = lambda i: kappa_pairwise_counts(resample_counts(i), c[None], observers, v[None])[:, 0]  # noqa: E731
         one = lambda i: kappa_pairwise_mean(c[i], observers[:, i], v[i])  # noqa: E731
         draws = 2000
     res = bootstrap(vec, n, n_draws=draws, seed=2)
@@ -217,19 +217,24 @@ def test_vlm_records_take_the_record_path_and_score_like_score_records(tmp_path,
     assert any(r.model == "vlm-x" and r.metric == "n_ambiguous" for r in rows)
 
 
-def test_human_rows_cached_per_task_seed_and_human_data(tmp_path, lines):
-    from perceptbench.tasks import gestalt
+def test_human_rows_cached_by_the_task_instance_per_seed_and_human_data(tmp_path, lines):
+    from perceptbench.tasks import get_task
 
     p = _write(tmp_path, lines)
-    gestalt._HUMAN_ROWS.entries.clear()
-    first = score_file(p, tmp_path / "a.csv")
-    assert len(gestalt._HUMAN_ROWS.entries) == 1
-    assert [vars(r) for r in score_file(p, tmp_path / "b.csv")] == [vars(r) for r in first]
-    assert len(gestalt._HUMAN_ROWS.entries) == 1  # reused
+    tid = "closure.nat.silhouette"
+    task = get_task(tid)
+    cols = read_columns(p)[tid]
+    first = task.score_columns(cols, 0)
+    cache = task.scorer._row_cache.entries
+    assert len(cache) == 1
+    assert [vars(r) for r in task.score_columns(cols, 0)] == [vars(r) for r in first]
+    assert len(cache) == 1  # reused
+    assert get_task(tid).scorer._row_cache.entries == {}  # a new task instance starts empty: nothing to clear
     i = next(i for i, ln in enumerate(lines) if '"model":"human:subject-01"' in ln and '"correct":true' in ln)
     o = json.loads(lines[i])
     o.update(response="na", raw_output="na", correct=False)
     p2 = _write(tmp_path, lines[:i] + [json.dumps(o) + "\n"] + lines[i + 1:], "changed.jsonl")
-    changed = score_file(p2, tmp_path / "c.csv")
-    assert len(gestalt._HUMAN_ROWS.entries) == 2  # other human data, other key
+    changed = task.score_columns(read_columns(p2)[tid], 0)
+    assert len(cache) == 2  # other human data, other key
     assert [vars(r) for r in changed] != [vars(r) for r in first]
+    assert [vars(r) for r in score_file(p, tmp_path / "a.csv") if r.task_id == tid] == [vars(r) for r in first]

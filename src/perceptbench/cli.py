@@ -237,6 +237,38 @@ def _print_signal_table(rows) -> None:
     console.print(t)
 
 
+class _TornTailsAsWarnings:
+    """Context printing each torn final line the record reader left out
+    (:class:`perceptbench.records.TornTailWarning`) as ``warning: FILE:LINE: ...``, the
+    message `validate` reports for it, once, also when the block fails."""
+
+    def __enter__(self):
+        import warnings
+
+        from .records import TornTailWarning
+
+        self._ctx = warnings.catch_warnings(record=True)
+        self._caught = self._ctx.__enter__()
+        warnings.simplefilter("always", TornTailWarning)
+        self._kind = TornTailWarning
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._ctx.__exit__(*exc)
+        seen = []
+        for w in self._caught:
+            if issubclass(w.category, self._kind) and str(w.message) not in seen:
+                seen.append(str(w.message))
+            elif not issubclass(w.category, self._kind):
+                import warnings
+
+                warnings.showwarning(w.message, w.category, w.filename, w.lineno)
+        for m in seen:
+            console.print(f"[yellow]warning:[/yellow] {escape(m)}", highlight=False)
+            console.print("  (a crash's leftover, not a complete record: left out; a rerun of `perceptbench run` "
+                          "removes it)", highlight=False)
+
+
 def _fail(msg) -> None:
     if isinstance(msg, KeyError) and msg.args:
         msg = msg.args[0]
@@ -353,7 +385,7 @@ def score(
                                                     "same- vs cross-family agreement means."),
 ) -> None:
     """Recompute scores.csv from trial records alone (no torch)."""
-    from .records import RecordError, has_torn_tail
+    from .records import RecordError
     from .runs import load_runs, records_path
     from .scoring import score_file, score_records, write_scores
 
@@ -370,20 +402,17 @@ def score(
         files = [records_path(p) for p in records]
     except RecordError as e:
         _fail(e)
-    for f in files:
-        if has_torn_tail(f):
-            console.print(f"[yellow]warning:[/yellow] {f}: the last line is a torn write (crash); it is "
-                          "not a complete record and is left out. A rerun of `perceptbench run` removes it.")
     if len(files) > 1 and out is None:
         _fail("--out is required when scoring several runs: the path of the merged scores CSV file")
     if out is None and parser != "default":
         out = files[0].with_name(f"scores.{parser}.csv")  # never overwrite the default table silently
     try:
-        if len(files) == 1:
-            rows = score_file(files[0], out, seed, parser, families or None)
-        else:
-            rows = score_records(load_runs(files), seed, parser, None, families or None)
-            write_scores(rows, out)
+        with _TornTailsAsWarnings():
+            if len(files) == 1:
+                rows = score_file(files[0], out, seed, parser, families or None)
+            else:
+                rows = score_records(load_runs(files), seed, parser, None, families or None)
+                write_scores(rows, out)
     except (RecordError, ValueError, KeyError) as e:
         _fail(e)
     csv_path = out or files[0].with_name("scores.csv")
@@ -414,7 +443,8 @@ def merge(
         _fail(f"--out {out} is not empty; --out must be a new (or empty) directory for the merged run")
     try:
         sources = [records_path(p) for p in runs]
-        merged = load_runs(sources)
+        with _TornTailsAsWarnings():
+            merged = load_runs(sources)
     except RecordError as e:
         _fail(e)
     out.mkdir(parents=True, exist_ok=True)
@@ -448,7 +478,8 @@ def report(
     out = out or (run_dirs[0] if run_dirs[0].is_dir() else run_dirs[0].parent) / "report.html"
     _check_out(out, "report")
     try:
-        res = write_report(run_dirs, out)
+        with _TornTailsAsWarnings():
+            res = write_report(run_dirs, out)
     except (RecordError, ValueError, KeyError, OSError) as e:
         _fail(e)
     console.print(f"report: {res.html_path} ({res.n_models} model(s), {res.n_tasks} task(s), {res.n_figures} "
@@ -474,7 +505,8 @@ def export(
         _fail(f"{run_dir}: not a run directory (no records.jsonl in it)")
     _check_out(out if out is not None else run_dir, "export")
     try:
-        rec, sc = export_parquet(run_dir, out)
+        with _TornTailsAsWarnings():
+            rec, sc = export_parquet(run_dir, out)
     except (RecordError, OSError) as e:
         _fail(e)
     console.print(f"records: {rec}\nscores:  {sc or '(no scores.json: run perceptbench score first)'}",

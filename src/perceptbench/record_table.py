@@ -12,8 +12,8 @@ for ``validate`` and resume, too heavy for scoring 10^6 records.  Two readers he
 * :func:`read_index` + :func:`task_records` (``export``, and tasks that need record objects:
   VLM answers to re-parse, VSI records): pyarrow reads the fixed-type index columns
   (``task_id``, ``model``, ``trial_id``, ``run_meta.seed``); the records of **one task at a
-  time** are read back by byte offset and built without re-validation
-  (``TrialRecord.model_construct``).
+  time** are read back by byte offset and validated line by line
+  (:func:`~perceptbench.records.parse_record_line`, the validating reader's parser).
 
 Both check every line as a JSON object with exactly the schema's fields and refuse a
 duplicated ``trial_id`` naming both lines; any file they cannot take (a torn final line,
@@ -31,7 +31,7 @@ from typing import Iterator
 
 import numpy as np
 
-from .records import RecordError, RunMeta, TrialRecord, has_torn_tail, read_records
+from .records import RecordError, TrialRecord, has_torn_tail, read_records
 
 __all__ = ["RecordIndex", "read_index", "iter_task_records", "records_to_arrow", "TaskColumns",
            "read_columns", "canonical_answer"]
@@ -121,31 +121,20 @@ def read_index(path: str | os.PathLike) -> RecordIndex | None:
     return RecordIndex(path, offsets, lengths, by_task, seeds, table.num_rows)
 
 
-def _construct(obj: dict) -> TrialRecord:
-    """A TrialRecord from a parsed line without re-validation (the fields were written by
-    :class:`~perceptbench.records.RecordStore`, which validates every record it appends)."""
-    obj["run_meta"] = RunMeta.model_construct(**obj["run_meta"])
-    return TrialRecord.model_construct(**obj)
-
-
 def task_records(index: RecordIndex, task_id: str) -> list[TrialRecord]:
-    """The records of one task, in file order (read back by byte offset).  Raises
-    :class:`RecordError` naming the file and line for a line that is not a JSON object
-    with the schema's fields."""
-    from .records import SCHEMA_FIELDS
+    """The records of one task, in file order (read back by byte offset), each line
+    validated by the validating reader's line parser
+    (:func:`~perceptbench.records.parse_record_line`).  Raises :class:`RecordError` with
+    the message :func:`~perceptbench.records.check_file` gives for the line (file, line,
+    field)."""
+    from .records import parse_record_line
 
     out = []
     with open(index.path, "rb") as f:
         for row in index.by_task[task_id]:
             f.seek(int(index.offsets[row]))
             raw = f.read(int(index.lengths[row]))
-            try:
-                obj = json.loads(raw)
-            except json.JSONDecodeError as e:
-                raise RecordError(f"{index.path}:{row + 1}: not valid JSON ({e.msg})") from None
-            if not isinstance(obj, dict) or set(obj) != set(SCHEMA_FIELDS) or not isinstance(obj["run_meta"], dict):
-                raise RecordError(f"{index.path}:{row + 1}: not a trial record (run `perceptbench validate`)")
-            out.append(_construct(obj))
+            out.append(parse_record_line(raw.decode("utf-8", errors="replace"), f"{index.path}:{row + 1}"))
     return out
 
 

@@ -173,35 +173,65 @@ def parse_record_line(line: str, where: str = "<string>") -> TrialRecord:
         raise RecordError(f"{where}: field {loc}: {first['msg']}") from None
 
 
-def check_file(path: str | os.PathLike, max_errors: int = 50) -> tuple[int, list[str], int]:
-    """Check every line of a records file; returns (valid record count, the first
-    ``max_errors`` problem messages, the total number of problems).
+class TornTailWarning(UserWarning):
+    """A records file whose final line has no newline (a write torn by a crash): the line is
+    left out.  The message is the one :func:`check_file` reports for it
+    (``FILE:LINE: incomplete final line (torn write)``); the CLI prints it as a warning."""
 
-    Unlike :func:`read_records` it does not stop at the first problem: each bad line,
-    duplicate ``trial_id``, torn final line and mixed ``run_meta.seed`` per task is a
-    problem, and so is a file without a single record (an empty file is not a run)."""
+
+def _torn_message(path: Path, lineno: int) -> str:
+    return f"{path}:{lineno}: incomplete final line (torn write)"
+
+
+def scan_records(path: str | os.PathLike) -> Iterator[tuple[int, TrialRecord | None, str | None]]:
+    """The one validating walk over a records file: ``(line number, record, None)`` for each
+    valid line, ``(line number, None, message)`` for each problem, in file order.
+
+    Problems, each a one-line message naming the file, line and field: a line that is not
+    valid JSON, not a JSON object, lacks or adds fields, or fails a field's type
+    (:func:`parse_record_line`); a duplicated ``trial_id`` (naming the first line); a final
+    line without its newline (torn write).  Blank lines are skipped.  Raises
+    :class:`RecordError` for a missing file."""
     path = Path(path)
-    data = path.read_bytes()
-    lines = data.split(b"\n")
-    errors: list[str] = []
+    if not path.exists():
+        raise RecordError(f"{path}: no such records file")
+    lines = path.read_bytes().split(b"\n")
     seen: dict[str, int] = {}
-    seeds: dict[str, set[int]] = {}
-    n_ok = 0
     for lineno, raw in enumerate(lines, start=1):
         if not raw.strip():
             continue
-        if lineno == len(lines):
-            errors.append(f"{path}:{lineno}: incomplete final line (torn write)")
+        if lineno == len(lines):  # no newline after it: torn
+            yield lineno, None, _torn_message(path, lineno)
             continue
         try:
             rec = parse_record_line(raw.decode("utf-8", errors="replace"), f"{path}:{lineno}")
         except RecordError as e:
-            errors.append(str(e))
+            yield lineno, None, str(e)
             continue
         if rec.trial_id in seen:
-            errors.append(f"{path}:{lineno}: duplicate trial_id {rec.trial_id!r} (first at line {seen[rec.trial_id]})")
+            yield lineno, None, (f"{path}:{lineno}: duplicate trial_id {rec.trial_id!r} "
+                                 f"(first at line {seen[rec.trial_id]})")
             continue
         seen[rec.trial_id] = lineno
+        yield lineno, rec, None
+
+
+def check_file(path: str | os.PathLike, max_errors: int = 50) -> tuple[int, list[str], int]:
+    """Check every line of a records file; returns (valid record count, the first
+    ``max_errors`` problem messages, the total number of problems).
+
+    Unlike :func:`read_records` it does not stop at the first problem: each problem of
+    :func:`scan_records` (the same messages :func:`read_records` raises), mixed
+    ``run_meta.seed`` per task, and a file without a single record (an empty file is not a
+    run) is reported."""
+    path = Path(path)
+    errors: list[str] = []
+    seeds: dict[str, set[int]] = {}
+    n_ok = 0
+    for _, rec, problem in scan_records(path):
+        if problem is not None:
+            errors.append(problem)
+            continue
         seeds.setdefault(rec.task_id, set()).add(rec.run_meta.seed)
         n_ok += 1
     for task, ss in seeds.items():
@@ -231,33 +261,22 @@ def has_torn_tail(path: str | os.PathLike) -> bool:
 
 
 def read_records(path: str | os.PathLike, *, allow_torn_tail: bool = True) -> list[TrialRecord]:
-    """Read and validate every record of a JSONL file.
+    """Read and validate every record of a JSONL file (:func:`scan_records`).
 
-    A final line without its newline is a write torn by a crash: it is ignored when
-    ``allow_torn_tail`` (it was never a complete record), an error otherwise.  Any other
-    invalid line, or a duplicated ``trial_id``, raises :class:`RecordError` naming the line.
-    """
-    path = Path(path)
-    if not path.exists():
-        raise RecordError(f"{path}: no such records file")
-    data = path.read_bytes()
+    A final line without its newline is a write torn by a crash: with ``allow_torn_tail`` it
+    is left out (it was never a complete record) and a :class:`TornTailWarning` carrying
+    :func:`check_file`'s message for it is issued; otherwise it is an error.  Any other
+    problem raises :class:`RecordError` with :func:`check_file`'s message for that line."""
+    import warnings
+
     records: list[TrialRecord] = []
-    seen: dict[str, int] = {}
-    lines = data.split(b"\n")
-    for lineno, raw in enumerate(lines, start=1):
-        is_last = lineno == len(lines)
-        if not raw.strip():
-            continue
-        if is_last:  # no newline after it: torn
-            if allow_torn_tail:
-                continue
-            raise RecordError(f"{path}:{lineno}: incomplete final line (torn write)")
-        rec = parse_record_line(raw.decode("utf-8"), f"{path}:{lineno}")
-        if rec.trial_id in seen:
-            raise RecordError(
-                f"{path}:{lineno}: duplicate trial_id {rec.trial_id!r} (first at line {seen[rec.trial_id]})")
-        seen[rec.trial_id] = lineno
-        records.append(rec)
+    for lineno, rec, problem in scan_records(path):
+        if problem is None:
+            records.append(rec)
+        elif allow_torn_tail and problem == _torn_message(Path(path), lineno):
+            warnings.warn(TornTailWarning(problem), stacklevel=2)
+        else:
+            raise RecordError(problem)
     return records
 
 

@@ -13,8 +13,14 @@ def masked_mean(x: np.ndarray, valid: np.ndarray) -> np.ndarray:
     """
     x = np.asarray(x, dtype=float)
     valid = np.asarray(valid, dtype=bool)
-    num = np.where(valid, x, 0.0).sum(-1)
-    den = valid.sum(-1)
+    return mean_from_sums(np.where(valid, x, 0.0).sum(-1), valid.sum(-1))
+
+
+def mean_from_sums(num: np.ndarray, den: np.ndarray) -> np.ndarray:
+    """``num / den`` with NaN where ``den == 0``: the one implementation of a proportion or
+    mean over valid trials (B, accuracy; seed 000 D.1), whichever form gathered the sums
+    (:func:`masked_mean` over gathered trials, :func:`masked_mean_counts` over count
+    weights).  ``num``, ``den``: arrays of one shape -> float64 of that shape."""
     with np.errstate(invalid="ignore", divide="ignore"):
         return np.where(den > 0, num / np.maximum(den, 1), np.nan)
 
@@ -74,19 +80,7 @@ def masked_mean_counts(w: np.ndarray, x: np.ndarray, valid: np.ndarray) -> np.nd
     ``masked_mean(x[idx], valid[idx])`` per respondent; bit for bit when ``x`` is
     integer-valued (every sum is then an exact integer)."""
     v = np.asarray(valid, bool).astype(float)
-    num = _wsum(w, np.asarray(x, float) * v)
-    den = _wsum_by_pattern(w, v)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(den > 0, num / np.maximum(den, 1), np.nan)
-
-
-def agreement_b_resampled(match: np.ndarray, valid: np.ndarray, idx: np.ndarray) -> np.ndarray:
-    """``agreement_b(match[idx], valid[idx])`` from the resample count matrix of ``idx``
-    (one matrix-vector product per side, no gathered (d, n) arrays): ``match``, ``valid``
-    bool (n,), ``idx`` int (d, n) -> float64 (d,), equal bit for bit (seed 000 D.1, D.5)."""
-    from .bootstrap import resample_counts
-
-    return masked_mean_counts(resample_counts(idx), np.asarray(match)[None], np.asarray(valid)[None])[:, 0]
+    return mean_from_sums(_wsum(w, np.asarray(x, float) * v), _wsum_by_pattern(w, v))
 
 
 def agreement_b(match: np.ndarray, valid: np.ndarray) -> np.ndarray:

@@ -38,67 +38,77 @@ class BootstrapResult:
     seed: int
 
 
+class Resampler:
+    """Owner of the bootstrap index matrices and their count matrices (seed 000 D.5).
+
+    An index matrix is a pure function of (n, n_draws, seed, strata), so one drawn matrix
+    is shared read-only by every model and statistic scored on the same stimulus set
+    (sharing changes no value); the ``maxsize`` most recently used are kept, each with its
+    count matrix.  :func:`resample_indices` and :func:`resample_counts` use the process's
+    one instance, :data:`DRAWS`; a test wanting an empty one makes its own."""
+
+    def __init__(self, maxsize: int = 32):
+        self.maxsize = maxsize
+        self.indices: "OrderedDict[tuple, np.ndarray]" = OrderedDict()
+        self._counts: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+
+    def resample_indices(self, n: int, n_draws: int, seed: int, strata: np.ndarray | None = None) -> np.ndarray:
+        """Index matrix ``(n_draws, n)``, int64, read-only, drawn with replacement.
+
+        With ``strata`` (shape (n,), any labels) each stratum is resampled within itself,
+        so every draw keeps the design's per-stratum counts (used for designed factors such
+        as the rendered series count k).  Raises ValueError for n == 0."""
+        if n <= 0:
+            raise ValueError("cannot bootstrap an empty stimulus set")
+        key = None if strata is None else (np.asarray(strata).dtype.str, np.asarray(strata).tobytes())
+        k = (n, n_draws, seed, key)
+        hit = self.indices.get(k)
+        if hit is not None:
+            self.indices.move_to_end(k)
+            return hit
+        idx = _draw_indices(n, n_draws, seed, None if strata is None else np.asarray(strata))
+        idx.setflags(write=False)
+        self.indices[k] = idx
+        if len(self.indices) > self.maxsize:
+            _, old = self.indices.popitem(last=False)
+            self._counts.pop(id(old), None)
+        return idx
+
+    def resample_counts(self, idx: np.ndarray) -> np.ndarray:
+        """Resample count matrix of an index matrix: ``counts[d, i]`` = how often draw ``d``
+        picked stimulus ``i``; ``idx`` int (d, n) -> float32 (d, n), read-only, each row
+        summing to n.  A sum over a resample, ``x[idx].sum(-1)``, is ``counts @ x``; for
+        integer-valued ``x`` (0/1 correctness, counts) every such sum is an integer, exact in
+        float64 whatever the order of summation, so statistics built from count products
+        equal the gathering form bit for bit.  Kept beside a matrix this resampler drew (and
+        shared by every model and statistic on those draws); any other matrix is counted
+        afresh.  float32 (exact for n < 2**24): the count products of
+        :mod:`perceptbench.metrics.agreement` then run in float32 where that is exact."""
+        hit = self._counts.get(id(idx))
+        if hit is not None and hit[0] is idx:
+            return hit[1]
+        idx = np.asarray(idx)
+        d, n = idx.shape
+        counts = np.bincount((idx + n * np.arange(d)[:, None]).ravel(), minlength=d * n).reshape(d, n)
+        counts = counts.astype(np.float32)  # integers <= n: exact; float32 marks them as counts for _wsum
+        counts.setflags(write=False)
+        if any(v is idx for v in self.indices.values()):
+            self._counts[id(idx)] = (idx, counts)
+        return counts
+
+
+DRAWS = Resampler()
+"""The process's resampler, behind :func:`resample_indices` and :func:`resample_counts`."""
+
+
 def resample_indices(n: int, n_draws: int, seed: int, strata: np.ndarray | None = None) -> np.ndarray:
-    """Index matrix ``(n_draws, n)``, int64, drawn with replacement.
-
-    With ``strata`` (shape (n,), any labels) each stratum is resampled within itself, so
-    every draw keeps the design's per-stratum counts (used for designed factors such as
-    the rendered series count k).  Raises ValueError for n == 0.
-    """
-    if n <= 0:
-        raise ValueError("cannot bootstrap an empty stimulus set")
-    key = None if strata is None else (np.asarray(strata).dtype.str, np.asarray(strata).tobytes())
-    return _cached_indices(n, n_draws, seed, key, None if strata is None else np.asarray(strata))
-
-
-_CACHE: "OrderedDict[tuple, np.ndarray]" = OrderedDict()
-_CACHE_MAX = 32
-
-
-def _cached_indices(n: int, n_draws: int, seed: int, key, strata) -> np.ndarray:
-    """The index matrix of :func:`resample_indices`, drawn once per (n, n_draws, seed,
-    strata) and shared read-only by every model scored on the same stimulus set (the draws
-    are a pure function of these, so sharing changes no value); least recently used
-    matrices beyond 32 are dropped."""
-    k = (n, n_draws, seed, key)
-    hit = _CACHE.get(k)
-    if hit is not None:
-        _CACHE.move_to_end(k)
-        return hit
-    idx = _draw_indices(n, n_draws, seed, strata)
-    idx.setflags(write=False)
-    _CACHE[k] = idx
-    if len(_CACHE) > _CACHE_MAX:
-        _, old = _CACHE.popitem(last=False)
-        _COUNTS.pop(id(old), None)
-    return idx
-
-
-_COUNTS: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+    """:meth:`Resampler.resample_indices` of :data:`DRAWS`."""
+    return DRAWS.resample_indices(n, n_draws, seed, strata)
 
 
 def resample_counts(idx: np.ndarray) -> np.ndarray:
-    """Resample count matrix of an index matrix: ``counts[d, i]`` = how often draw ``d``
-    picked stimulus ``i``; ``idx`` int (d, n) -> float32 (d, n), read-only, each row summing
-    to n.  A sum over a resample, ``x[idx].sum(-1)``, is ``counts @ x``; for integer-valued
-    ``x`` (0/1 correctness, counts) every such sum is an integer, exact in float64 whatever
-    the order of summation, so statistics built from count products equal the gathering
-    form bit for bit.  Computed once per matrix drawn by :func:`resample_indices` (kept
-    beside it while it is cached) and shared by every model and statistic on those draws;
-    any other matrix is counted afresh.  Returned as float32 (exact for n < 2**24): the
-    count products of :mod:`perceptbench.metrics.agreement` then run in float32 where that is
-    exact."""
-    hit = _COUNTS.get(id(idx))
-    if hit is not None and hit[0] is idx:
-        return hit[1]
-    idx = np.asarray(idx)
-    d, n = idx.shape
-    counts = np.bincount((idx + n * np.arange(d)[:, None]).ravel(), minlength=d * n).reshape(d, n)
-    counts = counts.astype(np.float32)  # integers <= n: exact; float32 marks them as counts for _wsum
-    counts.setflags(write=False)
-    if any(v is idx for v in _CACHE.values()):
-        _COUNTS[id(idx)] = (idx, counts)
-    return counts
+    """:meth:`Resampler.resample_counts` of :data:`DRAWS`."""
+    return DRAWS.resample_counts(idx)
 
 
 def percentile_intervals(estimate: np.ndarray, draws: np.ndarray, n_draws: int, seed: int,

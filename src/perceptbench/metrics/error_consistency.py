@@ -18,13 +18,58 @@ import warnings
 
 import numpy as np
 
-from .agreement import _patterns, _wsum, _wsum_by_pattern, masked_mean
+from .agreement import _patterns, _wsum, _wsum_by_pattern
 
 UNDEFINED_REASON = "kappa undefined: expected agreement c_exp = 1 (a side is always correct or always wrong)"
 
 
+def kappa_from_sums(n_v, s_agree, s_m, s_h) -> np.ndarray:
+    """kappa from its sums over the valid trials: the one implementation of seed 000 Eq. 2.
+
+    ``n_v``: valid trials; ``s_agree``: sum of m h + (1 - m)(1 - h) (trials where both
+    sides agree, for 0/1 sides); ``s_m`` / ``s_h``: sum of each side; float or int arrays
+    broadcastable to one shape.  c_obs = s_agree / n_v, p_m = s_m / n_v, p_h = s_h / n_v,
+    c_exp = p_m p_h + (1 - p_m)(1 - p_h), kappa = (c_obs - c_exp) / (1 - c_exp).  Returns
+    float64, NaN where ``n_v == 0`` or c_exp == 1 within 1e-12 (undefined, never 1.0).
+    Every form in this module (gathering, count weights, pairwise, ceilings) only gathers
+    these sums and calls this, so a value from one form equals another's whenever their
+    sums are equal (always for 0/1 inputs: integer sums are exact in float64)."""
+    n_v, s_agree, s_m, s_h = np.broadcast_arrays(*(np.asarray(a, float) for a in (n_v, s_agree, s_m, s_h)))
+    shape = n_v.shape
+    n_v, s_agree, s_m, s_h = (np.atleast_1d(a) for a in (n_v, s_agree, s_m, s_h))  # in-place ops need arrays
+    ok = n_v > 0
+    den = np.maximum(n_v, 1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        c_obs = s_agree / den
+        p_m = s_m / den
+        p_h = s_h / den
+        if not ok.all():
+            bad = ~ok
+            c_obs[bad] = np.nan
+            p_m[bad] = np.nan
+            p_h[bad] = np.nan
+        c_exp = p_m * p_h
+        q = 1 - p_m
+        q *= 1 - p_h
+        c_exp += q  # p_m p_h + (1 - p_m)(1 - p_h)
+        c_obs -= c_exp
+        np.subtract(1, c_exp, out=q)
+        c_obs /= q  # (c_obs - c_exp) / (1 - c_exp)
+        np.subtract(c_exp, 1.0, out=q)
+        np.abs(q, out=q)
+        c_obs[q <= 1e-12] = np.nan  # c_exp == 1 (np.isclose(c_exp, 1, rtol=0, atol=1e-12)): undefined
+    return c_obs.reshape(shape)
+
+
+def _agree_from_counts(n_v, s_a, s_b, s_ab):
+    """Agreement count of two 0/1 sides from their counts: both 1 (``s_ab``) plus both 0
+    (``n_v - s_a - s_b + s_ab``).  Integers: exact in float64 in any order."""
+    return 2.0 * np.asarray(s_ab, float) + (np.asarray(n_v, float) - s_a) - s_b
+
+
 def kappa(m: np.ndarray, h: np.ndarray, valid: np.ndarray | None = None) -> np.ndarray:
-    """Cohen-style error consistency over the last axis.
+    """Cohen-style error consistency over the last axis (gathering form of
+    :func:`kappa_from_sums`).
 
     ``m``: model correctness, 0/1 (..., n).  ``h``: human correctness, 0/1 or panel
     accuracy in [0, 1], broadcastable to ``m``.  ``valid``: bool mask of scored trials
@@ -35,49 +80,13 @@ def kappa(m: np.ndarray, h: np.ndarray, valid: np.ndarray | None = None) -> np.n
     h = np.asarray(h, dtype=float)
     m, h = np.broadcast_arrays(m, h)
     valid = np.ones(m.shape, bool) if valid is None else np.broadcast_to(np.asarray(valid, bool), m.shape)
-    c_obs = masked_mean(m * h + (1 - m) * (1 - h), valid)
-    p_m = masked_mean(m, valid)
-    p_h = masked_mean(h, valid)
-    c_exp = p_m * p_h + (1 - p_m) * (1 - p_h)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        out = (c_obs - c_exp) / (1 - c_exp)
-    return np.where(np.isclose(c_exp, 1.0, rtol=0, atol=1e-12), np.nan, out)
+    out = kappa_from_sums(valid.sum(-1), np.where(valid, m * h + (1 - m) * (1 - h), 0.0).sum(-1),
+                          np.where(valid, m, 0.0).sum(-1), np.where(valid, h, 0.0).sum(-1))
+    return out
 
 
 def _binary(x: np.ndarray) -> bool:
     return bool(((x == 0) | (x == 1)).all())
-
-
-def _kappa_from_counts(n_v, s_a, s_b, s_ab) -> np.ndarray:
-    """kappa from integer-valued counts over the valid trials (float64 arrays of one shape):
-    n_v valid trials, s_a / s_b ones on each side, s_ab trials where both are 1.  For 0/1
-    inputs every sum in :func:`kappa` is an integer (exact in float64), so this gives the
-    same float64 values as :func:`kappa` bit for bit (same divisions, same c_exp formula)."""
-    # the same operations as kappa() on the sums, done in place (arrays of draws x models)
-    n_v, s_a, s_b, s_ab = (np.asarray(a, float) for a in (n_v, s_a, s_b, s_ab))
-    ok = n_v > 0
-    bad = None if ok.all() else ~ok
-    den = np.maximum(n_v, 1)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        c_obs = s_ab * 2.0  # + n_v - s_a - s_b: sum of m h + (1-m)(1-h) (integers: any order is exact)
-        c_obs += n_v - s_a
-        c_obs -= s_b
-        c_obs /= den
-        p_m = s_a / den
-        p_h = s_b / den
-        if bad is not None:
-            c_obs, p_m, p_h = (np.where(bad, np.nan, a) for a in (c_obs, p_m, p_h))
-        c_exp = p_m * p_h
-        q = 1 - p_h
-        q *= 1 - p_m
-        c_exp += q  # p_m p_h + (1 - p_m)(1 - p_h)
-        c_obs -= c_exp
-        np.subtract(1, c_exp, out=q)
-        c_obs /= q  # (c_obs - c_exp) / (1 - c_exp)
-        np.subtract(c_exp, 1.0, out=q)
-        np.abs(q, out=q)
-        c_obs[q <= 1e-12] = np.nan  # np.isclose(c_exp, 1, rtol=0, atol=1e-12): undefined
-    return c_obs
 
 
 def kappa_pairwise_mean(m: np.ndarray, observers: np.ndarray, valid: np.ndarray | None = None) -> np.ndarray:
@@ -96,7 +105,8 @@ def kappa_pairwise_mean(m: np.ndarray, observers: np.ndarray, valid: np.ndarray 
         s_m = mv.sum(-1)
         s_h = np.einsum("j...n,...n->j...", observers, v)
         s_mh = np.einsum("j...n,...n->j...", observers, mv)
-        k = np.ascontiguousarray(_kappa_from_counts(n_v[None], s_m[None], s_h, s_mh))
+        k = np.ascontiguousarray(kappa_from_sums(n_v[None], _agree_from_counts(n_v[None], s_m[None], s_h, s_mh),
+                                                 s_m[None], s_h))
     else:
         k = kappa(m[None], observers, None if valid is None else valid[None])
     with np.errstate(invalid="ignore"):
@@ -104,26 +114,6 @@ def kappa_pairwise_mean(m: np.ndarray, observers: np.ndarray, valid: np.ndarray 
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
             return np.nanmean(k, axis=0)
-
-
-def kappa_pairwise_mean_resampled(m: np.ndarray, observers: np.ndarray, valid: np.ndarray | None,
-                                  idx: np.ndarray) -> np.ndarray:
-    """``kappa_pairwise_mean(m[idx], observers[:, idx], valid[idx])`` without gathering the
-    (J, d, n) resampled observers: each draw is a count vector c_d (how often draw d picked
-    each stimulus, shape (d, n)), and every sum in kappa is a matrix product of the counts
-    with the 0/1 columns.  ``m`` (n,), ``observers`` (J, n), ``valid`` (n,) bool or None,
-    ``idx`` int (d, n) -> float64 (d,).  The sums are integers, exact in float64, so the
-    values equal the gathering form bit for bit (tests/test_metrics.py); non-0/1 input falls
-    back to that form.  Seed 000 Eq. 2 and D.5 (kappa recomputed whole on each draw)."""
-    m = np.asarray(m, dtype=float)
-    observers = np.asarray(observers, dtype=float)
-    idx = np.asarray(idx)
-    if not (_binary(m) and _binary(observers)):
-        return kappa_pairwise_mean(m[idx], observers[:, idx], None if valid is None else np.asarray(valid)[idx])
-    from .bootstrap import resample_counts
-
-    v = np.ones((1, m.shape[-1]), bool) if valid is None else np.asarray(valid, bool)[None]
-    return kappa_pairwise_counts(resample_counts(idx), m[None], observers, v)[:, 0]
 
 
 def kappa_pairwise_counts(w: np.ndarray, m: np.ndarray, observers: np.ndarray, valid: np.ndarray) -> np.ndarray:
@@ -143,7 +133,8 @@ def kappa_pairwise_counts(w: np.ndarray, m: np.ndarray, observers: np.ndarray, v
     s_h = _wsum(w, (observers[:, None, :] * u[None]).reshape(J * len(u), -1)).reshape(-1, J, len(u))
     s_h = s_h.transpose(1, 0, 2) if inv is None else s_h.transpose(1, 0, 2)[:, :, inv]
     s_mh = _wsum(w, (observers[:, None, :] * mv[None]).reshape(J * M, -1)).reshape(-1, J, M).transpose(1, 0, 2)
-    k = np.ascontiguousarray(_kappa_from_counts(n_v[None], s_m[None], s_h, s_mh))
+    k = np.ascontiguousarray(kappa_from_sums(n_v[None], _agree_from_counts(n_v[None], s_m[None], s_h, s_mh),
+                                                 s_m[None], s_h))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         return np.nanmean(k, axis=0)
@@ -166,15 +157,7 @@ def kappa_counts(w: np.ndarray, m: np.ndarray, h: np.ndarray, valid: np.ndarray)
     else:
         s_h = _wsum(w, h * v)
     hb = np.broadcast_to(h, m.shape)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        den = np.maximum(n_v, 1)
-        ok = n_v > 0
-        c_obs = np.where(ok, _wsum(w, (m * hb + (1 - m) * (1 - hb)) * v) / den, np.nan)
-        p_m = np.where(ok, _wsum(w, m * v) / den, np.nan)
-        p_h = np.where(ok, s_h / den, np.nan)
-        c_exp = p_m * p_h + (1 - p_m) * (1 - p_h)
-        out = (c_obs - c_exp) / (1 - c_exp)
-    return np.where(np.isclose(c_exp, 1.0, rtol=0, atol=1e-12), np.nan, out)
+    return kappa_from_sums(n_v, _wsum(w, (m * hb + (1 - m) * (1 - hb)) * v), _wsum(w, m * v), s_h)
 
 
 def pairwise_ceiling(observers: np.ndarray) -> np.ndarray:
@@ -191,7 +174,7 @@ def pairwise_ceiling(observers: np.ndarray) -> np.ndarray:
         gram = np.einsum("i...n,j...n->...ij", observers, observers)  # (..., J, J)
         s_ab = np.moveaxis(gram[..., ii, jj], -1, 0)  # (P, ...)
         n_v = np.full(s_ab.shape, float(observers.shape[-1]))
-        return np.ascontiguousarray(_kappa_from_counts(n_v, s[ii], s[jj], s_ab))
+        return np.ascontiguousarray(kappa_from_sums(n_v, _agree_from_counts(n_v, s[ii], s[jj], s_ab), s[ii], s[jj]))
     a = observers[[i for i, _ in pairs]]
     b = observers[[j for _, j in pairs]]
     return kappa(a, b)
@@ -210,7 +193,7 @@ def pairwise_ceiling_counts(w: np.ndarray, observers: np.ndarray) -> np.ndarray:
     s = _wsum(w, observers).T  # (J, k)
     s_ab = _wsum(w, observers[ii] * observers[jj]).T  # (P, k)
     n_v = np.full(s_ab.shape, float(n))
-    return np.ascontiguousarray(_kappa_from_counts(n_v, s[ii], s[jj], s_ab))
+    return np.ascontiguousarray(kappa_from_sums(n_v, _agree_from_counts(n_v, s[ii], s[jj], s_ab), s[ii], s[jj]))
 
 
 def leave_one_out_ceiling(observers: np.ndarray) -> np.ndarray:

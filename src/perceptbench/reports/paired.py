@@ -58,9 +58,10 @@ class PairedDiff:
 
 
 def _mode(responses):
-    from ..tasks.gestalt import _mode as gestalt_mode  # the scorer's own tie rule
+    from ..scorers.human_panel import modal_response  # the scorer's own tie rule
+    from ..stimuli.silhouettes import NO_ANSWER
 
-    return gestalt_mode(responses)
+    return modal_response(responses, NO_ANSWER)
 
 
 def _model_groups(records: list[TrialRecord]):

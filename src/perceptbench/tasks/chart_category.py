@@ -7,16 +7,12 @@ trial is a record (``human:<participant>``), scored by the same code as the mode
 
 from __future__ import annotations
 
-import itertools
-from collections import defaultdict
+from functools import cached_property
 
 import numpy as np
 
-from ..metrics.agreement import agreement_b, masked_mean
-from ..metrics.bootstrap import N_BOOT_B, N_BOOT_KAPPA, bootstrap
-from ..metrics.capacity import accuracy_by_k
-from ..metrics.error_consistency import UNDEFINED_REASON, kappa
 from ..records import TrialRecord
+from ..scorers.cell_panel import CellPanelScorer
 from ..seeding import rng_for, text_hash
 from ..core.rows import ScoreRow
 from ..core.settings import Setting
@@ -41,30 +37,6 @@ def parse_stimulus_id(sid: str) -> tuple[str, int, str]:
     if len(parts) != 4 or parts[0] != "tseng" or not parts[2].isdigit():
         raise ValueError(f"not a category_mean stimulus id: {sid!r}")
     return parts[1], int(parts[2]), parts[3]
-
-
-def _ratio_boot(num: np.ndarray, den: np.ndarray, n_draws: int, seed: int, strata=None, mask=None):
-    """Bootstrap of sum(num)/sum(den) over stimuli (ratio of sums = trial-weighted mean)."""
-    mask = np.ones(len(num), bool) if mask is None else mask
-
-    def stat(i):
-        d = (den[i] * mask[i]).sum(-1)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            return np.where(d > 0, (num[i] * mask[i]).sum(-1) / np.maximum(d, 1e-300), np.nan)
-    return bootstrap(stat, len(num), n_draws=n_draws, seed=seed, strata=strata)
-
-
-def _pct(values: np.ndarray, n_draws: int, seed: int, key: str):
-    """Mean of ``values`` (NaN dropped) with a percentile interval from resampling the values."""
-    from ..metrics.bootstrap import BootstrapResult
-
-    v = values[np.isfinite(values)]
-    if v.size == 0:
-        return BootstrapResult(float("nan"), float("nan"), float("nan"), n_draws, n_draws, seed)
-    idx = rng_for(seed, "bootstrap-units", key, v.size, n_draws).integers(0, v.size, size=(n_draws, v.size))
-    draws = v[idx].mean(1)
-    lo, hi = np.percentile(draws, [2.5, 97.5])
-    return BootstrapResult(float(v.mean()), float(lo), float(hi), n_draws, 0, seed)
 
 
 class CategoryMeanTask(Task):
@@ -177,174 +149,11 @@ class CategoryMeanTask(Task):
 
     # ------------------------------------------------------------------ scoring
 
+    @cached_property
+    def scorer(self) -> CellPanelScorer:
+        """This task's cell-panel scorer (k = 2..10)."""
+        return CellPanelScorer(self.task_id, K_LEVELS)
+
     def score(self, records: list[TrialRecord], seed: int) -> list[ScoreRow]:
-        tid = self.task_id
-        humans: dict[str, dict[str, float]] = defaultdict(dict)
-        split: dict[str, str] = {}
-        kval: dict[str, int] = {}
-        models: dict[str, list[TrialRecord]] = defaultdict(list)
-        for r in records:
-            kval[r.stimulus_id] = int(r.manipulated_value)
-            if r.model_family == "human":
-                humans[r.model][r.stimulus_id] = float(bool(r.correct))
-                split[r.stimulus_id] = (r.run_meta.model_extra or {}).get("split", "test")
-            else:
-                models[r.model].append(r)
-        if not humans:
-            raise ValueError(f"{tid}: no human trial records to score against")
-        stim = sorted(split)
-        col = {s: j for j, s in enumerate(stim)}
-        n_obs = np.zeros(len(stim))
-        n_cor = np.zeros(len(stim))
-        for m, d in humans.items():
-            for s, c in d.items():
-                n_obs[col[s]] += 1
-                n_cor[col[s]] += c
-        rows: list[ScoreRow] = []
-        for name, sel in (("test", np.array([split[s] == "test" for s in stim])),
-                          ("all", np.ones(len(stim), bool))):
-            if sel.any():
-                rows += self._panel_rows(humans, stim, col, n_obs, n_cor, sel, kval, name, seed)
-        for m, rs in sorted(models.items()):
-            rows += self._model_rows(m, rs, humans, col, n_obs, n_cor, seed)
-        return rows
-
-    def _cells(self, humans, sel_stim: set[str]) -> dict[frozenset, list[str]]:
-        """Observers grouped by the exact stimulus set they saw (one batch in one palette)."""
-        cells: dict[frozenset, list[str]] = defaultdict(list)
-        for m, d in humans.items():
-            seen = frozenset(s for s in d if s in sel_stim)
-            if seen:
-                cells[seen].append(m)
-        return cells
-
-    def _ceilings(self, humans, sel_stim: set[str]) -> tuple[np.ndarray, np.ndarray]:
-        """(kappa of every within-cell observer pair, kappa of every observer in a cell of
-        >= 3 against the mean of the others in its cell)."""
-        pw, loo = [], []
-        for seen, obs in sorted(self._cells(humans, sel_stim).items(), key=lambda kv: sorted(kv[1])):
-            ss = sorted(seen)
-            mat = np.array([[humans[o][s] for s in ss] for o in sorted(obs)])
-            for a, b in itertools.combinations(range(len(obs)), 2):
-                pw.append(float(kappa(mat[a], mat[b])))
-            if len(obs) >= 3:
-                tot = mat.sum(0)
-                for j in range(len(obs)):
-                    loo.append(float(kappa(mat[j], (tot - mat[j]) / (len(obs) - 1))))
-        return np.array(pw), np.array(loo)
-
-    def _panel_rows(self, humans, stim, col, n_obs, n_cor, sel, kval, name, seed) -> list[ScoreRow]:
-        tid, m, s = self.task_id, "human:panel", f"@{name}"
-        idx = np.flatnonzero(sel)
-        num, den = n_cor[idx], n_obs[idx]
-        kk = np.array([kval[stim[i]] for i in idx])
-        sel_stim = {stim[i] for i in idx}
-        acc_obs = np.array([np.mean([c for st, c in d.items() if st in sel_stim])
-                            for d in humans.values() if any(st in sel_stim for st in d)])
-        n_trials = int(den.sum())
-        rows = [
-            ScoreRow.from_boot(tid, m, "accuracy" + s, _ratio_boot(num, den, N_BOOT_B, seed), n_trials, 0,
-                               f"all human trials pooled; bootstrap over {len(idx)} stimuli"),
-            ScoreRow(tid, m, "observer_accuracy_mean" + s, float(acc_obs.mean()), None, None, len(acc_obs), 0,
-                     f"{len(acc_obs)} participants"),
-            ScoreRow(tid, m, "observer_accuracy_min" + s, float(acc_obs.min()), None, None, len(acc_obs), 0),
-            ScoreRow(tid, m, "observer_accuracy_max" + s, float(acc_obs.max()), None, None, len(acc_obs), 0),
-        ]
-        for lev in K_LEVELS:
-            mask = kk == lev
-            if not mask.any():
-                continue
-            b = _ratio_boot(num, den, N_BOOT_B, seed, strata=kk, mask=mask.astype(float))
-            rows.append(ScoreRow.from_boot(
-                tid, m, f"a_k[{lev}]" + s, b, int(den[mask].sum()), 0,
-                "human accuracy at k categories (Tseng et al. 2023 highest-mean judgement: a different task "
-                "from series counting's a(k), not the same measurement); bootstrap over stimuli by k"))
-        pw, loo = self._ceilings(humans, sel_stim)
-        pw_b = _pct(pw, N_BOOT_KAPPA, seed, "pairs" + s)
-        loo_b = _pct(loo, N_BOOT_KAPPA, seed, "loo" + s)
-        ok_pw, ok_loo = pw[np.isfinite(pw)], loo[np.isfinite(loo)]
-        rows += [
-            ScoreRow.from_boot(tid, m, "ceiling_kappa_pairwise_mean" + s, pw_b, len(ok_pw), len(pw) - len(ok_pw),
-                               f"mean over {len(ok_pw)} pairs of participants who saw the same batch in the same "
-                               f"palette ({len(pw) - len(ok_pw)} undefined pairs left out); CI resamples pairs"),
-            ScoreRow(tid, m, "ceiling_kappa_pairwise_min" + s, float(ok_pw.min()) if ok_pw.size else float("nan"),
-                     None, None, len(ok_pw), 0),
-            ScoreRow(tid, m, "ceiling_kappa_pairwise_max" + s, float(ok_pw.max()) if ok_pw.size else float("nan"),
-                     None, None, len(ok_pw), 0),
-            ScoreRow.from_boot(tid, m, "ceiling_kappa_loo_mean" + s, loo_b, len(ok_loo), len(loo) - len(ok_loo),
-                               "each participant in a batch x palette cell of >= 3 vs the mean of the others "
-                               "in the cell; CI resamples participants"),
-        ]
-        multi = den >= 2
-        maj_ok = multi & (num * 2 > den)
-        maj_wrong = multi & (num * 2 < den)
-        rows += [
-            ScoreRow(tid, m, "n_stimuli_multi_observer" + s, float(multi.sum()), None, None, len(idx), 0,
-                     "stimuli seen by >= 2 participants: B is defined on these"),
-            ScoreRow(tid, m, "n_mode_correct" + s, float(maj_ok.sum()), None, None, int(multi.sum()), 0,
-                     "strict majority correct: modal answer = the answer"),
-            ScoreRow(tid, m, "n_mode_unknown" + s, float(maj_wrong.sum()), None, None, int(multi.sum()), 0,
-                     "strict majority wrong: modal answer not released (chosen category not in the data)"),
-            ScoreRow(tid, m, "n_mode_tied" + s, float((multi & (num * 2 == den)).sum()), None, None,
-                     int(multi.sum()), 0),
-        ]
-        return rows
-
-    def _model_rows(self, m, rs, humans, col, n_obs, n_cor, seed) -> list[ScoreRow]:
-        tid = self.task_id
-        rs = sorted(rs, key=lambda r: (r.stimulus_id, r.rep))
-        for r in rs:
-            if r.stimulus_id not in col:
-                raise ValueError(f"{tid}: {m} answered {r.stimulus_id}, which has no human trial")
-        n = len(rs)
-        cols = np.array([col[r.stimulus_id] for r in rs])
-        correct = np.array([bool(r.correct) for r in rs], float)
-        valid = np.array([r.response is not None for r in rs])
-        n_null = int((~valid).sum())
-        k = np.array([int(r.manipulated_value) for r in rs])
-        p = n_cor[cols] / n_obs[cols]
-        multi = n_obs[cols] >= 2
-        known = multi & (n_cor[cols] * 2 > n_obs[cols])
-        rows = [ScoreRow.from_boot(tid, m, "accuracy", bootstrap(
-            lambda i: masked_mean(correct[i], valid[i]), n, n_draws=N_BOOT_B, seed=seed), int(valid.sum()), n_null)]
-        b = bootstrap(lambda i: agreement_b(correct[i].astype(bool), (valid & known)[i]), n,
-                      n_draws=N_BOOT_B, seed=seed)
-        rows.append(ScoreRow.from_boot(
-            tid, m, "B", b, int((valid & known).sum()), n_null,
-            f"match with the human modal answer on stimuli seen by >= 2 participants whose strict majority was "
-            f"correct; {int((multi & ~known).sum())} multi-observer stimuli with a tied or unreleased (wrong) mode "
-            f"and {int((~multi).sum())} single-observer stimuli excluded"))
-        ka = bootstrap(lambda i: kappa(correct[i], p[i], valid[i]), n, n_draws=N_BOOT_KAPPA, seed=seed)
-        rows.append(ScoreRow.from_boot(tid, m, "kappa_aggregate", ka, int(valid.sum()), n_null,
-                                       "" if np.isfinite(ka.estimate) else UNDEFINED_REASON))
-        # pairwise: each participant against the model on the stimuli both answered
-        resp = {r.stimulus_id: (bool(r.correct), r.response is not None) for r in rs}
-        per_obs = []
-        for o, d in sorted(humans.items()):
-            common = [s for s in d if s in resp and resp[s][1]]
-            if common:
-                per_obs.append(float(kappa(np.array([resp[s][0] for s in common], float),
-                                           np.array([d[s] for s in common]))))
-        kp = _pct(np.array(per_obs), N_BOOT_KAPPA, seed, f"pairwise|{m}")
-        n_def = int(np.isfinite(per_obs).sum()) if per_obs else 0
-        rows.append(ScoreRow.from_boot(tid, m, "kappa_pairwise", kp, n_def, n_null,
-                                       f"mean over {n_def} participants of kappa(model, participant) on the "
-                                       f"stimuli both answered ({len(per_obs) - n_def} undefined left out); "
-                                       "CI resamples participants"))
-        for lev in K_LEVELS:
-            if not (k == lev).any():
-                continue
-            j = K_LEVELS.index(lev)
-            bk = bootstrap(lambda i, j=j: accuracy_by_k(correct[i], valid[i], k[i], np.array(K_LEVELS))[:, j], n,
-                           n_draws=N_BOOT_B, seed=seed, strata=k)
-            rows.append(ScoreRow.from_boot(tid, m, f"a_k[{lev}]", bk, int(((k == lev) & valid).sum()),
-                                           int((~valid[k == lev]).sum())))
-        gt = np.array([int(r.ground_truth) for r in rs])
-        rows.append(ScoreRow(tid, m, "chance", float(np.mean(1.0 / k)), None, None, n, 0,
-                             "mean of 1/k over the answered stimuli (uniform guessing)"))
-        rows.append(ScoreRow(tid, m, "position_floor", float(max((gt == v).mean() for v in set(gt.tolist()))),
-                             None, None, n, 0, "accuracy of always naming the most frequent answer position "
-                             "(seed 000 D.3 floor; the release's answers are not uniform over positions)"))
-        nu = n_null / n
-        rows.append(ScoreRow(tid, m, "null_rate", nu, None, None, n, n_null))
-        return rows
+        """Score rows (:meth:`CellPanelScorer.score`)."""
+        return self.scorer.score(records, seed)

@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+from functools import cached_property
+
 import numpy as np
 
 from ..metrics.agreement import agreement_b, position_floor
 from ..metrics.bootstrap import N_BOOT_B, bootstrap
+from ..record_table import TaskColumns
 from ..records import TrialRecord
+from ..scorers.common import respondent_positions
+from ..scorers.kernel import KernelOddOneOutScorer
 from ..seeding import rng_for, text_hash
 from ..core.rows import ScoreRow
 from ..core.settings import Setting
@@ -124,7 +129,17 @@ class ThingsOddOneOutTask(Task):
                     seed=seed, run_id=run_id, split=s.split, line=line + 1, order=order, **summary))
         return out
 
+    @cached_property
+    def scorer(self) -> KernelOddOneOutScorer:
+        """The odd-one-out scorer whose B (agreement with the reference answer) this task
+        reports; the reference is the modal human choice (``ground_truth``)."""
+        return KernelOddOneOutScorer(self.task_id, TEST)
+
     def score(self, records: list[TrialRecord], seed: int) -> list[ScoreRow]:
+        """B of every respondent against the modal human choice (the scorer's
+        :meth:`~perceptbench.scorers.kernel.KernelOddOneOutScorer.agreement`), B over the
+        test-retest ceiling, the position floor and null rates; the release's test-retest
+        ceiling and the test-retest agreement on the sample (seed 000 D.1, D.3)."""
         tid = self.task_id
         by: dict[str, list[TrialRecord]] = {}
         for r in records:
@@ -156,11 +171,12 @@ class ThingsOddOneOutTask(Task):
                           seed=seed)
             rows.append(ScoreRow.from_boot(tid, "human:panel", "test_retest_on_sample", b, len(rr), 0,
                                            "first vs repeated choice on the sampled triplets"))
+        c = TaskColumns.from_records(tid, records)
+        b_of = self.scorer.agreement(c, [(c.models[m], pos) for m, pos in respondent_positions(c)], seed)
         for m, rs in sorted(by.items()):
             n = len(rs)
             valid = np.array([r.response is not None for r in rs])
-            match = np.array([bool(r.correct) for r in rs])
-            b = bootstrap(lambda i: agreement_b(match[i], valid[i]), n, n_draws=N_BOOT_B, seed=seed)
+            b = b_of[m][0]
             n_null = int((~valid).sum())
             note = "agreement with the modal human choice"
             if m in (TEST, RETEST):

@@ -1,0 +1,120 @@
+"""The kernel odd-one-out scorer (seed 000 §2.1 "Construction", D.1, D.3, D.4): a triplet task
+whose human answer comes from a perceptual kernel, a symmetric dissimilarity matrix
+(Demiralp et al. 2014): the odd one out is the item outside the least dissimilar pair.  One
+object owns the metric and its reference points: B against the reference kernel's answer
+per respondent, the position floor (max_k f_k of the target positions), and the human
+spread, how many answers differ between the other kernels (``human:kernel-<name>``
+respondents)."""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+
+import numpy as np
+
+from ..core.rows import ScoreRow
+from ..metrics.agreement import masked_mean_counts, position_floor
+from ..metrics.bootstrap import N_BOOT_B, BootstrapResult
+from ..record_table import TaskColumns
+from .common import batches, intervals, null_rows, respondent_positions, with_estimate
+
+
+def kernel_odd_one_out(kernel: np.ndarray, triplet: tuple[int, int, int]) -> int | None:
+    """Palette index of the human odd-one-out: the item outside the minimum-dissimilarity
+    pair (seed 000 §2.1 "Construction").  None when the minimum is tied (no answer)."""
+    i, j, k = triplet
+    d = {(i, j): kernel[i, j], (i, k): kernel[i, k], (j, k): kernel[j, k]}
+    lo = min(d.values())
+    pairs = [p for p, v in d.items() if v == lo]
+    if len(pairs) > 1:
+        return None
+    return ({i, j, k} - set(pairs[0])).pop()
+
+
+class KernelOddOneOutScorer:
+    """Scores a kernel odd-one-out task's records (:class:`TaskColumns`).
+
+    ``task_id``: the rows' task id; ``reference``: the respondent whose answers are the
+    human reference (``human:kernel-<name>``: it is not scored itself).  Respondents named
+    ``human:kernel-<name>`` are the other kernels: their B is scored and their pairwise
+    answer differences give the human spread.  A record's ``correct`` is its match with the
+    reference; ``ground_truth`` null marks a triplet without a reference answer (tied
+    minimum pair: excluded from B, counted)."""
+
+    def __init__(self, task_id: str, reference: str):
+        self.task_id = task_id
+        self.reference = reference
+
+    def score(self, c: TaskColumns, seed: int) -> list[ScoreRow]:
+        """Score rows from the task's records as columns: B against the kernel's odd-one-out
+        per respondent (respondents with as many trials scored together on the shared
+        draws), floors and null rates per model, agreement between the kernels."""
+        tid = self.task_id
+        rows: list[ScoreRow] = []
+        groups = [(c.models[m], pos) for m, pos in respondent_positions(c)]
+        ref = self.reference
+        scored = [(m, pos) for m, pos in groups if m != ref]  # the reference itself is not scored
+        b_of = self.agreement(c, scored, seed)
+        floors: dict[bytes, list[ScoreRow]] = {}
+        for m, pos in scored:
+            b, n_valid = b_of[m]
+            n, n_null = len(pos), int((c.response[pos] == 0).sum())
+            rows.append(ScoreRow.from_boot(tid, m, "B", b, n_valid, n_null, "agreement with the kernel's odd-one-out"))
+            if not m.startswith("human:"):
+                gt = c.ground_truth[pos]
+                key = gt.tobytes()
+                if key not in floors:
+                    floors[key] = self.floor_rows("", [c.values[g] for g in gt.tolist()], n)
+                rows += [dataclasses.replace(r, model=m) for r in floors[key]]
+                rows += null_rows(tid, m, n, n_null, b.estimate)
+        if groups:
+            rows += self.floor_rows("human:kernels", [c.values[g] for g in c.ground_truth[groups[0][1]].tolist()],
+                                     len(groups[0][1]))
+        # agreement between kernels, from the kernel records (uses the last group's n)
+        kern = {m.split("-", 1)[1]: {c.stimuli[s]: c.values[r] for s, r in zip(c.stimulus[pos].tolist(),
+                                                                                c.response[pos].tolist())}
+                for m, pos in groups if m.startswith("human:kernel-")}
+        if len(kern) > 1:
+            diffs = []
+            for a, b_ in itertools.combinations(sorted(kern), 2):
+                common = sorted(set(kern[a]) & set(kern[b_]))
+                nd = sum(kern[a][s] != kern[b_][s] for s in common)
+                diffs.append(nd)
+                rows.append(ScoreRow(tid, "human:kernels", f"n_differ[{a}~{b_}]", float(nd), None, None,
+                                     len(common), 0, "triplets whose human answer differs between kernels"))
+            rows.append(ScoreRow(tid, "human:kernels", "n_differ_min", float(min(diffs)), None, None,
+                                 len(common), 0))
+            rows.append(ScoreRow(tid, "human:kernels", "n_differ_max", float(max(diffs)), None, None,
+                                 len(common), 0))
+        return rows
+
+
+    @staticmethod
+    def agreement(c: TaskColumns, respondents: list[tuple[str, np.ndarray]],
+                  seed: int) -> dict[str, tuple[BootstrapResult, int]]:
+        """B per respondent (seed 000 D.1): the fraction of its trials whose answer matches the
+        reference (``correct``), over the trials with an answer and a reference answer
+        (``ground_truth`` not null), with its percentile interval (D.5, N_BOOT_B draws).
+        ``respondents``: (name, positions in ``c`` in scoring order); those with as many
+        trials are scored together on the shared draws (each equal to its own bootstrap).
+        Returns name -> (interval, number of trials scored)."""
+        b_of: dict[str, tuple[BootstrapResult, int]] = {}
+        for batch in batches(respondents, lambda x: len(x[1]).to_bytes(8, "little")):
+            P = np.stack([pos for _, pos in batch])
+            valid = (c.response[P] != 0) & (c.ground_truth[P] != 0)
+            match = c.correct[P] == 1
+            res = intervals(masked_mean_counts(with_estimate(P.shape[1], N_BOOT_B, seed), match, valid),
+                            N_BOOT_B, seed)
+            b_of.update({m: (r, int(v.sum())) for (m, _), r, v in zip(batch, res, valid)})
+        return b_of
+
+    def floor_rows(self, model: str, targets: list, n: int) -> list[ScoreRow]:
+        """Position floor of the non-null targets and the count of null ones (of ``n``)."""
+        tid = self.task_id
+        t = np.array([x for x in targets if x is not None])
+        n_none = sum(x is None for x in targets)
+        return [ScoreRow(tid, model, "position_floor", position_floor(t), None, None, len(t), 0,
+                         "max_k target-position frequency (seed 000 D.3)"),
+                ScoreRow(tid, model, "n_no_human_ref", float(n_none), None, None, n, 0,
+                         "triplets with a tied minimum pair under this kernel: excluded")]
