@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import List, Optional
+from typing import List
 
 import typer
-from rich.markup import escape
 
 from .errors import console, fail
 from .out_checks import check_out

@@ -2,14 +2,10 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import List, Optional
-
-import typer
 from rich.markup import escape
-
-from .errors import console, fail
 from rich.table import Table
+
+from .errors import console
 
 
 def models() -> None:

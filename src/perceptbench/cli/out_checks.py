@@ -6,7 +6,6 @@ from pathlib import Path
 
 from .errors import fail
 
-
 REPORT_MARKER = '<meta name="generator" content="perceptbench report">'
 """Written into the head of every HTML report (:mod:`perceptbench.reports`); ``report --out``
 overwrites an existing file only when it carries this line."""

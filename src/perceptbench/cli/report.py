@@ -6,10 +6,9 @@ from pathlib import Path
 from typing import List, Optional
 
 import typer
-from rich.markup import escape
 
-from .errors import console, fail
 from ..core.rundir import RunDir
+from .errors import console, fail
 from .out_checks import check_out
 
 

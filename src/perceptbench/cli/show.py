@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import List, Optional
+from typing import Optional
 
 import typer
 from rich.markup import escape
 
-from .errors import console, fail
 from ..core.rundir import RunDir, atomic_write
+from .errors import console, fail
 
 
 def show(

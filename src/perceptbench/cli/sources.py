@@ -6,10 +6,10 @@ from pathlib import Path
 from typing import List, Optional
 
 import typer
-from rich.markup import escape
+from rich.table import Table
 
 from .errors import console, fail
-from rich.table import Table
+
 
 app = typer.Typer(no_args_is_help=True, help="Human-data sources: list, fetch, verify.")
 

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import List, Optional
 
 import typer
 from rich.markup import escape
 
-from .errors import console, fail
 from ..core.rundir import RunDir
+from .errors import console, fail
 
 
 def validate(records: Path = typer.Argument(..., help="records.jsonl")) -> None:
