@@ -40,7 +40,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("vsi_features", "vlm_runner", "vsi_runner", "runner", "executors"),
     ("scoring",),
     ("reports",),
-    ("python_api", "testing"),
+    ("api", "python_api", "testing"),
     ("cli", "__init__"),
 )
 

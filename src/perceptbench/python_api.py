@@ -17,7 +17,7 @@ returns a table.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING, Mapping, Sequence
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
@@ -49,37 +49,40 @@ def scores_frame(rows: Sequence["ScoreRow"]) -> "pd.DataFrame":
 
 
 def run(out: str | Path, tasks: Sequence[str] | None = None, models: Sequence[str] | None = None, *,
-        seed: int = 0, batch_size: int | None = None, progress: bool = False) -> "pd.DataFrame":
+        seed: int = 0, batch_size: int | None = None, progress: bool = False, stimuli: Sequence[str] = (),
+        parser: str = "default", cache: str = "use", executor: str = "local", ray_address: str | None = None,
+        gpus_per_model: float = 0, ray_workers: int | None = None, chunk_size: int = 0,
+        allow_mixed: bool = False, families: Mapping[str, str] | None = None) -> "pd.DataFrame":
     """Run tasks x models into the run directory ``out``, score it, return the scores.
 
-    Same as ``perceptbench run``: ``tasks`` default to the Gestalt battery, ``models`` to
+    The same orchestration as ``perceptbench run`` (:func:`perceptbench.api.run`), with the
+    same options and files: ``tasks`` default to the Gestalt battery, ``models`` to
     ``["efficientnet-lite0"]`` (``[SHORT=]SPEC`` strings, see :func:`list_models`); every
     model is resolved before ``out`` is created; a rerun with the same arguments resumes,
     skipping finished trials.  Writes ``out/records.jsonl``, ``out/run.json`` and
-    ``out/scores.csv`` + ``scores.json``.  ``batch_size``: images per encoder forward pass
-    / requests per VLM batch (``None``: 8 / 32, as the CLI).
+    ``out/scores.csv`` + ``scores.json`` (``scores.PARSER.csv`` for another ``parser``).
+
+    ``batch_size``: images per encoder forward pass / requests per VLM batch (``None``: 8 /
+    32); ``stimuli``: test stimulus ids to run (``--stimulus``); ``parser``: ``default``,
+    ``strict`` or ``seed`` (``--parser``); ``cache``: ``use``, ``refresh`` (``--refresh-cache``)
+    or ``off`` (``--no-cache``); ``executor``: ``local`` or ``ray`` with ``ray_address``,
+    ``gpus_per_model``, ``ray_workers``, ``chunk_size`` (``--ray-address`` ...);
+    ``allow_mixed`` (``--allow-mixed``); ``families``: ``{model: family}`` for the VSI
+    agreement means (``--family``).
 
     Returns the scores as a DataFrame (:func:`scores_frame`).  Raises KeyError (unknown
-    task), ValueError (bad setting, a different seed than ``out`` holds, ``out`` an existing
-    non-empty directory that is not a run directory),
+    task), ValueError (bad option or setting, a different seed than ``out`` holds, ``out`` an
+    existing non-empty directory that is not a run directory),
     :class:`~perceptbench.models.base.ModelLoadError`,
     :class:`~perceptbench.sources.SourceError` (human data missing or corrupt),
-    :class:`~perceptbench.records.RecordError`."""
-    from .runner import RunConfig, run as run_tasks
-    from .scoring import score_file
-    from .tasks.registry import DEFAULT_BATTERY
+    :class:`~perceptbench.records.RecordError`, RuntimeError (another process writes ``out``)."""
+    from .api import RayOptions, RunOptions, run as run_and_score
 
-    from .runs import foreign_out_dir
-
-    out = Path(out)
-    why = foreign_out_dir(out)
-    if why:
-        raise ValueError(why)
-    cfg = RunConfig(out=out, tasks=tuple(tasks) if tasks is not None else DEFAULT_BATTERY,
-                    models=tuple(models) if models is not None else ("efficientnet-lite0",),
-                    seed=seed, batch_size=batch_size)
-    run_tasks(cfg, progress=progress)
-    return scores_frame(score_file(out / "records.jsonl"))
+    options = RunOptions(tasks=tasks, models=models, seed=seed, batch_size=batch_size, stimuli=tuple(stimuli),
+                         parser=parser, cache=cache, executor=executor,
+                         ray=RayOptions(ray_address, gpus_per_model, ray_workers, chunk_size),
+                         allow_mixed=allow_mixed, families=families)
+    return scores_frame(run_and_score(out, options, progress=progress).rows)
 
 
 def load_records(*runs: str | Path) -> list["TrialRecord"]:
@@ -109,22 +112,28 @@ def _flatten(runs) -> list:
 
 
 def score(*runs: str | Path, seed: int | None = None, parser: str = "default",
-          out: str | Path | None = None) -> "pd.DataFrame":
+          out: str | Path | None = None, families: Mapping[str, str] | None = None) -> "pd.DataFrame":
     """Score one or more runs from their records alone (no model is loaded, no torch).
 
-    ``seed`` overrides the bootstrap seed (default: the records' seed); ``parser="strict"``
-    scores ambiguous VLM answers as null.  Nothing is written unless ``out`` (a CSV path;
+    The same scoring as ``perceptbench score`` (:func:`perceptbench.api.score`): one run is
+    scored with the VSI probe features beside its records; several are merged by trial id
+    first.  ``seed`` overrides the bootstrap seed (default: the records' seed);
+    ``parser="strict"`` scores ambiguous VLM answers as null; ``families``: ``{model:
+    family}`` (``--family``).  Nothing is written unless ``out`` (a CSV path;
     ``scores.json`` goes beside it) is given.  Returns the scores as a DataFrame
     (:func:`scores_frame`).  ``score(["runs/a", "runs/b"])`` is ``score("runs/a", "runs/b")``.
     Raises :class:`~perceptbench.records.RecordError` for missing, invalid, empty or
     conflicting records, ValueError for a bad ``parser`` or
     an ``out`` that is a directory."""
-    from .scoring import score_records, write_scores
+    from .api import score as score_runs
+    from .records import RecordError
+    from .runs import records_path
 
-    rows = score_records(load_records(*runs), seed, parser)
-    if out is not None:
-        write_scores(rows, out)
-    return scores_frame(rows)
+    paths = _flatten(runs)
+    if not paths:
+        raise RecordError("no run directory or records file given")
+    return scores_frame(score_runs([records_path(p) for p in paths], out, seed=seed, parser=parser,
+                                   families=families))
 
 
 def list_tasks() -> "pd.DataFrame":

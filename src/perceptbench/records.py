@@ -42,13 +42,14 @@ run_meta          ``model_version`` (exact weights), ``seed``, ``run_id`` and fu
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
 from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
+
+from .core.rundir import RecordsLock
 
 SCHEMA_FIELDS: tuple[str, ...] = (
     "trial_id", "task_id", "principle", "track", "stimulus_id", "manipulated_value",
@@ -287,7 +288,8 @@ class RecordStore:
     ``O_APPEND`` descriptor and ``fsync``s, so a crash leaves at most one torn final line.
     Opening an existing file validates it, truncates a torn final line (never a complete
     record), and loads the finished ``trial_id``s so a rerun skips them.  An exclusive
-    ``flock`` keeps two processes from writing the same file.
+    ``flock`` (:class:`~perceptbench.core.rundir.RecordsLock`, the records lock that
+    ``run.json`` is written under) keeps two processes from writing the same file.
 
     Raises :class:`RecordError` for a corrupt line that is not the torn tail, and
     ``RuntimeError`` when another process holds the lock.
@@ -295,13 +297,8 @@ class RecordStore:
 
     def __init__(self, path: str | os.PathLike):
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
-        try:
-            fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            os.close(self._fd)
-            raise RuntimeError(f"{self.path} is being written by another perceptbench process") from None
+        self._lock = RecordsLock(self.path)  # the records lock run.json is written under
+        self._fd = self._lock.fd
         try:
             self.truncated_bytes = self._repair_tail()
             self.done: set[str] = {r.trial_id for r in read_records(self.path, allow_torn_tail=False)}
@@ -346,8 +343,7 @@ class RecordStore:
 
     def close(self) -> None:
         if self._fd >= 0:
-            fcntl.flock(self._fd, fcntl.LOCK_UN)
-            os.close(self._fd)
+            self._lock.release()
             self._fd = -1
 
     def __enter__(self) -> "RecordStore":

@@ -7,7 +7,6 @@ skips every trial already in ``records.jsonl``; a crashed run resumes where it s
 
 from __future__ import annotations
 
-import json
 import os
 import time
 from dataclasses import dataclass, field
@@ -16,6 +15,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
+from .core.rundir import RunDir
 from .core.version import __version__
 from .models.base import default_batch_size
 from .readouts.encoder import (
@@ -63,30 +63,16 @@ class RunSummary:
 
 
 def _check_run_json(out: Path, cfg: RunConfig) -> None:
-    path = out / "run.json"
-    records = out / "records.jsonl"
-    has_records = records.exists() and records.stat().st_size > 0
-    if path.exists() and has_records:
-        prev = json.loads(path.read_text())
-        if prev.get("seed") != cfg.seed:
-            raise ValueError(f"{out} holds a run with seed {prev.get('seed')}; rerun with --seed "
-                             f"{prev.get('seed')} to resume it, or choose a new --out for seed {cfg.seed}")
-        return
-    out.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps({"seed": cfg.seed, "package_version": __version__,
-                               "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}, indent=1))
-    os.replace(tmp, path)
+    """Begin or resume the run in ``out`` (ValueError for another seed); run.json is written
+    under the records lock (:meth:`perceptbench.core.rundir.RunDir.start`)."""
+    RunDir(out).start(cfg.seed)
 
 
 def _record_mixed(out: Path, run_id: str, diffs: list) -> None:
-    """Append what an ``--allow-mixed`` resume allowed to run.json (atomically)."""
-    path = out / "run.json"
-    data = json.loads(path.read_text()) if path.exists() else {}
-    data.setdefault("mixed", []).extend({**d.as_json(), "run_id": run_id} for d in diffs)
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(data, indent=1, default=str))
-    os.replace(tmp, path)
+    """Append what an ``--allow-mixed`` resume allowed to run.json (atomically, under the
+    records lock)."""
+    RunDir(out).update_run_json(
+        lambda data: data.setdefault("mixed", []).extend({**d.as_json(), "run_id": run_id} for d in diffs))
 
 
 def _template_hash(task: Task) -> str:
@@ -290,8 +276,7 @@ def resolve_models(cfg: RunConfig, load_model: Callable,
     Returns ``{model argument: loaded model}``; raises what ``load_model`` raises
     (:class:`~perceptbench.models.base.ModelLoadError` naming the model).  ``announce`` is
     called with each model argument before it loads (the command line prints a status line)."""
-    records = Path(cfg.out) / "records.jsonl"
-    if records.exists() and records.stat().st_size > 0:
+    if RunDir(cfg.out).has_records():
         return {}
     out = {}
     for arg in dict.fromkeys(cfg.models):
@@ -328,7 +313,7 @@ def _first_step(task, model, probe: list, pending: list, batch_size: int | None)
 def _vsi_features_cached(out: Path, name: str, task_id: str) -> bool:
     from .vsi_features import features_cached
 
-    return features_cached(out / "features", name, task_id)
+    return features_cached(RunDir(out).features, name, task_id)
 
 
 def run(cfg: RunConfig, *, progress: bool = True, load_model: Callable | None = None,
@@ -383,7 +368,7 @@ def run(cfg: RunConfig, *, progress: bool = True, load_model: Callable | None = 
             for task, _ in task_stimuli:
                 check_compatible(task, preloaded[arg], name)
     _check_run_json(out, cfg)
-    with RecordStore(out / "records.jsonl") as store:
+    with RecordStore(RunDir(out).records) as store:
         finished: list = []
         if store.done:
             from .records import read_records
@@ -476,7 +461,7 @@ def run(cfg: RunConfig, *, progress: bool = True, load_model: Callable | None = 
                     if getattr(task, "is_vsi", False):  # encoder-LLM probe features (seed 002 §2.4)
                         from .vsi_features import cache_task_features
 
-                        cache_task_features(task, getattr(model, "inner", model), out / "features", cfg.seed)
+                        cache_task_features(task, getattr(model, "inner", model), RunDir(out).features, cfg.seed)
                     summary.cache_hits += hits
                     summary.cache_requests += reqs
                 summary.written += n

@@ -26,6 +26,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Sequence
 
+from .core.rundir import OS_JUNK_FILES, RUN_DIR_MARKERS, RunDir  # noqa: F401 (re-exported)
 from .records import RecordError, TrialRecord, read_records
 
 IGNORED_RUN_META: tuple[str, ...] = ("run_id",)
@@ -39,7 +40,7 @@ def records_path(path: str | Path) -> Path:
     a directory without ``records.jsonl``."""
     p = Path(path)
     if p.is_dir():
-        f = p / "records.jsonl"
+        f = RunDir(p).records
         if not f.is_file():
             raise RecordError(f"{p}: not a run directory (no records.jsonl in it)")
         return f
@@ -124,34 +125,7 @@ def load_runs(paths: Sequence[str | Path]) -> list[TrialRecord]:
     return list(merged.values())
 
 
-RUN_DIR_MARKERS: tuple[str, ...] = ("run.json", "records.jsonl")
-"""A directory holding one of these is a run directory (``perceptbench run`` wrote it)."""
-
-OS_JUNK_FILES: frozenset[str] = frozenset({".ds_store", "thumbs.db", "ehthumbs.db", "desktop.ini", ".directory",
-                                           ".localized"})
-"""Names (compared case-insensitively) that file managers drop into any folder they show
-(macOS Finder, Windows Explorer, KDE Dolphin): a directory holding only these counts as empty."""
-
-
 def foreign_out_dir(out: str | Path) -> str | None:
-    """Why ``out`` must not become a run directory, or None when it may.
-
-    ``out`` may be new, an empty directory, or a run directory (to resume).  An existing
-    non-empty directory holding neither ``run.json`` nor ``records.jsonl`` was not written
-    by perceptbench: writing run files beside the user's own files is refused (the reason
-    names one of them).  File-manager junk (:data:`OS_JUNK_FILES`, e.g. ``.DS_Store``) does not
-    count: a directory holding only such files is empty.  A file is refused too."""
-    p = Path(out)
-    if not p.exists():
-        return None
-    if not p.is_dir():
-        return f"{p} is a file; a run directory must be a directory (a new one, or one this command wrote before)"
-    if any((p / m).exists() for m in RUN_DIR_MARKERS):
-        return None
-    content = sorted(x.name for x in p.iterdir() if x.name.lower() not in OS_JUNK_FILES)
-    if not content:
-        return None
-    more = f" and {len(content) - 1} more" if len(content) > 1 else ""
-    return (f"{p} is a directory that perceptbench did not write (it holds {content[0]!r}{more} but no "
-            "run.json or records.jsonl); give a new or empty directory, or a run directory to resume")
-
+    """Why ``out`` must not become a run directory, or None when it may
+    (:meth:`perceptbench.core.rundir.RunDir.foreign_reason`)."""
+    return RunDir(out).foreign_reason()

@@ -17,6 +17,7 @@ from .readouts.parse import MODES as PARSER_MODES
 from .records import RecordError, TrialRecord, score_correct
 from .tasks import get_task
 from .core.rows import ScoreRow
+from .core.rundir import RunDir, atomic_write, scores_json_for, write_atomic
 
 __all__ = ["PARSER_MODES", "apply_parser_mode", "score_records", "score_file", "write_scores"]
 
@@ -235,27 +236,19 @@ def write_scores(rows: list[ScoreRow], csv_path: str | os.PathLike) -> tuple[Pat
     if csv_path.is_dir():
         raise ValueError(f"--out {csv_path} is a directory; --out must be the path of the scores CSV file "
                          f"(e.g. {csv_path / 'scores.csv'})")
-    csv_path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = csv_path.with_name(csv_path.name + ".tmp")
-    try:
-        with open(tmp, "w", newline="") as f:
-            w = csv.writer(f)
-            w.writerow(ScoreRow.CSV_COLUMNS)
-            for r in rows:
-                w.writerow(_csv_cells(r))
-        os.replace(tmp, csv_path)
-    finally:
-        tmp.unlink(missing_ok=True)
-    json_path = csv_path.with_suffix(".json")
-    tmpj = json_path.with_suffix(".json.tmp")
+    with atomic_write(csv_path, newline="") as f:
+        w = csv.writer(f)
+        w.writerow(ScoreRow.CSV_COLUMNS)
+        for r in rows:
+            w.writerow(_csv_cells(r))
+    json_path = scores_json_for(csv_path)
 
     def clean(v):
         return None if isinstance(v, float) and math.isnan(v) else v
 
     # one row per line, each encoded by json's C encoder (indent= would select the pure-Python one)
-    tmpj.write_text("[\n" + ",\n".join(json.dumps({k: clean(v) for k, v in vars(r).items()}) for r in rows)
-                    + ("\n]" if rows else "]"))
-    os.replace(tmpj, json_path)
+    write_atomic(json_path, "[\n" + ",\n".join(json.dumps({k: clean(v) for k, v in vars(r).items()}) for r in rows)
+                 + ("\n]" if rows else "]"))
     return csv_path, json_path
 
 
@@ -271,15 +264,16 @@ def score_file(records_path: str | os.PathLike, out_csv: str | os.PathLike | Non
     from .record_table import iter_task_records, read_columns
 
     records_path = Path(records_path)
+    run_dir = RunDir.beside(records_path)
     columns = read_columns(records_path)
     if columns is None:  # files the columnar reader does not take: the validating reader
         tasks = iter_task_records(records_path)
         first = next(tasks, None)
         if first is None:
             raise RecordError(f"{records_path}: holds no trial records (empty file); nothing to score")
-        rows = _score_tasks(itertools.chain([first], tasks), seed, parser_mode, records_path.with_name("features"),
+        rows = _score_tasks(itertools.chain([first], tasks), seed, parser_mode, run_dir.features,
                             families)
     else:
-        rows = _score_columns(columns, seed, parser_mode, records_path.with_name("features"), families)
-    write_scores(rows, out_csv or records_path.with_name("scores.csv"))
+        rows = _score_columns(columns, seed, parser_mode, run_dir.features, families)
+    write_scores(rows, out_csv or run_dir.scores_csv)
     return rows

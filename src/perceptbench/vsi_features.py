@@ -18,6 +18,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
+from .core.rundir import write_atomic
 from .metrics.vsi_probe import WITNESS, slug, store_key
 
 @dataclass(frozen=True)
@@ -31,12 +32,6 @@ class ProbeItem:
     sigma: float
     clean: Callable
     perturbed: Callable
-
-
-def _write_atomic(path: Path, data: bytes) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_bytes(data)
-    os.replace(tmp, path)
 
 
 def cache_probe_features(model, items: Sequence[ProbeItem], directory: str | os.PathLike, *,
@@ -65,7 +60,7 @@ def cache_probe_features(model, items: Sequence[ProbeItem], directory: str | os.
     meta = {"key": key, "model_version": getattr(model, "model_version", ""), "n": len(items)}
     if fn is None:
         meta["skipped"] = f"{type(model).__name__} exposes no vision tower (no vision_features / embed)"
-        _write_atomic(meta_path, json.dumps(meta, indent=1).encode())
+        write_atomic(meta_path, json.dumps(meta, indent=1).encode())
         return meta_path
     from .models.base import ModelLoadError
 
@@ -79,7 +74,7 @@ def cache_probe_features(model, items: Sequence[ProbeItem], directory: str | os.
         # VisionTowerUnavailable, or a tower whose outputs the hook does not understand: the
         # records are already written; the probe gets a skipped row with the reason
         meta["skipped"] = str(e) if isinstance(e, ModelLoadError) else f"vision-tower hook failed: {type(e).__name__}: {e}"
-        _write_atomic(meta_path, json.dumps(meta, indent=1).encode())
+        write_atomic(meta_path, json.dumps(meta, indent=1).encode())
         return meta_path
     import io
 
@@ -90,10 +85,10 @@ def cache_probe_features(model, items: Sequence[ProbeItem], directory: str | os.
              sigma=np.array([float(it.sigma) for it in items]),
              clean=np.concatenate(clean), perturbed=np.concatenate(pert))
     data = buf.getvalue()
-    _write_atomic(npz_path, data)
+    write_atomic(npz_path, data)
     meta.update(hook="vision_features" if hasattr(model, "vision_features") else "embed",
                 dim=int(np.concatenate(clean).shape[1]), sha256=hashlib.sha256(data).hexdigest())
-    _write_atomic(meta_path, json.dumps(meta, indent=1).encode())
+    write_atomic(meta_path, json.dumps(meta, indent=1).encode())
     return meta_path
 
 
@@ -131,7 +126,7 @@ def cache_task_features(task, model, directory: str | os.PathLike, seed: int, wi
             except ModelLoadError as e:
                 p = Path(directory) / (slug(wkey) + ".json")
                 p.parent.mkdir(parents=True, exist_ok=True)
-                _write_atomic(p, json.dumps({"key": wkey, "skipped": str(e)}, indent=1).encode())
+                write_atomic(p, json.dumps({"key": wkey, "skipped": str(e)}, indent=1).encode())
                 return out + [p]
         out.append(cache_probe_features(witness, items, directory, key=wkey))
     return out

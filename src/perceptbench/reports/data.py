@@ -18,6 +18,7 @@ from pathlib import Path
 from ..records import RecordError, TrialRecord, read_records
 from ..runs import load_runs, records_path
 from ..core.rows import ScoreRow
+from ..core.rundir import RunDir
 
 
 @dataclass
@@ -53,7 +54,7 @@ def load_report_data(paths: list[str | os.PathLike]) -> ReportData:
     if len(dirs) == 1:
         rp = records_path(dirs[0])
         records = read_records(rp)
-        sj = rp.with_name("scores.json")
+        sj = RunDir.beside(rp).scores_json
         if sj.exists() and sj.stat().st_mtime >= rp.stat().st_mtime:
             return ReportData(dirs, records, _read_scores_json(sj), str(sj))
     else:

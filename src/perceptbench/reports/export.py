@@ -9,6 +9,8 @@ import json
 import os
 from pathlib import Path
 
+from ..core.rundir import RunDir, atomic_write
+
 __all__ = ["export_parquet"]
 
 SCORE_COLUMNS = (("task_id", "string"), ("model", "string"), ("metric", "string"), ("value", "float64"),
@@ -30,26 +32,20 @@ def export_parquet(run_dir: str | os.PathLike, out_dir: str | os.PathLike | None
     from ..record_table import iter_task_records, records_to_arrow
 
     run_dir = Path(run_dir)
-    out = Path(out_dir) if out_dir is not None else run_dir
-    out.mkdir(parents=True, exist_ok=True)
-    rec_path = out / "records.parquet"
-    tmp = rec_path.with_name(rec_path.name + ".tmp")
-    writer = None
-    try:
-        for _, recs in iter_task_records(run_dir / "records.jsonl"):
-            t = records_to_arrow(recs)
-            if writer is None:
-                writer = pq.ParquetWriter(tmp, t.schema)
-            writer.write_table(t)
-        if writer is not None:
-            writer.close()
-            writer = None
-            os.replace(tmp, rec_path)
-    finally:
-        if writer is not None:
-            writer.close()
-        tmp.unlink(missing_ok=True)
-    scores_json = run_dir / "scores.json"
+    run = RunDir(run_dir)
+    out = RunDir(out_dir) if out_dir is not None else run
+    out.root.mkdir(parents=True, exist_ok=True)
+    rec_path = out.records_parquet
+    tasks = iter_task_records(run.records)
+    first = next(tasks, None)
+    if first is not None:  # no records, no file (as before)
+        with atomic_write(rec_path, "wb") as f:
+            t = records_to_arrow(first[1])
+            with pq.ParquetWriter(f, t.schema) as writer:
+                writer.write_table(t)
+                for _, recs in tasks:
+                    writer.write_table(records_to_arrow(recs))
+    scores_json = run.scores_json
     if not scores_json.exists():
         return rec_path, None
     rows = json.loads(scores_json.read_text())
@@ -57,8 +53,7 @@ def export_parquet(run_dir: str | os.PathLike, out_dir: str | os.PathLike | None
                         for c, t in SCORE_COLUMNS])
     table = pa.table({c: pa.array([r.get(c) for r in rows], schema.field(c).type) for c, _ in SCORE_COLUMNS},
                      schema=schema)
-    sc_path = out / "scores.parquet"
-    tmps = sc_path.with_name(sc_path.name + ".tmp")
-    pq.write_table(table, tmps)
-    os.replace(tmps, sc_path)
+    sc_path = out.scores_parquet
+    with atomic_write(sc_path, "wb") as f:
+        pq.write_table(table, f)
     return rec_path, sc_path

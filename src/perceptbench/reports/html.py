@@ -20,6 +20,7 @@ from pathlib import Path
 from jinja2 import Environment, PackageLoader, select_autoescape
 from markupsafe import Markup
 
+from ..core.rundir import write_atomic
 from .data import ReportData, finite, load_report_data
 from .headline import MARK_LEGEND, HeadlineRow, cell_text, fmt, headline_rows, value_text
 
@@ -284,11 +285,8 @@ def write_report(run_dirs: list[str | os.PathLike], out: str | os.PathLike) -> R
     out = Path(out)
     title = ", ".join(str(Path(d)) for d in run_dirs)
     html, md, n_fig = render_report(data, title)
-    out.parent.mkdir(parents=True, exist_ok=True)
     md_path = out.with_suffix(".md")
     for path, text in ((out, html), (md_path, md)):
-        tmp = path.with_name(path.name + ".tmp")
-        tmp.write_text(text, encoding="utf-8")
-        os.replace(tmp, path)
+        write_atomic(path, text)
     models = {r.model for r in data.records if r.model_family != "human"}
     return ReportResult(out, md_path, len(models), len({r.task_id for r in data.records}), n_fig)

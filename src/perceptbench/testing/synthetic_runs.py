@@ -15,6 +15,7 @@ from typing import Sequence
 
 import numpy as np
 
+from ..core.rundir import RunDir
 from ..records import RecordStore, TrialRecord
 from ..seeding import text_hash
 from ..tasks import get_task
@@ -68,6 +69,6 @@ def synthetic_records(models: Sequence[str], tasks: Sequence[str] = DEFAULT_TASK
 def write_synthetic_run(out_dir: str | os.PathLike, models: Sequence[str], **kw) -> Path:
     """Write :func:`synthetic_records` to ``out_dir/records.jsonl`` and return the directory."""
     out = Path(out_dir)
-    with RecordStore(out / "records.jsonl") as store:
+    with RecordStore(RunDir(out).records) as store:
         store.append(synthetic_records(models, **kw))
     return out

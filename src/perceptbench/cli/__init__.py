@@ -1,0 +1,39 @@
+"""The ``perceptbench`` command line: one module per command, registered on :data:`app`.
+
+Shared parts: :mod:`.errors` (the console and the one-line error exit), :mod:`.out_checks`
+(the ``--out`` checks), :mod:`.tables` (terminal tables), :mod:`.options` (options several
+commands take).  ``run`` and ``score`` go through the orchestration layer
+:mod:`perceptbench.api`, as the Python API does.
+
+Light commands (``tasks``, ``models``, ``score``, ``sources``, ``validate``, ``report``,
+``show``, ``export``, ``merge``) import no torch; only ``run`` loads model back-ends, and only
+for models it needs.  Each command imports what it needs inside its function."""
+
+from __future__ import annotations
+
+import sys
+
+import typer
+
+from . import export, merge, models, render, report, run, score, show, sources, tasks, validate
+from .out_checks import REPORT_MARKER, check_out
+from .tables import format_ci, format_value
+
+__all__ = ["app", "main", "REPORT_MARKER", "check_out", "format_ci", "format_value"]
+
+_check_out = check_out  # the name tests and scripts used before the CLI became a package
+
+app = typer.Typer(add_completion=False, no_args_is_help=True,
+                  help="Do vision models see the way people do? Run the battery, score trial records.")
+app.add_typer(sources.app, name="sources")
+for _module in (run, score, merge, report, export, validate, render, show, tasks, models):
+    app.command()(getattr(_module, _module.__name__.rsplit(".", 1)[1]))
+
+
+def main() -> None:  # pragma: no cover
+    """The console script (``[project.scripts]`` names :data:`app`; this is the same)."""
+    app()
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(app())

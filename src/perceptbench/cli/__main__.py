@@ -1,0 +1,5 @@
+"""``python -m perceptbench.cli``: the command line."""
+
+from . import app
+
+app()

@@ -1,0 +1,43 @@
+"""``perceptbench merge``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import List
+
+import typer
+
+from .errors import TornTailsAsWarnings, console, fail
+from .out_checks import check_out
+
+
+def merge(
+    runs: List[Path] = typer.Argument(..., help="Run directories or records.jsonl files of one seed."),
+    out: Path = typer.Option(..., help="New run directory for the merged records.jsonl and run.json."),
+) -> None:
+    """Merge runs of one seed into a new run directory.
+
+    Identical trials are kept once; conflicting trials are refused. Two records with one trial
+    id must agree in every field but run_meta.run_id; records of different seeds are refused.
+    Score the result with `perceptbench score OUT`."""
+    from ..core.rundir import RunDir
+    from ..records import RecordError, RecordStore
+    from ..runs import load_runs, records_path
+
+    check_out(out, "dir")
+    if out.is_dir() and any(out.iterdir()):
+        fail(f"--out {out} is not empty; --out must be a new (or empty) directory for the merged run")
+    try:
+        sources = [records_path(p) for p in runs]
+        with TornTailsAsWarnings():
+            merged = load_runs(sources)
+    except RecordError as e:
+        fail(e)
+    rd = RunDir(out)
+    seed = merged[0].run_meta.seed
+    with RecordStore(rd.records) as store:
+        store.append(merged)
+        rd.start(seed, merged_from=[str(p.resolve()) for p in sources])  # under the records lock
+    n_in = sum(p.read_bytes().count(b"\n") for p in sources)
+    console.print(f"merged {len(sources)} runs (seed {seed}): {len(merged)} distinct trials from {n_in} records "
+                  f"into {rd.records}; score with: perceptbench score {out}", highlight=False)

@@ -1,0 +1,51 @@
+"""``perceptbench render``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from .errors import console, fail
+from .out_checks import check_out
+
+
+def render(
+    task: str = typer.Argument(..., help="Task id, e.g. salbench.visual_referring.syn@n=30"),
+    out: Optional[Path] = typer.Option(None, help="Folder for the PNGs and index.json (default: a folder per task "
+                                                  "and seed under the perceptbench cache, printed at the end)."),
+    limit: int = typer.Option(12, help="How many test stimuli to render."),
+    seed: int = typer.Option(0, help="The run seed: stimuli, splits and position shuffles are those a `run` with "
+                                     "this --seed shows."),
+) -> None:
+    """Write a task's test stimuli as PNGs (what a VLM is shown)."""
+    import json
+
+    from ..seeding import image_sha256
+    from ..sources import SourceError
+    from ..tasks import get_task
+
+    if out is not None:
+        check_out(out, "dir")
+    try:
+        t = get_task(task)
+        stimuli = [s for s in t.stimuli(seed) if s.split == "test"][:limit]
+    except (KeyError, ValueError, SourceError) as e:
+        fail(e)
+    if out is None:
+        import re
+
+        from ..sources.fetch import cache_dir
+
+        out = cache_dir() / "stimuli" / f"{re.sub(r'[^A-Za-z0-9._=@,-]+', '_', t.task_id)}-seed{seed}"
+    out.mkdir(parents=True, exist_ok=True)
+    index = []
+    for s in stimuli:
+        img = s.render()
+        img.save(out / f"{s.stimulus_id}.png")
+        index.append({"stimulus_id": s.stimulus_id, "ground_truth": s.ground_truth,
+                      "manipulated_value": s.manipulated_value, "stimulus_sha256": image_sha256(img),
+                      **{k: v for k, v in s.meta.items() if isinstance(v, (str, int, float, list))}})
+    (out / "index.json").write_text(json.dumps(index, indent=1))
+    console.print(f"wrote {len(index)} PNGs and index.json to {out}")

@@ -1,0 +1,103 @@
+"""``perceptbench run``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+from rich.markup import escape
+
+from .errors import console, fail
+from .options import FAMILY_HELP, PARSER_HELP, check_parser, families_option
+from .out_checks import check_out
+from .tables import print_scores, print_signal_table
+
+
+def run(
+    out: Path = typer.Option(Path("runs/default"), help="Run directory (records.jsonl, scores.csv)."),
+    task: Optional[List[str]] = typer.Option(None, "--task", help="Task id (repeatable). Default: the Gestalt battery."),
+    model: Optional[List[str]] = typer.Option(None, "--model", help="[SHORT=]SPEC (repeatable). Default: efficientnet-lite0."),
+    seed: int = typer.Option(0, help="Seed for splits, shuffles, stimuli and bootstraps."),
+    batch_size: Optional[int] = typer.Option(None, help="Images per encoder forward pass (default 8) / "
+                                                     "requests per VLM batch (default 32)."),
+    progress: bool = typer.Option(True, help="Show a progress bar."),
+    all_rows: bool = typer.Option(False, "--all-rows", help="Print every score row, not only headline metrics."),
+    parser: str = typer.Option("default", help=PARSER_HELP + " Scores under another mode go to scores.MODE.csv."),
+    stimulus: Optional[List[str]] = typer.Option(None, "--stimulus",
+                                             help="Run only this test stimulus id (repeatable): debug one trial."),
+    no_cache: bool = typer.Option(False, "--no-cache", help="Neither read nor write the VLM response cache."),
+    refresh_cache: bool = typer.Option(False, "--refresh-cache",
+                                   help="Ask the model again for every answer and overwrite the cache."),
+    allow_mixed: bool = typer.Option(False, "--allow-mixed",
+                                 help="Resume although finished trials were written under another prompt, "
+                                      "package version or setting; recorded in run.json and the records."),
+    executor: str = typer.Option("local", "--executor", help="local (this process) or ray (shards on a Ray "
+                                                         "cluster; pip install \"perceptbench\\[ray]\")."),
+    ray_address: Optional[str] = typer.Option(None, "--ray-address", help="Ray cluster address (ray://HOST:10001 "
+                                                                      "or HOST:6379); default: a local cluster."),
+    gpus_per_model: float = typer.Option(0, "--gpus-per-model", help="GPUs each Ray worker asks for (--executor ray)."),
+    ray_workers: Optional[int] = typer.Option(None, "--ray-workers", help="Ray workers per model (default: the "
+                                                                     "cluster's CPUs, or GPUs / --gpus-per-model)."),
+    chunk_size: int = typer.Option(0, "--chunk-size", help="Test stimuli per Ray shard (--executor ray); 0: one "
+                                                        "shard per task and model (records identical to local)."),
+    family: Optional[List[str]] = typer.Option(None, "--family", help=FAMILY_HELP),
+) -> None:
+    """Run tasks x models; write records.jsonl and scores.csv."""
+    import signal
+
+    from ..api import RayOptions, RunOptions, run as run_and_score
+    from ..core.rundir import RunDir
+    from ..models.base import ModelLoadError
+    from ..records import RecordError
+    from ..sources import SourceError
+
+    check_parser(parser)
+    if no_cache and refresh_cache:
+        fail("--no-cache and --refresh-cache exclude each other")
+    options = RunOptions(tasks=task or None, models=model or None, seed=seed, batch_size=batch_size,
+                         stimuli=tuple(stimulus or ()), parser=parser,
+                         cache="off" if no_cache else "refresh" if refresh_cache else "use",
+                         executor=executor, ray=RayOptions(ray_address, gpus_per_model, ray_workers, chunk_size),
+                         allow_mixed=allow_mixed, families=families_option(family))
+    check_out(out, "run")
+    rd = RunDir(out)
+    before = rd.count_records()
+
+    class _Terminated(KeyboardInterrupt):
+        """SIGTERM (kill, a scheduler's stop): handled as Ctrl-C, exit 143."""
+
+    def _on_term(signum, frame):
+        raise _Terminated()
+
+    try:
+        signal.signal(signal.SIGTERM, _on_term)
+    except ValueError:  # not the main thread (e.g. called from a test runner's worker)
+        pass
+    try:
+        res = run_and_score(out, options, progress=progress, console=console)
+    except KeyboardInterrupt as e:
+        after = rd.count_records()
+        what = "terminated (SIGTERM)" if isinstance(e, _Terminated) else "interrupted"
+        console.print(f"{what}: {after - before} records written in this run ({after} in {rd.records}); "
+                      "every written trial is kept. Rerun the same command to resume where it stopped.",
+                      highlight=False)
+        raise typer.Exit(143 if isinstance(e, _Terminated) else 130)
+    except (ValueError, KeyError, ModelLoadError, SourceError, RecordError, RuntimeError, OSError,
+            ImportError) as e:
+        fail(e)
+    summary, rows = res.summary, res.rows
+    console.print(f"{summary.run_id}: wrote {summary.written} records ({summary.written - summary.human_written} "
+                  f"model trials, {summary.human_written} human), skipped {summary.skipped} finished trials"
+                  + (f" ({summary.human_skipped} human records already written)" if summary.human_skipped else ""))
+    for d in summary.mixed:
+        console.print(f"[yellow]mixed:[/yellow] {escape(d.what)} of {d.n} finished trial(s) of {escape(d.task_id)} "
+                      f"({escape(d.model)}) differs; allowed by --allow-mixed and recorded in run.json",
+                      highlight=False)
+    if summary.cache_requests:
+        console.print(f"response cache: {summary.cache_hits} of {summary.cache_requests} VLM answers came from the "
+                      "cache (no model call)")
+    print_scores(rows, all_rows, res.scores_csv)
+    print_signal_table(rows)
+    console.print(f"records: {rd.records}\nscores:  {res.scores_csv} (+ .json)")
+    console.print(f"report:  perceptbench report {out} --out {rd.report_html}  (HTML page with the figures)")

@@ -1,0 +1,105 @@
+"""``perceptbench show``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+from rich.markup import escape
+
+from ..core.rundir import RunDir, atomic_write
+from .errors import console, fail
+
+
+def show(
+    run_dir: Path = typer.Argument(..., help="Run directory (holds records.jsonl)."),
+    trial_id: Optional[str] = typer.Argument(None, help="trial_id, e.g. 'closure.nat.silhouette|silh_bear1|mymodel|rep0'. "
+                                                        "Omit it to list the run's model trial ids."),
+) -> None:
+    """Print one trial, or list a run's model trial ids.
+
+    With TRIAL_ID: its prompt text, raw output, parse metadata, and the path of its rendered
+    stimulus image (written to RUN_DIR/stimuli/ if needed).  Without TRIAL_ID: the model
+    trial ids, one per line.  Imports no torch."""
+    import json
+
+    from ..records import RecordError, read_records
+    from ..seeding import image_sha256, text_hash
+    from ..sources import SourceError
+    from ..tasks import get_task
+
+    path = RunDir(run_dir).records
+    try:
+        recs = read_records(path)
+    except RecordError as e:
+        fail(e)
+    if trial_id is None:
+        ids = [r.trial_id for r in recs if r.model_family != "human"]
+        for t in ids:
+            console.print(escape(t), soft_wrap=True, highlight=False)
+        console.print(f"{len(ids)} model trials in {path} (human records left out); show one with: "
+                      f"perceptbench show {run_dir} 'TRIAL_ID'", highlight=False, soft_wrap=True)
+        return
+    rec = next((r for r in recs if r.trial_id == trial_id), None)
+    if rec is None:
+        # suggest model trials first (what the listing shows), human records only if nothing else matches
+        model_ids = [r.trial_id for r in recs if r.model_family != "human"]
+        near = ([t for t in model_ids if trial_id in t] or [r.trial_id for r in recs if trial_id in r.trial_id]
+                or model_ids or [r.trial_id for r in recs])
+        fail(f"{path}: no trial {trial_id!r}; e.g. {', '.join(repr(t) for t in near[:4])} ({len(model_ids)} model "
+              f"trials; list them with: perceptbench show {run_dir})")
+    meta = dict(rec.run_meta.model_extra or {})
+    console.print(f"[bold]{escape(rec.trial_id)}[/bold]", highlight=False)
+    for k in ("task_id", "stimulus_id", "model", "model_family", "readout", "response", "ground_truth", "correct",
+              "prompt_id", "prompt_hash"):
+        console.print(f"{k}: {escape(json.dumps(getattr(rec, k), ensure_ascii=False))}", highlight=False)
+    console.print(f"model_version: {escape(rec.run_meta.model_version)}  seed: {rec.run_meta.seed}  "
+                  f"run_id: {escape(rec.run_meta.run_id)}", highlight=False)
+    prompt, images, note = None, [], ""
+    try:
+        task = get_task(rec.task_id)
+        stim = next((s for s in task.stimuli(rec.run_meta.seed) if s.stimulus_id == rec.stimulus_id), None)
+        if stim is None:
+            note = f"stimulus {rec.stimulus_id} is not in {rec.task_id} at seed {rec.run_meta.seed} any more"
+        elif rec.readout == "vlm_prompt":
+            imgs, prompt, _ = task.vlm_request(stim, rec.run_meta.seed)
+            images = list(imgs)
+        else:
+            images = [stim.render()]
+            if rec.model_family != "human":
+                from ..readouts.encoder import READOUT_SPECS
+
+                prompt = READOUT_SPECS.get(rec.readout)
+    except (KeyError, ValueError, SourceError, OSError) as e:
+        note = f"cannot rebuild the stimulus: {e}"
+    if prompt is not None:
+        same = rec.prompt_hash is None or text_hash(prompt) == rec.prompt_hash
+        console.print("prompt" + ("" if same else " [red](re-built now; its hash differs from the record's "
+                                                   "prompt_hash: the prompt changed since this trial ran)[/red]")
+                      + ":", highlight=False)
+        console.print(escape(prompt), highlight=False, soft_wrap=True)
+    console.print("raw_output:", highlight=False)
+    console.print(escape(str(rec.raw_output)), highlight=False, soft_wrap=True)
+    console.print(f"parse: {escape(json.dumps(meta.get('parse'), ensure_ascii=False))}", highlight=False)
+    for k in ("skipped", "fewshot_stimulus_ids", "mixed_resume", "stimulus_sha256"):
+        if k in meta:
+            console.print(f"{k}: {escape(json.dumps(meta[k], ensure_ascii=False))}", highlight=False)
+    if images:
+        safe = lambda x: "".join(c if c.isalnum() or c in "._-=" else "_" for c in x)  # noqa: E731
+        folder = RunDir(run_dir).stimuli / safe(rec.task_id)
+        folder.mkdir(parents=True, exist_ok=True)
+        for i, img in enumerate(images):
+            last = i == len(images) - 1
+            p = folder / (f"{safe(rec.stimulus_id)}.png" if last else f"{safe(rec.stimulus_id)}.example{i + 1}.png")
+            if not p.exists():
+                with atomic_write(p, "wb") as f:
+                    img.save(f, format="PNG")
+            label = "stimulus image" if last else f"few-shot example {i + 1} image"
+            check = ""
+            if last and meta.get("stimulus_sha256"):
+                check = (" (pixels match the record's stimulus_sha256)" if image_sha256(img) == meta["stimulus_sha256"]
+                         else " [red](pixels differ from the record's stimulus_sha256)[/red]")
+            console.print(f"{label}: {escape(str(p))}{check}", highlight=False)
+    if note:
+        console.print(f"[yellow]note:[/yellow] {escape(note)}", highlight=False)

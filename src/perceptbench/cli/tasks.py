@@ -1,0 +1,46 @@
+"""``perceptbench tasks``."""
+
+from __future__ import annotations
+
+from rich.markup import escape
+from rich.table import Table
+
+from .errors import console
+
+
+def tasks() -> None:
+    """List the tasks, their settings and human references.
+
+    Task ids are never broken across lines, whatever the terminal width: a wide terminal
+    gets a table whose id column does not wrap, a narrow one a list with each id on a line
+    of its own."""
+    from ..tasks.registry import DEFAULT_BATTERY, NOT_RUNNABLE, list_tasks
+
+    rows = []
+    for cls in list_tasks():
+        specs = {k: cls.setting_spec(cls, k) for k in cls.defaults}  # class-level specs, no instance needed
+        settings = ", ".join(f"{k}={v} ({specs[k].describe() if specs[k] else 'any'})" for k, v in cls.defaults.items())
+        rows.append((cls.base_id, f"{cls.principle}/{cls.track}", cls.response_space, cls.encoder_readout,
+                     settings or "-", cls().human_ref_id, "yes" if cls.base_id in DEFAULT_BATTERY else "",
+                     cls.description))
+    for tid, why in NOT_RUNNABLE.items():
+        rows.append((tid, "", "", "", "", "", "not runnable", why))
+    cols = ("task_id", "principle/track", "response", "encoder readout", "settings (default)", "human reference",
+            "default run", "description")
+    id_width = max(len(r[0]) for r in rows)
+    if console.width >= id_width + 150:
+        t = Table(title="tasks")
+        t.add_column(cols[0], no_wrap=True, min_width=id_width)
+        for c in cols[1:]:
+            t.add_column(c, no_wrap=c == "human reference")  # the others wrap at word boundaries
+        for r in rows:
+            t.add_row(*(escape(x) for x in r))
+        console.print(t)
+    else:
+        for r in rows:
+            console.print(f"[bold]{escape(r[0])}[/bold]", soft_wrap=True)  # never wrapped: copy-pasteable
+            for name, value in zip(cols[1:], r[1:]):
+                if value:
+                    console.print(f"    {name}: {escape(value)}", highlight=False)
+    console.print("Variants: BASE@key=value[,key=value], e.g.", highlight=False)
+    console.print("similarity.chart.mark_color@kernel=l5", soft_wrap=True, highlight=False)
