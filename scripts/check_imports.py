@@ -36,7 +36,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("provenance", "record_table", "runs", "stimuli", "readouts", "models"),
     ("external",),
     ("tasks",),
-    ("vsi_features", "vlm_runner", "vsi_runner", "runner", "executors"),
+    ("vsi_features", "vlm_runner", "vsi_runner", "respond", "runner", "executors"),
     ("scoring",),
     ("reports",),
     ("python_api", "testing"),

@@ -263,6 +263,9 @@ def run(
     allow_mixed: bool = typer.Option(False, "--allow-mixed",
                                      help="Resume although finished trials were written under another prompt, "
                                           "package version or setting; recorded in run.json and the records."),
+    condition: Optional[List[str]] = typer.Option(None, "--condition", help="How each model is asked (repeatable; "
+                                                  "each is its own respondent): image (default: the task as designed) "
+                                                  "or a registered condition, e.g. image_withheld (no image)."),
     executor: str = typer.Option("local", "--executor", help="local (this process) or ray (shards on a Ray "
                                                              "cluster; pip install \"perceptbench\\[ray]\")."),
     ray_address: Optional[str] = typer.Option(None, "--ray-address", help="Ray cluster address (ray://HOST:10001 "
@@ -287,7 +290,8 @@ def run(
     _check_out(out, "run")
     cfg = RunConfig(out=out, tasks=task or DEFAULT_BATTERY, models=model or ("efficientnet-lite0",),
                     seed=seed, batch_size=batch_size, stimuli=tuple(stimulus or ()),
-                    cache_mode="off" if no_cache else "refresh" if refresh_cache else "use", allow_mixed=allow_mixed)
+                    cache_mode="off" if no_cache else "refresh" if refresh_cache else "use", allow_mixed=allow_mixed,
+                    **({"conditions": tuple(condition)} if condition else {}))
     records_file = out / "records.jsonl"
     before = _count_records(records_file)
     import signal
