@@ -37,7 +37,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("external",),
     ("scorers",),
     ("tasks",),
-    ("vsi_features", "vlm_runner", "vsi_runner", "runner", "executors"),
+    ("vsi_features", "vlm_runner", "vsi_runner", "respond", "runner", "executors"),
     ("scoring",),
     ("reports",),
     ("api", "python_api", "testing"),

@@ -932,9 +932,9 @@ def test_canonical_json_exact_form():
 
 def test_image_sha256_by_hand():
     im = Image.new("RGB", (2, 1), (1, 2, 3))
-    # sha256(b"RGB" + b"2x1" + b"\0" + raw pixel bytes)
-    assert image_sha256(im) == hashlib.sha256(b"RGB2x1\0" + bytes([1, 2, 3, 1, 2, 3])).hexdigest()
-    assert image_sha256(im.convert("RGBA")) == image_sha256(im)  # hashed in RGB mode
+    # sha256(b"RGB:2x1:" + raw pixel bytes), perceptbench.seeding.image_sha256
+    assert image_sha256(im) == hashlib.sha256(b"RGB:2x1:" + bytes([1, 2, 3, 1, 2, 3])).hexdigest()
+    assert image_sha256(im.convert("RGBA")) != image_sha256(im)  # the mode is hashed
 
 
 def test_key_and_path_by_hand(tmp_path):

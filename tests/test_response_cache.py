@@ -94,9 +94,20 @@ def test_key_is_canonical_and_order_sensitive():
 def test_image_hash_is_pixel_based():
     a = _img(5)
     assert image_sha256(a) == image_sha256(a.copy())
-    assert image_sha256(a) == image_sha256(a.convert("RGBA"))  # same RGB pixels
+    assert image_sha256(a) != image_sha256(a.convert("RGBA"))  # the mode is part of the pixels hashed
     assert image_sha256(a) != image_sha256(_img(6))
     assert image_sha256(Image.new("RGB", (2, 8))) != image_sha256(Image.new("RGB", (8, 2)))
+
+
+def test_one_image_one_cache_key_whatever_the_call_path(tmp_path):
+    """A request whose images the cache hashes itself gets the key of the same request given
+    the hashes records carry (``stimulus_sha256``: :func:`perceptbench.seeding.image_sha256`)."""
+    from perceptbench.models.base import VLMRequest
+    from perceptbench.seeding import image_sha256 as record_sha256
+
+    cached = CachedVLM(CountingVLM(), ResponseCache(tmp_path))
+    req = VLMRequest((_img(3), _img(4).convert("RGBA")), "which one?")
+    assert cached.key_for_request(req) == cached.key_for_request(req, [record_sha256(im) for im in req.images])
 
 
 @pytest.mark.parametrize(

@@ -18,6 +18,7 @@ executor           ``--executor``, ``--ray-*``,          ``executor=``, ``ray_ad
                    ``--gpus-per-model``, ``--chunk-size``  ``gpus_per_model=``, ``ray_workers=``,
                                                          ``chunk_size=``
 allow mixed        ``--allow-mixed``                     ``allow_mixed=``
+conditions         ``--condition`` (repeatable)          ``conditions=[...]``
 families           ``--family MODEL=FAMILY``             ``families={"MODEL": "FAMILY"}``
 =================  ====================================  ===========================================
 
@@ -81,6 +82,9 @@ class RunOptions:
     ray: RayOptions = field(default_factory=RayOptions)
     allow_mixed: bool = False
     families: Mapping[str, str] | None = None
+    conditions: Sequence[str] | None = None
+    """How each model is asked (:func:`perceptbench.respond.conditions`); ``None``: the task as
+    designed (``image``)."""
 
     def check(self) -> None:
         """ValueError (one line naming the option and the value) for a bad parser mode,
@@ -147,7 +151,8 @@ def run(out: str | Path, options: RunOptions, *, progress: bool = False, console
     cfg = RunConfig(out=rd.root, tasks=tuple(options.tasks) if options.tasks is not None else DEFAULT_BATTERY,
                     models=tuple(options.models) if options.models is not None else ("efficientnet-lite0",),
                     seed=options.seed, batch_size=options.batch_size, stimuli=tuple(options.stimuli),
-                    cache_mode=options.cache, allow_mixed=options.allow_mixed)
+                    cache_mode=options.cache, allow_mixed=options.allow_mixed,
+                    **({"conditions": tuple(options.conditions)} if options.conditions else {}))
     summary = run_tasks(cfg, progress=progress, console=console, executor=options.executor,
                         ray_options=options.ray.as_kwargs() if options.executor == "ray" else None)
     scores_csv = rd.scores_for(options.parser)

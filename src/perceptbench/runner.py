@@ -17,14 +17,16 @@ import numpy as np
 
 from .core.rundir import RunDir
 from .core.version import __version__
-from .models.base import default_batch_size
-from .readouts.encoder import (
-    READOUT_SPECS, ClassProbeReadout, LinearProbeReadout, PrototypeReadout, RetrievalReadout, RidgeCountReadout, odd_one_out,
-    readout_prompt_id)
+from .readouts.encoder import READOUT_SPECS
 from .records import RecordStore, make_trial_id
-from .seeding import image_sha256, text_hash
+from .respond import DEFAULT_CONDITION, Job, conditions, model_kind, prompt_version, respondent_for, run_trials, \
+    task_kind
+from .respond.base import check_condition, trial_stimuli
+from .respond.context import respondent_label
+from .respond.human import human_records
+from .seeding import text_hash
 from .tasks import get_task
-from .tasks.base import Stimulus, Task, make_record, require_test_stimuli
+from .tasks.base import Stimulus, Task, require_test_stimuli
 from .tasks.registry import DEFAULT_BATTERY
 
 
@@ -36,7 +38,9 @@ class RunConfig:
     or generation setting (recorded in run.json and in the new records).  ``batch_size``:
     images per encoder forward pass and requests per VLM batch; ``None`` takes the model
     family's default (:func:`perceptbench.models.base.default_batch_size`: 8 images, 32
-    requests).  Responses do not depend on it; records carry the value used."""
+    requests).  Responses do not depend on it; records carry the value used.  ``conditions``:
+    how each model is asked (:func:`perceptbench.respond.conditions`: ``image``, the task as
+    designed; ``image_withheld``, the question without the image), each its own respondent."""
 
     out: Path
     tasks: Sequence[str] = DEFAULT_BATTERY
@@ -46,6 +50,7 @@ class RunConfig:
     stimuli: Sequence[str] = ()
     cache_mode: str = "use"
     allow_mixed: bool = False
+    conditions: Sequence[str] = (DEFAULT_CONDITION,)
 
 
 @dataclass
@@ -75,10 +80,6 @@ def _record_mixed(out: Path, run_id: str, diffs: list) -> None:
         lambda data: data.setdefault("mixed", []).extend({**d.as_json(), "run_id": run_id} for d in diffs))
 
 
-def _template_hash(task: Task) -> str:
-    return text_hash(getattr(task, "prompt_template", None) or task.prompt_text)
-
-
 def _static_differences(task: Task, stimuli: list[Stimulus], finished: list, seed: int) -> list:
     """What differs between a task's finished trials and what this run would write, before any
     model is loaded: package version, task settings, prompt (template hash on every record, and
@@ -98,7 +99,7 @@ def _static_differences(task: Task, stimuli: list[Stimulus], finished: list, see
                                     "task settings": r.run_meta.model_extra.get("task_params")},
                          task.task_id, model)
         vlm = [r for r in recs if r.readout == "vlm_prompt"]
-        d = compare(vlm, {"prompt": _template_hash(task)},
+        d = compare(vlm, {"prompt": prompt_version(task)},
                     lambda r: {"prompt": r.run_meta.model_extra.get("prompt_template_hash")}, task.task_id, model)
         if not d:  # the filled prompt of a few finished stimuli, re-built now
             sample = [r for r in vlm if r.prompt_hash and r.stimulus_id in by_id][:3]
@@ -129,7 +130,7 @@ def _model_differences(name: str, model, finished: list) -> list:
 
     gs = dict(getattr(model, "generation_settings", None) or {})
     cur = {"model_version": model.model_version}
-    if gs and getattr(model, "family", "encoder") != "encoder":
+    if gs and model_kind(model) != "encoder":
         cur["generation settings"] = gs
 
     def get(r):
@@ -142,6 +143,12 @@ def _model_differences(name: str, model, finished: list) -> list:
     tasks = sorted({r.task_id for r in finished})
     return compare(finished, cur, get, ", ".join(tasks[:3]) + (" ..." if len(tasks) > 3 else ""), name,
                    not_allowable=frozenset({"model_version"}))
+
+
+def _finished_of(finished: list, name: str) -> list:
+    """The finished records of model ``name`` under every condition."""
+    labels = {respondent_label(name, c) for c in conditions()}
+    return [r for r in finished if r.model in labels]
 
 
 def _select_stimuli(task_stimuli: list, wanted: Sequence[str]) -> None:
@@ -158,108 +165,6 @@ def _select_stimuli(task_stimuli: list, wanted: Sequence[str]) -> None:
             raise ValueError(f"--stimulus {sid}: a probe-train stimulus of {tids}, not a test trial")
         some = ", ".join(test_ids[:5]) + (f", ... ({len(test_ids)} in all)" if len(test_ids) > 5 else "")
         raise ValueError(f"--stimulus {sid}: no such test stimulus in {tids}; valid ids: {some or 'none'}")
-
-
-def _chunks(xs: list, n: int):
-    for i in range(0, len(xs), n):
-        yield xs[i:i + n]
-
-
-class _EncoderRunner:
-    """Runs one encoder on one task's pending test trials, appending records per chunk."""
-
-    def __init__(self, task: Task, model, store: RecordStore, seed: int, run_id: str, batch_size: int,
-                 advance: Callable[[int], None]):
-        self.task, self.model, self.store, self.seed = task, model, store, seed
-        self.run_id, self.bs, self.advance = run_id, batch_size, advance
-        self.readout = task.encoder_readout_for(model)
-        self.spec = READOUT_SPECS[self.readout]
-        self.extra_meta: dict = {}
-
-    def _record(self, s: Stimulus, response, raw: str, img_sha: str, **meta):
-        return make_record(
-            self.task, stimulus_id=s.stimulus_id, model=self.model.name, model_family="encoder",
-            readout=self.readout, response=response, ground_truth=s.ground_truth,
-            manipulated_value=s.manipulated_value, raw_output=raw,
-            prompt_id=readout_prompt_id(self.readout), prompt_hash=text_hash(self.spec),
-            model_version=self.model.model_version, seed=self.seed, run_id=self.run_id,
-            stimulus_sha256=img_sha, split=s.split, settings={"batch_size": self.bs}, **self.extra_meta,
-            **s.meta, **meta)
-
-    def _embed_stimuli(self, stimuli: list[Stimulus]):
-        out = []
-        for chunk in _chunks(stimuli, self.bs):  # bounded memory: render one batch at a time
-            out.append(self.model.embed([s.render() for s in chunk], batch_size=self.bs))
-        return np.concatenate(out) if out else None
-
-    def _skip(self, pending: list[Stimulus], why: str) -> int:
-        """Record every pending trial as skipped (null response, ``run_meta.skipped`` = ``why``);
-        nothing is rendered or embedded."""
-        recs = [make_record(
-            self.task, stimulus_id=s.stimulus_id, model=self.model.name, model_family="encoder",
-            readout=self.readout, response=None, ground_truth=s.ground_truth,
-            manipulated_value=s.manipulated_value, raw_output=None, prompt_id=readout_prompt_id(self.readout),
-            prompt_hash=text_hash(self.spec), model_version=self.model.model_version, seed=self.seed,
-            run_id=self.run_id, split=s.split, skipped=why, **self.extra_meta) for s in pending]
-        self.advance(len(pending))
-        return self.store.append(recs)
-
-    def run(self, pending: list[Stimulus], probe: list[Stimulus]) -> int:
-        written = 0
-        why = self.task.encoder_not_applicable(self.readout)
-        if why:
-            return self._skip(pending, why)
-        if self.readout in ("prototype_cosine", "ridge_round", "linear_probe", "class_probe", "zero_shot_retrieval"):
-            if self.readout == "zero_shot_retrieval":
-                from .metrics.retrieval import retrieval_sentences
-
-                cats = tuple(self.task.options())
-                ro = RetrievalReadout(self.model.embed_text(retrieval_sentences(cats)), cats)
-            else:
-                if not probe:
-                    hint = " (natural SalBench split: set probe_fraction, e.g. @probe_fraction=0.5)" \
-                        if self.task.task_id.startswith("salbench.") and ".nat" in self.task.task_id else ""
-                    raise ValueError(f"{self.task.task_id}: the {self.readout} readout of {self.model.name} needs "
-                                     f"probe-train stimuli{hint}")
-                emb = self._embed_stimuli(probe)
-                truths = [s.ground_truth for s in probe]
-                if self.readout == "prototype_cosine":
-                    ro = PrototypeReadout(tuple(self.task.options())).fit(emb, truths)
-                elif self.readout == "linear_probe":
-                    ro = LinearProbeReadout().fit(emb, truths)
-                elif self.readout == "class_probe":
-                    ro = ClassProbeReadout().fit(emb, truths)
-                else:
-                    ro = RidgeCountReadout(min(truths), max(truths)).fit(emb, truths)
-            for chunk in _chunks(pending, self.bs):
-                imgs = [s.render() for s in chunk]
-                resp, raw = ro.predict(self.model.embed(imgs, batch_size=self.bs))
-                recs = [self._record(s, r, w, image_sha256(im), n_probe_train=len(probe))
-                        for s, r, w, im in zip(chunk, resp, raw, imgs)]
-                written += self.store.append(recs)
-                self.advance(len(chunk))
-        elif self.readout == "odd_one_out_cosine":
-            cache: dict[str, object] = {}
-            for chunk in _chunks(pending, self.bs):
-                comps = [s.components() for s in chunk]
-                hashes = [[image_sha256(c) for c in cs] for cs in comps]
-                new = {}
-                for cs, hs in zip(comps, hashes):
-                    for c, h in zip(cs, hs):
-                        if h not in cache:
-                            new[h] = c
-                if new:
-                    emb = self.model.embed(list(new.values()), batch_size=self.bs)
-                    cache.update(zip(new.keys(), emb))
-                recs = []
-                for s, hs in zip(chunk, hashes):
-                    pos, raw = odd_one_out(np.stack([cache[h] for h in hs]))
-                    recs.append(self._record(s, pos, raw, image_sha256(s.render()), component_sha256=hs))
-                written += self.store.append(recs)
-                self.advance(len(chunk))
-        else:
-            raise ValueError(f"unknown encoder readout {self.readout!r}")
-        return written
 
 
 def resolve_models(cfg: RunConfig, load_model: Callable,
@@ -286,28 +191,14 @@ def resolve_models(cfg: RunConfig, load_model: Callable,
     return out
 
 
-def check_compatible(task, model, name: str) -> None:
-    """Raise ValueError (one line naming the task and the model) when ``model`` cannot run
-    ``task``: a VSI task (seed 002 §2.1: KL divergence between next-token distributions)
-    needs a VLM; an image encoder has no next-token distribution.  Providers that are VLMs
-    but may return no logprobs are not refused here: their trials are recorded as skipped
+def check_compatible(task, model, name: str, condition: str = DEFAULT_CONDITION) -> None:
+    """Raise ValueError (one line naming the task and the model) when no respondent serves
+    ``task`` x ``model`` under ``condition`` (:func:`perceptbench.respond.respondent_for`),
+    e.g. a VSI task (seed 002 §2.1: KL divergence between next-token distributions) and an
+    image encoder, which has no next-token distribution.  Providers that are VLMs but may
+    return no logprobs are not refused here: their trials are recorded as skipped
     (:mod:`perceptbench.vsi_runner`)."""
-    if getattr(model, "family", "encoder") == "encoder" and getattr(task, "is_vsi", False):
-        raise ValueError(f"{task.task_id} measures a VLM's next-token distribution; {name} is an "
-                         "image encoder (give a VLM: hf:<VLM> or an API model)")
-
-
-def _first_step(task, model, probe: list, pending: list, batch_size: int | None) -> str:
-    """What a model does before its first trial is written, for the progress line."""
-    if getattr(model, "family", "encoder") == "encoder":
-        readout = task.encoder_readout_for(model)
-        if task.encoder_not_applicable(readout):
-            return "recording skipped trials"
-        if readout in ("prototype_cosine", "ridge_round", "linear_probe", "class_probe"):
-            return f"computing probe features ({len(probe)} probe-train stimuli) ..."
-        return "embedding the first batch ..."
-    n = min(default_batch_size(batch_size, "vlm"), len(pending))
-    return f"waiting for the first batch of {n} answers ..." if pending else "computing VSI probe features ..."
+    respondent_for(task, model, condition, name)
 
 
 def _vsi_features_cached(out: Path, name: str, task_id: str) -> bool:
@@ -345,6 +236,8 @@ def run(cfg: RunConfig, *, progress: bool = True, load_model: Callable | None = 
     names = [parse_model_arg(m)[0] for m in cfg.models]
     if len(set(names)) != len(names):
         raise ValueError(f"two models share a short name: {names}; name them with SHORT=SPEC")
+    for condition in cfg.conditions:
+        check_condition(condition)
     task_stimuli = [(task, task.stimuli(cfg.seed)) for task in tasks]
     for task, stimuli in task_stimuli:
         require_test_stimuli(task, stimuli)  # before run.json or any record is written
@@ -366,7 +259,8 @@ def run(cfg: RunConfig, *, progress: bool = True, load_model: Callable | None = 
     for arg, name in zip(cfg.models, names):  # model x task compatibility, before anything is written
         if arg in preloaded:
             for task, _ in task_stimuli:
-                check_compatible(task, preloaded[arg], name)
+                for condition in cfg.conditions:
+                    check_compatible(task, preloaded[arg], name, condition)
     _check_run_json(out, cfg)
     with RecordStore(RunDir(out).records) as store:
         finished: list = []
@@ -392,20 +286,22 @@ def run(cfg: RunConfig, *, progress: bool = True, load_model: Callable | None = 
                               if mixed else {})
         plan = []
         for task, stimuli in task_stimuli:
-            hr = task.human_records(cfg.seed, run_id, stimuli)
-            if wanted:
-                hr = [r for r in hr if r.stimulus_id in wanted]
+            hr = human_records(task, cfg.seed, run_id, stimuli, wanted)
             n_h = store.append(hr)
             summary.written += n_h
             summary.human_written += n_h
             summary.human_skipped += len(hr) - n_h
-            test = [s for s in stimuli if s.split == "test" and (not wanted or s.stimulus_id in wanted)]
-            for arg, name in zip(cfg.models, names):
-                pending = [s for s in test
-                           if make_trial_id(task.task_id, s.stimulus_id, name, 0) not in store.done]
-                summary.skipped += len(test) - len(pending)
-                if pending or (getattr(task, "is_vsi", False) and not _vsi_features_cached(out, name, task.task_id)):
-                    plan.append((task, stimuli, arg, name, pending))
+            chosen = [s for s in stimuli if s.split == "test" and (not wanted or s.stimulus_id in wanted)]
+            for condition in cfg.conditions:
+                test = trial_stimuli(task, chosen, condition)
+                for arg, name in zip(cfg.models, names):
+                    label = respondent_label(name, condition)
+                    pending = [s for s in test if make_trial_id(task.task_id, s.stimulus_id, label, 0) not in store.done]
+                    summary.skipped += len(test) - len(pending)
+                    features = (task_kind(task) == "vsi" and condition == DEFAULT_CONDITION
+                                and not _vsi_features_cached(out, name, task.task_id))
+                    if pending or features:
+                        plan.append((task, stimuli, arg, name, pending, condition))
         if executor not in ("local", "ray"):
             raise ValueError(f"--executor {executor!r}: not 'local' or 'ray'")
         if executor == "ray":
@@ -414,17 +310,17 @@ def run(cfg: RunConfig, *, progress: bool = True, load_model: Callable | None = 
             return summary
         with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                       TimeElapsedColumn(), disable=not progress, console=console) as bar:
-            bars = [bar.add_task(f"{task.task_id} | {name}", total=len(pending))
-                    for task, _, _, name, pending in plan]
+            bars = [bar.add_task(f"{task.task_id} | {respondent_label(name, c)}", total=len(pending))
+                    for task, _, _, name, pending, c in plan]
             models: dict[str, object] = dict(preloaded)
             checked: set[str] = set()
-            for (task, stimuli, arg, name, pending), ptask in zip(plan, bars):
+            for (task, stimuli, arg, name, pending, condition), ptask in zip(plan, bars):
                 if arg not in models:
                     bar.update(ptask, description=f"loading {name} ...", refresh=True)
                     models[arg] = load_model(arg)
                 if arg not in checked:  # once per model, whether preloaded or loaded now
                     checked.add(arg)
-                    gate(_model_differences(name, models[arg], [r for r in finished if r.model == name]))
+                    gate(_model_differences(name, models[arg], _finished_of(finished, name)))
                     warning = getattr(models[arg], "identity_warning", None)
                     if warning:
                         summary.warnings.append(warning)
@@ -433,39 +329,25 @@ def run(cfg: RunConfig, *, progress: bool = True, load_model: Callable | None = 
 
                             console.print(f"[yellow]warning:[/yellow] {escape(warning)}", highlight=False)
                 model = models[arg]
-                base = f"{task.task_id} | {name}"
-                probe = [s for s in stimuli if s.split == "probe_train"]
+                label = respondent_label(name, condition)
+                base = f"{task.task_id} | {label}"
+                job = Job(task, model, name, pending, [s for s in stimuli if s.split == "probe_train"], store,
+                          cfg.seed, run_id, out, cfg.batch_size, cfg.cache_mode, extra_meta(), condition=condition)
+                respondent = respondent_for(task, model, condition, name)  # a resumed run loads models lazily
                 # until the first trials are written, say what the model is doing (not a frozen 0/N)
-                bar.update(ptask, description=f"{base}: {_first_step(task, model, probe, pending, cfg.batch_size)}",
-                           refresh=True)
+                bar.update(ptask, description=f"{base}: {respondent.first_step(job)}", refresh=True)
 
                 def advance(k, t=ptask, base=base, first=[True]):
                     if first[0]:
                         first[0] = False
                         bar.update(t, description=base)
                     bar.advance(t, k)
-                check_compatible(task, model, name)  # a resumed run loads models lazily
-                if getattr(model, "family", "encoder") == "encoder":
-                    er = _EncoderRunner(task, model, store, cfg.seed, run_id,
-                                        default_batch_size(cfg.batch_size, "encoder"), advance)
-                    er.extra_meta = extra_meta()
-                    n = er.run(pending, probe)
-                else:
-                    if getattr(task, "is_vsi", False):
-                        from .vsi_runner import run_vsi_task as run_vlm_task
-                    else:
-                        from .vlm_runner import run_vlm_task
-                    n, hits, reqs = run_vlm_task(task, model, store, pending, cfg.seed, run_id,
-                                                 default_batch_size(cfg.batch_size, "vlm"),
-                                                 out, advance, cache_mode=cfg.cache_mode, extra_meta=extra_meta())
-                    if getattr(task, "is_vsi", False):  # encoder-LLM probe features (seed 002 §2.4)
-                        from .vsi_features import cache_task_features
-
-                        cache_task_features(task, getattr(model, "inner", model), RunDir(out).features, cfg.seed)
-                    summary.cache_hits += hits
-                    summary.cache_requests += reqs
-                summary.written += n
-                summary.per_task_model[(task.task_id, name)] = n
+                job.advance = advance
+                res = run_trials(job)
+                summary.cache_hits += res.cache_hits
+                summary.cache_requests += res.cache_requests
+                summary.written += res.written
+                summary.per_task_model[(task.task_id, label)] = res.written
     return summary
 
 
@@ -475,7 +357,7 @@ def _run_plan_on_ray(plan, cfg, store, run_id, out, extra_meta, gate, finished, 
     from .executors.ray_executor import run_plan
 
     def model_gate(name: str, info) -> None:
-        gate(_model_differences(name, info, [r for r in finished if r.model == name]))
+        gate(_model_differences(name, info, _finished_of(finished, name)))
         if info.identity_warning:
             summary.warnings.append(info.identity_warning)
             if console is not None:

@@ -38,13 +38,17 @@ from typing import Callable
 
 import numpy as np
 
+from typing import TYPE_CHECKING
+
 from .models.base import NotSupportedByProvider, TokenDistribution, VLMRequest
-from .records import RecordStore
 from .seeding import image_sha256, text_hash
-from .tasks.base import Stimulus, make_record
+from .tasks.base import Stimulus
 from .tasks.vsi import CONF_MAX_NEW_TOKENS, CONFIDENCE_PROMPT, CONFIDENCE_TURN
 
-__all__ = ["run_vsi_task", "dist_to_meta"]
+if TYPE_CHECKING:
+    from .respond.context import TrialContext
+
+__all__ = ["run_vsi_task", "dist_to_meta", "vsi_model", "vsi_context", "vsi_record", "EMPTY_DIST"]
 
 
 def dist_to_meta(d: TokenDistribution, source: str) -> dict:
@@ -214,37 +218,54 @@ class _VSIModel:
         return dists  # type: ignore[return-value]
 
 
-def run_vsi_task(task, vlm, store: RecordStore, pending: list[Stimulus], seed: int, run_id: str,
-                 batch_size: int, out: Path, advance: Callable[[int], None], cache_mode: str = "use",
-                 extra_meta: dict | None = None) -> tuple[int, int, int]:
+def vsi_model(cached, task) -> _VSIModel:
+    """The VSI model calls of ``task`` through ``cached`` (a
+    :class:`~perceptbench.models.response_cache.CachedVLM`)."""
+    return _VSIModel(cached, task, task.top_k)
+
+
+def vsi_context(ctx: "TrialContext", m: _VSIModel) -> "TrialContext":
+    """``ctx`` with the settings of every VSI record: the model's generation settings, the
+    token budget asked (``request_max_new_tokens``) and the one it gets (``max_new_tokens``)."""
+    task = ctx.task
+    return ctx.with_(settings={**m.inner.generation_settings, "request_max_new_tokens": task.max_new_tokens,
+                               "max_new_tokens": m.budget(task.max_new_tokens)})
+
+
+def vsi_record(ctx: "TrialContext", m: _VSIModel, s: Stimulus, *, vsi_extra: dict, readout: str | None = None,
+               response=None, raw=None, prompt: str | None = None, skipped: str | None = None, **meta):
+    """One VSI record of stimulus ``s``: ``run_meta.vsi`` = the stimulus's VSI meta, ``top_k``
+    and ``vsi_extra`` (distribution, image hash, confidence); ``skipped``: the reason a trial was
+    not asked (null response)."""
+    vsi = {**s.meta["vsi"], "top_k": m.top_k, **vsi_extra}
+    extra = {k: v for k, v in s.meta.items() if k not in ("vsi", "vsi_prompt")}
+    if skipped is not None:
+        return ctx.skipped(s, skipped, readout=readout, settings=ctx.settings, vsi=vsi, **extra, **meta)
+    return ctx.record(s, response=response, raw_output=raw, prompt_hash=None if prompt is None else text_hash(prompt),
+                      readout=readout, vsi=vsi, **extra, **meta)
+
+
+EMPTY_DIST = {"token_ids": None, "tokens": [], "logprobs": [], "complete": False, "image_sha256": None,
+              "max_prob": None, "verbal_conf": None, "verbal_raw": None}
+"""``vsi_extra`` of a skipped VSI record (plus ``distribution_source``)."""
+
+
+def run_vsi_task(ctx: "TrialContext", cached, sink, pending: list[Stimulus], batch_size: int,
+                 advance: Callable[[int], None]) -> tuple[int, int, int]:
     """Write the pending VSI records of one task x model; returns (written, cache hits, requests).
 
-    ``cache_mode`` and ``extra_meta`` as for :func:`perceptbench.vlm_runner.run_vlm_task`."""
-    from .models.response_cache import CachedVLM, ResponseCache
+    ``ctx``: the records' :class:`~perceptbench.respond.context.TrialContext` (task, model
+    identity, ``run_meta`` of the run); ``cached``: the model behind the response cache;
+    ``sink``: where records are appended."""
     from .readouts.answers import parse_confidence
-    from .vlm_runner import response_cache_dir
 
-    cached = vlm if isinstance(vlm, CachedVLM) else CachedVLM(vlm, ResponseCache(response_cache_dir()),
-                                                              mode=cache_mode)
-    inner = cached.inner
-    extra_meta = dict(extra_meta or {})
-    if getattr(inner, "identity", None):
-        extra_meta["model_identity"] = inner.identity
-    template_hash = text_hash(task.prompt_text)
-    m = _VSIModel(cached, task, task.top_k)
+    task = ctx.task
+    m = vsi_model(cached, task)
+    ctx = vsi_context(ctx, m)
     hits0, calls0 = cached.hits, cached.calls
 
-    def record(s: Stimulus, *, response=None, raw=None, prompt=None, readout, vsi_extra: dict, **meta):
-        vsi = {**s.meta["vsi"], "top_k": m.top_k, **vsi_extra}
-        extra = {k: v for k, v in s.meta.items() if k not in ("vsi", "vsi_prompt")}
-        return make_record(
-            task, stimulus_id=s.stimulus_id, model=inner.name, model_family=inner.family, readout=readout,
-            response=response, ground_truth=s.ground_truth, manipulated_value=s.manipulated_value, raw_output=raw,
-            prompt_id=task.prompt_id, prompt_hash=None if prompt is None else text_hash(prompt),
-            model_version=inner.model_version, seed=seed, run_id=run_id, split=s.split,
-            settings={**inner.generation_settings, "request_max_new_tokens": task.max_new_tokens,
-                      "max_new_tokens": m.budget(task.max_new_tokens)},
-            vsi=vsi, prompt_template_hash=template_hash, **extra_meta, **extra, **meta)
+    def record(s: Stimulus, **kw):
+        return vsi_record(ctx, m, s, **kw)
 
     reason = m.check_supported()
     written = 0
@@ -253,22 +274,20 @@ def run_vsi_task(task, vlm, store: RecordStore, pending: list[Stimulus], seed: i
         chunk = pending[i:i + step]
         if reason is None:
             try:
-                written += _run_chunk(task, m, chunk, seed, batch_size, record, parse_confidence, store)
+                written += _run_chunk(task, m, chunk, batch_size, record, parse_confidence, sink)
             except NotSupportedByProvider as e:
                 reason = str(e)
         if reason is not None:
-            empty = {"token_ids": None, "tokens": [], "logprobs": [], "complete": False,
-                     "distribution_source": m.source, "image_sha256": None, "max_prob": None,
-                     "verbal_conf": None, "verbal_raw": None}
-            written += store.append([record(s, readout="vlm_vsi_" + ("clean" if s.meta["vsi"]["condition"] == "clean"
-                                                                    else "perturbed"),
-                                            vsi_extra=empty, skipped=reason) for s in chunk])
+            empty = {**EMPTY_DIST, "distribution_source": m.source}
+            written += sink.append([record(s, readout="vlm_vsi_" + ("clean" if s.meta["vsi"]["condition"] == "clean"
+                                                                   else "perturbed"),
+                                           vsi_extra=empty, skipped=reason) for s in chunk])
         advance(len(chunk))
     return written, cached.hits - hits0, (cached.hits - hits0) + (cached.calls - calls0)
 
 
-def _run_chunk(task, m: _VSIModel, chunk: list[Stimulus], seed: int, batch_size: int, record, parse_confidence,
-               store: RecordStore) -> int:
+def _run_chunk(task, m: _VSIModel, chunk: list[Stimulus], batch_size: int, record, parse_confidence,
+               store) -> int:
     imgs = [s.render() for s in chunk]
     shas = [[image_sha256(im)] for im in imgs]
     prompts = [s.meta["vsi_prompt"] for s in chunk]

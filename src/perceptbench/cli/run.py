@@ -32,6 +32,9 @@ def run(
     allow_mixed: bool = typer.Option(False, "--allow-mixed",
                                  help="Resume although finished trials were written under another prompt, "
                                       "package version or setting; recorded in run.json and the records."),
+    condition: Optional[List[str]] = typer.Option(None, "--condition", help="How each model is asked (repeatable; "
+                                                  "each is its own respondent): image (default: the task as designed) "
+                                                  "or a registered condition, e.g. image_withheld (no image)."),
     executor: str = typer.Option("local", "--executor", help="local (this process) or ray (shards on a Ray "
                                                          "cluster; pip install \"perceptbench\\[ray]\")."),
     ray_address: Optional[str] = typer.Option(None, "--ray-address", help="Ray cluster address (ray://HOST:10001 "
@@ -59,7 +62,8 @@ def run(
                          stimuli=tuple(stimulus or ()), parser=parser,
                          cache="off" if no_cache else "refresh" if refresh_cache else "use",
                          executor=executor, ray=RayOptions(ray_address, gpus_per_model, ray_workers, chunk_size),
-                         allow_mixed=allow_mixed, families=families_option(family))
+                         allow_mixed=allow_mixed, families=families_option(family),
+                         conditions=tuple(condition) if condition else None)
     check_out(out, "run")
     rd = RunDir(out)
     before = rd.count_records()

@@ -5,7 +5,7 @@ imports this module.  Work is cut into shards of one task, one model and up to
 ``chunk_size`` pending test stimuli.  Each model gets a pool of actors (:class:`ShardWorker`),
 each of which loads the model once (``num_gpus=gpus_per_model`` per actor when asked) and
 rebuilds the task's stimuli from the seed (deterministic), so only stimulus ids travel.  A
-shard runs the local executor's own code (``_EncoderRunner`` or ``run_vlm_task``) into an
+shard runs the local executor's own entry point (:func:`perceptbench.respond.run_trials`) into an
 in-memory collector and returns the records as JSON lines; the **driver** validates them and
 appends them to the one ``records.jsonl`` through :class:`~perceptbench.records.RecordStore`,
 exactly as a local run does.  So resume, kill -9 safety (records reach the file only whole,
@@ -25,6 +25,10 @@ import os
 import types
 from pathlib import Path
 from typing import Callable
+
+from ..respond import DEFAULT_CONDITION, Job, run_trials
+from ..respond.base import trial_stimuli
+from ..respond.context import respondent_label
 
 __all__ = ["ShardWorker", "run_plan"]
 
@@ -53,12 +57,10 @@ class ShardWorker:
     task on a list of test stimulus ids and returns ``(json lines, cache hits, cache requests)``."""
 
     def __init__(self, model_arg: str, seed: int, run_id: str, batch_size: int | None, out: str, cache_mode: str):
-        from ..models.base import default_batch_size
         from ..models.registry import load_model
 
         self.model = load_model(model_arg)
-        bs = default_batch_size(batch_size, getattr(self.model, "family", "encoder"))
-        self.seed, self.run_id, self.bs, self.out, self.cache_mode = seed, run_id, bs, Path(out), cache_mode
+        self.seed, self.run_id, self.batch_size, self.out, self.cache_mode = seed, run_id, batch_size, Path(out), cache_mode
         self._stimuli: dict[str, tuple] = {}
 
     def pid(self) -> int:
@@ -81,31 +83,17 @@ class ShardWorker:
             self._stimuli[task_id] = (task, task.stimuli(self.seed))
         return self._stimuli[task_id]
 
-    def run_shard(self, task_id: str, stimulus_ids: list[str], extra_meta: dict) -> tuple[list[str], int, int]:
-        from ..runner import _EncoderRunner
-
+    def run_shard(self, task_id: str, stimulus_ids: list[str], extra_meta: dict, condition: str = DEFAULT_CONDITION
+                  ) -> tuple[list[str], int, int]:
+        """Answer ``stimulus_ids`` of ``task_id`` under ``condition`` through
+        :func:`perceptbench.respond.run_trials` (the local executor's entry point)."""
         task, stimuli = self._task(task_id)
-        by_id = {s.stimulus_id: s for s in stimuli}
-        pending = [by_id[s] for s in stimulus_ids]
-        probe = [s for s in stimuli if s.split == "probe_train"]
-        sink = _Collector()
-        hits = reqs = 0
-        if getattr(self.model, "family", "encoder") == "encoder":
-            er = _EncoderRunner(task, self.model, sink, self.seed, self.run_id, self.bs, lambda k: None)
-            er.extra_meta = extra_meta
-            er.run(pending, probe)
-        else:
-            if getattr(task, "is_vsi", False):
-                from ..vsi_runner import run_vsi_task as run_vlm_task
-            else:
-                from ..vlm_runner import run_vlm_task
-            _, hits, reqs = run_vlm_task(task, self.model, sink, pending, self.seed, self.run_id, self.bs,
-                                         self.out, lambda k: None, cache_mode=self.cache_mode, extra_meta=extra_meta)
-            if getattr(task, "is_vsi", False):
-                from ..vsi_features import cache_task_features
-
-                cache_task_features(task, getattr(self.model, "inner", self.model), self.out / "features", self.seed)
-        return sink.lines, hits, reqs
+        by_id = {s.stimulus_id: s for s in trial_stimuli(task, stimuli, condition)}
+        job = Job(task, self.model, self.model.name, [by_id[s] for s in stimulus_ids],
+                  [s for s in stimuli if s.split == "probe_train"], _Collector(), self.seed, self.run_id, self.out,
+                  self.batch_size, self.cache_mode, extra_meta, condition=condition)
+        res = run_trials(job)
+        return job.sink.lines, res.cache_hits, res.cache_requests
 
 
 def _chunks(xs: list, n: int):
@@ -118,7 +106,7 @@ def run_plan(plan: list, *, store, seed: int, run_id: str, batch_size: int | Non
              advance: Callable[[int, int], None] | None = None, address: str | None = None,
              gpus_per_model: float = 0, workers: int | None = None, chunk_size: int | None = None,
              max_retries: int = 3) -> dict:
-    """Run the local runner's ``plan`` (tuples ``(task, stimuli, model_arg, name, pending)``)
+    """Run the local runner's ``plan`` (tuples ``(task, stimuli, model_arg, name, pending, condition)``)
     on Ray and append every returned record to ``store`` from this (driver) process.
 
     ``address``: a running cluster (``ray.init(address=...)``); None joins the cluster this
@@ -153,32 +141,32 @@ def run_plan(plan: list, *, store, seed: int, run_id: str, batch_size: int | Non
                                             max_restarts=max_retries, max_task_retries=max_retries)
     result: dict = {}
     by_model: dict[str, list[int]] = {}
-    for i, (_, _, arg, _, _) in enumerate(plan):
+    for i, (_, _, arg, _, _, _) in enumerate(plan):
         by_model.setdefault(arg, []).append(i)
     for arg, idxs in by_model.items():
         name = plan[idxs[0]][3]
-        shards = [(i, plan[i][0].task_id, [s.stimulus_id for s in chunk])
+        shards = [(i, plan[i][0].task_id, [s.stimulus_id for s in chunk], plan[i][5])
                   for i in idxs for chunk in _chunks(plan[i][4], chunk_size or max(1, len(plan[i][4])))]
         pool = [Actor.remote(arg, seed, run_id, batch_size, str(out), cache_mode)
                 for _ in range(min(workers, max(1, len(shards))))]
         gate(name, types.SimpleNamespace(**ray.get(pool[0].model_info.remote())))
         meta = extra_meta()
         for i in idxs:
-            result[(plan[i][0].task_id, name)] = [0, 0, 0]
+            result[(plan[i][0].task_id, respondent_label(name, plan[i][5]))] = [0, 0, 0]
         todo = list(shards)
         running: dict = {}
         free = list(pool)
         try:
             while todo or running:
                 while todo and free:  # one shard in flight per actor: a dead worker loses one shard
-                    i, tid, ids = todo.pop(0)
+                    i, tid, ids, cond = todo.pop(0)
                     a = free.pop(0)
-                    running[a.run_shard.remote(tid, ids, meta)] = (a, i, tid, len(ids))
+                    running[a.run_shard.remote(tid, ids, meta, cond)] = (a, i, tid, len(ids))
                 ready, _ = ray.wait(list(running), num_returns=1)
                 a, i, tid, k = running.pop(ready[0])
                 lines, hits, reqs = ray.get(ready[0])
                 recs = [parse_record_line(ln, f"ray shard {tid}|{name}") for ln in lines]
-                acc = result[(tid, name)]
+                acc = result[(tid, respondent_label(name, plan[i][5]))]
                 acc[0] += store.append(recs)
                 acc[1] += hits
                 acc[2] += reqs

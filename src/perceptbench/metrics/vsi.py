@@ -73,7 +73,7 @@ __all__ = [
 ]
 
 CONDITIONS = ("clean", "region_blur", "whole_blur")
-PERTURBATIONS = {"region_blur": "region", "whole_blur": "whole"}
+PERTURBATIONS = {"region_blur": "region", "whole_blur": "whole", "image_withheld": "withheld"}
 """Condition name in records -> ``VSISample.perturbation``."""
 
 INSENSITIVE_THRESHOLDS = (0.05, 0.01)

@@ -5,7 +5,7 @@ Key = sha256 (hex) of the canonical JSON (sorted keys, no whitespace, UTF-8) of:
     {"schema": SCHEMA_VERSION,
      "model_version": <VLM.model_version>,
      "prompt_sha256": sha256(prompt UTF-8),
-     "image_sha256s": [sha256 of each attached image, in order],
+     "image_sha256s": [perceptbench.seeding.image_sha256 of each attached image, in order],
      "generation_settings": <VLM.generation_settings + the request's max_new_tokens>}
 
 ``model_version`` is the model's identity (:mod:`perceptbench.models.identity`): for a local
@@ -19,6 +19,12 @@ moved into place with ``os.replace`` (atomic on POSIX and Windows), so a reader 
 no file or a whole one.  A file that is torn, corrupt, of another schema or of another key
 is a miss (and is overwritten by the next ``put``), never an error.
 
+An image's key part is :func:`perceptbench.seeding.image_sha256`, the hash records carry as
+``stimulus_sha256``: one image, one key, whether the caller passes the recorded hashes or the
+cache hashes the request's images itself.  (Releases before this one hashed a request's images
+here in another byte layout, ``b"RGB" + "WxH" + b"\0"`` + RGB bytes, on that path only; such
+entries are misses now, never wrong answers.)
+
 Pure Python + Pillow; no torch.
 """
 
@@ -31,8 +37,7 @@ import tempfile
 from pathlib import Path
 from typing import Any, Sequence
 
-from PIL import Image
-
+from ..seeding import image_sha256
 from .base import TokenDistribution, VLMRequest
 
 __all__ = ["SCHEMA_VERSION", "CACHE_MODES", "ResponseCache", "CachedVLM", "StaleCacheError", "image_sha256",
@@ -56,22 +61,6 @@ def canonical_json(obj: Any) -> str:
     Raises ``TypeError``/``ValueError`` for values JSON cannot represent exactly.
     """
     return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
-
-
-def image_sha256(image: Image.Image) -> str:
-    """sha256 (hex) of an image's pixels in RGB mode: ``b"RGB" + width + height + raw bytes``.
-
-    Independent of file format and PNG encoder settings: two files with the same pixels
-    hash the same.  (A stimulus sha256 computed by the stimulus pipeline can be passed to
-    :meth:`CachedVLM.generate` instead.)
-    """
-    im = image if image.mode == "RGB" else image.convert("RGB")
-    h = hashlib.sha256()
-    h.update(b"RGB")
-    h.update(f"{im.width}x{im.height}".encode())
-    h.update(b"\0")
-    h.update(im.tobytes())
-    return h.hexdigest()
 
 
 class ResponseCache:

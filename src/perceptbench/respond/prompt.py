@@ -1,0 +1,88 @@
+"""The prompt respondent: a VLM answers the human-facing stimulus image with the task's
+verbatim prompt; the text is parsed by rule to the task's response space (seed 000 §2.2,
+appendix B).  Answers go through the content-addressed response cache
+(:mod:`perceptbench.models.response_cache`), so a rerun or a re-score never calls the model
+again for the same (model revision, prompt, stimulus, generation settings)."""
+
+from __future__ import annotations
+
+from ..models.base import VLMRequest, default_batch_size
+from ..seeding import image_sha256, text_hash
+from ..tasks.base import Stimulus, Task
+from .base import RESPONDENTS, Job, Respondent, Result
+from .context import prompt_version
+
+
+def cached_model(job: Job):
+    """``job.model`` behind the response cache (:class:`~perceptbench.models.response_cache.CachedVLM`
+    in ``job.cache_mode``; a model already wrapped is used as it is)."""
+    from ..models.response_cache import CachedVLM, ResponseCache
+    from ..vlm_runner import response_cache_dir
+
+    vlm = job.model
+    return vlm if isinstance(vlm, CachedVLM) else CachedVLM(vlm, ResponseCache(response_cache_dir()),
+                                                            mode=job.cache_mode)
+
+
+def identity_meta(inner) -> dict:
+    """``run_meta.model_identity`` of a model that declares one (else nothing)."""
+    identity = getattr(inner, "identity", None)
+    return {"model_identity": identity} if identity else {}
+
+
+@RESPONDENTS.register("vlm_prompt")
+class PromptRespondent(Respondent):
+    """A VLM on a battery task: :meth:`~perceptbench.tasks.base.Task.vlm_request` (images,
+    prompt, extra run_meta) per stimulus, answered in batches and parsed with
+    :meth:`~perceptbench.tasks.base.Task.parse_answer`.  A model without multi-image support
+    gets a few-shot task's trials recorded as skipped.  Subclasses change what is asked by
+    overriding :meth:`request`."""
+
+    @classmethod
+    def serves(cls, task_kind: str, model_kind: str) -> bool:
+        return task_kind == "battery" and model_kind == "vlm"
+
+    def request(self, task: Task, s: Stimulus, seed: int) -> tuple[tuple, str, dict]:
+        """(images, prompt, extra run_meta) of one trial: the task's own request."""
+        return task.vlm_request(s, seed)
+
+    def n_images(self, task: Task) -> int:
+        """Images per trial: the stimulus and the few-shot examples."""
+        return 1 + getattr(task, "shots", 0)
+
+    def run(self, job: Job) -> Result:
+        """Returns (records written, answers from the cache, answers requested).  Raises
+        :class:`~perceptbench.models.response_cache.StaleCacheError` when a re-asked cached
+        answer of a name-only model differs from its live answer."""
+        task, seed = job.task, job.seed
+        cached = cached_model(job)
+        inner = cached.inner
+        bs = default_batch_size(job.batch_size, "vlm")
+        ctx = job.context(model_name=inner.name, model_family=inner.family, model_version=inner.model_version,
+                          readout="vlm_prompt", prompt_id=task.prompt_id,
+                          meta={**identity_meta(inner), "prompt_template_hash": prompt_version(task)})
+        n_images = self.n_images(task)
+        if n_images > 1 and not cached.supports_multi_image:
+            reason = f"{inner.name} does not accept several images; {task.task_id} needs {n_images} per trial"
+            n = job.sink.append([ctx.skipped(s, reason) for s in job.pending])
+            job.advance(len(job.pending))
+            return Result(n)
+        hits0, calls0 = cached.hits, cached.calls
+        written = 0
+        for i in range(0, len(job.pending), bs):
+            chunk = job.pending[i:i + bs]
+            built = [self.request(task, s, seed) for s in chunk]
+            hashes = [[image_sha256(im) for im in imgs] for imgs, _, _ in built]
+            reqs = [VLMRequest(tuple(imgs), prompt) for imgs, prompt, _ in built]
+            texts = cached.generate(reqs, batch_size=bs, image_sha256s=hashes)
+            settings = {**inner.generation_settings, "request_max_new_tokens": reqs[0].max_new_tokens}
+            recs = []
+            for s, (imgs, prompt, extra), hs, text in zip(chunk, built, hashes, texts):
+                response, parse_meta = task.parse_answer(text)
+                recs.append(ctx.record(s, response=response, raw_output=text, prompt_hash=text_hash(prompt),
+                                       settings=settings, stimulus_sha256=hs[-1] if hs else None, image_sha256s=hs,
+                                       parse=parse_meta, **extra, **s.meta))
+            written += job.sink.append(recs)
+            job.advance(len(chunk))
+        hits = cached.hits - hits0
+        return Result(written, hits, hits + (cached.calls - calls0))

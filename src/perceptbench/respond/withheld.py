@@ -1,0 +1,98 @@
+"""The image-withheld condition: the task's question asked with no image.
+
+Selected with ``perceptbench run --condition image_withheld`` (``RunConfig.conditions``).
+Its records carry ``model = "{model}[image_withheld]"`` (scored as its own respondent, never
+pooled with the image trials) and ``run_meta.condition = "image_withheld"``.
+
+* Battery tasks: the prompt of :meth:`~perceptbench.tasks.base.Task.vlm_request` without its
+  images (few-shot examples included: they are images too), answered and parsed like an
+  image trial (readout ``vlm_prompt``, ``stimulus_sha256`` and ``image_sha256s`` empty).
+* VSI tasks: per sample, the clean question with no image, a prefill-only first-answer-token
+  distribution recorded like a perturbed condition's (readout ``vlm_vsi_perturbed``,
+  ``run_meta.vsi.condition = "image_withheld"``, ``sigma_px`` 0, ``image_sha256`` null).
+
+Uses: HallusionBench's no-image questions, MMStar's multi-modal gain (accuracy with the
+image minus accuracy without it, Chen et al. 2024 §4)."""
+
+from __future__ import annotations
+
+from ..models.base import NotSupportedByProvider, VLMRequest, default_batch_size
+from ..tasks.base import Stimulus, Task
+from .base import RESPONDENTS, Job, Result
+from .prompt import PromptRespondent, cached_model
+
+CONDITION = "image_withheld"
+
+
+@RESPONDENTS.register(CONDITION)
+class ImageWithheld(PromptRespondent):
+    """A VLM answering a battery or VSI task's question without the image."""
+
+    condition = CONDITION
+
+    @classmethod
+    def serves(cls, task_kind: str, model_kind: str) -> bool:
+        return model_kind == "vlm"
+
+    @classmethod
+    def trial_stimuli(cls, task: Task, stimuli: list[Stimulus]) -> list[Stimulus]:
+        """Battery tasks: the test stimuli; VSI tasks: one ``{sample}~image_withheld`` stimulus
+        per sample, made from its clean stimulus."""
+        from .base import task_kind
+
+        test = super().trial_stimuli(task, stimuli)
+        if task_kind(task) != "vsi":
+            return test
+        return [_as_withheld(s) for s in test if s.meta["vsi"]["condition"] == "clean"]
+
+    def request(self, task: Task, s: Stimulus, seed: int) -> tuple[tuple, str, dict]:
+        _, prompt, extra = task.vlm_request(s, seed)
+        return (), prompt, extra
+
+    def n_images(self, task: Task) -> int:
+        return 0
+
+    def run(self, job: Job) -> Result:
+        from .base import task_kind
+
+        return self._run_vsi(job) if task_kind(job.task) == "vsi" else super().run(job)
+
+    def _run_vsi(self, job: Job) -> Result:
+        from ..vsi_runner import EMPTY_DIST, vsi_context, vsi_model, vsi_record
+        from .vsi import vsi_job_context
+
+        cached = cached_model(job)
+        m = vsi_model(cached, job.task)
+        ctx = vsi_context(vsi_job_context(job, cached, "vlm_vsi_perturbed"), m)
+        bs = default_batch_size(job.batch_size, "vlm")
+        hits0, calls0 = cached.hits, cached.calls
+        reason, written = m.check_supported(), 0
+        for i in range(0, len(job.pending), bs):
+            chunk = job.pending[i:i + bs]
+            if reason is None:
+                reqs = [VLMRequest((), s.meta["vsi_prompt"], 1) for s in chunk]
+                try:
+                    dists = m.prefill(reqs, [[] for _ in chunk], bs)
+                    recs = [vsi_record(ctx, m, s, prompt=r.prompt, vsi_extra={
+                        **d, "image_sha256": None, "max_prob": None, "verbal_conf": None, "verbal_raw": None})
+                        for s, r, d in zip(chunk, reqs, dists)]
+                except NotSupportedByProvider as e:
+                    reason = str(e)
+            if reason is not None:
+                recs = [vsi_record(ctx, m, s, vsi_extra={**EMPTY_DIST, "distribution_source":
+                                                                             m.source}, skipped=reason)
+                        for s in chunk]
+            written += job.sink.append(recs)
+            job.advance(len(chunk))
+        hits = cached.hits - hits0
+        return Result(written, hits, hits + (cached.calls - calls0))
+
+
+def _as_withheld(s: Stimulus) -> Stimulus:
+    """The clean stimulus ``s`` as the withheld condition's: id ``{sample}~image_withheld``."""
+    from dataclasses import replace
+
+    sample = s.meta["vsi"]["sample_id"]
+    return replace(s, stimulus_id=f"{sample}~{CONDITION}", manipulated_value=CONDITION,
+                   meta={**s.meta, "vsi": {**s.meta["vsi"], "condition": CONDITION, "sigma_px": 0.0,
+                                            "fallback": False}})
