@@ -17,7 +17,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from .core.version import __version__
-from .models.base import default_batch_size
+from .models.base import VLM, Identified, default_batch_size
 from .readouts.encoder import (
     READOUT_SPECS, ClassProbeReadout, LinearProbeReadout, PrototypeReadout, RetrievalReadout, RidgeCountReadout, odd_one_out,
     readout_prompt_id)
@@ -307,14 +307,14 @@ def check_compatible(task, model, name: str) -> None:
     needs a VLM; an image encoder has no next-token distribution.  Providers that are VLMs
     but may return no logprobs are not refused here: their trials are recorded as skipped
     (:mod:`perceptbench.vsi_runner`)."""
-    if getattr(model, "family", "encoder") == "encoder" and getattr(task, "is_vsi", False):
+    if not isinstance(model, VLM) and getattr(task, "is_vsi", False):
         raise ValueError(f"{task.task_id} measures a VLM's next-token distribution; {name} is an "
                          "image encoder (give a VLM: hf:<VLM> or an API model)")
 
 
 def _first_step(task, model, probe: list, pending: list, batch_size: int | None) -> str:
     """What a model does before its first trial is written, for the progress line."""
-    if getattr(model, "family", "encoder") == "encoder":
+    if not isinstance(model, VLM):
         readout = task.encoder_readout_for(model)
         if task.encoder_not_applicable(readout):
             return "recording skipped trials"
@@ -440,7 +440,7 @@ def run(cfg: RunConfig, *, progress: bool = True, load_model: Callable | None = 
                 if arg not in checked:  # once per model, whether preloaded or loaded now
                     checked.add(arg)
                     gate(_model_differences(name, models[arg], [r for r in finished if r.model == name]))
-                    warning = getattr(models[arg], "identity_warning", None)
+                    warning = models[arg].identity_warning if isinstance(models[arg], Identified) else None
                     if warning:
                         summary.warnings.append(warning)
                         if console is not None:
@@ -460,7 +460,7 @@ def run(cfg: RunConfig, *, progress: bool = True, load_model: Callable | None = 
                         bar.update(t, description=base)
                     bar.advance(t, k)
                 check_compatible(task, model, name)  # a resumed run loads models lazily
-                if getattr(model, "family", "encoder") == "encoder":
+                if not isinstance(model, VLM):
                     er = _EncoderRunner(task, model, store, cfg.seed, run_id,
                                         default_batch_size(cfg.batch_size, "encoder"), advance)
                     er.extra_meta = extra_meta()
@@ -476,7 +476,7 @@ def run(cfg: RunConfig, *, progress: bool = True, load_model: Callable | None = 
                     if getattr(task, "is_vsi", False):  # encoder-LLM probe features (seed 002 §2.4)
                         from .vsi_features import cache_task_features
 
-                        cache_task_features(task, getattr(model, "inner", model), out / "features", cfg.seed)
+                        cache_task_features(task, model, out / "features", cfg.seed, cache_mode=cfg.cache_mode)
                     summary.cache_hits += hits
                     summary.cache_requests += reqs
                 summary.written += n

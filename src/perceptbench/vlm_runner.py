@@ -6,26 +6,14 @@ generation settings)."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Callable
 
-from .models.base import VLMRequest
+from .models.base import Identified, VLMRequest
+from .models.response_cache import CACHE_ENV, response_cache_dir, with_response_cache  # noqa: F401 (re-exported)
 from .records import RecordStore
 from .seeding import image_sha256, text_hash
 from .tasks.base import Stimulus, Task, make_record
-
-CACHE_ENV = "PERCEPTBENCH_RESPONSE_CACHE"
-
-
-def response_cache_dir() -> Path:
-    """``PERCEPTBENCH_RESPONSE_CACHE`` or ``<PERCEPTBENCH_CACHE or ~/.cache/perceptbench>/responses``."""
-    if os.environ.get(CACHE_ENV):
-        return Path(os.environ[CACHE_ENV])
-    from .sources.fetch import cache_dir
-
-    return cache_dir() / "responses"
-
 
 def run_vlm_task(task: Task, vlm, store: RecordStore, pending: list[Stimulus], seed: int, run_id: str,
                  batch_size: int, out: Path, advance: Callable[[int], None], cache_mode: str = "use",
@@ -38,24 +26,19 @@ def run_vlm_task(task: Task, vlm, store: RecordStore, pending: list[Stimulus], s
     Returns (records written, answers served from the response cache, answers requested).
     Raises :class:`~perceptbench.models.response_cache.StaleCacheError` when a re-asked
     cached answer of a name-only model differs from its live answer."""
-    from .models.response_cache import CachedVLM, ResponseCache
-
-    cached = vlm if isinstance(vlm, CachedVLM) else CachedVLM(vlm, ResponseCache(response_cache_dir()),
-                                                              mode=cache_mode)
-    inner = cached.inner
-    identity = getattr(inner, "identity", None)
+    cached = with_response_cache(vlm, cache_mode)
     extra_meta = dict(extra_meta or {})
-    if identity:
-        extra_meta["model_identity"] = identity
+    if isinstance(cached, Identified) and cached.identity:
+        extra_meta["model_identity"] = cached.identity
     template_hash = text_hash(getattr(task, "prompt_template", None) or task.prompt_text)
     written = 0
     n_images = 1 + getattr(task, "shots", 0)
     if n_images > 1 and not cached.supports_multi_image:
-        reason = f"{inner.name} does not accept several images; {task.task_id} needs {n_images} per trial"
-        recs = [make_record(task, stimulus_id=s.stimulus_id, model=inner.name, model_family=inner.family,
+        reason = f"{cached.name} does not accept several images; {task.task_id} needs {n_images} per trial"
+        recs = [make_record(task, stimulus_id=s.stimulus_id, model=cached.name, model_family=cached.family,
                             readout="vlm_prompt", response=None, ground_truth=s.ground_truth,
                             manipulated_value=s.manipulated_value, raw_output=None, prompt_id=task.prompt_id,
-                            prompt_hash=None, model_version=inner.model_version, seed=seed, run_id=run_id,
+                            prompt_hash=None, model_version=cached.model_version, seed=seed, run_id=run_id,
                             split=s.split, skipped=reason, prompt_template_hash=template_hash, **extra_meta)
                 for s in pending]
         advance(len(pending))
@@ -71,12 +54,12 @@ def run_vlm_task(task: Task, vlm, store: RecordStore, pending: list[Stimulus], s
         for s, (imgs, prompt, extra), hs, text in zip(chunk, built, hashes, texts):
             response, parse_meta = task.parse_answer(text)
             recs.append(make_record(
-                task, stimulus_id=s.stimulus_id, model=inner.name, model_family=inner.family,
+                task, stimulus_id=s.stimulus_id, model=cached.name, model_family=cached.family,
                 readout="vlm_prompt", response=response, ground_truth=s.ground_truth,
                 manipulated_value=s.manipulated_value, raw_output=text, prompt_id=task.prompt_id,
-                prompt_hash=text_hash(prompt), model_version=inner.model_version, seed=seed, run_id=run_id,
+                prompt_hash=text_hash(prompt), model_version=cached.model_version, seed=seed, run_id=run_id,
                 stimulus_sha256=hs[-1], image_sha256s=hs, split=s.split,
-                settings={**inner.generation_settings, "request_max_new_tokens": reqs[0].max_new_tokens},
+                settings={**cached.generation_settings, "request_max_new_tokens": reqs[0].max_new_tokens},
                 parse=parse_meta, prompt_template_hash=template_hash, **extra_meta, **extra, **s.meta))
         written += store.append(recs)
         advance(len(chunk))

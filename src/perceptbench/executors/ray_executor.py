@@ -53,11 +53,11 @@ class ShardWorker:
     task on a list of test stimulus ids and returns ``(json lines, cache hits, cache requests)``."""
 
     def __init__(self, model_arg: str, seed: int, run_id: str, batch_size: int | None, out: str, cache_mode: str):
-        from ..models.base import default_batch_size
+        from ..models.base import VLM, default_batch_size
         from ..models.registry import load_model
 
         self.model = load_model(model_arg)
-        bs = default_batch_size(batch_size, getattr(self.model, "family", "encoder"))
+        bs = default_batch_size(batch_size, "vlm" if isinstance(self.model, VLM) else "encoder")
         self.seed, self.run_id, self.bs, self.out, self.cache_mode = seed, run_id, bs, Path(out), cache_mode
         self._stimuli: dict[str, tuple] = {}
 
@@ -67,11 +67,12 @@ class ShardWorker:
 
     def model_info(self) -> dict:
         """What the driver's resume check needs of the loaded model."""
+        from ..models.base import VLM, Identified
+
         m = self.model
-        return {"name": getattr(m, "name", None), "model_version": m.model_version,
-                "generation_settings": dict(getattr(m, "generation_settings", None) or {}),
-                "family": getattr(m, "family", "encoder"),
-                "identity_warning": getattr(m, "identity_warning", None)}
+        return {"name": m.name, "model_version": m.model_version,
+                "generation_settings": dict(m.generation_settings) if isinstance(m, VLM) else {},
+                "family": m.family, "identity_warning": m.identity_warning if isinstance(m, Identified) else None}
 
     def _task(self, task_id: str):
         if task_id not in self._stimuli:
@@ -90,7 +91,9 @@ class ShardWorker:
         probe = [s for s in stimuli if s.split == "probe_train"]
         sink = _Collector()
         hits = reqs = 0
-        if getattr(self.model, "family", "encoder") == "encoder":
+        from ..models.base import VLM
+
+        if not isinstance(self.model, VLM):
             er = _EncoderRunner(task, self.model, sink, self.seed, self.run_id, self.bs, lambda k: None)
             er.extra_meta = extra_meta
             er.run(pending, probe)
@@ -104,7 +107,7 @@ class ShardWorker:
             if getattr(task, "is_vsi", False):
                 from ..vsi_features import cache_task_features
 
-                cache_task_features(task, getattr(self.model, "inner", self.model), self.out / "features", self.seed)
+                cache_task_features(task, self.model, self.out / "features", self.seed, cache_mode=self.cache_mode)
         return sink.lines, hits, reqs
 
 
