@@ -75,14 +75,17 @@ def _entries(cache: Path) -> dict[str, int]:
     return {str(p.relative_to(cache)): p.stat().st_ino for p in cache.rglob("*.json")}
 
 
-def _records(out: Path) -> list[dict]:
+def _without(obj, keys: tuple[str, ...]):
+    if isinstance(obj, dict):
+        return {k: _without(v, keys) for k, v in obj.items() if k not in keys}
+    return [_without(v, keys) for v in obj] if isinstance(obj, list) else obj
+
+
+def _records(out: Path, also: tuple[str, ...] = ()) -> list[dict]:
+    """Records without run id and timestamps (and the keys in ``also``), by trial id."""
     recs = [json.loads(line) for line in (out / "records.jsonl").read_text().splitlines()]
-    for r in recs:
-        r.pop("run_id", None)
-        r.pop("timestamp", None)
-        for k in ("run_id", "timestamp", "started_at"):
-            r.get("run_meta", {}).pop(k, None)
-    return sorted(recs, key=lambda r: r["trial_id"])
+    return sorted((_without(r, ("run_id", "timestamp", "started_at") + also) for r in recs),
+                  key=lambda r: r["trial_id"])
 
 
 @pytest.fixture
@@ -118,7 +121,9 @@ def test_use_cache_second_run_in_new_directory_calls_no_model(spy, witness_calls
     fresh = _run(spy, witness_calls, tmp_path / "first", "use")
     assert sum(fresh.values()) > 0
     assert _run(spy, witness_calls, tmp_path / "second", "use") == Counter()
-    assert _records(tmp_path / "second") == _records(tmp_path / "first")
+    # a follow-up answer served from the cache records no KV-cache reuse (None), as before
+    assert _records(tmp_path / "second", ("confidence_kv_reuse",)) == \
+        _records(tmp_path / "first", ("confidence_kv_reuse",))
     for d in ("first", "second"):
         assert sorted(os.listdir(tmp_path / d / "features"))
     assert {p.name: p.read_bytes() for p in (tmp_path / "second" / "features").glob("*.npz")} == \
