@@ -13,10 +13,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Sequence
 
-import numpy as np
 
 from .core.rundir import RunDir
 from .core.version import __version__
+from .models.base import Identified
 from .readouts.encoder import READOUT_SPECS
 from .records import RecordStore, make_trial_id
 from .respond import DEFAULT_CONDITION, Job, conditions, model_kind, prompt_version, respondent_for, run_trials, \
@@ -321,7 +321,7 @@ def run(cfg: RunConfig, *, progress: bool = True, load_model: Callable | None = 
                 if arg not in checked:  # once per model, whether preloaded or loaded now
                     checked.add(arg)
                     gate(_model_differences(name, models[arg], _finished_of(finished, name)))
-                    warning = getattr(models[arg], "identity_warning", None)
+                    warning = models[arg].identity_warning if isinstance(models[arg], Identified) else None
                     if warning:
                         summary.warnings.append(warning)
                         if console is not None:

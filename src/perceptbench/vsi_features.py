@@ -38,8 +38,9 @@ def cache_probe_features(model, items: Sequence[ProbeItem], directory: str | os.
                          key: str | None = None, batch: int = 16) -> Path:
     """Extract and store clean/perturbed features of ``items`` for ``model``.
 
-    ``model``: anything with ``vision_features(images) -> (n, d) float32`` (the ``hf:`` VLM
-    adapter) or ``embed(images)`` (the witness encoder; pass ``key=WITNESS``).  Writes
+    ``model``: a :class:`~perceptbench.models.base.VisionFeatures` (the ``hf:`` VLM adapter) or an
+    :class:`~perceptbench.models.base.Encoder` (the witness encoder; pass ``key=WITNESS``), usually
+    behind the response cache (:func:`cache_task_features`).  Writes
     ``<directory>/<slug(key)>.npz`` and ``.json`` (see the module docstring); a model with
     neither method, or whose tower is unreachable (``VisionTowerUnavailable``), gets a
     ``.json`` with ``"skipped"`` and no features.  An existing npz holding every item is kept
@@ -56,14 +57,17 @@ def cache_probe_features(model, items: Sequence[ProbeItem], directory: str | os.
             have = set(zip(z["sample_id"].tolist(), z["perturbation"].tolist(), z["sigma"].astype(float).tolist()))
         if want <= have:
             return meta_path
-    fn = getattr(model, "vision_features", None) or getattr(model, "embed", None)
-    meta = {"key": key, "model_version": getattr(model, "model_version", ""), "n": len(items)}
-    if fn is None:
+    from .models.base import Encoder, VisionFeatures
+
+    hook = "vision_features" if isinstance(model, VisionFeatures) else "embed" if isinstance(model, Encoder) else None
+    meta = {"key": key, "model_version": model.model_version, "n": len(items)}
+    if hook is None:
         meta["skipped"] = f"{type(model).__name__} exposes no vision tower (no vision_features / embed)"
         write_atomic(meta_path, json.dumps(meta, indent=1).encode())
         return meta_path
     from .models.base import ModelLoadError
 
+    fn = model.vision_features if hook == "vision_features" else model.embed
     clean, pert = [], []
     try:
         for i in range(0, len(items), batch):
@@ -86,12 +90,10 @@ def cache_probe_features(model, items: Sequence[ProbeItem], directory: str | os.
              clean=np.concatenate(clean), perturbed=np.concatenate(pert))
     data = buf.getvalue()
     write_atomic(npz_path, data)
-    meta.update(hook="vision_features" if hasattr(model, "vision_features") else "embed",
+    meta.update(hook=hook,
                 dim=int(np.concatenate(clean).shape[1]), sha256=hashlib.sha256(data).hexdigest())
     write_atomic(meta_path, json.dumps(meta, indent=1).encode())
     return meta_path
-
-
 
 
 def probe_items(task, seed: int) -> list[ProbeItem]:
@@ -109,10 +111,20 @@ def probe_items(task, seed: int) -> list[ProbeItem]:
     return out
 
 
-def cache_task_features(task, model, directory: str | os.PathLike, seed: int, witness=None) -> list[Path]:
+def cache_task_features(task, model, directory: str | os.PathLike, seed: int, witness=None,
+                        cache_mode: str = "use") -> list[Path]:
     """Own-tower features of ``model`` and (once per task) witness features for every sample of
-    the VSI ``task``; ``witness`` is an encoder with ``embed`` (default: the embedded
-    efficientnet-lite0, loaded here).  Returns the sidecar paths written or kept."""
+    the VSI ``task``; ``witness`` is an :class:`~perceptbench.models.base.Encoder` (default: the
+    embedded efficientnet-lite0, loaded here).  Returns the sidecar paths written or kept.
+
+    Features are model calls of the VSI trial under the run's one cache policy: both models are
+    called through the response cache (:class:`~perceptbench.models.response_cache.CachedVLM`,
+    ``cache_mode`` ``use`` | ``refresh`` | ``off``; a model already wrapped keeps its own mode), so
+    a run in a new directory over a filled cache calls neither.  The files under ``directory``
+    are the run's output, like its records: a (model, task) whose sidecars exist is kept."""
+    from .models.response_cache import with_response_cache
+
+    model = with_response_cache(model, cache_mode)
     items = probe_items(task, seed)
     out = [cache_probe_features(model, items, directory, key=store_key(model.name, task.task_id))]
     wkey = store_key(WITNESS, task.task_id)
@@ -128,7 +140,7 @@ def cache_task_features(task, model, directory: str | os.PathLike, seed: int, wi
                 p.parent.mkdir(parents=True, exist_ok=True)
                 write_atomic(p, json.dumps({"key": wkey, "skipped": str(e)}, indent=1).encode())
                 return out + [p]
-        out.append(cache_probe_features(witness, items, directory, key=wkey))
+        out.append(cache_probe_features(with_response_cache(witness, cache_mode), items, directory, key=wkey))
     return out
 
 

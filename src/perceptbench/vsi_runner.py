@@ -32,15 +32,15 @@ row for it.
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
 from typing import Callable
 
 import numpy as np
 
 from typing import TYPE_CHECKING
 
-from .models.base import NotSupportedByProvider, TokenDistribution, VLMRequest
+from .models.base import (BatchedDistributions, DistributionAndFollowUp, FirstTokenDistribution, FollowUpTurn,
+                          NotSupportedByProvider, TopLogprobsLimit, VLMRequest, answer_budget)
+from .models.response_cache import CachedVLM, dist_to_meta
 from .seeding import image_sha256, text_hash
 from .tasks.base import Stimulus
 from .tasks.vsi import CONF_MAX_NEW_TOKENS, CONFIDENCE_PROMPT, CONFIDENCE_TURN
@@ -51,86 +51,33 @@ if TYPE_CHECKING:
 __all__ = ["run_vsi_task", "dist_to_meta", "vsi_model", "vsi_context", "vsi_record", "EMPTY_DIST"]
 
 
-def dist_to_meta(d: TokenDistribution, source: str) -> dict:
-    """A distribution as the JSON-able ``run_meta.vsi`` keys (ids, tokens, logprobs, complete)."""
-    return {"token_ids": None if d.token_ids is None else [int(i) for i in d.token_ids],
-            "tokens": [str(t) for t in d.tokens], "logprobs": [float(x) for x in np.asarray(d.logprobs)],
-            "complete": bool(d.complete), "distribution_source": source}
-
-
-def _dist_from_meta(m: dict) -> TokenDistribution:
-    return TokenDistribution(tuple(m["tokens"]), np.asarray(m["logprobs"], dtype=np.float64), bool(m["complete"]),
-                             None if m["token_ids"] is None else tuple(m["token_ids"]))
-
-
 class _VSIModel:
-    """The model calls VSI needs, behind the response cache."""
+    """The model calls VSI needs, through the cached wrapper's protocol methods (the wrapper owns the
+    cache keys and the cache policy); here only which protocol serves which VSI call."""
 
-    def __init__(self, cached, task, top_k: int):
-        self.cached, self.inner, self.task = cached, cached.inner, task
+    def __init__(self, cached: CachedVLM, task, top_k: int):
+        self.cached, self.task = cached, task
         self.prefix = task.answer_prefix
-        self.is_hf = hasattr(self.inner, "generate_with_distribution")
-        self.top_k = top_k if self.is_hf else min(top_k, int(getattr(self.inner, "max_top_logprobs", top_k)))
-        self.source = "hf_logits" if self.is_hf else "api_top_logprobs"
-        self.cache = cached.cache
-        self.calls = 0
-
-    def _dist_key(self, req: VLMRequest, shas: list[str]) -> str:
-        settings = dict(self.inner.generation_settings,
-                        vsi_first_token={"top_k": self.top_k, "answer_prefix": self.prefix})
-        return self.cache.key_for(self.inner.model_version, req.prompt, shas, settings)
-
-    def _text_key(self, req: VLMRequest, shas: list[str]) -> str:
-        settings = dict(self.cached.request_settings(req), max_new_tokens=self.budget(req.max_new_tokens))
-        if self.prefix:  # a prefixed answer is another request: key it apart
-            settings["answer_prefix"] = self.prefix
-        return self.cache.key_for(self.inner.model_version, req.prompt, shas, settings)
-
-    def _get_dist(self, key: str) -> dict | None:
-        t = self.cache.get(key)
-        if t is None:
-            return None
-        try:
-            m = json.loads(t)
-            _dist_from_meta(m)
-            return m
-        except (ValueError, KeyError, TypeError):
-            return None
-
-    def _put_dist(self, key: str, m: dict) -> None:
-        self.cache.put(key, json.dumps(m), meta={"model_version": self.inner.model_version, "kind": "vsi_first_token"},
-                       fsync=False)
+        self.is_hf = isinstance(cached, BatchedDistributions)
+        self.top_k = top_k if self.is_hf or not isinstance(cached, TopLogprobsLimit) else min(
+            top_k, int(cached.max_top_logprobs))
+        self.source = cached.distribution_source
 
     def check_supported(self) -> str | None:
         """The reason this model cannot take part, or None."""
         if not self.is_hf and self.prefix:
-            return (f"{self.inner.name}: an answer prefix ({self.prefix!r}) cannot be appended to an API model's "
+            return (f"{self.cached.name}: an answer prefix ({self.prefix!r}) cannot be appended to an API model's "
                     "assistant turn")
-        if not hasattr(self.inner, "next_token_distribution"):
-            return f"{self.inner.name} exposes no next-token distribution"
+        if not self.is_hf and not isinstance(self.cached, FirstTokenDistribution):
+            return f"{self.cached.name} exposes no next-token distribution"
         return None
-
-    def _conf_key(self, req: VLMRequest, shas: list[str], answer: str) -> str:
-        """Key of a confidence answer: the whole follow-up conversation and its budget."""
-        conv = json.dumps({"turns": [req.prompt, self.prefix + answer.strip(), CONFIDENCE_PROMPT],
-                           "confidence_turn": CONFIDENCE_TURN})
-        settings = dict(self.inner.generation_settings, request_max_new_tokens=CONF_MAX_NEW_TOKENS,
-                        max_new_tokens=self.budget(CONF_MAX_NEW_TOKENS), confidence_turn=CONFIDENCE_TURN)
-        return self.cache.key_for(self.inner.model_version, conv, shas, settings)
 
     def budget(self, n: int) -> int:
         """New tokens a request asking for ``n`` actually gets from this model."""
-        f = getattr(self.inner, "answer_budget", None)
-        if f is not None:
-            return int(f(n))
-        cap = getattr(self.inner, "max_tokens", None)  # API adapters: a set max_tokens replaces the request's
-        return int(cap) if cap is not None else int(n)
+        return answer_budget(self.cached, n)
 
     def follow_up_supported(self) -> bool:
-        return hasattr(self.inner, "generate_follow_up")
-
-    def _cache_get(self, key: str) -> str | None:
-        return self.cache.get(key) if self.cached.mode == "use" else None
+        return isinstance(self.cached, FollowUpTurn)
 
     def clean(self, reqs: list[VLMRequest], shas: list[list[str]], batch_size: int, conf: bool
               ) -> list[tuple[str, dict, str | None, bool | None]]:
@@ -139,83 +86,35 @@ class _VSIModel:
         (:data:`~perceptbench.tasks.vsi.CONFIDENCE_PROMPT`); a local model answers it reusing
         the clean pass's KV cache; ``cache_reused`` is None for answers served from the response
         cache and for API models."""
-        tkeys = [self._text_key(r, s) for r, s in zip(reqs, shas)]
-        dkeys = [self._dist_key(r, s) for r, s in zip(reqs, shas)]
-        texts = [self._cache_get(k) for k in tkeys]
-        dists = [self._get_dist(k) if self.cached.mode == "use" else None for k in dkeys]
-        if getattr(self.inner, "verify_cache_hits", False) and not self.cached.verified and not self.prefix:
-            hit = next((i for i, t in enumerate(texts) if t is not None), None)
-            if hit is not None:  # a name-only model: re-ask one cached answer (StaleCacheError if it changed)
-                self.cached._verify(reqs[hit], texts[hit])
-        confs: list[str | None] = [None] * len(reqs)
-        reused: list[bool | None] = [None] * len(reqs)
-        if conf:
-            confs = [None if t is None else self._cache_get(self._conf_key(r, s, t))
-                     for r, s, t in zip(reqs, shas, texts)]
-        todo = [i for i in range(len(reqs)) if texts[i] is None or dists[i] is None or (conf and confs[i] is None)]
-        full = [i for i in todo if texts[i] is None or dists[i] is None]
-        # requests counted as answers: the clean one and (conf) the confidence one per stimulus
-        self.cached.hits += (len(reqs) - len(full)) + (sum(c is not None for c in confs) if conf else 0)
-        self.cached.calls += len(full) + (sum(c is None for c in confs) if conf else 0)
-        if full:
-            if self.is_hf and conf and hasattr(self.inner, "generate_with_distribution_and_follow_up"):
-                res = self.inner.generate_with_distribution_and_follow_up(
-                    [reqs[i] for i in full], CONFIDENCE_PROMPT, CONF_MAX_NEW_TOKENS, top_k=self.top_k,
-                    batch_size=batch_size, answer_prefix=self.prefix)
-                for i, (t, d, f) in zip(full, res):
-                    texts[i], dists[i], confs[i], reused[i] = t, dist_to_meta(d, self.source), f.text, f.cache_reused
-            elif self.is_hf:
-                res = self.inner.generate_with_distribution([reqs[i] for i in full], top_k=self.top_k,
-                                                            batch_size=batch_size, answer_prefix=self.prefix)
-                for i, (t, d) in zip(full, res):
-                    texts[i], dists[i] = t, dist_to_meta(d, self.source)
-            else:  # distributions first: a provider without logprobs fails before any paid generation
-                for i in full:
-                    if dists[i] is None:
-                        r = reqs[i]
-                        dists[i] = dist_to_meta(self.inner.next_token_distribution(r.images, r.prompt,
-                                                                                   top_k=self.top_k), self.source)
-                need_t = [i for i in full if texts[i] is None]
-                for i, t in zip(need_t, self.inner.generate([reqs[i] for i in need_t], batch_size=batch_size)):
-                    texts[i] = t
-        if conf and self.follow_up_supported():
-            need_c = [i for i in todo if confs[i] is None]
-            if need_c:  # clean answer from the cache (or an API model): the whole conversation
-                res = self.inner.generate_follow_up([reqs[i] for i in need_c], [texts[i] for i in need_c],
-                                                    CONFIDENCE_PROMPT, CONF_MAX_NEW_TOKENS, batch_size=batch_size,
-                                                    answer_prefix=self.prefix)
-                for i, f in zip(need_c, res):
-                    confs[i] = f if isinstance(f, str) else f.text
-                    reused[i] = None if isinstance(f, str) else f.cache_reused
-        if todo:
-            if self.cached.mode != "off":
-                for i in todo:
-                    self.cache.put(tkeys[i], texts[i], meta={"model_version": self.inner.model_version}, fsync=False)
-                    self._put_dist(dkeys[i], dists[i])
-                    if conf and confs[i] is not None:
-                        self.cache.put(self._conf_key(reqs[i], shas[i], texts[i]), confs[i],
-                                       meta={"model_version": self.inner.model_version, "kind": "vsi_confidence"},
-                                       fsync=False)
-        return list(zip(texts, dists, confs, reused))  # type: ignore[arg-type]
+        c, kw = self.cached, dict(batch_size=batch_size, answer_prefix=self.prefix, image_sha256s=shas)
+        confs: list = [None] * len(reqs)
+        if self.is_hf and conf and isinstance(c, DistributionAndFollowUp):
+            res = c.generate_with_distribution_and_follow_up(reqs, CONFIDENCE_PROMPT, CONF_MAX_NEW_TOKENS,
+                                                             top_k=self.top_k, **kw)
+            texts, dists, confs = [t for t, _, _ in res], [d for _, d, _ in res], [f for _, _, f in res]
+        elif self.is_hf:
+            res = c.generate_with_distribution(reqs, top_k=self.top_k, **kw)
+            texts, dists = [t for t, _ in res], [d for _, d in res]
+        else:  # distributions first: a provider without logprobs fails before any paid generation
+            dists = [c.next_token_distribution(r.images, r.prompt, top_k=self.top_k, image_sha256s=s)
+                     for r, s in zip(reqs, shas)]
+            texts = c.generate(reqs, batch_size=batch_size, image_sha256s=shas, budget_in_key=True)
+        if conf and self.follow_up_supported() and not (self.is_hf and isinstance(c, DistributionAndFollowUp)):
+            confs = c.generate_follow_up(reqs, texts, CONFIDENCE_PROMPT, CONF_MAX_NEW_TOKENS, **kw)
+        return [(t, dist_to_meta(d, self.source), None if f is None else (f if isinstance(f, str) else f.text),
+                 None if f is None or isinstance(f, str) else f.cache_reused)
+                for t, d, f in zip(texts, dists, confs)]
 
     def prefill(self, reqs: list[VLMRequest], shas: list[list[str]], batch_size: int) -> list[dict]:
         """Distribution meta per request (perturbed conditions: no generation)."""
-        keys = [self._dist_key(r, s) for r, s in zip(reqs, shas)]
-        dists = [self._get_dist(k) for k in keys]
-        todo = [i for i, d in enumerate(dists) if d is None]
-        self.cached.hits += len(reqs) - len(todo)
-        if todo:
-            if self.is_hf:
-                res = self.inner.next_token_distributions([reqs[i] for i in todo], top_k=self.top_k,
-                                                          batch_size=batch_size, answer_prefix=self.prefix)
-            else:
-                res = [self.inner.next_token_distribution(reqs[i].images, reqs[i].prompt, top_k=self.top_k)
-                       for i in todo]
-            self.cached.calls += len(todo)
-            for i, d in zip(todo, res):
-                dists[i] = dist_to_meta(d, self.source)
-                self._put_dist(keys[i], dists[i])
-        return dists  # type: ignore[return-value]
+        c = self.cached
+        if self.is_hf:
+            res = c.next_token_distributions(reqs, top_k=self.top_k, batch_size=batch_size, answer_prefix=self.prefix,
+                                             image_sha256s=shas)
+        else:
+            res = [c.next_token_distribution(r.images, r.prompt, top_k=self.top_k, image_sha256s=s)
+                   for r, s in zip(reqs, shas)]
+        return [dist_to_meta(d, self.source) for d in res]
 
 
 def vsi_model(cached, task) -> _VSIModel:
@@ -228,7 +127,7 @@ def vsi_context(ctx: "TrialContext", m: _VSIModel) -> "TrialContext":
     """``ctx`` with the settings of every VSI record: the model's generation settings, the
     token budget asked (``request_max_new_tokens``) and the one it gets (``max_new_tokens``)."""
     task = ctx.task
-    return ctx.with_(settings={**m.inner.generation_settings, "request_max_new_tokens": task.max_new_tokens,
+    return ctx.with_(settings={**m.cached.generation_settings, "request_max_new_tokens": task.max_new_tokens,
                                "max_new_tokens": m.budget(task.max_new_tokens)})
 
 
@@ -308,7 +207,7 @@ def _run_chunk(task, m: _VSIModel, chunk: list[Stimulus], batch_size: int, recor
                              "confidence_max_new_tokens": m.budget(CONF_MAX_NEW_TOKENS),
                              "confidence_kv_reuse": reused}
                 if not conf:
-                    conf_meta["confidence_skipped"] = f"{m.inner.name} cannot answer a follow-up turn"
+                    conf_meta["confidence_skipped"] = f"{m.cached.name} cannot answer a follow-up turn"
             recs[k] = record(s, response=response, raw=text, prompt=prompts[k], readout="vlm_vsi_clean",
                              vsi_extra={**dist, "image_sha256": shas[k][0],
                                         "max_prob": float(np.exp(dist["logprobs"][0])),

@@ -69,11 +69,12 @@ class ShardWorker:
 
     def model_info(self) -> dict:
         """What the driver's resume check needs of the loaded model."""
+        from ..models.base import VLM, Identified
+
         m = self.model
-        return {"name": getattr(m, "name", None), "model_version": m.model_version,
-                "generation_settings": dict(getattr(m, "generation_settings", None) or {}),
-                "family": getattr(m, "family", "encoder"),
-                "identity_warning": getattr(m, "identity_warning", None)}
+        return {"name": m.name, "model_version": m.model_version,
+                "generation_settings": dict(m.generation_settings) if isinstance(m, VLM) else {},
+                "family": m.family, "identity_warning": m.identity_warning if isinstance(m, Identified) else None}
 
     def _task(self, task_id: str):
         if task_id not in self._stimuli:

@@ -22,7 +22,7 @@ not import torch; building or calling a detector/segmenter does.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Sequence
 

@@ -318,8 +318,13 @@ class _HTTPVLM(abc.ABC):
     def _generate_one(self, request: VLMRequest, turns: Sequence[tuple[str, str]] = ()) -> str:
         """One request -> the provider's answer text (each provider's request shape)."""
 
+    def answer_budget(self, request_max_new_tokens: int) -> int:
+        """New tokens a request gets (:class:`~perceptbench.models.base.AnswerBudget`): a set
+        ``max_tokens`` replaces the request's ``max_new_tokens``."""
+        return int(self.max_tokens) if self.max_tokens is not None else int(request_max_new_tokens)
+
     def _budget(self, request: VLMRequest) -> int:
-        return int(self.max_tokens) if self.max_tokens is not None else int(request.max_new_tokens)
+        return self.answer_budget(request.max_new_tokens)
 
     def generate(self, requests: Sequence[VLMRequest], batch_size: int = 8) -> list[str]:
         """Answers, one string per request, in order; ``concurrency`` requests in flight.

@@ -105,12 +105,13 @@ class TokenDistribution:
 
 @runtime_checkable
 class VLM(Protocol):
-    """A vision-language model that answers in free text.
+    """Answering: a vision-language model that answers in free text (greedy decoding).
 
     Attributes: ``name``, ``model_version`` as for :class:`Encoder`; ``family`` is
     ``"vlm"`` (local) or ``"api"``; ``supports_multi_image``; ``generation_settings``
     (a JSON-able dict: decoding, max_new_tokens, temperature ...) that goes into the
-    response-cache key and ``run_meta``.
+    response-cache key and ``run_meta``.  Further capabilities are the protocols below,
+    each checked with ``isinstance`` (never by probing for a method).
     """
 
     name: str
@@ -123,11 +124,118 @@ class VLM(Protocol):
         """Greedy (temperature 0) answers, one string per request, in order."""
         ...
 
+
+@runtime_checkable
+class FirstTokenDistribution(Protocol):
+    """The distribution of the first generated token of one request (local VLMs and API
+    providers that return logprobs)."""
+
     def next_token_distribution(
-        self, image: Image.Image, prompt: str, top_k: int | None = None
+        self, image: Image.Image | Sequence[Image.Image] | None, prompt: str, top_k: int | None = None
     ) -> TokenDistribution:
         """Distribution of the first generated token.  Raises NotSupportedByProvider."""
         ...
+
+
+@runtime_checkable
+class BatchedDistributions(Protocol):
+    """First-answer-token distributions from the model's own logits, batched (local ``hf:``
+    VLMs): prefill-only passes and a greedy answer whose first step gives the distribution.
+    ``answer_prefix`` is appended to the assistant turn before the first answer token."""
+
+    def next_token_distributions(self, requests: Sequence[VLMRequest], top_k: int | None = 50,
+                                 batch_size: int = 8, answer_prefix: str = "") -> list[TokenDistribution]:
+        """One distribution per request (prefill passes, no generation)."""
+        ...
+
+    def generate_with_distribution(self, requests: Sequence[VLMRequest], top_k: int | None = 50,
+                                   batch_size: int = 8, answer_prefix: str = ""
+                                   ) -> list[tuple[str, TokenDistribution]]:
+        """(greedy answer, first-step distribution) per request."""
+        ...
+
+
+@runtime_checkable
+class FollowUpTurn(Protocol):
+    """The follow-up turn: the conversation ``user: [images] + request.prompt``, ``assistant:
+    answer_prefix + answer.strip()``, ``user: follow_up`` (:data:`FOLLOW_UP_TURN`), answered
+    greedily."""
+
+    def generate_follow_up(self, requests: Sequence[VLMRequest], answers: Sequence[str], follow_up: str,
+                           max_new_tokens: int = 8, batch_size: int = 8, answer_prefix: str = "") -> list:
+        """One answer per request: a ``str`` or an object with ``text`` and ``cache_reused``."""
+        ...
+
+
+@runtime_checkable
+class DistributionAndFollowUp(Protocol):
+    """A greedy answer with its first-step distribution and the follow-up turn answered in the
+    same pass (a local VLM reuses the clean pass's KV cache)."""
+
+    def generate_with_distribution_and_follow_up(
+            self, requests: Sequence[VLMRequest], follow_up: str, follow_up_max_new_tokens: int = 8,
+            top_k: int | None = 50, batch_size: int = 8, answer_prefix: str = "") -> list[tuple]:
+        """(answer, distribution, follow-up answer with ``text`` and ``cache_reused``) per request."""
+        ...
+
+
+@runtime_checkable
+class VisionFeatures(Protocol):
+    """Features from a VLM's own vision tower (the encoder-LLM probe, seed 002 §2.4)."""
+
+    def vision_features(self, images: Sequence[Image.Image]) -> np.ndarray:
+        """``(n, d)`` float32, rows L2-normalised."""
+        ...
+
+
+@runtime_checkable
+class AnswerBudget(Protocol):
+    """A model whose new-token budget differs from the request's.  A model without it gets
+    exactly the ``max_new_tokens`` a request asks for (:func:`answer_budget`)."""
+
+    def answer_budget(self, request_max_new_tokens: int) -> int:
+        """New tokens a request asking for ``request_max_new_tokens`` actually gets."""
+        ...
+
+
+@runtime_checkable
+class TopLogprobsLimit(Protocol):
+    """A provider that returns at most ``max_top_logprobs`` alternatives per position."""
+
+    max_top_logprobs: int
+
+
+@runtime_checkable
+class Identified(Protocol):
+    """A model that states what its ``model_version`` was computed from.  ``identity``: a JSON-able
+    dict (component hashes, commit, URL ...) recorded as ``run_meta.model_identity`` when not
+    empty; ``identity_warning``: one line shown before a run when the identity is the name only
+    (None otherwise).  A model without them records no identity and warns nothing."""
+
+    identity: dict
+    identity_warning: str | None
+
+
+@runtime_checkable
+class VerifiesCacheHits(Protocol):
+    """``verify_cache_hits`` True: the model's identity is its name only but its answers are
+    deterministic, so the response cache re-asks its first hit live
+    (:class:`~perceptbench.models.response_cache.CachedVLM`).  A model without it: False."""
+
+    verify_cache_hits: bool
+
+
+FOLLOW_UP_TURN = "follow_up"
+"""How :class:`FollowUpTurn` poses its question: as a second user turn after the model's own answer
+(recorded as ``confidence_turn``; part of the response-cache key of a follow-up answer)."""
+
+
+def answer_budget(model, request_max_new_tokens: int) -> int:
+    """The new-token budget ``model`` gives a request asking for ``request_max_new_tokens``:
+    :meth:`AnswerBudget.answer_budget` where declared, else the request's own."""
+    if isinstance(model, AnswerBudget):
+        return int(model.answer_budget(request_max_new_tokens))
+    return int(request_max_new_tokens)
 
 
 @dataclass

@@ -34,7 +34,6 @@ checkpoint that does not fit.
 
 from __future__ import annotations
 
-import os
 import re
 from pathlib import Path
 from typing import Sequence

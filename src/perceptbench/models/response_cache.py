@@ -34,20 +34,53 @@ import hashlib
 import json
 import os
 import tempfile
+import base64
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, ClassVar, Sequence
+
+import numpy as np
+from PIL import Image
 
 from ..seeding import image_sha256
-from .base import TokenDistribution, VLMRequest
+from .base import (FOLLOW_UP_TURN, VLM, AnswerBudget, BatchedDistributions, DistributionAndFollowUp, Encoder,
+                   FirstTokenDistribution, FollowUpTurn, Identified, TextEncoder, TokenDistribution,
+                   TopLogprobsLimit, VerifiesCacheHits, VisionFeatures, VLMRequest, answer_budget)
 
-__all__ = ["SCHEMA_VERSION", "CACHE_MODES", "ResponseCache", "CachedVLM", "StaleCacheError", "image_sha256",
-           "canonical_json"]
+__all__ = ["SCHEMA_VERSION", "CACHE_MODES", "CACHE_ENV", "ResponseCache", "CachedVLM", "StaleCacheError",
+           "image_sha256", "canonical_json", "response_cache_dir", "with_response_cache", "dist_to_meta",
+           "dist_from_meta"]
+
+CACHE_ENV = "PERCEPTBENCH_RESPONSE_CACHE"
 
 SCHEMA_VERSION = 1
 
 CACHE_MODES = ("use", "refresh", "off")
 """``use``: answer from the cache, store misses; ``refresh``: never read, (over)write every
 answer; ``off``: neither read nor write (``run --no-cache``)."""
+
+
+def response_cache_dir() -> Path:
+    """``PERCEPTBENCH_RESPONSE_CACHE`` or ``<PERCEPTBENCH_CACHE or ~/.cache/perceptbench>/responses``."""
+    if os.environ.get(CACHE_ENV):
+        return Path(os.environ[CACHE_ENV])
+    from ..sources.fetch import cache_dir
+
+    return cache_dir() / "responses"
+
+
+def dist_to_meta(d: TokenDistribution, source: str) -> dict:
+    """A distribution as JSON-able keys (ids, tokens, logprobs, complete, ``distribution_source``):
+    the ``run_meta.vsi`` fields of a VSI record and the text of a cached distribution."""
+    return {"token_ids": None if d.token_ids is None else [int(i) for i in d.token_ids],
+            "tokens": [str(t) for t in d.tokens], "logprobs": [float(x) for x in np.asarray(d.logprobs)],
+            "complete": bool(d.complete), "distribution_source": source}
+
+
+def dist_from_meta(m: dict) -> TokenDistribution:
+    """Inverse of :func:`dist_to_meta` (exact: JSON floats round-trip); ``KeyError``/``TypeError``/
+    ``ValueError`` on a malformed dict."""
+    return TokenDistribution(tuple(m["tokens"]), np.asarray(m["logprobs"], dtype=np.float64), bool(m["complete"]),
+                             None if m["token_ids"] is None else tuple(int(i) for i in m["token_ids"]))
 
 
 class StaleCacheError(RuntimeError):
@@ -163,26 +196,66 @@ class ResponseCache:
         return self.get_entry(key) is not None
 
 
+def _shas(images: Sequence[Image.Image], given: Sequence[str] | None) -> list[str]:
+    shas = list(given) if given is not None else [image_sha256(im) for im in images]
+    if len(shas) != len(images):
+        raise ValueError("one sha256 per attached image is required")
+    return shas
+
+
+def _per_request(requests: Sequence[VLMRequest], image_sha256s: Sequence[Sequence[str]] | None) -> list[list[str]]:
+    if image_sha256s is not None and len(image_sha256s) != len(requests):
+        raise ValueError("image_sha256s must have one entry per request")
+    return [_shas(r.images, None if image_sha256s is None else image_sha256s[i]) for i, r in enumerate(requests)]
+
+
 class CachedVLM:
-    """A :class:`~perceptbench.models.base.VLM` wrapper that answers from a
-    :class:`ResponseCache` and calls the inner model only for misses.
+    """A model wrapper that answers from a :class:`ResponseCache` and calls the inner model only
+    for misses, under one cache policy (``mode``, one of :data:`CACHE_MODES`) for every call.
 
-    ``calls`` counts requests the inner model answered; ``hits`` requests answered from
-    the cache.  Identical requests within one ``generate`` call are sent to the inner
-    model once.  Misses go to the inner model in chunks of ``chunk_size`` and are stored
-    after each chunk, so an interrupted run keeps what it finished.  ``name``,
-    ``model_version``, ``family``, ``supports_multi_image`` and ``generation_settings``
-    are the inner model's.  ``next_token_distribution`` is passed through uncached.
+    ``CachedVLM(model, cache, mode=...)`` builds an instance of a class made for the inner
+    model's capabilities (:mod:`perceptbench.models.base` protocols): the wrapper implements
+    exactly the protocols the inner model implements (``isinstance(CachedVLM(m, c), P) ==
+    isinstance(m, P)``), so no caller unwraps it.  Cached calls and their keys
+    (:meth:`ResponseCache.key_for` over the model version, a prompt, the image hashes and
+    settings):
 
-    ``mode`` is one of :data:`CACHE_MODES`.  When the inner model's identity is its name
-    only and its answers are deterministic (``inner.verify_cache_hits``, e.g. a
-    self-hosted OpenAI-compatible server at temperature 0 that reports nothing
-    distinguishing about its model), the first cache hit of this wrapper is re-asked
-    live (one extra call, counted in ``calls`` and ``verified``); a different answer
-    raises :class:`StaleCacheError` instead of serving stale answers.  This detects a
-    swapped model whenever it answers that one request differently; it cannot detect a
-    swap that answers it identically.
+    * :meth:`generate` (answering): the prompt, settings = the model's ``generation_settings`` +
+      ``request_max_new_tokens``; with ``budget_in_key`` (VSI clean answers) also
+      ``max_new_tokens`` = the budget used (:func:`~perceptbench.models.base.answer_budget`)
+      and a non-empty ``answer_prefix``.
+    * distributions (:meth:`next_token_distribution`, :meth:`next_token_distributions`, the
+      distribution half of :meth:`generate_with_distribution`): the prompt, settings =
+      ``generation_settings`` + ``{"vsi_first_token": {"top_k", "answer_prefix"}}``; the text is
+      :func:`dist_to_meta` JSON.
+    * follow-up answers (:meth:`generate_follow_up`): the whole conversation (``{"turns":
+      [prompt, answer_prefix + answer.strip(), follow_up], "confidence_turn": FOLLOW_UP_TURN}``),
+      settings + ``request_max_new_tokens``, ``max_new_tokens`` (budget), ``confidence_turn``.
+    * features (:meth:`vision_features`, :meth:`embed`): the images of one call in order (a hit
+      returns that call's exact array), prompt ``""``, settings ``{"features": hook, ...}``; the
+      text is ``{"shape", "dtype", "b64"}`` JSON of the float32 array.
+
+    ``use`` reads and stores misses; ``refresh`` never reads, asks the model again and
+    overwrites; ``off`` neither reads nor writes.  ``calls`` counts requests the inner model
+    answered (a VSI clean answer with its distribution is one request), ``hits`` requests
+    answered from the cache.  ``embed_text`` and ``answer_budget`` pass through uncached.
+
+    When the inner model's identity is its name only and its answers are deterministic
+    (:class:`~perceptbench.models.base.VerifiesCacheHits`), the first cache hit of
+    :meth:`generate` is re-asked live (one extra call, counted in ``calls`` and ``verified``);
+    a different answer raises :class:`StaleCacheError` instead of serving stale answers.
     """
+
+    _classes: ClassVar[dict[tuple, type]] = {}
+
+    def __new__(cls, vlm: Any, cache: ResponseCache, chunk_size: int = 64, mode: str = "use"):
+        if cls is CachedVLM:
+            mixins = tuple(m for proto, m in _CAPABILITIES if isinstance(vlm, proto))
+            cls = CachedVLM._classes.get(mixins)
+            if cls is None:
+                name = "CachedVLM[" + ",".join(m.__name__.lstrip("_") for m in mixins) + "]"
+                cls = CachedVLM._classes[mixins] = type(name, (*mixins, CachedVLM), {"__doc__": CachedVLM.__doc__})
+        return object.__new__(cls)
 
     def __init__(self, vlm: Any, cache: ResponseCache, chunk_size: int = 64, mode: str = "use") -> None:
         if mode not in CACHE_MODES:
@@ -195,7 +268,6 @@ class CachedVLM:
         self.hits = 0
         self.verified = 0
 
-    # VLM attributes, read through to the inner model
     @property
     def name(self) -> str:
         return self.inner.name
@@ -208,6 +280,87 @@ class CachedVLM:
     def family(self) -> str:
         return self.inner.family
 
+    def __repr__(self) -> str:
+        return f"CachedVLM({self.inner!r}, {self.cache!r})"
+
+    # the one cache policy: every cached call reads and writes through these two
+    def _read(self, key: str) -> str | None:
+        return self.cache.get(key) if self.mode == "use" else None
+
+    def _write(self, key: str, text: str, meta: dict, fsync: bool = False) -> None:
+        if self.mode != "off":
+            self.cache.put(key, text, meta=meta, fsync=fsync)
+
+    def _settings(self) -> dict:
+        return dict(self.inner.generation_settings) if isinstance(self.inner, VLM) else {}
+
+    @property
+    def distribution_source(self) -> str:
+        """``"hf_logits"`` (the model's own logits, :class:`BatchedDistributions`) or
+        ``"api_top_logprobs"`` (a provider's top-k logprobs), as recorded and cached."""
+        return "hf_logits" if isinstance(self.inner, BatchedDistributions) else "api_top_logprobs"
+
+    # ----------------------------------------------------------- distributions
+    def _dist_key(self, prompt: str, shas: Sequence[str], top_k: int | None, answer_prefix: str) -> str:
+        settings = dict(self._settings(), vsi_first_token={"top_k": top_k, "answer_prefix": answer_prefix})
+        return self.cache.key_for(self.inner.model_version, prompt, shas, settings)
+
+    def _read_dist(self, key: str) -> TokenDistribution | None:
+        t = self._read(key)
+        if t is None:
+            return None
+        try:
+            return dist_from_meta(json.loads(t))
+        except (ValueError, KeyError, TypeError):
+            return None
+
+    def _write_dist(self, key: str, d: TokenDistribution) -> None:
+        self._write(key, json.dumps(dist_to_meta(d, self.distribution_source)),
+                    {"model_version": self.inner.model_version, "kind": "vsi_first_token"})
+
+    def _budget_key(self, req: VLMRequest, shas: Sequence[str], answer_prefix: str) -> str:
+        settings = dict(self._settings(), request_max_new_tokens=int(req.max_new_tokens),
+                        max_new_tokens=answer_budget(self.inner, req.max_new_tokens))
+        if answer_prefix:  # a prefixed answer is another request: key it apart
+            settings["answer_prefix"] = answer_prefix
+        return self.cache.key_for(self.inner.model_version, req.prompt, shas, settings)
+
+    def _follow_up_key(self, req: VLMRequest, shas: Sequence[str], answer: str, follow_up: str,
+                       max_new_tokens: int, answer_prefix: str) -> str:
+        conv = json.dumps({"turns": [req.prompt, answer_prefix + answer.strip(), follow_up],
+                           "confidence_turn": FOLLOW_UP_TURN})
+        settings = dict(self._settings(), request_max_new_tokens=max_new_tokens,
+                        max_new_tokens=answer_budget(self.inner, max_new_tokens), confidence_turn=FOLLOW_UP_TURN)
+        return self.cache.key_for(self.inner.model_version, conv, shas, settings)
+
+    def _write_follow_up(self, key: str, text: str) -> None:
+        self._write(key, text, {"model_version": self.inner.model_version, "kind": "vsi_confidence"})
+
+    # ----------------------------------------------------------------- features
+    def _cached_array(self, hook: str, images: Sequence[Image.Image], settings: dict, compute) -> np.ndarray:
+        imgs = list(images)
+        key = self.cache.key_for(self.inner.model_version, "", [image_sha256(im) for im in imgs],
+                                 dict(self._settings(), features=hook, **settings))
+        t = self._read(key)
+        if t is not None:
+            try:
+                e = json.loads(t)
+                arr = np.frombuffer(base64.b64decode(e["b64"]), dtype=e["dtype"]).reshape(e["shape"])
+                self.hits += 1
+                return arr.copy()
+            except (ValueError, KeyError, TypeError):
+                pass
+        arr = np.ascontiguousarray(np.asarray(compute(imgs), dtype=np.float32))
+        self.calls += 1
+        self._write(key, json.dumps({"shape": list(arr.shape), "dtype": "float32",
+                                     "b64": base64.b64encode(arr.tobytes()).decode("ascii")}),
+                    {"model_version": self.inner.model_version, "kind": f"features:{hook}"})
+        return arr
+
+
+class _Answering:
+    """:class:`~perceptbench.models.base.VLM`, cached."""
+
     @property
     def supports_multi_image(self) -> bool:
         return self.inner.supports_multi_image
@@ -216,41 +369,31 @@ class CachedVLM:
     def generation_settings(self) -> dict:
         return self.inner.generation_settings
 
-    def __repr__(self) -> str:
-        return f"CachedVLM({self.inner!r}, {self.cache!r})"
-
     def request_settings(self, request: VLMRequest) -> dict:
         """Settings that enter the key: the model's plus the request's max_new_tokens."""
         return dict(self.inner.generation_settings, request_max_new_tokens=int(request.max_new_tokens))
 
     def key_for_request(self, request: VLMRequest, image_sha256s: Sequence[str] | None = None) -> str:
-        """Cache key of one request (image hashes computed from pixels if not given)."""
-        shas = list(image_sha256s) if image_sha256s is not None else [image_sha256(im) for im in request.images]
-        if len(shas) != len(request.images):
-            raise ValueError("one sha256 per attached image is required")
-        return self.cache.key_for(self.inner.model_version, request.prompt, shas, self.request_settings(request))
+        """Cache key of one :meth:`generate` request (image hashes computed from pixels if not given)."""
+        return self.cache.key_for(self.inner.model_version, request.prompt, _shas(request.images, image_sha256s),
+                                  self.request_settings(request))
 
-    def generate(
-        self,
-        requests: Sequence[VLMRequest],
-        batch_size: int = 8,
-        image_sha256s: Sequence[Sequence[str]] | None = None,
-    ) -> list[str]:
+    def generate(self, requests: Sequence[VLMRequest], batch_size: int = 8,
+                 image_sha256s: Sequence[Sequence[str]] | None = None, *, budget_in_key: bool = False) -> list[str]:
         """Answers in order; cached ones without calling the inner model.
 
-        ``image_sha256s``: optional per-request lists of stimulus sha256s (as recorded by
-        the stimulus pipeline) to key on instead of pixel hashes.
-        """
+        ``image_sha256s``: optional per-request lists of stimulus sha256s (as recorded by the
+        stimulus pipeline) to key on instead of pixel hashes.  ``budget_in_key``: key the budget
+        used too (VSI clean answers, see the class docstring).  Identical requests are sent to
+        the inner model once; misses go in chunks of ``chunk_size``, stored after each chunk."""
         reqs = list(requests)
-        if image_sha256s is not None and len(image_sha256s) != len(reqs):
-            raise ValueError("image_sha256s must have one entry per request")
-        keys = [
-            self.key_for_request(r, None if image_sha256s is None else image_sha256s[i])
-            for i, r in enumerate(reqs)
-        ]
-        out: list[str | None] = [self.cache.get(k) if self.mode == "use" else None for k in keys]
+        shas = _per_request(reqs, image_sha256s)
+        keys = [self._budget_key(r, s, "") if budget_in_key else
+                self.cache.key_for(self.inner.model_version, r.prompt, s, self.request_settings(r))
+                for r, s in zip(reqs, shas)]
+        out: list[str | None] = [self._read(k) for k in keys]
         self.hits += sum(x is not None for x in out)
-        if getattr(self.inner, "verify_cache_hits", False) and not self.verified:
+        if isinstance(self.inner, VerifiesCacheHits) and self.inner.verify_cache_hits and not self.verified:
             first = next((i for i, x in enumerate(out) if x is not None), None)
             if first is not None:
                 self._verify(reqs[first], out[first])
@@ -267,21 +410,13 @@ class CachedVLM:
             self.calls += len(chunk)
             for (k, i), text in zip(chunk, texts):
                 r = reqs[i]
-                if self.mode == "off":
-                    for j, kj in enumerate(keys):
-                        if kj == k and out[j] is None:
-                            out[j] = text
-                    continue
-                self.cache.put(
-                    k,
-                    text,
-                    meta={
-                        "model": self.inner.name,
-                        "model_version": self.inner.model_version,
-                        "prompt_sha256": hashlib.sha256(r.prompt.encode("utf-8")).hexdigest(),
-                        "generation_settings": self.request_settings(r),
-                    },
-                )
+                if budget_in_key:
+                    meta = {"model_version": self.inner.model_version}
+                else:
+                    meta = {"model": self.inner.name, "model_version": self.inner.model_version,
+                            "prompt_sha256": hashlib.sha256(r.prompt.encode("utf-8")).hexdigest(),
+                            "generation_settings": self.request_settings(r)}
+                self._write(k, text, meta, fsync=not budget_in_key)
                 for j, kj in enumerate(keys):
                     if kj == k and out[j] is None:
                         out[j] = text
@@ -298,6 +433,211 @@ class CachedVLM:
                 f"(cached {cached[:40]!r}, now {now[:40]!r}): the model behind this name changed (or it is not "
                 "deterministic); rerun with --refresh-cache, or pin the version (URL#MODEL@VERSION)")
 
-    def next_token_distribution(self, image, prompt, top_k=None) -> TokenDistribution:
-        """The inner model's next-token distribution (not cached)."""
-        return self.inner.next_token_distribution(image, prompt, top_k=top_k)
+
+class _FirstToken:
+    """:class:`~perceptbench.models.base.FirstTokenDistribution`, cached."""
+
+    def next_token_distribution(self, image, prompt: str, top_k: int | None = None,
+                                image_sha256s: Sequence[str] | None = None) -> TokenDistribution:
+        """The inner model's distribution (``top_k`` as asked), from the cache when stored."""
+        imgs = () if image is None else (tuple(image) if isinstance(image, (list, tuple)) else (image,))
+        key = self._dist_key(prompt, _shas(imgs, image_sha256s), top_k, "")
+        d = self._read_dist(key)
+        if d is not None:
+            self.hits += 1
+            return d
+        d = self.inner.next_token_distribution(image, prompt, top_k=top_k)
+        self.calls += 1
+        self._write_dist(key, d)
+        return d
+
+
+class _Batched:
+    """:class:`~perceptbench.models.base.BatchedDistributions`, cached."""
+
+    def next_token_distributions(self, requests: Sequence[VLMRequest], top_k: int | None = 50, batch_size: int = 8,
+                                 answer_prefix: str = "", image_sha256s: Sequence[Sequence[str]] | None = None
+                                 ) -> list[TokenDistribution]:
+        """One distribution per request; only misses reach the inner model (one batched call)."""
+        reqs = list(requests)
+        keys = [self._dist_key(r.prompt, s, top_k, answer_prefix) for r, s in zip(reqs, _per_request(reqs, image_sha256s))]
+        out = [self._read_dist(k) for k in keys]
+        todo = [i for i, d in enumerate(out) if d is None]
+        self.hits += len(reqs) - len(todo)
+        if todo:
+            res = self.inner.next_token_distributions([reqs[i] for i in todo], top_k=top_k, batch_size=batch_size,
+                                                      answer_prefix=answer_prefix)
+            self.calls += len(todo)
+            for i, d in zip(todo, res):
+                out[i] = d
+                self._write_dist(keys[i], d)
+        return out  # type: ignore[return-value]
+
+    def generate_with_distribution(self, requests: Sequence[VLMRequest], top_k: int | None = 50, batch_size: int = 8,
+                                   answer_prefix: str = "", image_sha256s: Sequence[Sequence[str]] | None = None
+                                   ) -> list[tuple[str, TokenDistribution]]:
+        """(answer, distribution) per request; a request whose answer or distribution is not
+        stored is asked again for both."""
+        reqs = list(requests)
+        shas = _per_request(reqs, image_sha256s)
+        tkeys = [self._budget_key(r, s, answer_prefix) for r, s in zip(reqs, shas)]
+        dkeys = [self._dist_key(r.prompt, s, top_k, answer_prefix) for r, s in zip(reqs, shas)]
+        texts, dists = [self._read(k) for k in tkeys], [self._read_dist(k) for k in dkeys]
+        todo = [i for i in range(len(reqs)) if texts[i] is None or dists[i] is None]
+        self.hits += len(reqs) - len(todo)
+        if todo:
+            res = self.inner.generate_with_distribution([reqs[i] for i in todo], top_k=top_k, batch_size=batch_size,
+                                                        answer_prefix=answer_prefix)
+            self.calls += len(todo)
+            for i, (t, d) in zip(todo, res):
+                texts[i], dists[i] = t, d
+                self._write(tkeys[i], t, {"model_version": self.inner.model_version})
+                self._write_dist(dkeys[i], d)
+        return list(zip(texts, dists))  # type: ignore[arg-type]
+
+
+class _FollowUp:
+    """:class:`~perceptbench.models.base.FollowUpTurn`, cached (keyed on the whole conversation)."""
+
+    def generate_follow_up(self, requests: Sequence[VLMRequest], answers: Sequence[str], follow_up: str,
+                           max_new_tokens: int = 8, batch_size: int = 8, answer_prefix: str = "",
+                           image_sha256s: Sequence[Sequence[str]] | None = None) -> list:
+        """One answer per request: a ``str`` when served from the cache, else what the inner model
+        returned (``str`` or an object with ``text`` and ``cache_reused``)."""
+        reqs = list(requests)
+        keys = [self._follow_up_key(r, s, a, follow_up, max_new_tokens, answer_prefix)
+                for r, s, a in zip(reqs, _per_request(reqs, image_sha256s), answers)]
+        out: list = [self._read(k) for k in keys]
+        todo = [i for i, x in enumerate(out) if x is None]
+        self.hits += len(reqs) - len(todo)
+        if todo:
+            res = self.inner.generate_follow_up([reqs[i] for i in todo], [answers[i] for i in todo], follow_up,
+                                                max_new_tokens, batch_size=batch_size, answer_prefix=answer_prefix)
+            self.calls += len(todo)
+            for i, f in zip(todo, res):
+                out[i] = f
+                self._write_follow_up(keys[i], f if isinstance(f, str) else f.text)
+        return out
+
+
+class _DistributionAndFollowUp:
+    """:class:`~perceptbench.models.base.DistributionAndFollowUp`, cached: the answer and distribution
+    as :meth:`generate_with_distribution`, the follow-up as :meth:`generate_follow_up`."""
+
+    def generate_with_distribution_and_follow_up(
+            self, requests: Sequence[VLMRequest], follow_up: str, follow_up_max_new_tokens: int = 8,
+            top_k: int | None = 50, batch_size: int = 8, answer_prefix: str = "",
+            image_sha256s: Sequence[Sequence[str]] | None = None) -> list[tuple]:
+        """(answer, distribution, follow-up answer) per request.  A request whose answer or
+        distribution is not stored is asked again for all three in one pass; one with both stored
+        but no follow-up answer gets the follow-up turn alone (:meth:`generate_follow_up` of the
+        inner model when it has one).  A follow-up answer from the cache is a ``str``."""
+        reqs = list(requests)
+        shas = _per_request(reqs, image_sha256s)
+        tkeys = [self._budget_key(r, s, answer_prefix) for r, s in zip(reqs, shas)]
+        dkeys = [self._dist_key(r.prompt, s, top_k, answer_prefix) for r, s in zip(reqs, shas)]
+        texts, dists = [self._read(k) for k in tkeys], [self._read_dist(k) for k in dkeys]
+        fkey = lambda i: self._follow_up_key(reqs[i], shas[i], texts[i], follow_up,  # noqa: E731
+                                             follow_up_max_new_tokens, answer_prefix)
+        fols: list = [None if t is None else self._read(fkey(i)) for i, t in enumerate(texts)]
+        single = isinstance(self.inner, FollowUpTurn)
+        full = [i for i in range(len(reqs)) if texts[i] is None or dists[i] is None
+                or (fols[i] is None and not single)]
+        need_f = [i for i in range(len(reqs)) if i not in full and fols[i] is None]
+        # requests counted: the clean one and the follow-up one per request
+        self.hits += (len(reqs) - len(full)) + sum(f is not None for f in fols)
+        self.calls += len(full) + sum(f is None for f in fols)
+        if full:
+            res = self.inner.generate_with_distribution_and_follow_up(
+                [reqs[i] for i in full], follow_up, follow_up_max_new_tokens, top_k=top_k, batch_size=batch_size,
+                answer_prefix=answer_prefix)
+            for i, (t, d, f) in zip(full, res):
+                texts[i], dists[i], fols[i] = t, d, f
+                self._write(tkeys[i], t, {"model_version": self.inner.model_version})
+                self._write_dist(dkeys[i], d)
+        if need_f:
+            res = self.inner.generate_follow_up([reqs[i] for i in need_f], [texts[i] for i in need_f], follow_up,
+                                                follow_up_max_new_tokens, batch_size=batch_size,
+                                                answer_prefix=answer_prefix)
+            for i, f in zip(need_f, res):
+                fols[i] = f
+        for i in full + need_f:
+            self._write_follow_up(fkey(i), fols[i] if isinstance(fols[i], str) else fols[i].text)
+        return list(zip(texts, dists, fols))
+
+
+class _VisionFeatures:
+    """:class:`~perceptbench.models.base.VisionFeatures`, cached per call."""
+
+    def vision_features(self, images: Sequence[Image.Image]) -> np.ndarray:
+        """The inner model's ``(n, d)`` float32 features of ``images``; a stored call is served whole."""
+        return self._cached_array("vision_features", images, {}, self.inner.vision_features)
+
+
+class _Embed:
+    """:class:`~perceptbench.models.base.Encoder`, cached per call (``batch_size`` enters the key:
+    batching changes embeddings by float rounding)."""
+
+    def embed(self, images: Sequence[Image.Image], batch_size: int = 8) -> np.ndarray:
+        """The inner encoder's ``(n, d)`` float32 embeddings of ``images``."""
+        return self._cached_array("embed", images, {"batch_size": int(batch_size)},
+                                  lambda imgs: self.inner.embed(imgs, batch_size=batch_size))
+
+
+class _EmbedText:
+    """:class:`~perceptbench.models.base.TextEncoder`, passed through (not cached)."""
+
+    def embed_text(self, texts: Sequence[str]) -> np.ndarray:
+        return self.inner.embed_text(texts)
+
+
+class _Budget:
+    """:class:`~perceptbench.models.base.AnswerBudget`, passed through."""
+
+    def answer_budget(self, request_max_new_tokens: int) -> int:
+        return self.inner.answer_budget(request_max_new_tokens)
+
+
+class _TopLogprobs:
+    """:class:`~perceptbench.models.base.TopLogprobsLimit`, read through."""
+
+    @property
+    def max_top_logprobs(self) -> int:
+        return self.inner.max_top_logprobs
+
+
+class _Identity:
+    """:class:`~perceptbench.models.base.Identified`, read through."""
+
+    @property
+    def identity(self) -> dict:
+        return self.inner.identity
+
+    @property
+    def identity_warning(self) -> str | None:
+        return self.inner.identity_warning
+
+
+class _Verifies:
+    """:class:`~perceptbench.models.base.VerifiesCacheHits`, read through."""
+
+    @property
+    def verify_cache_hits(self) -> bool:
+        return self.inner.verify_cache_hits
+
+
+_CAPABILITIES: tuple[tuple[type, type], ...] = (
+    (VLM, _Answering), (FirstTokenDistribution, _FirstToken), (BatchedDistributions, _Batched),
+    (FollowUpTurn, _FollowUp), (DistributionAndFollowUp, _DistributionAndFollowUp),
+    (VisionFeatures, _VisionFeatures), (Encoder, _Embed), (TextEncoder, _EmbedText), (AnswerBudget, _Budget),
+    (TopLogprobsLimit, _TopLogprobs), (Identified, _Identity), (VerifiesCacheHits, _Verifies))
+"""Protocol -> the wrapper's implementation of it; a wrapper class gets the mixins of exactly the
+protocols its inner model implements."""
+
+
+def with_response_cache(model: Any, mode: str = "use") -> CachedVLM:
+    """``model`` itself when it already is a :class:`CachedVLM`, else ``model`` behind the response
+    cache of :func:`response_cache_dir` with cache ``mode`` (``ValueError`` for another mode)."""
+    if isinstance(model, CachedVLM):
+        return model
+    return CachedVLM(model, ResponseCache(response_cache_dir()), mode=mode)

@@ -123,6 +123,9 @@ class HFVLM:
 
     family = "vlm"
     supports_multi_image = True
+    identity_warning: str | None = None
+    """Declared (:class:`~perceptbench.models.base.Identified`): a local or hub model's identity is
+    hashed or resolved, never the name only, so there is nothing to warn about."""
 
     def __init__(
         self,

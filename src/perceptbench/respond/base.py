@@ -21,11 +21,13 @@ from .registry import Registry
 
 
 def model_kind(model) -> str:
-    """What a model declares it can do: ``"encoder"`` (image embeddings) or ``"vlm"`` (text
-    answers, local or API).  The one place that reads a model's capability for choosing a
-    respondent (today its ``family``; the capability protocols of
-    :mod:`perceptbench.models.base` replace it here)."""
-    return "encoder" if getattr(model, "family", "encoder") == "encoder" else "vlm"
+    """What a model declares it can do: ``"vlm"`` when it answers in text (the
+    :class:`~perceptbench.models.base.VLM` protocol: local or API, behind the response cache or
+    not), else ``"encoder"`` (image embeddings, :class:`~perceptbench.models.base.Encoder`).
+    The one place that reads a model's capability for choosing a respondent."""
+    from ..models.base import VLM
+
+    return "vlm" if isinstance(model, VLM) else "encoder"
 
 
 def task_kind(task: Task) -> str:

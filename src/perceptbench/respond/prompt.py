@@ -16,17 +16,17 @@ from .context import prompt_version
 def cached_model(job: Job):
     """``job.model`` behind the response cache (:class:`~perceptbench.models.response_cache.CachedVLM`
     in ``job.cache_mode``; a model already wrapped is used as it is)."""
-    from ..models.response_cache import CachedVLM, ResponseCache
-    from ..vlm_runner import response_cache_dir
+    from ..models.response_cache import with_response_cache
 
-    vlm = job.model
-    return vlm if isinstance(vlm, CachedVLM) else CachedVLM(vlm, ResponseCache(response_cache_dir()),
-                                                            mode=job.cache_mode)
+    return with_response_cache(job.model, job.cache_mode)
 
 
-def identity_meta(inner) -> dict:
-    """``run_meta.model_identity`` of a model that declares one (else nothing)."""
-    identity = getattr(inner, "identity", None)
+def identity_meta(model) -> dict:
+    """``run_meta.model_identity`` of a model that declares one
+    (:class:`~perceptbench.models.base.Identified`; else nothing)."""
+    from ..models.base import Identified
+
+    identity = model.identity if isinstance(model, Identified) else None
     return {"model_identity": identity} if identity else {}
 
 
@@ -56,14 +56,13 @@ class PromptRespondent(Respondent):
         answer of a name-only model differs from its live answer."""
         task, seed = job.task, job.seed
         cached = cached_model(job)
-        inner = cached.inner
         bs = default_batch_size(job.batch_size, "vlm")
-        ctx = job.context(model_name=inner.name, model_family=inner.family, model_version=inner.model_version,
+        ctx = job.context(model_name=cached.name, model_family=cached.family, model_version=cached.model_version,
                           readout="vlm_prompt", prompt_id=task.prompt_id,
-                          meta={**identity_meta(inner), "prompt_template_hash": prompt_version(task)})
+                          meta={**identity_meta(cached), "prompt_template_hash": prompt_version(task)})
         n_images = self.n_images(task)
         if n_images > 1 and not cached.supports_multi_image:
-            reason = f"{inner.name} does not accept several images; {task.task_id} needs {n_images} per trial"
+            reason = f"{cached.name} does not accept several images; {task.task_id} needs {n_images} per trial"
             n = job.sink.append([ctx.skipped(s, reason) for s in job.pending])
             job.advance(len(job.pending))
             return Result(n)
@@ -75,7 +74,7 @@ class PromptRespondent(Respondent):
             hashes = [[image_sha256(im) for im in imgs] for imgs, _, _ in built]
             reqs = [VLMRequest(tuple(imgs), prompt) for imgs, prompt, _ in built]
             texts = cached.generate(reqs, batch_size=bs, image_sha256s=hashes)
-            settings = {**inner.generation_settings, "request_max_new_tokens": reqs[0].max_new_tokens}
+            settings = {**cached.generation_settings, "request_max_new_tokens": reqs[0].max_new_tokens}
             recs = []
             for s, (imgs, prompt, extra), hs, text in zip(chunk, built, hashes, texts):
                 response, parse_meta = task.parse_answer(text)

@@ -14,10 +14,9 @@ from .prompt import cached_model, identity_meta
 
 def vsi_job_context(job: Job, cached, readout: str = "vlm_vsi_clean"):
     """The :class:`~perceptbench.respond.context.TrialContext` of ``job``'s VSI records."""
-    inner = cached.inner
-    return job.context(model_name=inner.name, model_family=inner.family, model_version=inner.model_version,
+    return job.context(model_name=cached.name, model_family=cached.family, model_version=cached.model_version,
                        readout=readout, prompt_id=job.task.prompt_id,
-                       meta={**identity_meta(inner), "prompt_template_hash": prompt_version(job.task)})
+                       meta={**identity_meta(cached), "prompt_template_hash": prompt_version(job.task)})
 
 
 @RESPONDENTS.register("vlm_vsi")
@@ -38,5 +37,5 @@ class VSIRespondent(Respondent):
         cached = cached_model(job)
         n, hits, reqs = run_vsi_task(vsi_job_context(job, cached), cached, job.sink, job.pending,
                                      default_batch_size(job.batch_size, "vlm"), job.advance)
-        cache_task_features(job.task, cached.inner, RunDir(job.out).features, job.seed)
+        cache_task_features(job.task, cached, RunDir(job.out).features, job.seed, cache_mode=job.cache_mode)
         return Result(n, hits, reqs)

@@ -207,7 +207,9 @@ class SalBenchTask(Task):
         return SEVEN
 
     def encoder_readout_for(self, model) -> str:
-        return "zero_shot_retrieval" if hasattr(model, "embed_text") else "linear_probe"
+        from ..models.base import TextEncoder
+
+        return "zero_shot_retrieval" if isinstance(model, TextEncoder) else "linear_probe"
 
     def encoder_not_applicable(self, readout: str) -> str | None:
         """The reason an encoder's ``readout`` (``linear_probe`` or ``zero_shot_retrieval``,

@@ -30,11 +30,12 @@ import abc
 import json
 from collections import defaultdict
 from functools import lru_cache
-from typing import Any, Callable, ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 
 from ..metrics.bootstrap import N_BOOT_B
+from ..models.base import FOLLOW_UP_TURN
 from ..metrics.vsi import HIST_EDGES, INSENSITIVE_THRESHOLDS, cell_summary, vsi_samples
 from ..records import TrialRecord
 from ..core.rows import ScoreRow
@@ -45,7 +46,7 @@ CONFIDENCE_PROMPT = "How confident are you that your answer is correct? Reply wi
 """Verbalised-confidence question, asked as a follow-up user turn after the clean question and the
 model's own greedy answer (seed 002 appendix A: "elicited in a second forward pass", parsed as the
 first integer).  Recorded verbatim per clean record (``confidence_prompt``, ``confidence_turn``)."""
-CONFIDENCE_TURN = "follow_up"
+CONFIDENCE_TURN = FOLLOW_UP_TURN
 """How the confidence question is posed: ``follow_up`` = the conversation ``user: [image] question``,
 ``assistant: answer_prefix + answer``, ``user: CONFIDENCE_PROMPT``.  (Releases before this
 constant asked a single-turn prompt repeating question and answer; a resume over such records stops
