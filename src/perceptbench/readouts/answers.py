@@ -13,33 +13,24 @@ accuracy-dependent metrics; verbalised confidence is "the first integer", missin
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from typing import Sequence
 
-__all__ = ["AnswerParse", "parse_yes_no", "parse_letter", "parse_confidence"]
+from .result import ParseResult
 
-
-@dataclass(frozen=True)
-class AnswerParse:
-    """``response``: the parsed answer or None; ``rule``: which rule fired (``"none"`` when
-    nothing was recognised); ``ambiguous``: the text names more than one distinct in-set answer."""
-
-    response: str | None
-    rule: str
-    ambiguous: bool = False
+__all__ = ["parse_yes_no", "parse_letter", "parse_confidence"]
 
 
 _YES_NO = re.compile(r"(?<![A-Za-z])(yes|no)(?![A-Za-z])", re.IGNORECASE)
 
 
-def parse_yes_no(text: str | None) -> AnswerParse:
+def parse_yes_no(text: str | None) -> ParseResult:
     """``"yes"``/``"no"`` from an answer: the first standalone word *yes* or *no* (any case,
     punctuation around it allowed: "Yes.", "**No**", "no, there is not").  Null when neither
     word occurs; ``ambiguous`` when both occur."""
     found = [m.group(1).lower() for m in _YES_NO.finditer(text)] if text else []
     if not found:
-        return AnswerParse(None, "none")
-    return AnswerParse(found[0], "first_yes_no", len(set(found)) > 1)
+        return ParseResult(None, False, "none")
+    return ParseResult(found[0], len(set(found)) > 1, "first_yes_no")
 
 
 # One-letter English words that an option letter can be mistaken for (article, pronoun).
@@ -62,7 +53,7 @@ def _is_word(m: re.Match, text: str) -> bool:
 
 
 def parse_letter(text: str | None, letters: Sequence[str] = ("A", "B", "C", "D"),
-                 options: Sequence[str] | None = None) -> AnswerParse:
+                 options: Sequence[str] | None = None) -> ParseResult:
     """An option letter from an answer, by the first rule that fires:
 
     1. ``leading_letter``: the answer starts with a letter in ``letters``, alone or bracketed,
@@ -78,32 +69,32 @@ def parse_letter(text: str | None, letters: Sequence[str] = ("A", "B", "C", "D")
     "I think ...") unless the word is one of :data:`_SUBJECT_WORDS` ("A is correct", "A or B").
     Null when no rule fires."""
     if not text:
-        return AnswerParse(None, "none")
+        return ParseResult(None, False, "none")
     t = text.strip()
     allowed = [str(x) for x in letters]
     alt = "|".join(re.escape(x) for x in allowed)
     m = re.match(rf"^[\s*_`\"']*([\(\[]?)({alt})([\)\]]?)(?![A-Za-z])", t)
     if m and not _is_word(m, t):
-        return AnswerParse(m.group(2), "leading_letter")
+        return ParseResult(m.group(2), False, "leading_letter")
     marked = [mm.group(2) for mm in re.finditer(
         rf"(?:answer(?:\s+is)?|option|choice)\s*[:\-]?\s*([\(\[]?)({alt})([\)\]]?)(?![A-Za-z])", t,
         flags=re.IGNORECASE) if not _is_word(mm, t)]
     if marked:
         up = [x.upper() if x.upper() in allowed else x for x in marked]
-        return AnswerParse(up[0], "marked_letter", len(set(up)) > 1)
+        return ParseResult(up[0], len(set(up)) > 1, "marked_letter")
     if options:
         norm = lambda s: re.sub(r"\s+", " ", s.strip().strip(".!*`'\"").strip()).lower()
         nt = norm(t)
         for letter, opt in zip(allowed, options):
             if nt and nt == norm(str(opt)):
-                return AnswerParse(letter, "option_text")
+                return ParseResult(letter, False, "option_text")
         hits = [letter for letter, opt in zip(allowed, options)
                 if norm(str(opt)) and re.search(rf"(?<!\w){re.escape(norm(str(opt)))}(?!\w)", nt)]
         if len(hits) == 1:
-            return AnswerParse(hits[0], "option_text")
+            return ParseResult(hits[0], False, "option_text")
         if hits:  # several options named
-            return AnswerParse(None, "none", True)
-    return AnswerParse(None, "none")
+            return ParseResult(None, True, "none")
+    return ParseResult(None, False, "none")
 
 
 _INT = re.compile(r"(?<![\d.])(\d+)(?:\.\d+)?")

@@ -149,7 +149,7 @@ class Task(abc.ABC):
         from ..readouts.parse import parse_choice
 
         pr = parse_choice(text or "", self.options(), mode=mode)
-        return pr.response, {"rule": pr.rule, "ambiguous": pr.ambiguous, **pr.meta, "mode": mode}
+        return pr.response, pr.record_meta(mode)
 
     def human_records(self, seed: int, run_id: str, stimuli: list[Stimulus]) -> list[TrialRecord]:
         return []
