@@ -1,7 +1,10 @@
 """Known-answer tests of the VSI answer parsers (readouts/answers.py; issue 14).
 
 Each row is a realistic short VQA answer with the parse worked out by hand from the rules in
-the parser docstrings; the trailing comment is the derivation.  Pure functions, no fixtures:
+the parser docstrings; the trailing comment is the derivation.  The YES_NO and LETTERS tables
+are the ``seed`` parser mode (the literal reading over the raw output, as the parsers were
+before the answer-extraction step); the ``default`` / ``strict`` readings are
+tests/test_answer_reading.py.  Pure functions, no fixtures:
 these rows are also what mutation testing (scripts/mutation_report.py) runs against
 answers.py.
 """
@@ -34,8 +37,8 @@ YES_NO = [
 
 
 @pytest.mark.parametrize("text,response,rule,ambiguous", YES_NO)
-def test_parse_yes_no_known_answers(text, response, rule, ambiguous):
-    assert _triple(parse_yes_no(text)) == (response, rule, ambiguous)
+def test_parse_yes_no_seed_mode_known_answers(text, response, rule, ambiguous):
+    assert _triple(parse_yes_no(text, mode="seed")) == (response, rule, ambiguous)
 
 
 LETTERS = [
@@ -84,21 +87,23 @@ LETTERS = [
 
 
 @pytest.mark.parametrize("text,response,rule,ambiguous", LETTERS)
-def test_parse_letter_known_answers(text, response, rule, ambiguous):
-    assert _triple(parse_letter(text, ABC, SAL)) == (response, rule, ambiguous)
+def test_parse_letter_seed_mode_known_answers(text, response, rule, ambiguous):
+    assert _triple(parse_letter(text, ABC, SAL, mode="seed")) == (response, rule, ambiguous)
 
 
 def test_parse_letter_pronoun_i_and_default_letters():
     # nine options A..I: a leading "I" + verb is the pronoun, "I." is the letter
     nine = tuple("ABCDEFGHI")
-    assert parse_letter("I think it is B.", nine).response is None  # pronoun; no marker
+    assert parse_letter("I think it is B.", nine, mode="seed").response is None  # pronoun; no marker
+    assert _triple(parse_letter("I think it is B.", nine)) == ("B", "standalone_letter", False)  # B, not the pronoun
     assert _triple(parse_letter("I.", nine)) == ("I", "leading_letter", False)  # full stop: the letter
     assert _triple(parse_letter("I is the odd one.", nine)) == ("I", "leading_letter", False)  # subject of "is"
     # default letters A-D, no option texts: rule 3 cannot fire
     assert _triple(parse_letter("D")) == ("D", "leading_letter", False)
     assert _triple(parse_letter("Color")) == (None, "none", False)
     # lower-case letter sets keep their case after a marker
-    assert _triple(parse_letter("answer: b", ("a", "b"))) == ("b", "marked_letter", False)
+    assert _triple(parse_letter("answer: b", ("a", "b"), mode="seed")) == ("b", "marked_letter", False)
+    assert _triple(parse_letter("answer: b", ("a", "b"))) == ("b", "leading_letter", False)  # extracted first
     # a blank option text is never "contained" in an answer (an empty pattern would match
     # between " " and "-")
     assert _triple(parse_letter("Red - clearly.", ("A", "B"), ("red", ""))) == ("A", "option_text", False)

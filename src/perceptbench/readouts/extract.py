@@ -6,8 +6,9 @@ unparseable answer a null response.  The rule is meant for *the answer*; models 
 think aloud print reasoning (which names every option) before it, and models that
 correct themselves print several answers.  :func:`extract_answer` is the step every
 rule parser of the project runs first (the choice parser :mod:`.parse`, the SalBench
-multi-label parser :mod:`.multilabel`; later the VSI yes/no and option-letter parsers),
-except in the ``seed`` parser mode, which applies the seed's rule to the raw output.
+multi-label parser :mod:`.multilabel`, the VSI yes/no and option-letter parsers
+:mod:`.answers`; through :func:`answer_for_mode`), except in the ``seed`` parser mode, which
+applies the seed's rule to the raw output.
 
 Pure Python (``re`` and ``unicodedata`` only): scoring imports it without torch.
 
