@@ -1,18 +1,25 @@
 """Known-answer tests of the VSI answer parsers (readouts/answers.py; issue 14).
 
 Each row is a realistic short VQA answer with the parse worked out by hand from the rules in
-the parser docstrings; the trailing comment is the derivation.  Pure functions, no fixtures:
+the parser docstrings; the trailing comment is the derivation.  The YES_NO and LETTERS tables
+are the ``seed`` parser mode (the literal reading over the raw output, as the parsers were
+before the answer-extraction step); the ``default`` / ``strict`` readings are
+tests/test_answer_reading.py.  Pure functions, no fixtures:
 these rows are also what mutation testing (scripts/mutation_report.py) runs against
 answers.py.
 """
 
 import pytest
 
-from perceptbench.readouts.answers import AnswerParse, parse_confidence, parse_letter, parse_yes_no
+from perceptbench.readouts.answers import parse_confidence, parse_letter, parse_yes_no
 
 ABC = ("A", "B", "C")
 SAL = ("Orientation", "Color", "Size")  # SalBench's three option texts, letters A-C
 N = None
+
+
+def _triple(pr):
+    return pr.response, pr.rule, pr.ambiguous
 
 YES_NO = [
     # text, response, rule, ambiguous
@@ -30,8 +37,8 @@ YES_NO = [
 
 
 @pytest.mark.parametrize("text,response,rule,ambiguous", YES_NO)
-def test_parse_yes_no_known_answers(text, response, rule, ambiguous):
-    assert parse_yes_no(text) == AnswerParse(response, rule, ambiguous)
+def test_parse_yes_no_seed_mode_known_answers(text, response, rule, ambiguous):
+    assert _triple(parse_yes_no(text, mode="seed")) == (response, rule, ambiguous)
 
 
 LETTERS = [
@@ -80,35 +87,37 @@ LETTERS = [
 
 
 @pytest.mark.parametrize("text,response,rule,ambiguous", LETTERS)
-def test_parse_letter_known_answers(text, response, rule, ambiguous):
-    assert parse_letter(text, ABC, SAL) == AnswerParse(response, rule, ambiguous)
+def test_parse_letter_seed_mode_known_answers(text, response, rule, ambiguous):
+    assert _triple(parse_letter(text, ABC, SAL, mode="seed")) == (response, rule, ambiguous)
 
 
 def test_parse_letter_pronoun_i_and_default_letters():
     # nine options A..I: a leading "I" + verb is the pronoun, "I." is the letter
     nine = tuple("ABCDEFGHI")
-    assert parse_letter("I think it is B.", nine).response is None  # pronoun; no marker
-    assert parse_letter("I.", nine) == AnswerParse("I", "leading_letter")  # full stop: the letter
-    assert parse_letter("I is the odd one.", nine) == AnswerParse("I", "leading_letter")  # subject of "is"
+    assert parse_letter("I think it is B.", nine, mode="seed").response is None  # pronoun; no marker
+    assert _triple(parse_letter("I think it is B.", nine)) == ("B", "standalone_letter", False)  # B, not the pronoun
+    assert _triple(parse_letter("I.", nine)) == ("I", "leading_letter", False)  # full stop: the letter
+    assert _triple(parse_letter("I is the odd one.", nine)) == ("I", "leading_letter", False)  # subject of "is"
     # default letters A-D, no option texts: rule 3 cannot fire
-    assert parse_letter("D") == AnswerParse("D", "leading_letter")
-    assert parse_letter("Color") == AnswerParse(None, "none")
+    assert _triple(parse_letter("D")) == ("D", "leading_letter", False)
+    assert _triple(parse_letter("Color")) == (None, "none", False)
     # lower-case letter sets keep their case after a marker
-    assert parse_letter("answer: b", ("a", "b")) == AnswerParse("b", "marked_letter")
+    assert _triple(parse_letter("answer: b", ("a", "b"), mode="seed")) == ("b", "marked_letter", False)
+    assert _triple(parse_letter("answer: b", ("a", "b"))) == ("b", "leading_letter", False)  # extracted first
     # a blank option text is never "contained" in an answer (an empty pattern would match
     # between " " and "-")
-    assert parse_letter("Red - clearly.", ("A", "B"), ("red", "")) == AnswerParse("A", "option_text")
+    assert _triple(parse_letter("Red - clearly.", ("A", "B"), ("red", ""))) == ("A", "option_text", False)
     # runs of whitespace are one space on both sides
-    assert parse_letter("Red   circle", ("A", "B"), ("red circle", "blue square")) == AnswerParse("A", "option_text")
+    assert _triple(parse_letter("Red   circle", ("A", "B"), ("red circle", "blue square"))) == ("A", "option_text", False)
     # only the listed punctuation is stripped: "Big red." equals option B, so the contained
     # "red" (option A) does not make it ambiguous
-    assert parse_letter("Big red.", ("A", "B"), ("red", "big red")) == AnswerParse("B", "option_text")
+    assert _triple(parse_letter("Big red.", ("A", "B"), ("red", "big red"))) == ("B", "option_text", False)
     # an option text that is a capital X (shape options X / O) is compared, not stripped
-    assert parse_letter("X.", ("A", "B"), ("X", "O")) == AnswerParse("A", "option_text")
+    assert _triple(parse_letter("X.", ("A", "B"), ("X", "O"))) == ("A", "option_text", False)
     # comparison is by str.lower(): "ß" and "ss" are different letters, as are their cases
-    assert parse_letter("STRASSE", ("A", "B"), ("straße", "weg")) == AnswerParse(None, "none")
+    assert _triple(parse_letter("STRASSE", ("A", "B"), ("straße", "weg"))) == (None, "none", False)
     # an option text equal to the whole answer wins even if another option's text is inside it
-    assert parse_letter("big red", ("A", "B"), ("red", "big red")) == AnswerParse("B", "option_text")
+    assert _triple(parse_letter("big red", ("A", "B"), ("red", "big red"))) == ("B", "option_text", False)
 
 
 CONFIDENCE = [

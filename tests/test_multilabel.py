@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
+from perceptbench.readouts.result import ParseResult
 from perceptbench.readouts.multilabel import (
     SALBENCH_LABELS,
     SYNTHETIC_LABELS,
-    ParseResultML,
     parse_features,
 )
 
@@ -151,7 +151,7 @@ def test_unclosed_reasoning_and_markers_in_meta():
 @pytest.mark.parametrize("text,label_set,expected", CASES)
 def test_parse_table(text, label_set, expected):
     res = parse_features(text, label_set)
-    assert isinstance(res, ParseResultML)
+    assert isinstance(res, ParseResult)
     if expected is None:
         assert res.labels is None and res.meta["null_reason"]
     else:

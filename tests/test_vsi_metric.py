@@ -111,8 +111,8 @@ def test_parse_yes_no(text, want):
     assert parse_yes_no(text).response == want
 
 
-def test_parse_yes_no_ambiguous_first_counts():
-    pr = parse_yes_no("No... yes")
+def test_parse_yes_no_seed_mode_ambiguous_first_counts():
+    pr = parse_yes_no("No... yes", mode="seed")
     assert pr.response == "no" and pr.ambiguous
 
 

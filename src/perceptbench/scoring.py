@@ -26,15 +26,20 @@ def _parse_meta(r: TrialRecord) -> dict:
     return (r.run_meta.model_extra or {}).get("parse") or {}
 
 
+#: readouts whose records hold a model's free-text answer, re-parsed under the parser mode:
+#: battery prompts and VSI clean greedy answers (perturbed VSI records hold no answer)
+ANSWER_READOUTS = ("vlm_prompt", "vlm_vsi_clean")
+
+
 def _reparsable(r: TrialRecord) -> bool:
-    return r.readout == "vlm_prompt" and not (r.run_meta.model_extra or {}).get("skipped")
+    return r.readout in ANSWER_READOUTS and not (r.run_meta.model_extra or {}).get("skipped")
 
 
 def apply_parser_mode(records: list[TrialRecord], mode: str) -> list[TrialRecord]:
-    """Re-parse every VLM answer (``readout == "vlm_prompt"``, not skipped) from its
-    ``raw_output`` under parser ``mode`` (one of :data:`PARSER_MODES`: ``default``,
-    ``strict``, ``seed``; see :mod:`perceptbench.readouts.parse`) with its task's
-    ``parse_answer``; ``response``, ``correct`` and ``run_meta.parse`` are replaced, and
+    """Re-parse every VLM answer (readout in :data:`ANSWER_READOUTS`: battery prompts and VSI
+    clean answers, not skipped) from its ``raw_output`` under parser ``mode`` (one of
+    :data:`PARSER_MODES`: ``default``, ``strict``, ``seed``; see :mod:`perceptbench.readouts`)
+    with its task's ``parse_record``; ``response``, ``correct`` and ``run_meta.parse`` are replaced, and
     ``run_meta.parse["recorded_response_differs"]`` says whether the new response differs
     from the one in the record.  Other records are returned unchanged.  Reads nothing but
     the records (no model call).  Raises ValueError for an unknown mode."""
@@ -47,7 +52,7 @@ def apply_parser_mode(records: list[TrialRecord], mode: str) -> list[TrialRecord
             out.append(r)
             continue
         task = tasks.get(r.task_id) or tasks.setdefault(r.task_id, get_task(r.task_id))
-        response, meta = task.parse_answer(r.raw_output, mode=mode)
+        response, meta = task.parse_record(r, mode=mode)
         meta["recorded_response_differs"] = not _same_answer(response, r.response)
         run_meta = r.run_meta.model_copy(update={"parse": meta})
         out.append(r.model_copy(update={"response": response, "run_meta": run_meta,

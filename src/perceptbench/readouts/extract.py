@@ -6,8 +6,9 @@ unparseable answer a null response.  The rule is meant for *the answer*; models 
 think aloud print reasoning (which names every option) before it, and models that
 correct themselves print several answers.  :func:`extract_answer` is the step every
 rule parser of the project runs first (the choice parser :mod:`.parse`, the SalBench
-multi-label parser :mod:`.multilabel`; later the VSI yes/no and option-letter parsers),
-except in the ``seed`` parser mode, which applies the seed's rule to the raw output.
+multi-label parser :mod:`.multilabel`, the VSI yes/no and option-letter parsers
+:mod:`.answers`; through :func:`answer_for_mode`), except in the ``seed`` parser mode, which
+applies the seed's rule to the raw output.
 
 Pure Python (``re`` and ``unicodedata`` only): scoring imports it without torch.
 
@@ -46,7 +47,13 @@ from __future__ import annotations
 import re
 import unicodedata
 
-__all__ = ["REASONING_STYLES", "extract_answer"]
+__all__ = ["MODES", "REASONING_STYLES", "answer_for_mode", "extract_answer"]
+
+MODES = ("default", "strict", "seed")
+"""Parser modes, shared by every parser (choice, multi-label, yes/no, option letter):
+``default`` (answer extraction + the parser's rules), ``strict`` (the same, ambiguous answers
+-> null), ``seed`` (the seed's literal rule over the raw output: seed 000 appendix B for the
+choice parser; the parsers' docstrings say what it is where a seed gives no rule)."""
 
 #: name -> (opening tag regex, closing tag regex)
 REASONING_STYLES: dict[str, tuple[str, str]] = {
@@ -174,3 +181,20 @@ def extract_answer(text: str | None) -> tuple[str | None, dict]:
         meta["null_reason"] = "empty_answer_marker"
         return None, meta
     return content, meta
+
+
+def answer_for_mode(text: str | None, mode: str) -> tuple[str | None, dict]:
+    """The text a parser's rules read under parser ``mode``, and the parse meta so far.
+
+    ``seed``: the raw output itself (``""`` for None; meta ``{"mode": "seed"}``, no
+    extraction).  ``default`` / ``strict``: :func:`extract_answer` (None when the output
+    has no answer; meta ``{"mode": mode}`` plus the extraction's keys).  Raises ValueError
+    for a mode not in :data:`MODES`."""
+    if mode not in MODES:
+        raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
+    meta: dict = {"mode": mode}
+    if mode == "seed":
+        return ("" if text is None else str(text)), meta
+    answer, ex = extract_answer(text)
+    meta.update(ex)
+    return answer, meta

@@ -59,13 +59,12 @@ out all applicable features": every feature word in the output.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
 from typing import Iterable
 
-from .extract import extract_answer
+from .extract import MODES, answer_for_mode
+from .result import ParseResult
 
 __all__ = [
-    "ParseResultML",
     "SALBENCH_LABELS",
     "SYNONYMS",
     "SYNTHETIC_LABELS",
@@ -123,28 +122,6 @@ _PHRASES = (
 _ITEM_SPLIT = re.compile(r"[\n\r,;/|&+]|\b(?:and|or|also|plus)\b")
 _BULLET = re.compile(r"^\s*(?:[-*\u2022\u2023\u25e6]+|\(?\d+[.)]|\(?[a-g][.)](?=\s))\s*")
 _WORD = re.compile(r"[a-z]+")
-
-
-@dataclass(frozen=True)
-class ParseResultML:
-    """Parsed multi-label answer.
-
-    labels: recognised labels (a subset of :data:`SALBENCH_LABELS`), or None when nothing
-        was recognised (null response).
-    unknown: the items (stripped text) in which no feature word was found, in order.
-    out_of_set: recognised labels that are not in the task's label set (they are also in
-        ``labels``).
-    rule: ``"features"`` (feature words), ``"all_labels"`` / ``"no_difference"`` (a
-        whole-set answer, rule 5) or ``"none"`` (null; see ``meta["null_reason"]``).
-    meta: JSON-able parse metadata: ``mode`` and, outside ``seed`` mode, the answer
-        extraction's keys (:func:`~perceptbench.readouts.extract.extract_answer`).
-    """
-
-    labels: frozenset[str] | None
-    unknown: tuple[str, ...] = ()
-    out_of_set: frozenset[str] = field(default_factory=frozenset)
-    rule: str = "features"
-    meta: dict = field(default_factory=dict, compare=False)
 
 
 def _canonical_label_set(label_set: Iterable[str]) -> frozenset[str]:
@@ -249,7 +226,7 @@ def _whole_set(norm: str, allowed: frozenset[str], meta: dict) -> tuple[frozense
 
 
 def parse_features(text: str | None, label_set: Iterable[str] = SALBENCH_LABELS,
-                   mode: str = "default") -> ParseResultML:
+                   mode: str = "default") -> ParseResult:
     """Parse a model's answer into SalBench feature labels (rules in the module docstring).
 
     Parameters
@@ -261,44 +238,34 @@ def parse_features(text: str | None, label_set: Iterable[str] = SALBENCH_LABELS,
     mode: ``"default"``, ``"strict"`` (the same here) or ``"seed"`` (no answer extraction,
         no whole-set phrases; module docstring).
 
-    Returns a :class:`ParseResultML` (labels None = null, an empty frozenset = the answer
-    "no difference").  Raises ValueError for a bad ``mode`` or a label_set containing a
+    Returns a :class:`~perceptbench.readouts.result.ParseResult` whose ``response`` (also
+    ``labels``) is a frozenset of labels, None = null, an empty frozenset = the answer "no
+    difference"; ``unknown`` and ``out_of_set`` as in rules 4 and 6; ``ambiguous`` is False.  Raises ValueError for a bad ``mode`` or a label_set containing a
     label that is not one of the seven (naming it), or TypeError when ``text`` is not a
     string.
     """
-    from .parse import MODES
-
     if mode not in MODES:
         raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
     allowed = _canonical_label_set(label_set)
-    meta: dict = {"mode": mode}
-    if text is None:
-        if mode != "seed":
-            meta.update(extract_answer(None)[1])
-        return ParseResultML(labels=None, rule="none", meta=meta)
-    if not isinstance(text, str):
+    if text is not None and not isinstance(text, str):
         raise TypeError(f"text must be a string or None, got {type(text).__name__}: {text!r}")
+    answer, meta = answer_for_mode(text, mode)
+    if text is None or answer is None:
+        return ParseResult(None, rule="none", meta=meta)
     if mode == "seed":
         found, unknown = _feature_words(text.lower())
-        return ParseResultML(labels=frozenset(found) if found else None, unknown=tuple(unknown),
-                             out_of_set=frozenset(found - allowed), rule="features" if found else "none",
-                             meta=meta)
-    answer, ex = extract_answer(text)
-    meta.update(ex)
-    if answer is None:
-        return ParseResultML(labels=None, rule="none", meta=meta)
+        return ParseResult(frozenset(found) if found else None, rule="features" if found else "none", meta=meta,
+                           unknown=tuple(unknown), out_of_set=frozenset(found - allowed))
     norm = _COMMENTARY.sub("", "\n" + answer.lower()).strip()
     exc = _ALL_EXCEPT.search(norm)
     if exc:  # "all of them except size"
         removed, _ = _feature_words(exc.group(1))
-        labels = allowed - removed
-        return ParseResultML(labels=frozenset(labels), out_of_set=frozenset(), rule="all_labels", meta=meta)
+        return ParseResult(frozenset(allowed - removed), rule="all_labels", meta=meta)
     found, unknown = _feature_words(norm)
     if found:
-        return ParseResultML(labels=frozenset(found), unknown=tuple(unknown),
-                             out_of_set=frozenset(found - allowed), meta=meta)
+        return ParseResult(frozenset(found), rule="features", meta=meta, unknown=tuple(unknown),
+                           out_of_set=frozenset(found - allowed))
     labels, rule = _whole_set(norm, allowed, meta)
     if labels is None and meta.get("null_reason") is None:
         meta["null_reason"] = "no_feature"
-    return ParseResultML(labels=labels, unknown=() if labels is not None else tuple(unknown),
-                         rule=rule, meta=meta)
+    return ParseResult(labels, rule=rule, meta=meta, unknown=() if labels is not None else tuple(unknown))

@@ -82,16 +82,12 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from dataclasses import dataclass, field
 from typing import Any, Iterable, Sequence
 
-from .extract import extract_answer
+from .extract import MODES, answer_for_mode
+from .result import ParseResult
 
-__all__ = ["ParseResult", "parse_choice", "MODES"]
-
-MODES = ("default", "strict", "seed")
-"""Parser modes (module docstring): ``default`` (answer extraction + rules), ``strict``
-(ambiguous -> null), ``seed`` (seed 000 appendix B's literal rule over the raw output)."""
+__all__ = ["ParseResult", "parse_choice", "negated_at", "MODES"]
 
 _UNITS = {
     "zero": 0, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6,
@@ -124,41 +120,6 @@ _NUMERIC_LABELS = frozenset(
 )
 _WORD_BEFORE_RE = re.compile(r"([^\W\d_]+)[^\w]*$")  # last word in a prefix
 _TWO_WORDS_BEFORE_RE = re.compile(r"([^\W\d_]+)\s+([^\W\d_]+)\s*$")
-
-
-@dataclass(frozen=True)
-class ParseResult:
-    """The parsed response of one answer.
-
-    Attributes
-    ----------
-    response:
-        The option (an element of ``options``, same type) or ``None`` (null response:
-        unparseable, or ambiguous under ``mode="strict"``).
-    ambiguous:
-        True when the answer names more than one distinct in-set option.
-    rule:
-        Which rule produced ``response``: ``"first_integer"`` (a digit run, any script),
-        ``"number_word"`` (a spelled-out number), ``"first_label"`` (a label option),
-        ``"ambiguous"`` (strict mode nulled an ambiguous answer) or ``"none"``
-        (no answer: see ``meta["null_reason"]``).
-    mentions:
-        The distinct in-set options named by the answer (negated ones excluded), in order
-        of first mention.
-    meta:
-        JSON-able parse metadata: ``mode``, the answer extraction's keys
-        (:func:`~perceptbench.readouts.extract.extract_answer`; absent in ``seed`` mode),
-        ``negated`` (options named only in negation), ``mixed_script_digits`` and
-        ``null_reason`` (``"empty_output"``, ``"unclosed_reasoning"``,
-        ``"empty_after_reasoning"``, ``"empty_answer_marker"``, ``"only_negated"``,
-        ``"no_option"``, ``"ambiguous"``; None when the response is not null).
-    """
-
-    response: Any
-    ambiguous: bool
-    rule: str
-    mentions: tuple = ()
-    meta: dict = field(default_factory=dict, compare=False)
 
 
 def _is_int_option(o: Any) -> bool:
@@ -279,13 +240,22 @@ _NEGATION_CARRY = re.compile(
 )
 
 
+def negated_at(text: str, start: int) -> bool:
+    """True when the mention starting at ``text[start]`` directly follows a negator (``not``,
+    ``n't``, ``never``, ``nor``, ``neither``, ``except``, ``rather than``, ``instead of``,
+    ``other than``), possibly through an article or a label word ("not a knife", "not
+    option B"); the negator is looked for in the 60 characters before ``start``.  Shared
+    by the choice and option-letter parsers (module docstring, ``default`` mode)."""
+    return bool(_NEGATED_PREFIX.search(text[max(0, start - 60):start]))
+
+
 def _split_negated(text: str, mentions: list[tuple[int, int, Any, str]]):
     """(kept, negated): mentions named in negation are moved to ``negated``."""
     kept, negated = [], []
     prev_neg_end = None
     for m in mentions:
         start, end = m[0], m[1]
-        neg = bool(_NEGATED_PREFIX.search(text[max(0, start - 60):start]))
+        neg = negated_at(text, start)
         if not neg and prev_neg_end is not None and _NEGATION_CARRY.match(text[prev_neg_end:start]):
             neg = True
         (negated if neg else kept).append(m)
@@ -359,14 +329,9 @@ def parse_choice(text: str | None, options: Iterable[Any], mode: str = "default"
     opts = list(options)
     if not opts:
         raise ValueError("options must not be empty")
-    meta: dict = {"mode": mode}
-    if mode == "seed":
-        answer = "" if text is None else str(text)
-    else:
-        answer, ex = extract_answer(text)
-        meta.update(ex)
-        if answer is None:
-            return ParseResult(None, False, "none", (), meta)
+    answer, meta = answer_for_mode(text, mode)
+    if answer is None:
+        return ParseResult(None, False, "none", (), meta)
     answer = unicodedata.normalize("NFC", answer)
     if all(_is_int_option(o) for o in opts):
         allowed = set(opts)

@@ -149,7 +149,12 @@ class Task(abc.ABC):
         from ..readouts.parse import parse_choice
 
         pr = parse_choice(text or "", self.options(), mode=mode)
-        return pr.response, {"rule": pr.rule, "ambiguous": pr.ambiguous, **pr.meta, "mode": mode}
+        return pr.response, pr.record_meta(mode)
+
+    def parse_record(self, r: TrialRecord, mode: str = "default") -> tuple[Any, dict]:
+        """Re-parse a VLM record's ``raw_output`` under parser ``mode`` (scoring's
+        ``--parser``); default: :meth:`parse_answer`."""
+        return self.parse_answer(r.raw_output, mode=mode)
 
     def human_records(self, seed: int, run_id: str, stimuli: list[Stimulus]) -> list[TrialRecord]:
         return []

@@ -232,8 +232,8 @@ class SalBenchTask(Task):
 
         pr = parse_features(text, self.categories, mode=mode)  # "all of them" = this split's labels
         resp = None if pr.labels is None else sorted(pr.labels)
-        return resp, {"rule": "multilabel" if pr.rule == "features" else pr.rule, "ambiguous": False,
-                      **pr.meta, "mode": mode, "unknown": list(pr.unknown)[:20]}
+        return resp, pr.record_meta(mode, rule="multilabel" if pr.rule == "features" else None,
+                                    unknown=list(pr.unknown)[:20])
 
     def _filled_prompt(self, meta: dict, stimulus_id: str = "") -> str:
         if self.kind != "detection":

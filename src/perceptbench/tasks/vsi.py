@@ -206,9 +206,20 @@ class VSITask(Task):
         cache[seed] = out
         return out
 
-    def parse_for(self, s: Stimulus, text: str | None) -> tuple[Any, dict]:
-        """Parse one clean greedy answer of stimulus ``s`` (default: :meth:`parse_answer`)."""
-        return self.parse_answer(text)
+    def parse_for(self, s: Stimulus, text: str | None, mode: str = "default") -> tuple[Any, dict]:
+        """Parse one clean greedy answer of stimulus ``s`` under parser ``mode`` (run time)."""
+        return self.parse_clean(text, s.meta, mode)
+
+    def parse_clean(self, text: str | None, meta: dict, mode: str = "default") -> tuple[Any, dict]:
+        """Parse a clean greedy answer -> (response or None, ``run_meta.parse``), given the
+        stimulus meta as it is stored in the record's ``run_meta`` (``meta``); default: the
+        task's :meth:`parse_answer`.  Run time (:meth:`parse_for`) and re-scoring
+        (:meth:`parse_record`) both come here, so ``--parser MODE`` reaches VSI answers."""
+        return self.parse_answer(text, mode)
+
+    def parse_record(self, r: TrialRecord, mode: str = "default") -> tuple[Any, dict]:
+        """Re-parse a clean record's ``raw_output`` under ``mode`` (:meth:`parse_clean`)."""
+        return self.parse_clean(r.raw_output, r.run_meta.model_extra or {}, mode)
 
     def vlm_request(self, s: Stimulus, seed: int):
         return (s.render(),), s.meta["vsi_prompt"], {}
@@ -224,7 +235,9 @@ class VSITask(Task):
     def score(self, records: list[TrialRecord], seed: int) -> list[ScoreRow]:
         """Per model: skipped row, or per perturbed condition the VSI cell summary (seed 002 §2.2,
         §2.4, §3), plus clean-answer accuracy, parse-null and verbal-confidence-missing counts.
-        Metric names carry ``[condition,sigma=S]``; see docs/metrics.md."""
+        Metric names carry ``[condition,sigma=S]``; see docs/metrics.md.  The clean answers'
+        parse counts (``n_ambiguous``, ``n_unclosed_reasoning``, ...) are added by scoring for
+        every task with VLM answers (:func:`perceptbench.scoring._parse_rows`), as for battery rows."""
         tid = self.task_id
         by_model: dict[str, list[TrialRecord]] = defaultdict(list)
         for r in records:
@@ -342,8 +355,8 @@ class VSISalBenchSyn(VSITask):
     def parse_answer(self, text: str | None, mode: str = "default"):
         from ..readouts.answers import parse_letter
 
-        pr = parse_letter(text, SALBENCH_LETTERS, SALBENCH_OPTIONS)
-        return pr.response, {"rule": pr.rule, "ambiguous": pr.ambiguous, "mode": mode}
+        pr = parse_letter(text, SALBENCH_LETTERS, SALBENCH_OPTIONS, mode=mode)
+        return pr.response, pr.record_meta(mode)
 
 
 def _battery_vsi(base_cls: type[Task]) -> type[VSITask]:
@@ -506,22 +519,24 @@ class VSIExternalTask(VSITask):
                                  "object_phrase": vs.object_phrase, "external": vs.meta}})
         return out
 
-    def parse_for(self, s: Stimulus, text: str | None):
+    def parse_clean(self, text: str | None, meta: dict, mode: str = "default"):
+        """Yes/no questions: :func:`~perceptbench.readouts.answers.parse_yes_no` (POPE's rule);
+        lettered questions: :func:`~perceptbench.readouts.answers.parse_letter` over the
+        question's letters and option texts (``meta["vsi_answer"]``)."""
         from ..external.base import option_letters
-        from ..readouts.answers import parse_letter, parse_yes_no
+        from ..readouts.answers import parse_letter
 
-        a = s.meta["vsi_answer"]
+        a = meta.get("vsi_answer") or {"type": "yes_no"}
         if a["type"] == "yes_no":
-            pr = parse_yes_no(text)
-        else:
-            pr = parse_letter(text, option_letters(len(a["options"])), a["options"])
-        return pr.response, {"rule": pr.rule, "ambiguous": pr.ambiguous, "mode": "default"}
+            return self.parse_answer(text, mode)
+        pr = parse_letter(text, option_letters(len(a["options"])), a["options"], mode=mode)
+        return pr.response, pr.record_meta(mode)
 
     def parse_answer(self, text: str | None, mode: str = "default"):
         from ..readouts.answers import parse_yes_no
 
-        pr = parse_yes_no(text)
-        return pr.response, {"rule": pr.rule, "ambiguous": pr.ambiguous, "mode": mode}
+        pr = parse_yes_no(text, mode=mode)
+        return pr.response, pr.record_meta(mode)
 
 
 class VSIPope(VSIExternalTask):
