@@ -60,7 +60,7 @@ def cache_probe_features(model, items: Sequence[ProbeItem], directory: str | os.
     from .models.base import Encoder, VisionFeatures
 
     hook = "vision_features" if isinstance(model, VisionFeatures) else "embed" if isinstance(model, Encoder) else None
-    meta = {"key": key, "model_version": model.model_version, "n": len(items)}
+    meta = {"key": key, "model_version": getattr(model, "model_version", ""), "n": len(items)}  # "" : none declared
     if hook is None:
         meta["skipped"] = f"{type(model).__name__} exposes no vision tower (no vision_features / embed)"
         write_atomic(meta_path, json.dumps(meta, indent=1).encode())

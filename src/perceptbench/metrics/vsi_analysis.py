@@ -62,11 +62,10 @@ from ..seeding import rng_for
 from ..core.rows import ScoreRow
 from .bootstrap import N_BOOT_B, bootstrap, resample_indices
 from .vsi import VSISample
+from .vsi_cells import LOW_VSI, _cells, _suffix, quintiles  # noqa: F401 (part of this module's API)
 
 MIN_CLASS = 5
 """Fewer errors or fewer correct answers than this -> NaN row with a note (never 0.5)."""
-LOW_VSI = 0.05
-"""Insensitive threshold in nats (seed 002 §2.2, appendix A)."""
 N_BINS = 10
 """Equal-width calibration bins (seed 002 B.2)."""
 REJECT_FRACTION = 0.2
@@ -210,18 +209,6 @@ def brier_rows(conf: np.ndarray, correct: np.ndarray) -> np.ndarray:
 def normalised_vsi(vsi: np.ndarray) -> np.ndarray:
     """Confidence read from VSI for calibration: ``1 - exp(-VSI)`` (VSI in nats, >= 0)."""
     return 1.0 - np.exp(-np.maximum(np.asarray(vsi, float), 0.0))
-
-
-def quintiles(vsi: np.ndarray, sample_ids: Sequence[str] | None = None) -> np.ndarray:
-    """Quintile (0 = lowest VSI ... 4) of each sample, int (n,).  Order by (VSI, sample_id);
-    position i of n -> floor(5 i / n)."""
-    vsi = np.asarray(vsi, float)
-    n = vsi.size
-    keys = (np.asarray(sample_ids if sample_ids is not None else np.arange(n)), vsi)
-    order = np.lexsort(keys)
-    q = np.empty(n, int)
-    q[order] = (5 * np.arange(n)) // max(n, 1)
-    return q
 
 
 def quadrant_counts(correct: np.ndarray, high: np.ndarray) -> dict[str, int]:
@@ -377,11 +364,6 @@ def permutation_spearman(x: np.ndarray, y: np.ndarray, *, n_perm: int = N_PERM, 
 
 
 # ------------------------------------------------------------------ table analyses
-def _suffix(pert: str | None, sigma: float | None) -> str:
-    parts = ([pert] if pert else []) + ([f"sigma={sigma:g}"] if sigma is not None else [])
-    return "[" + ",".join(parts) + "]" if parts else ""
-
-
 def _join_ids(ids: Iterable[str]) -> str:
     return ",".join(sorted(set(ids)))
 
@@ -396,19 +378,6 @@ def _boot_row(task_id, model, metric, stat, n, n_null, seed, note="", why="") ->
         return _nan_row(task_id, model, metric, why, n, n_null)
     b = bootstrap(stat, n, seed=seed)
     return ScoreRow.from_boot(task_id, model, metric, b, n, n_null, note)
-
-
-def _cells(samples: Sequence[VSISample]) -> dict[tuple, list[VSISample]]:
-    cells: dict[tuple, list[VSISample]] = defaultdict(list)
-    for s in samples:
-        cells[(s.task_id, s.benchmark, s.model, s.perturbation, float(s.sigma))].append(s)
-    for k in cells:
-        cells[k].sort(key=lambda s: s.sample_id)
-        ids = [s.sample_id for s in cells[k]]
-        if len(set(ids)) != len(ids):
-            dup = next(i for i in ids if ids.count(i) > 1)
-            raise ValueError(f"VSI samples: sample_id {dup!r} appears twice in cell {k}")
-    return cells
 
 
 def signal_scores(cell: Sequence[VSISample]) -> dict[str, np.ndarray]:

@@ -42,7 +42,7 @@ from ..seeding import rng_for
 from ..core.rows import ScoreRow
 from .bootstrap import N_BOOT_B, resample_indices
 from .vsi import VSISample
-from .vsi_analysis import LOW_VSI, quintiles
+from .vsi_cells import LOW_VSI, _cells, _suffix, quintiles
 
 N_FOLDS = 5
 """Grouped cross-validation folds (seed 002 appendix A)."""
@@ -242,8 +242,6 @@ def probe_rows(samples: Sequence[VSISample], store: ProbeFeatures, *, seed: int 
     (task, model, perturbation, sigma) cell of ``samples``; a ``skipped`` row (note: why) for
     a model whose features were not extractable or are not in the store, ``witness_skipped``
     when the witness could not run.  Without a features folder no probe row is written."""
-    from .vsi_analysis import _cells, _suffix
-
     rows: list[ScoreRow] = []
     for (task_id, bench, model, pert, sigma), cell in sorted(_cells(samples).items()):
         sfx = _suffix(pert, sigma)
