@@ -13,7 +13,7 @@ from ..metrics.agreement import masked_mean_counts
 from ..metrics.bootstrap import N_BOOT_B
 from ..metrics.capacity import HUMAN_BAND, capacity_k
 from ..record_table import TaskColumns
-from .common import batches, intervals, null_rows, respondent_positions, with_estimate
+from .common import batches, block_answers, intervals, null_rows, respondent_positions, with_estimate
 
 
 class CapacityScorer:
@@ -34,7 +34,6 @@ class CapacityScorer:
         error, a(k) per rendered k, capacity_k and its in-band probability (seed 000 §2.3),
         every bootstrap stratified by k; models with the same trials (n and k per position)
         are scored together on the shared draws."""
-        tid = self.task_id
         rows: list[ScoreRow] = []
         levels = np.array(self.levels)
         num = np.array([float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else np.nan
@@ -72,9 +71,7 @@ class CapacityScorer:
         tid = self.task_id
         k = batch[0][2]
         n = len(k)
-        P = np.stack([pos for _, pos, _ in batch])  # (M, n)
-        correct = (c.correct[P] == 1).astype(float)
-        valid = c.response[P] != 0
+        P, correct, valid = block_answers(c, batch)  # (M, n) each
         err = np.where(valid, np.abs(num[c.response[P]] - num[c.ground_truth[P]]), 0.0)
         # the draws every row bootstraps on (stratified by k), row 0 the sample itself
         w = with_estimate(n, N_BOOT_B, seed, k)

@@ -80,6 +80,15 @@ def respondent_positions(c: TaskColumns) -> list[tuple[int, np.ndarray]]:
     return [(int(m), order[bounds[i]:bounds[i + 1]]) for i, m in enumerate(models)]
 
 
+def block_answers(c: TaskColumns, batch: list) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The answers of a block of respondents that share their trials: ``batch`` holds
+    ``(model, positions, key)`` tuples with positions of equal length n.  Returns
+    ``(P, correct, valid)``: record positions, int (M, n); 1.0 where the answer is correct,
+    float64 (M, n); True where the answer parsed (not null), bool (M, n)."""
+    P = np.stack([pos for _, pos, _ in batch])
+    return P, (c.correct[P] == 1).astype(float), c.response[P] != 0
+
+
 def batches(items: list, key) -> list[list]:
     """Items grouped by ``key(item)`` (bytes), groups in order of first item, cut into
     :data:`MODEL_BLOCK`-sized blocks."""

@@ -22,7 +22,7 @@ from ..metrics.error_consistency import (
     UNDEFINED_REASON, kappa_counts, kappa_pairwise_counts, leave_one_out_ceiling, pairwise_ceiling,
     pairwise_ceiling_counts)
 from ..record_table import TaskColumns, canonical_answer
-from .common import (batches, intervals, kappa_note, nan_extreme, nanmean, null_rows, ratio,
+from .common import (batches, block_answers, intervals, kappa_note, nan_extreme, nanmean, null_rows, ratio,
                      respondent_positions, with_estimate)
 
 def _loo_sides(observers: np.ndarray, resp: list, cols: list[int], mode) -> dict:
@@ -212,9 +212,7 @@ class HumanPanelScorer:
         tid = self.task_id
         cols = batch[0][2]
         n = len(cols)
-        P = np.stack([pos for _, pos, _ in batch])  # (M, n)
-        correct = (c.correct[P] == 1).astype(float)
-        valid = c.response[P] != 0
+        P, correct, valid = block_answers(c, batch)  # (M, n) each
         codes = {canonical_answer(v): i for i, v in enumerate(c.values)}
         modal_c = np.array([-1 if modal[k] is None else codes.get(canonical_answer(modal[k]), -1) for k in cols])
         has_mode = np.array([modal[k] is not None for k in cols])
