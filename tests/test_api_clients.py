@@ -20,7 +20,7 @@ import pytest
 from PIL import Image
 
 from perceptbench.models.api import APIError, AnthropicVLM, GeminiVLM, OpenAICompatibleVLM, png_base64
-from perceptbench.models.base import ModelLoadError, NotSupportedByProvider, VLM, VLMRequest
+from perceptbench.models.base import FirstTokenDistribution, ModelLoadError, NotSupportedByProvider, VLM, VLMRequest
 from servers import free_port as _free_port  # noqa: E402
 
 SECRET = "sk-test-SECRET-0123456789abcdef"
@@ -292,8 +292,8 @@ def test_anthropic_shape_and_no_logprobs(monkeypatch):
                                                       "data": png_base64(REQ.images[0])}}
     assert content[1] == {"type": "text", "text": REQ.prompt}
     assert r["body"]["temperature"] == 0.0 and r["body"]["max_tokens"] == 40
-    with pytest.raises(NotSupportedByProvider, match="anthropic"):
-        vlm.next_token_distribution(_image(0), "x")
+    # the Messages API returns no logprobs: the adapter does not declare the capability at all
+    assert not isinstance(vlm, FirstTokenDistribution) and not hasattr(vlm, "next_token_distribution")
 
 
 def test_gemini_shape_and_logprobs(monkeypatch):

@@ -27,8 +27,8 @@ def _api_adapters(monkeypatch):
     monkeypatch.setenv("GEMINI_API_KEY", "k")
     return [(OpenAICompatibleVLM("http://127.0.0.1:9/v1", "m", query_server=False), API | {"top_logprobs"}),
             (GeminiVLM("g"), API | {"top_logprobs"}),
-            # Anthropic declares the first-token distribution and raises NotSupportedByProvider
-            (AnthropicVLM("a", max_tokens=8), API)]
+            # the Messages API returns no logprobs: Anthropic declares no first-token distribution
+            (AnthropicVLM("a", max_tokens=8), API - {"first_token"})]
 
 
 def test_api_adapters_and_their_cached_wrappers_declare_exactly_their_capabilities(monkeypatch, tmp_path):
@@ -58,7 +58,9 @@ def test_encoders_and_their_cached_wrappers_declare_exactly_their_capabilities(t
     pytest.importorskip("transformers", reason="model extra not installed")
     from perceptbench.models.encoders_hf import HFEncoder
 
-    clip = HFEncoder("/work/tiny/tiny-clip")
+    from perceptbench.testing.tiny_encoders import build_tiny_clip
+
+    clip = HFEncoder(str(build_tiny_clip(tmp_path / "tiny-clip")))
     assert _caps(clip) == {"embed", "embed_text"}
     assert _caps(CachedVLM(clip, ResponseCache(tmp_path))) == {"embed", "embed_text"}
 

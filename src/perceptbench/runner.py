@@ -19,11 +19,10 @@ from .core.version import __version__
 from .models.base import Identified
 from .readouts.encoder import READOUT_SPECS
 from .records import RecordStore, make_trial_id
-from .respond import DEFAULT_CONDITION, Job, conditions, model_kind, prompt_version, respondent_for, run_trials, \
-    task_kind
+from .respond import (DEFAULT_CONDITION, HUMAN_PANEL, Job, conditions, model_kind, prompt_version, respondent_for,
+                      run_trials, task_kind)
 from .respond.base import check_condition, trial_stimuli
 from .respond.context import respondent_label
-from .respond.human import human_records
 from .seeding import text_hash
 from .tasks import get_task
 from .tasks.base import Stimulus, Task, require_test_stimuli
@@ -112,7 +111,7 @@ def _static_differences(task: Task, stimuli: list[Stimulus], finished: list, see
                                 len(bad))]
         diffs += d
         clean_vsi = [r for r in recs if r.readout == "vlm_vsi_clean"]
-        if clean_vsi and getattr(task, "verbal_conf", False):  # the confidence question (its turn and text)
+        if clean_vsi and task.is_vsi and task.verbal_conf:  # the confidence question (its turn and text)
             diffs += compare(clean_vsi, {"confidence prompt": task.confidence_prompt_hash},
                              lambda r: {"confidence prompt": r.run_meta.model_extra.get("confidence_prompt_hash")},
                              task.task_id, model)
@@ -286,11 +285,11 @@ def run(cfg: RunConfig, *, progress: bool = True, load_model: Callable | None = 
                               if mixed else {})
         plan = []
         for task, stimuli in task_stimuli:
-            hr = human_records(task, cfg.seed, run_id, stimuli, wanted)
-            n_h = store.append(hr)
-            summary.written += n_h
-            summary.human_written += n_h
-            summary.human_skipped += len(hr) - n_h
+            res = run_trials(Job(task, HUMAN_PANEL, HUMAN_PANEL.name, list(stimuli), [], store, cfg.seed, run_id, out,
+                                 stimulus_ids=frozenset(wanted)))
+            summary.written += res.written
+            summary.human_written += res.written
+            summary.human_skipped += res.already
             chosen = [s for s in stimuli if s.split == "test" and (not wanted or s.stimulus_id in wanted)]
             for condition in cfg.conditions:
                 test = trial_stimuli(task, chosen, condition)

@@ -163,7 +163,7 @@ def _score_columns(columns, seed: int | None, parser_mode: str, features_dir, fa
         for task_id in sorted(columns):
             c = columns[task_id]
             task = get_task(task_id)
-            if columns.simple[task_id] and hasattr(task, "score_columns"):
+            if columns.simple[task_id] and task.score_columns is not None:
                 yield task_id, c
                 continue
             if index is None:

@@ -628,9 +628,10 @@ class AnthropicVLM(_HTTPVLM):
 
     The key is read from ``api_key_env`` (default ``ANTHROPIC_API_KEY``; must be set,
     else :class:`ModelLoadError`) and sent as ``x-api-key``.  ``max_tokens`` is required by
-    the API: ``None`` uses each request's ``max_new_tokens``.  Anthropic returns no
-    logprobs, so :meth:`next_token_distribution` always raises
-    :class:`NotSupportedByProvider`.
+    the API: ``None`` uses each request's ``max_new_tokens``.  The Messages API returns no
+    token log-probabilities, so this class declares no
+    :class:`~perceptbench.models.base.FirstTokenDistribution`: its VSI trials are recorded as
+    skipped ("exposes no next-token distribution"), never asked.
     """
 
     provider = "anthropic"
@@ -697,13 +698,6 @@ class AnthropicVLM(_HTTPVLM):
         data = self._post_json(self.url, self._headers(), self._body(request, turns))
         blocks = data.get("content") or []
         return "".join(b.get("text", "") for b in blocks if isinstance(b, dict) and b.get("type") == "text")
-
-    def next_token_distribution(self, image, prompt, top_k=None) -> TokenDistribution:
-        """Always raises :class:`NotSupportedByProvider`: the Anthropic API returns no logprobs."""
-        raise NotSupportedByProvider(
-            "anthropic: the Messages API returns no token log-probabilities; "
-            "next_token_distribution is not available for Anthropic models"
-        )
 
 
 class GeminiVLM(_HTTPVLM):

@@ -3,11 +3,11 @@ VSI distributions, the image-withheld condition), chosen by :func:`respondent_fo
 :data:`RESPONDENTS` registry; :func:`run_trials` is the one entry point of every executor;
 :mod:`perceptbench.respond.context` holds the one record factory."""
 
-from .base import RESPONDENTS, Job, Respondent, Result, conditions, model_kind, respondent_for, run_trials, task_kind
+from .base import HUMAN_PANEL, RESPONDENTS, Job, Respondent, Result, conditions, model_kind, respondent_for, run_trials, task_kind
 from .context import DEFAULT_CONDITION, TrialContext, prompt_version, respondent_label
 
 # the registered respondents, in the order respondent_for tries them
-from . import encoder, prompt, vsi, withheld  # noqa: E402,F401  (isort: skip)
+from . import human, encoder, prompt, vsi, withheld  # noqa: E402,F401  (isort: skip)
 
-__all__ = ["RESPONDENTS", "Job", "Respondent", "Result", "TrialContext", "DEFAULT_CONDITION", "conditions",
+__all__ = ["HUMAN_PANEL", "RESPONDENTS", "Job", "Respondent", "Result", "TrialContext", "DEFAULT_CONDITION", "conditions",
            "model_kind", "respondent_for", "run_trials", "task_kind", "prompt_version", "respondent_label"]

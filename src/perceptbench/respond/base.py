@@ -20,20 +20,38 @@ from .context import DEFAULT_CONDITION, TrialContext, respondent_label
 from .registry import Registry
 
 
+class HumanPanel:
+    """The human observers of a task's release, as a respondent's model (:data:`HUMAN_PANEL`).
+    Its records name each observer (``model = "human:<id>"``, ``model_family = "human"``)."""
+
+    name = "human"
+    family = "human"
+
+    def __repr__(self) -> str:
+        return "HumanPanel()"
+
+
+HUMAN_PANEL = HumanPanel()
+"""The one human panel: :func:`perceptbench.respond.model_kind` reads ``"human"`` for it."""
+
+
 def model_kind(model) -> str:
-    """What a model declares it can do: ``"vlm"`` when it answers in text (the
+    """What a model declares it can do: ``"human"`` for the human panel of a task's release
+    (:data:`HUMAN_PANEL`), ``"vlm"`` when it answers in text (the
     :class:`~perceptbench.models.base.VLM` protocol: local or API, behind the response cache or
     not), else ``"encoder"`` (image embeddings, :class:`~perceptbench.models.base.Encoder`).
     The one place that reads a model's capability for choosing a respondent."""
     from ..models.base import VLM
 
+    if isinstance(model, HumanPanel):
+        return "human"
     return "vlm" if isinstance(model, VLM) else "encoder"
 
 
 def task_kind(task: Task) -> str:
     """What a task declares it measures: ``"vsi"`` (next-token distributions under clean and
     perturbed conditions, :class:`perceptbench.tasks.vsi.VSITask`) or ``"battery"``."""
-    return "vsi" if getattr(task, "is_vsi", False) else "battery"
+    return "vsi" if task.is_vsi else "battery"
 
 
 @dataclass
@@ -42,7 +60,9 @@ class Job:
     probe-train stimuli, where records go (``sink``: a
     :class:`~perceptbench.records.RecordStore` or anything with ``append(records) -> int``),
     ``batch_size`` (None: the model kind's default), the run directory ``out``, the response
-    cache mode, extra ``run_meta`` for every record and a progress callback."""
+    cache mode, extra ``run_meta`` for every record and a progress callback.
+    ``stimulus_ids``: when not empty, only the trials of these stimuli (``run --stimulus``; the
+    human respondent gets every stimulus in ``pending`` and keeps the records of these)."""
 
     task: Task
     model: Any
@@ -58,6 +78,7 @@ class Job:
     extra_meta: dict = field(default_factory=dict)
     advance: Callable[[int], None] = lambda k: None
     condition: str = DEFAULT_CONDITION
+    stimulus_ids: frozenset = frozenset()
 
     def context(self, *, model_name: str, model_family: str, model_version: str, readout: str,
                 prompt_id: str | None, settings: dict | None = None, meta: dict | None = None) -> TrialContext:
@@ -73,11 +94,13 @@ class Job:
 
 @dataclass
 class Result:
-    """Records written, answers served from the response cache, answers requested."""
+    """Records written, answers served from the response cache, answers requested, and records
+    that were in the store already (not written again: a resume)."""
 
     written: int = 0
     cache_hits: int = 0
     cache_requests: int = 0
+    already: int = 0
 
 
 class Respondent(abc.ABC):

@@ -25,7 +25,7 @@ def prompt_version(task: Task) -> str:
     prompt template (``prompt_template``, few-shot format included, where the task has one)
     or else of ``prompt_text``.  The one rule behind ``run_meta.prompt_template_hash`` and the
     resume check's ``prompt`` comparison."""
-    return text_hash(getattr(task, "prompt_template", None) or task.prompt_text)
+    return text_hash(task.prompt_template or task.prompt_text)
 
 
 def respondent_label(model_name: str, condition: str) -> str:

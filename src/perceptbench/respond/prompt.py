@@ -48,7 +48,7 @@ class PromptRespondent(Respondent):
 
     def n_images(self, task: Task) -> int:
         """Images per trial: the stimulus and the few-shot examples."""
-        return 1 + getattr(task, "shots", 0)
+        return 1 + task.shots
 
     def run(self, job: Job) -> Result:
         """Returns (records written, answers from the cache, answers requested).  Raises

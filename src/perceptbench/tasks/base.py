@@ -62,6 +62,19 @@ class Task(abc.ABC):
     choice settings."""
     owner: ClassVar[str] = "perceptbench"
     n_reps: ClassVar[int] = 1
+    is_vsi: ClassVar[bool] = False
+    """True for the VSI tasks (next-token distributions under clean and perturbed conditions,
+    seed 002 §2): :func:`perceptbench.respond.task_kind` reads it to choose a respondent."""
+    shots: int = 0
+    """Few-shot examples shown before the test image (each one more image per VLM trial)."""
+    prompt_template: str | None = None
+    """The prompt with its per-stimulus slots unfilled, when the prompt varies per stimulus
+    (its hash is the prompt version, :func:`perceptbench.respond.prompt_version`); None: the
+    prompt is ``prompt_text``."""
+    score_columns: ClassVar[Callable[..., list[ScoreRow]] | None] = None
+    """``score_columns(columns, seed) -> rows``: the columnar scoring path
+    (:class:`perceptbench.record_table.TaskColumns`) of tasks whose records need no re-parse;
+    None: the task scores record objects only (:meth:`score`)."""
 
     def __init__(self, **params: str):
         unknown = set(params) - set(self.defaults)
