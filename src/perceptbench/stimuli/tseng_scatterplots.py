@@ -195,12 +195,20 @@ def shared_plots() -> set[tuple[str, int]]:
 
 @lru_cache(maxsize=1)
 def human_trials() -> tuple[HumanTrial, ...]:
-    """The 3,822 released trials, each mapped to its plot by the rule in the module docstring.
+    """The 3,822 released trials (``dataset/user response.csv``), each mapped to its plot by the
+    rule in the module docstring (:func:`map_human_trials`); read once per process.
 
     Raises ValueError with the CSV row for an unmappable trial."""
     rows, path, _ = _read_csv("dataset/user response.csv")
-    plots = load_plots()
-    pal = palettes()
+    return map_human_trials(rows, path, load_plots(), palettes())
+
+
+def map_human_trials(rows: list[dict], path, plots: dict[tuple[str, int], Plot],
+                     pal: dict[str, tuple[str, ...]]) -> tuple[HumanTrial, ...]:
+    """Map the rows of ``user response.csv`` (read from ``path``, named in errors) to their plots
+    (:func:`load_plots`) and palettes (:func:`palettes`) by the rule in the module docstring.
+
+    Raises ValueError naming ``path`` and the row for an unmappable trial."""
     by_delta: dict[float, list[tuple[str, int]]] = defaultdict(list)
     for key, p in plots.items():
         by_delta[round(p.delta, 9)].append(key)
