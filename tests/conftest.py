@@ -30,7 +30,7 @@ def served_model(tmp_path_factory):
     random-init Qwen2-VL, started once for the session (test_api_clients, test_vsi_api) and
     torn down after.  Nothing is faked: a real server process answers real HTTP."""
     pytest.importorskip("transformers", reason="model extra not installed")
-    from servers import free_port, start_transformers_serve, stop_process
+    from helpers.servers import free_port, start_transformers_serve, stop_process
 
     from perceptbench.testing.tiny_vlm import build_tiny_vlm
 

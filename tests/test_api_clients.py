@@ -21,7 +21,7 @@ from PIL import Image
 
 from perceptbench.models.api import APIError, AnthropicVLM, GeminiVLM, OpenAICompatibleVLM, png_base64
 from perceptbench.models.base import ModelLoadError, NotSupportedByProvider, VLM, VLMRequest
-from servers import free_port as _free_port  # noqa: E402
+from helpers.servers import free_port as _free_port  # noqa: E402
 
 SECRET = "sk-test-SECRET-0123456789abcdef"
 FAST = dict(backoff_initial=0.01, backoff_max=0.05, retry_after_max=0.2)

@@ -30,8 +30,8 @@ from perceptbench.models.base import VLMRequest
 from perceptbench.models.identity import local_model_sha256, server_model_identity
 from perceptbench.models.registry import split_pinned_version
 from perceptbench.models.response_cache import CachedVLM, ResponseCache, StaleCacheError
-from servers import free_port as _free_port  # noqa: E402
-from servers import start_transformers_serve, stop_process  # noqa: E402
+from helpers.servers import free_port as _free_port  # noqa: E402
+from helpers.servers import start_transformers_serve, stop_process  # noqa: E402
 
 FAST = dict(backoff_initial=0.01, backoff_max=0.05, retry_after_max=0.2, max_retries=1)
 

@@ -18,8 +18,7 @@ from perceptbench.scoring import score_file
 from perceptbench.core.rows import ScoreRow
 from perceptbench.testing.synthetic_runs import write_synthetic_run
 
-sys.path.insert(0, str(Path(__file__).parent))
-from browser import chromium_path, load_page  # noqa: E402
+from helpers.browser import chromium_path, load_page
 
 XSS_MODEL = "<img src=x onerror=alert(1)>"
 XSS_RAW = "<script>alert(1)</script>"

@@ -25,7 +25,7 @@ from PIL import Image
 
 from perceptbench.metrics.vsi import vsi_samples
 from perceptbench.records import read_records
-from servers import free_port as _free_port  # noqa: E402
+from helpers.servers import free_port as _free_port  # noqa: E402
 
 TOKENS = ["A", "B", "C", " A", " B", "The", "Answer", "1", "2", "3", "x", "y"]
 

@@ -25,7 +25,7 @@ import pytest
 
 from perceptbench.metrics.vsi import vsi_samples
 from perceptbench.records import read_records
-from servers import stop_process  # noqa: E402
+from helpers.servers import stop_process  # noqa: E402
 
 TASK = "vsi.salbench.syn@n=4"
 N_SAMPLES = 4
