@@ -12,8 +12,9 @@ from PIL import Image
 from perceptbench.external import hallusionbench as hb
 from perceptbench.external._common import MissingExternalDataError
 from perceptbench.external.phrases import principal_noun_phrase
+from helpers.paths import FIXTURES
 
-FIX = Path(__file__).parent / "fixtures" / "hallusionbench" / "HallusionBench.json"
+FIX = FIXTURES / "hallusionbench" / "HallusionBench.json"
 
 
 def _images(root: Path, rels) -> None:

@@ -9,15 +9,15 @@ import json
 import math
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
 from perceptbench.record_table import iter_task_records, read_index
 from perceptbench.records import RecordError, read_records
 from perceptbench.scoring import score_file, score_records
+from helpers.paths import FIXTURES
 
-FIX = Path(__file__).parent / "fixtures" / "scale"
+FIX = FIXTURES / "scale"
 
 
 @pytest.fixture

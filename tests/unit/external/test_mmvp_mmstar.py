@@ -3,15 +3,15 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 from perceptbench.external import mmstar, mmvp
 from perceptbench.external._common import MissingExternalDataError
+from helpers.paths import FIXTURES
 
-FIX = Path(__file__).parent / "fixtures"
+FIX = FIXTURES
 
 
 def _check_mmvp(stim):

@@ -15,8 +15,9 @@ import pytest
 from PIL import Image
 
 from perceptbench.external import salbench_natural as sn
+from helpers.paths import FIXTURES
 
-FIX = Path(__file__).parent / "fixtures" / "salbench"
+FIX = FIXTURES / "salbench"
 MIRROR = os.environ.get("PERCEPTBENCH_MIRROR", "/work/shared/data")
 EXAMPLES = Path(MIRROR) / "kotseruba-p3o3" / "examples"
 O3_BBOX = (471, 453, 795, 788)

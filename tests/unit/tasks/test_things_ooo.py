@@ -5,7 +5,6 @@ and ceiling computed by hand, and the one-line refusal without the release."""
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -15,8 +14,9 @@ from perceptbench.sources import MissingSourceError
 from perceptbench.sources.things_release import IMAGES_ENV, TRIPLETS_ENV, concepts
 from perceptbench.stimuli.things_triplets import concept_image_path, read_triplet_file
 from perceptbench.tasks import get_task
+from helpers.paths import FIXTURES
 
-FIXTURE = Path(__file__).parent / "fixtures" / "things" / "triplet_dataset"
+FIXTURE = FIXTURES / "things" / "triplet_dataset"
 TASK = "similarity.nat.things_ooo"
 
 # The fixture, by hand (0-based concept indices, choice last; line i of both files = one pair):

@@ -6,11 +6,11 @@ import json
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
+from helpers.paths import FIXTURES
 
-FIX = Path(__file__).parent / "fixtures" / "scale" / "default_multi.jsonl.gz"
+FIX = FIXTURES / "scale" / "default_multi.jsonl.gz"
 TASK = "similarity.chart.mark_color"
 COMMANDS = ("score", "validate", "merge", "report", "export")
 

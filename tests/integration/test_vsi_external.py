@@ -17,8 +17,9 @@ pytest.importorskip("transformers", reason="model extra not installed")
 
 from perceptbench.metrics.vsi import vsi_samples
 from perceptbench.records import read_records
+from helpers.paths import FIXTURES
 
-FIX = Path(__file__).parent / "fixtures"
+FIX = FIXTURES
 
 
 def _cli(*args, env=None):

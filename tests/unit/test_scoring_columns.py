@@ -4,7 +4,6 @@ the byte-offset reader refused, naming the file and line."""
 
 import gzip
 import json
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -17,8 +16,9 @@ from perceptbench.metrics.error_consistency import (
 from perceptbench.record_table import TaskColumns, read_columns
 from perceptbench.records import RecordError, read_records
 from perceptbench.scoring import score_file, score_records
+from helpers.paths import FIXTURES
 
-FIX = Path(__file__).parent / "fixtures" / "scale"
+FIX = FIXTURES / "scale"
 
 
 def _data(M=7, J=10, n=60, seed=3):

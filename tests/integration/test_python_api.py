@@ -5,13 +5,13 @@ import os
 import re
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
 import perceptbench as pb
+from helpers.paths import REPO
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = REPO
 
 
 def test_import_exposes_the_documented_surface_without_torch():

@@ -15,8 +15,9 @@ from perceptbench.external import pope
 from perceptbench.external._common import MissingExternalDataError
 from perceptbench.external.base import VQAStimulus
 from perceptbench.stimuli.images import ImageLoadError
+from helpers.paths import FIXTURES
 
-FIX = Path(__file__).parent / "fixtures" / "pope" / "coco_pope_adversarial.json"
+FIX = FIXTURES / "pope" / "coco_pope_adversarial.json"
 
 
 def _write_images(folder: Path, names, size=(32, 24)) -> None:

@@ -6,8 +6,9 @@ from __future__ import annotations
 import importlib.util
 import textwrap
 from pathlib import Path
+from helpers.paths import REPO
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = REPO
 
 
 def _checker():

@@ -3,8 +3,9 @@ README commands that run as written (explicit venv paths, the mirror set)."""
 
 import re
 from pathlib import Path
+from helpers.paths import REPO
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = REPO
 
 
 def test_references_give_authors_year_and_arxiv_id_for_the_three_seeds():

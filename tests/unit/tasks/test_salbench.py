@@ -6,7 +6,6 @@ import json
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -17,8 +16,9 @@ from perceptbench.records import read_records
 from perceptbench.runner import RunConfig, run
 from perceptbench.scoring import score_file
 from perceptbench.tasks import get_task
+from helpers.paths import FIXTURES
 
-FIXTURE = Path(__file__).parent / "fixtures" / "salbench" / "local_annotations.json"
+FIXTURE = FIXTURES / "salbench" / "local_annotations.json"
 
 
 def rows_of(path):

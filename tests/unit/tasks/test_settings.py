@@ -4,7 +4,6 @@
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
@@ -12,8 +11,9 @@ from perceptbench.tasks import get_task
 from perceptbench.core.settings import Setting
 from perceptbench.tasks.base import Stimulus, require_test_stimuli
 from perceptbench.tasks.registry import TASKS
+from helpers.paths import FIXTURES
 
-FIXTURE = Path(__file__).parent / "fixtures" / "salbench" / "local_annotations.json"
+FIXTURE = FIXTURES / "salbench" / "local_annotations.json"
 SC = "similarity.chart.series_count"
 CM = "similarity.chart.category_mean"
 THINGS = "similarity.nat.things_ooo"
