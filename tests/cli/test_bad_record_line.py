@@ -3,11 +3,11 @@
 
 import gzip
 import json
-import os
 import subprocess
-import sys
 
 import pytest
+
+from helpers.cli import cli
 from helpers.paths import FIXTURES
 
 FIX = FIXTURES / "scale" / "default_multi.jsonl.gz"
@@ -37,11 +37,6 @@ def _truncated(lines):
     return lines[:-1] + [last[:len(last) // 2]], len(lines), "incomplete final line"
 
 
-def _cli(*args):
-    return subprocess.run([sys.executable, "-m", "perceptbench.cli", *args], capture_output=True, text=True,
-                          env={**os.environ, "COLUMNS": "400"})
-
-
 def _message(p: subprocess.CompletedProcess, where: str) -> str:
     """The output line naming ``where`` (file:line:), without its error/warning label."""
     hits = [ln.strip() for ln in (p.stdout + p.stderr).splitlines() if where in ln]
@@ -61,11 +56,11 @@ def test_bad_record_line_gets_one_message_from_every_command(tmp_path, spoil):
     records.write_text("".join(lines))
     where = f"{records}:{lineno}:"
     out = {
-        "score": _cli("score", str(run)),
-        "validate": _cli("validate", str(run)),
-        "merge": _cli("merge", str(run), "--out", str(tmp_path / "merged")),
-        "report": _cli("report", str(run), "--out", str(tmp_path / "report.html")),
-        "export": _cli("export", str(run), "--out", str(tmp_path / "export")),
+        "score": cli("score", str(run), columns=400),
+        "validate": cli("validate", str(run), columns=400),
+        "merge": cli("merge", str(run), "--out", str(tmp_path / "merged"), columns=400),
+        "report": cli("report", str(run), "--out", str(tmp_path / "report.html"), columns=400),
+        "export": cli("export", str(run), "--out", str(tmp_path / "export"), columns=400),
     }
     messages = {c: _message(p, where) for c, p in out.items()}
     assert len(set(messages.values())) == 1, messages

@@ -1,12 +1,8 @@
 """Bad arguments fail before anything is written, with messages naming the value."""
 
-import subprocess
-import sys
+import pytest
 
-
-def cli(*args):
-    return subprocess.run([sys.executable, "-m", "perceptbench.cli", *args], capture_output=True, text=True,
-                          env={**__import__("os").environ, "COLUMNS": "200"})
+from helpers.cli import cli, one_line_error
 
 
 def test_bad_task_or_model_writes_nothing(tmp_path):
@@ -21,31 +17,24 @@ def test_bad_task_or_model_writes_nothing(tmp_path):
 
 
 def test_missing_mirror_names_the_file(tmp_path):
-    import os
-
-    env = {**os.environ, "PERCEPTBENCH_MIRROR": str(tmp_path / "nowhere"), "COLUMNS": "300"}
-    p = subprocess.run([sys.executable, "-m", "perceptbench.cli", "run", "--out", str(tmp_path / "r"),
-                        "--task", "similarity.chart.mark_color", "--no-progress"], capture_output=True, text=True,
-                       env=env)
+    env = {"PERCEPTBENCH_MIRROR": str(tmp_path / "nowhere")}
+    p = cli("run", "--out", str(tmp_path / "r"), "--task", "similarity.chart.mark_color", "--no-progress", env=env,
+            columns=300)
     assert p.returncode == 2
     assert "nowhere: the mirror directory does not exist" in p.stdout and "unset it" in p.stdout
     assert not (tmp_path / "r").exists()
     (tmp_path / "empty").mkdir()  # the mirror exists but lacks the file: that file is named
     env["PERCEPTBENCH_MIRROR"] = str(tmp_path / "empty")
-    p = subprocess.run([sys.executable, "-m", "perceptbench.cli", "run", "--out", str(tmp_path / "r"),
-                        "--task", "similarity.chart.mark_color", "--no-progress"], capture_output=True, text=True,
-                       env=env)
+    p = cli("run", "--out", str(tmp_path / "r"), "--task", "similarity.chart.mark_color", "--no-progress", env=env,
+            columns=300)
     assert p.returncode == 2
     assert "color-tm.txt is not in the mirror" in p.stdout and "https://raw.githubusercontent.com" in p.stdout
     assert not (tmp_path / "r").exists()
 
 
 def test_things_refuses_without_its_release(tmp_path):
-    import os
-
-    env = {**os.environ, "COLUMNS": "200", "PERCEPTBENCH_THINGS_TRIPLETS": str(tmp_path / "none")}
-    p = subprocess.run([sys.executable, "-m", "perceptbench.cli", "run", "--task", "similarity.nat.things_ooo",
-                        "--out", str(tmp_path / "r"), "--no-progress"], capture_output=True, text=True, env=env)
+    env = {"PERCEPTBENCH_THINGS_TRIPLETS": str(tmp_path / "none")}
+    p = cli("run", "--task", "similarity.nat.things_ooo", "--out", str(tmp_path / "r"), "--no-progress", env=env)
     assert p.returncode == 2 and "OSF" in p.stdout and not (tmp_path / "r").exists()
 
 
@@ -71,3 +60,17 @@ def test_missing_model_directory(tmp_path):
             "--model", f"hf:{tmp_path}/no-such-model", "--no-progress")
     assert p.returncode == 2 and "no such model directory" in p.stdout
     assert not (tmp_path / "r").exists()  # resolved before the run directory is created
+
+
+def test_encoder_on_vsi_task_writes_nothing(tmp_path, mirror):
+    """Before: a progress bar, then 'is an image encoder', leaving run.json and an empty records.jsonl."""
+    pytest.importorskip("torch")
+    out = tmp_path / "x3"
+    p = cli("run", "--task", "vsi.salbench.syn@n=2", "--out", str(out), "--no-progress", columns=250)
+    one_line_error(p, "vsi.salbench.syn", "efficientnet-lite0 is an image encoder")
+    assert not out.exists()
+
+
+def test_unknown_task_says_did_you_mean(tmp_path):
+    p = cli("render", "similarity.chart.mark_colour", "--out", str(tmp_path / "r"), columns=250)
+    one_line_error(p, "did you mean 'similarity.chart.mark_color'")

@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import csv
 import hashlib
-import subprocess
-import sys
 
 import numpy as np
 import pytest
 
 from perceptbench.models.base import TokenDistribution
+
+from helpers.cli import cli
 
 TOKENS = ("A", "B", "C", "D", "x", "y")
 
@@ -115,12 +115,7 @@ def test_run_writes_every_analysis_row_and_features(vsi_run):
 
 def test_score_cli_prints_signal_table_and_reproduces_without_torch(vsi_run, tmp_path):
     before = (vsi_run / "scores.csv").read_text()
-    code = ("import sys; from perceptbench.cli import app\n"
-            "try:\n    app([sys.argv[1]])\nexcept SystemExit as e:\n    assert not e.code, e.code\n"
-            "assert 'torch' not in sys.modules, 'torch imported'\n")
-    out = subprocess.run([sys.executable, "-c", code.replace("[sys.argv[1]]", "['score', sys.argv[1]]"),
-                          str(vsi_run / "records.jsonl")], capture_output=True, text=True,
-                         env={**__import__("os").environ, "COLUMNS": "200"})
+    out = cli("score", str(vsi_run / "records.jsonl"), torch="unimported")  # 97 if score imported torch
     assert out.returncode == 0, out.stderr[-3000:]
     assert "which error signal wins" in out.stdout
     for m in MODELS:

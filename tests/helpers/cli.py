@@ -97,3 +97,12 @@ def cli(*args: object, env: Mapping[str, str | None] | None = None, cwd: os.Path
         return subprocess.Popen(cmd, env=full_env, cwd=cwd, **popen)
     popen.setdefault("capture_output", True)
     return subprocess.run(cmd, text=True, env=full_env, cwd=cwd, **popen)
+
+
+def one_line_error(p: subprocess.CompletedProcess, *needles: str) -> None:
+    """Assert that the command ``p`` refused with exit status 2 and one ``error:`` message (wrapping
+    undone) containing every needle, without a traceback."""
+    assert p.returncode == 2, p.stdout + p.stderr
+    assert "Traceback" not in p.stdout + p.stderr
+    out = " ".join(p.stdout.split())
+    assert out.startswith("error:") and all(n in out for n in needles), out

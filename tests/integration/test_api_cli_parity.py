@@ -3,14 +3,13 @@
 
 import inspect
 import json
-import os
-import subprocess
-import sys
 
 import pytest
 
 import perceptbench as pb
 from perceptbench.api import RayOptions, RunOptions
+
+from helpers.cli import cli
 
 TASK = "similarity.chart.mark_color"
 
@@ -58,13 +57,13 @@ def test_python_and_cli_run_write_the_same_scores(tmp_path, mirror, monkeypatch)
     tiny = build_tiny_vlm("llava", tmp_path / "tiny-llava")
     ids = [s.stimulus_id for s in get_task(TASK).stimuli(3) if s.split == "test"][:6]
     model = f"vlm=hf:{tiny}"
-    env = {**os.environ, "PERCEPTBENCH_RESPONSE_CACHE": str(tmp_path / "cache-cli"), "COLUMNS": "200"}
+    env = {"PERCEPTBENCH_RESPONSE_CACHE": str(tmp_path / "cache-cli")}
     cli_out, py_out = tmp_path / "cli", tmp_path / "py"
-    argv = [sys.executable, "-m", "perceptbench.cli", "run", "--out", str(cli_out), "--task", TASK, "--model", model,
-            "--seed", "3", "--batch-size", "4", "--parser", "strict", "--no-cache", "--no-progress"]
+    argv = ["run", "--out", str(cli_out), "--task", TASK, "--model", model, "--seed", "3", "--batch-size", "4",
+            "--parser", "strict", "--no-cache", "--no-progress"]
     for sid in ids:
         argv += ["--stimulus", sid]
-    p = subprocess.run(argv, capture_output=True, text=True, env=env)
+    p = cli(*argv, env=env)
     assert p.returncode == 0, p.stdout + p.stderr
 
     monkeypatch.setenv("PERCEPTBENCH_RESPONSE_CACHE", str(tmp_path / "cache-py"))

@@ -3,10 +3,7 @@ determinism.  These run the real model on CPU (a few minutes in all)."""
 
 import csv
 import json
-import os
 import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -15,15 +12,11 @@ import pytest
 pytest.importorskip("torch", reason="model extra not installed")  # the CI installs it
 
 from perceptbench.records import SCHEMA_FIELDS, read_records
+from helpers.cli import TORCH_IMPORTED, cli
 
 BATTERY_TRIALS = {"closure.nat.silhouette": 80, "similarity.chart.mark_color": 120,
                   "similarity.chart.series_count": 40}
 HUMAN_RECORDS = 1600 + 600  # 10 observers x 160; 5 kernels x 120
-
-
-def cli(*args, **kw):
-    return subprocess.run([sys.executable, "-m", "perceptbench.cli", *args], capture_output=True, text=True,
-                          env={**os.environ, "COLUMNS": "200"}, **kw)
 
 
 def model_records(path):
@@ -72,18 +65,13 @@ def test_default_run_writes_valid_records_and_scores(demo):
 
 def test_score_recomputes_identical_table_without_torch(demo, tmp_path):
     out, _ = demo
-    code = ("import sys; from perceptbench.cli import app; "
-            f"sys.argv=['perceptbench','score',{str(out / 'records.jsonl')!r},'--out',{str(tmp_path / 's.csv')!r}]\n"
-            "try:\n    app()\nexcept SystemExit as e:\n    assert not e.code, e.code\n"
-            "assert 'torch' not in sys.modules, 'score imported torch'\n"
-            "from perceptbench.cli import app as a; sys.argv=['perceptbench','tasks']\n"
-            "try:\n    a()\nexcept SystemExit:\n    pass\n"
-            "assert 'torch' not in sys.modules, 'tasks imported torch'\n"
-            f"sys.argv=['perceptbench','report',{str(out)!r},'--out',{str(tmp_path / 'r.html')!r}]\n"
-            "try:\n    a()\nexcept SystemExit as e:\n    assert not e.code, e.code\n"
-            "assert 'torch' not in sys.modules, 'report imported torch'\nprint('NO_TORCH_OK')")
-    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
-    assert "NO_TORCH_OK" in p.stdout, p.stdout + p.stderr
+    # each command in its own process: exit 0, and TORCH_IMPORTED (97) if it imported torch
+    p = cli("score", str(out / "records.jsonl"), "--out", str(tmp_path / "s.csv"), torch="unimported", columns=None)
+    assert p.returncode == 0, p.stdout + p.stderr
+    p = cli("tasks", torch="unimported", columns=None)
+    assert p.returncode != TORCH_IMPORTED, p.stderr  # its exit status is not checked, only torch
+    p = cli("report", str(out), "--out", str(tmp_path / "r.html"), torch="unimported", columns=None)
+    assert p.returncode == 0, p.stdout + p.stderr
     assert (tmp_path / "s.csv").read_text() == (out / "scores.csv").read_text()
 
 
@@ -98,8 +86,7 @@ def test_kill_9_midway_then_resume_same_results_and_other_seed_refused(tmp_path,
     is also the same-seed determinism check; another --seed into that directory is refused."""
     out = tmp_path / "killed"
     rec = out / "records.jsonl"
-    proc = subprocess.Popen([sys.executable, "-m", "perceptbench.cli", "run", "--out", str(out), "--no-progress",
-                             "--batch-size", "4"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = cli("run", "--out", str(out), "--no-progress", "--batch-size", "4", columns=None, background=True)
     deadline = time.time() + 600
     while _count_model_lines(rec) < 8 and proc.poll() is None and time.time() < deadline:
         time.sleep(0.01)

@@ -9,9 +9,9 @@ import sys
 import pytest
 
 import perceptbench as pb
+
 from helpers.paths import REPO
 
-REPO = REPO
 
 
 def test_import_exposes_the_documented_surface_without_torch():
@@ -59,3 +59,23 @@ def test_readme_python_example_runs_as_written(tmp_path, mirror):
     assert p.returncode == 0, p.stdout + p.stderr
     assert "similarity.chart.mark_color|" in p.stdout and "efficientnet-lite0" in p.stdout
     assert (tmp_path / "runs" / "notebook" / "scores.csv").exists()
+
+
+def test_python_score_accepts_a_list_of_runs(human_run):
+    """Before: pb.score(["a", "b"]) raised a raw TypeError from pathlib."""
+    import perceptbench as pb
+
+    listed = pb.score([human_run, human_run])
+    assert listed.equals(pb.score(human_run, human_run)) and len(listed) > 0
+    assert len(pb.load_records((human_run,))) == len(pb.load_records(human_run))
+
+
+def test_python_run_refuses_a_foreign_directory(tmp_path):
+    import perceptbench as pb
+
+    d = tmp_path / "notarun"
+    d.mkdir()
+    (d / "notes.txt").write_text("mine")
+    with pytest.raises(ValueError, match="did not write"):
+        pb.run(d, tasks=["similarity.chart.mark_color"], models=[])
+    assert sorted(os.listdir(d)) == ["notes.txt"]

@@ -4,16 +4,16 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 
 import pytest
 
 from perceptbench.records import read_records
 from perceptbench.runner import RunConfig, run
 from perceptbench.scoring import score_records
+from perceptbench.tasks import get_task
 from perceptbench.tasks.gestalt import SilhouetteTask
+
+from helpers.cli import cli
 
 TASK = "closure.nat.silhouette"
 IDS = ("silh_airplane1", "silh_airplane4")
@@ -118,22 +118,16 @@ def test_show_prints_one_trial_without_torch(tmp_path):
     out = tmp_path / "run"
     _run(out, ids=IDS[:1])
     tid = f"{TASK}|{IDS[0]}|echo|rep0"
-    code = ("import sys; from typer.testing import CliRunner; from perceptbench.cli import app; "
-            f"r = CliRunner().invoke(app, ['show', {str(out)!r}, {tid!r}]); print(r.output); "
-            "print('TORCH' if 'torch' in sys.modules else 'NO-TORCH'); sys.exit(r.exit_code)")
-    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                       env={**os.environ, "COLUMNS": "200"})
-    assert p.returncode == 0, p.stdout + p.stderr
+    p = cli("show", str(out), tid, torch="unimported")
+    assert p.returncode == 0, p.stdout + p.stderr  # TORCH_IMPORTED (97) if show imported torch
     text = " ".join(p.stdout.split())  # rich wraps long lines
-    assert "NO-TORCH" in p.stdout
     assert "What object is shown in this black silhouette?" in p.stdout  # the prompt text
     assert "raw_output:" in p.stdout and ("bear" in p.stdout or "knife" in p.stdout)
     assert '"rule"' in p.stdout  # parse metadata
     png = out / "stimuli" / TASK / f"{IDS[0]}.png"
     assert png.is_file() and str(png) in p.stdout.replace("\n", "")
     assert "pixels match the record's stimulus_sha256" in text
-    bad = subprocess.run([sys.executable, "-m", "perceptbench.cli", "show", str(out), "nope"],
-                         capture_output=True, text=True, env={**os.environ, "COLUMNS": "200"})
+    bad = cli("show", str(out), "nope")
     assert bad.returncode == 2 and "no trial 'nope'" in bad.stdout
 
 
@@ -152,12 +146,27 @@ def test_cache_modes_reach_the_model(tmp_path):
 
 
 def test_cli_stimulus_errors_are_one_line(tmp_path):
-    env = {**os.environ, "COLUMNS": "200"}
-    p = subprocess.run([sys.executable, "-m", "perceptbench.cli", "run", "--task", TASK, "--stimulus", "silh_nope",
-                        "--out", str(tmp_path / "r"), "--no-progress"], capture_output=True, text=True, env=env)
+    p = cli("run", "--task", TASK, "--stimulus", "silh_nope", "--out", str(tmp_path / "r"), "--no-progress")
     text = " ".join(p.stdout.split())  # one message (rich wraps it at the console width)
     assert p.returncode == 2 and text.count("error:") == 1 and "silh_nope" in text, p.stdout + p.stderr
     assert "valid ids: silh_airplane1" in text and not (tmp_path / "r" / "records.jsonl").exists()
-    p = subprocess.run([sys.executable, "-m", "perceptbench.cli", "run", "--task", TASK, "--no-cache",
-                        "--refresh-cache", "--out", str(tmp_path / "r")], capture_output=True, text=True, env=env)
+    p = cli("run", "--task", TASK, "--no-cache", "--refresh-cache", "--out", str(tmp_path / "r"))
     assert p.returncode == 2 and "exclude each other" in p.stdout
+
+
+def test_resume_says_how_many_human_records_were_already_written(tmp_path):
+    from perceptbench.records import read_records
+
+    sid = [s for s in get_task("similarity.chart.mark_color").stimuli(0) if s.split == "test"][0].stimulus_id
+    args = ("run", "--task", "similarity.chart.mark_color", "--stimulus", sid, "--model", "efficientnet-lite0", "--out", tmp_path / "r",
+            "--no-progress")
+    p = cli(*args, in_process=True)
+    rc, first = p.returncode, " ".join(p.stdout.split())  # the console wraps long paths
+    assert rc == 0, first
+    n_h = sum(r.model_family == "human" for r in read_records(tmp_path / "r" / "records.jsonl"))
+    assert n_h > 0 and "human records already written" not in first
+    p = cli(*args, in_process=True)
+    rc, again = p.returncode, " ".join(p.stdout.split())  # the console wraps long paths
+    # the rerun writes nothing: 1 model trial skipped, and the n_h human records were already there
+    assert rc == 0 and "wrote 0 records" in again
+    assert f"skipped 1 finished trials ({n_h} human records already written)" in again, again

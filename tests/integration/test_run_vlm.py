@@ -2,9 +2,6 @@
 null responses recorded, answers cached by content (seed 000 §2.2, appendix B)."""
 
 import json
-import os
-import subprocess
-import sys
 
 import pytest
 
@@ -16,6 +13,7 @@ from perceptbench.runner import RunConfig, run
 from perceptbench.scoring import score_file
 from perceptbench.tasks import get_task
 from perceptbench.testing.tiny_vlm import build_tiny_vlm
+from helpers.cli import cli
 
 
 @pytest.fixture(scope="module")
@@ -25,10 +23,9 @@ def tiny_llava(tmp_path_factory):
 
 def test_cli_run_tiny_vlm_mark_color(tiny_llava, tmp_path):
     out = tmp_path / "run"
-    env = {**os.environ, "PERCEPTBENCH_RESPONSE_CACHE": str(tmp_path / "cache"), "COLUMNS": "200"}
-    p = subprocess.run([sys.executable, "-m", "perceptbench.cli", "run", "--model", f"hf:{tiny_llava}",
-                        "--task", "similarity.chart.mark_color", "--out", str(out), "--no-progress",
-                        "--batch-size", "8"], capture_output=True, text=True, env=env)
+    env = {"PERCEPTBENCH_RESPONSE_CACHE": str(tmp_path / "cache")}
+    p = cli("run", "--model", f"hf:{tiny_llava}", "--task", "similarity.chart.mark_color", "--out", str(out),
+            "--no-progress", "--batch-size", "8", env=env)
     assert p.returncode == 0, p.stdout + p.stderr
     task = get_task("similarity.chart.mark_color")
     recs = [r for r in read_records(out / "records.jsonl", allow_torn_tail=False) if r.model == "tiny-llava"]
@@ -87,7 +84,7 @@ def test_cache_rerun_makes_zero_model_calls(tiny_llava, tmp_path, monkeypatch):
 def test_parser_modes_rescore_from_raw_output(tmp_path):
     """score --parser default|strict|seed re-parses raw_output; nothing else is needed."""
     from perceptbench.records import RecordStore
-    from perceptbench.tasks.base import make_record
+    from helpers.records import plant_record
 
     task = get_task("similarity.chart.mark_color")
     stims = task.stimuli(0)[:5]
@@ -95,10 +92,10 @@ def test_parser_modes_rescore_from_raw_output(tmp_path):
     recs = []
     for s, text in zip(stims, answers):
         response, parse_meta = task.parse_answer(text)
-        recs.append(make_record(task, stimulus_id=s.stimulus_id, model="m", model_family="api", readout="vlm_prompt",
-                                response=response, ground_truth=s.ground_truth, manipulated_value=None,
-                                raw_output=text, prompt_id=task.prompt_id, prompt_hash=task.prompt_hash,
-                                model_version="x", seed=0, run_id="r", parse=parse_meta))
+        recs.append(plant_record(task, stimulus_id=s.stimulus_id, model="m", model_family="api", readout="vlm_prompt",
+                                 response=response, ground_truth=s.ground_truth, manipulated_value=None,
+                                 raw_output=text, prompt_id=task.prompt_id, prompt_hash=task.prompt_hash,
+                                 model_version="x", seed=0, run_id="r", parse=parse_meta))
     assert [r.response for r in recs] == [1, 3, None, 3, None]
     assert recs[4].run_meta.model_extra["parse"]["null_reason"] == "unclosed_reasoning"
     path = tmp_path / "records.jsonl"

@@ -15,6 +15,8 @@ import pytest
 from perceptbench.record_table import iter_task_records, read_index
 from perceptbench.records import RecordError, read_records
 from perceptbench.scoring import score_file, score_records
+
+from helpers.cli import cli
 from helpers.paths import FIXTURES
 
 FIX = FIXTURES / "scale"
@@ -86,8 +88,7 @@ def test_bad_or_torn_lines_fall_back_to_the_validating_reader(run, tmp_path):
 def test_export_parquet_typed_tables(run):
     pq = pytest.importorskip("pyarrow.parquet")
     score_file(run / "records.jsonl")
-    p = subprocess.run([sys.executable, "-m", "perceptbench.cli", "export", str(run), "--format", "parquet"],
-                       capture_output=True, text=True)
+    p = cli("export", str(run), "--format", "parquet", columns=None)
     assert p.returncode == 0, p.stdout + p.stderr
     rec = pq.read_table(run / "records.parquet")
     sc = pq.read_table(run / "scores.parquet")
@@ -99,8 +100,7 @@ def test_export_parquet_typed_tables(run):
     first = read_records(run / "records.jsonl")[0]
     row = rec.slice(0, 1).to_pylist()[0]
     assert row["trial_id"] == first.trial_id and json.loads(row["response_json"]) == first.response
-    p = subprocess.run([sys.executable, "-m", "perceptbench.cli", "export", str(run), "--format", "csv"],
-                       capture_output=True, text=True)
+    p = cli("export", str(run), "--format", "csv", columns=None)
     assert p.returncode == 2 and "only 'parquet'" in p.stdout
 
 

@@ -13,9 +13,6 @@ from __future__ import annotations
 import base64
 import io
 import json
-import os
-import subprocess
-import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -25,6 +22,8 @@ from PIL import Image
 
 from perceptbench.metrics.vsi import vsi_samples
 from perceptbench.records import read_records
+
+from helpers.cli import cli
 from helpers.servers import free_port as _free_port  # noqa: E402
 
 TOKENS = ["A", "B", "C", " A", " B", "The", "Answer", "1", "2", "3", "x", "y"]
@@ -95,11 +94,6 @@ class LogprobServer:
         self.server.server_close()
 
 
-def _cli(*args, env=None):
-    return subprocess.run([sys.executable, "-m", "perceptbench.cli", *args], capture_output=True, text=True,
-                          env={**os.environ, "COLUMNS": "200", **(env or {})})
-
-
 def test_vsi_through_openai_compatible_server_with_logprobs(tmp_path):
     srv = LogprobServer()
     try:
@@ -107,7 +101,7 @@ def test_vsi_through_openai_compatible_server_with_logprobs(tmp_path):
         env = {"PERCEPTBENCH_RESPONSE_CACHE": str(tmp_path / "cache")}
         args = ("run", "--model", f"scripted=openai-compatible:{srv.url}#scripted-vlm", "--task",
                 "vsi.salbench.syn@n=6", "--out", str(out), "--no-progress", "--batch-size", "4")
-        p = _cli(*args, env=env)
+        p = cli(*args, env=env)
         assert p.returncode == 0, p.stdout + p.stderr
         n_first = srv.n
         # per sample: clean generation + clean logprobs + confidence + 2 perturbed logprobs
@@ -130,7 +124,7 @@ def test_vsi_through_openai_compatible_server_with_logprobs(tmp_path):
         assert rows["vsi_median[whole_blur,sigma=20]"]["value"] > 0
         # a rerun elsewhere is served from the response cache: the server sees only one re-ask of a
         # cached answer, the stale-cache check of a name-only self-hosted model (issue 7 item 2)
-        p = _cli(*args[:5], "--out", str(tmp_path / "again"), "--no-progress", "--batch-size", "4", env=env)
+        p = cli(*args[:5], "--out", str(tmp_path / "again"), "--no-progress", "--batch-size", "4", env=env)
         assert p.returncode == 0, p.stdout + p.stderr
         assert srv.n == n_first + 1
     finally:
@@ -142,9 +136,9 @@ def test_real_server_without_logprobs_gets_skipped_row(tmp_path, served_model):
     every VSI trial is recorded as skipped with the reason, and scoring gives one skipped row."""
     base_url, d = served_model
     out = tmp_path / "run"
-    p = _cli("run", "--model", f"served=openai-compatible:{base_url}#{d}", "--task",
-             "vsi.salbench.syn@n=2,verbal_conf=0", "--out", str(out), "--no-progress",
-             env={"PERCEPTBENCH_RESPONSE_CACHE": str(tmp_path / "cache")})
+    p = cli("run", "--model", f"served=openai-compatible:{base_url}#{d}", "--task",
+            "vsi.salbench.syn@n=2,verbal_conf=0", "--out", str(out), "--no-progress",
+            env={"PERCEPTBENCH_RESPONSE_CACHE": str(tmp_path / "cache")})
     assert p.returncode == 0, p.stdout + p.stderr
     recs = read_records(out / "records.jsonl", allow_torn_tail=False)
     assert len(recs) == 6 and all("logprobs" in r.run_meta.model_extra["skipped"] for r in recs)

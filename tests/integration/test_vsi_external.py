@@ -4,9 +4,6 @@ SAM saved from configs, the whole-image fallback (counted), and a one-line error
 image folder before any model is loaded."""
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -18,13 +15,9 @@ pytest.importorskip("transformers", reason="model extra not installed")
 from perceptbench.metrics.vsi import vsi_samples
 from perceptbench.records import read_records
 from helpers.paths import FIXTURES
+from helpers.cli import cli
 
 FIX = FIXTURES
-
-
-def _cli(*args, env=None):
-    return subprocess.run([sys.executable, "-m", "perceptbench.cli", *args], capture_output=True, text=True,
-                          env={**os.environ, "COLUMNS": "200", **(env or {})})
 
 
 @pytest.fixture(scope="module")
@@ -66,8 +59,8 @@ def test_vsi_pope_grounding_and_hallusionbench_fallback_cli(models, tmp_path):
     hb = (f"vsi.hallusionbench@images={tmp_path / 'hb'},questions={FIX / 'hallusionbench' / 'HallusionBench.json'},"
           f"detector={gdino},segmenter={sam},box_threshold=1,verbal_conf=0")
     out = tmp_path / "run"
-    p = _cli("run", "--model", f"hf:{vlm}", "--task", pope, "--task", hb, "--out", str(out), "--no-progress",
-             "--batch-size", "4", env={"PERCEPTBENCH_RESPONSE_CACHE": str(tmp_path / "cache")})
+    p = cli("run", "--model", f"hf:{vlm}", "--task", pope, "--task", hb, "--out", str(out), "--no-progress",
+            "--batch-size", "4", env={"PERCEPTBENCH_RESPONSE_CACHE": str(tmp_path / "cache")})
     assert p.returncode == 0, p.stdout + p.stderr
     recs = read_records(out / "records.jsonl", allow_torn_tail=False)
     pr = [r for r in recs if r.task_id.startswith("vsi.pope")]
@@ -102,8 +95,8 @@ def test_vsi_pope_grounding_and_hallusionbench_fallback_cli(models, tmp_path):
 
 
 def test_missing_image_folder_is_one_line_before_model_load(tmp_path):
-    p = _cli("run", "--model", "hf:/nonexistent/model", "--task", f"vsi.pope@images={tmp_path / 'nope'}",
-             "--out", str(tmp_path / "run"), "--no-progress")
+    p = cli("run", "--model", "hf:/nonexistent/model", "--task", f"vsi.pope@images={tmp_path / 'nope'}", "--out",
+            str(tmp_path / "run"), "--no-progress")
     assert p.returncode != 0
     assert "image directory not found" in p.stdout and "val2014" in p.stdout
     assert "no such model directory" not in p.stdout  # failed before the model was looked at
@@ -125,8 +118,8 @@ def test_unloadable_detector_fails_before_the_vlm_and_the_run_directory(tmp_path
     out = tmp_path / "run"
     task = (f"vsi.pope@images={tmp_path / 'val2014'},questions={FIX / 'pope' / 'coco_pope_adversarial.json'},"
             f"detector={tmp_path / 'empty-detector'},limit=2")
-    p = _cli("run", "--model", "hf:/nonexistent/model", "--task", task, "--out", str(out), "--no-progress",
-             env={"HF_HUB_OFFLINE": "1"})
+    p = cli("run", "--model", "hf:/nonexistent/model", "--task", task, "--out", str(out), "--no-progress",
+            env={"HF_HUB_OFFLINE": "1"})
     assert p.returncode != 0
     msg = p.stdout.replace("\n", " ")
     assert "detector=" in msg and "empty-detector" in msg and "cannot be loaded" in msg, p.stdout + p.stderr

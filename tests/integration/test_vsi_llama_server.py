@@ -14,8 +14,6 @@ import base64
 import io
 import json
 import math
-import os
-import socket
 import subprocess
 import sys
 import time
@@ -25,32 +23,12 @@ import pytest
 
 from perceptbench.metrics.vsi import vsi_samples
 from perceptbench.records import read_records
-from helpers.servers import stop_process  # noqa: E402
+
+from helpers.cli import cli
+from helpers.servers import free_port, stop_process  # noqa: E402
 
 TASK = "vsi.salbench.syn@n=4"
 N_SAMPLES = 4
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _cli(*args, env=None, block_torch=False):
-    code = "import sys\n"
-    if block_torch:  # `import torch` raises ImportError in this process
-        code += ("class _NoTorch:\n"
-                 "    def find_spec(self, name, path=None, target=None):\n"
-                 "        if name.split('.')[0] == 'torch':\n"
-                 "            raise ImportError('torch is blocked in this test')\n"
-                 "sys.meta_path.insert(0, _NoTorch())\n")
-    code += ("from perceptbench.cli import app\n"
-             "try:\n    app(sys.argv[1:])\nexcept SystemExit as e:\n    assert not e.code, e.code\n")
-    if block_torch:
-        code += "assert 'torch' not in sys.modules\n"
-    return subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True,
-                          env={**os.environ, "COLUMNS": "200", **(env or {})})
 
 
 @pytest.fixture(scope="module")
@@ -79,7 +57,7 @@ def llama_server(gguf_files, tmp_path_factory):
     from perceptbench.testing.tiny_gguf import GGUF_MODEL_ALIAS
 
     model, mmproj = gguf_files
-    port = _free_port()
+    port = free_port()
     log = tmp_path_factory.mktemp("llama_server") / "server.log"
     cmd = [sys.executable, "-m", "llama_cpp.server", "--model", str(model), "--clip_model_path", str(mmproj),
            "--chat_format", "mtmd", "--model_alias", GGUF_MODEL_ALIAS, "--host", "127.0.0.1", "--port", str(port),
@@ -131,8 +109,8 @@ def test_vsi_family_through_llama_cpp_server(llama_server, tmp_path):
     # and switch off llama-cpp-python's default repeat penalty (1.1, applied before greedy choice)
     env = {"PERCEPTBENCH_RESPONSE_CACHE": str(tmp_path / "cache"), "PERCEPTBENCH_MAX_TOP_LOGPROBS": "50",
            "PERCEPTBENCH_OPENAI_COMPATIBLE_EXTRA_BODY": '{"repeat_penalty": 1.0}'}
-    p = _cli("run", "--model", f"llama=openai-compatible:{srv['url']}#{srv['model']}", "--task", TASK,
-             "--out", str(out), "--no-progress", "--batch-size", "4", env=env)
+    p = cli("run", "--model", f"llama=openai-compatible:{srv['url']}#{srv['model']}", "--task", TASK, "--out",
+            str(out), "--no-progress", "--batch-size", "4", env=env)
     assert p.returncode == 0, p.stdout + p.stderr + srv["log"].read_text()[-2000:]
     recs = read_records(out / "records.jsonl", allow_torn_tail=False)
     assert len(recs) == 3 * N_SAMPLES and all(r.model == "llama" and r.model_family == "api" for r in recs)
@@ -183,6 +161,6 @@ def test_vsi_family_through_llama_cpp_server(llama_server, tmp_path):
 
     # re-scoring from the records alone, with torch unimportable, gives identical numbers
     before = (out / "scores.csv").read_text(), (out / "scores.json").read_text()
-    p = _cli("score", str(out / "records.jsonl"), block_torch=True)
+    p = cli("score", str(out / "records.jsonl"), torch="blocked")
     assert p.returncode == 0, p.stdout + p.stderr
     assert ((out / "scores.csv").read_text(), (out / "scores.json").read_text()) == before

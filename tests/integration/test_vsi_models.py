@@ -3,7 +3,6 @@ model (VSI = 0) vs an image-dependent one (VSI > 0), the CLI end to end, re-scor
 blocked, the response cache and resume after kill -9."""
 
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -23,6 +22,7 @@ from perceptbench.scoring import score_file
 from perceptbench.tasks import get_task
 from perceptbench.tasks.vsi import CONFIDENCE_PROMPT
 from perceptbench.testing.tiny_vlm import build_tiny_llava
+from helpers.cli import cli
 
 TASK = "vsi.salbench.syn@n=9"
 TOL_ABS, TOL_REL = 1e-3, 1e-2
@@ -133,19 +133,14 @@ def test_image_ignoring_model_has_zero_vsi_image_dependent_has_positive(vlm, tmp
     assert min(whole) > 1e-6
 
 
-def _cli(*args, env=None):
-    return subprocess.run([sys.executable, "-m", "perceptbench.cli", *args], capture_output=True, text=True,
-                          env={**os.environ, "COLUMNS": "200", **(env or {})})
-
-
 @pytest.fixture(scope="module")
 def cli_run(peaked_llava, tmp_path_factory):
     d = tmp_path_factory.mktemp("vsicli")
     out = d / "run"
     env = {"PERCEPTBENCH_RESPONSE_CACHE": str(d / "cache")}
-    p = _cli("run", "--model", f"hf:{peaked_llava}", "--task", TASK, "--task",
-             "vsi.similarity.chart.mark_color@n=4,sigma=10", "--out", str(out), "--no-progress", "--batch-size", "4",
-             env=env)
+    p = cli("run", "--model", f"hf:{peaked_llava}", "--task", TASK, "--task",
+            "vsi.similarity.chart.mark_color@n=4,sigma=10", "--out", str(out), "--no-progress", "--batch-size", "4",
+            env=env)
     assert p.returncode == 0, p.stdout + p.stderr
     return out, d, env, p.stdout
 
@@ -184,13 +179,13 @@ def test_cli_family_records_and_scores(cli_run):
 
 def test_rescore_without_torch_identical(cli_run, tmp_path):
     out, _, _, _ = cli_run
-    # torch blocked by an import hook (a None entry in sys.modules breaks scipy's array-API probe)
+    # torch blocked by an import hook in the child (exit 97 if score imported it anyway)
+    p = cli("score", str(out / "records.jsonl"), "--out", str(tmp_path / "s.csv"), torch="blocked", columns=None)
+    assert p.returncode == 0, p.stdout + p.stderr
+    # the samples read from the records alone, also with torch blocked
     code = ("import sys\nclass _B:\n    def find_spec(self, name, path=None, target=None):\n"
             "        if name.split('.')[0] == 'torch': raise ImportError('torch blocked')\n"
             "sys.meta_path.insert(0, _B())\n"
-            "from perceptbench.cli import app\n"
-            f"sys.argv=['perceptbench','score',{str(out / 'records.jsonl')!r},'--out',{str(tmp_path / 's.csv')!r}]\n"
-            "try:\n    app()\nexcept SystemExit as e:\n    assert not e.code, e.code\n"
             "from perceptbench.metrics.vsi import vsi_samples\nfrom perceptbench.records import read_records\n"
             f"print('N', len(vsi_samples(read_records({str(out / 'records.jsonl')!r}))))\n"
             "assert 'torch' not in sys.modules\nprint('NO_TORCH_OK')")
@@ -202,8 +197,8 @@ def test_rescore_without_torch_identical(cli_run, tmp_path):
 
 def test_rerun_served_from_cache(cli_run, peaked_llava, tmp_path):
     _, d, env, _ = cli_run
-    p = _cli("run", "--model", f"hf:{peaked_llava}", "--task", TASK, "--out", str(tmp_path / "again"),
-             "--no-progress", "--batch-size", "4", env=env)
+    p = cli("run", "--model", f"hf:{peaked_llava}", "--task", TASK, "--out", str(tmp_path / "again"),
+            "--no-progress", "--batch-size", "4", env=env)
     assert p.returncode == 0, p.stdout + p.stderr
     # 9 clean (text + distribution), 9 confidence texts, 18 perturbed distributions: all cached
     assert "36 of 36" in p.stdout.replace("\n", " "), p.stdout
@@ -216,11 +211,10 @@ def test_rerun_served_from_cache(cli_run, peaked_llava, tmp_path):
 def test_kill_9_then_resume(cli_run, peaked_llava, tmp_path):
     out = tmp_path / "killed"
     rec = out / "records.jsonl"
-    env = {**os.environ, "PERCEPTBENCH_RESPONSE_CACHE": str(tmp_path / "cache2")}
+    env = {"PERCEPTBENCH_RESPONSE_CACHE": str(tmp_path / "cache2")}
     task = "vsi.salbench.syn@n=12"  # 36 records: enough for a partial state, kill after 6
-    proc = subprocess.Popen([sys.executable, "-m", "perceptbench.cli", "run", "--model", f"hf:{peaked_llava}",
-                             "--task", task, "--out", str(out), "--no-progress", "--batch-size", "3"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+    proc = cli("run", "--model", f"hf:{peaked_llava}", "--task", task, "--out", str(out), "--no-progress",
+               "--batch-size", "3", env=env, columns=None, background=True)
     deadline = time.time() + 600
     n = lambda: rec.read_bytes().count(b"\n") if rec.exists() else 0
     while n() < 6 and proc.poll() is None and time.time() < deadline:
@@ -230,8 +224,8 @@ def test_kill_9_then_resume(cli_run, peaked_llava, tmp_path):
     partial = rec.read_bytes()
     done_before = {r.trial_id: r for r in read_records(rec)}
     assert 0 < len(done_before) < 36
-    p = _cli("run", "--model", f"hf:{peaked_llava}", "--task", task, "--out", str(out), "--no-progress",
-             "--batch-size", "3", env={"PERCEPTBENCH_RESPONSE_CACHE": str(tmp_path / "cache2")})
+    p = cli("run", "--model", f"hf:{peaked_llava}", "--task", task, "--out", str(out), "--no-progress",
+            "--batch-size", "3", env=env)
     assert p.returncode == 0, p.stdout + p.stderr
     recs = read_records(rec, allow_torn_tail=False)
     assert len(recs) == len({r.trial_id for r in recs}) == 36
@@ -269,7 +263,7 @@ def test_resume_over_single_turn_confidence_records_says_so(cli_run, peaked_llav
     keep = old[:len(old) // 2]
     (d / "records.jsonl").write_text("\n".join(keep) + "\n")
     (d / "run.json").write_text((out / "run.json").read_text())
-    p = _cli("run", "--model", f"hf:{peaked_llava}", "--task", TASK, "--out", str(d), "--no-progress", env=env)
+    p = cli("run", "--model", f"hf:{peaked_llava}", "--task", TASK, "--out", str(d), "--no-progress", env=env)
     assert p.returncode != 0
     assert "confidence prompt changed" in (p.stdout + p.stderr).replace("\n", " "), p.stdout + p.stderr
     assert (d / "records.jsonl").read_text() == "\n".join(keep) + "\n"

@@ -10,8 +10,9 @@ from perceptbench.metrics.agreement import masked_mean, position_floor
 from perceptbench.metrics.bootstrap import N_BOOT_B, bootstrap
 from perceptbench.scoring import score_records
 from perceptbench.tasks import get_task
-from perceptbench.tasks.base import make_record
 from perceptbench.tasks.gestalt import KERNELS, kernel_odd_one_out, load_color_kernel
+
+from helpers.records import plant_record
 
 
 # --------------------------------------------------------------------------- SalBench
@@ -20,10 +21,10 @@ def _salbench_records(task, answers, truth=("Color",)):
     recs = []
     for i, text in enumerate(answers):
         response, meta = task.parse_answer(text)
-        recs.append(make_record(task, stimulus_id=f"s{i:02d}", model="vlm", model_family="vlm", readout="vlm_prompt",
-                                response=response, ground_truth=list(truth), manipulated_value="color/easy",
-                                raw_output=text, prompt_id="p", prompt_hash="h", model_version="v", seed=0,
-                                run_id="r", parse=meta))
+        recs.append(plant_record(task, stimulus_id=f"s{i:02d}", model="vlm", model_family="vlm", readout="vlm_prompt",
+                                 response=response, ground_truth=list(truth), manipulated_value="color/easy",
+                                 raw_output=text, prompt_id="p", prompt_hash="h", model_version="v", seed=0,
+                                 run_id="r", parse=meta))
     return recs
 
 
@@ -61,9 +62,9 @@ def test_series_count_accuracy_and_error_resample_within_k():
     task = get_task("similarity.chart.series_count@n_test=30")
     ks = [2 + (i % 15) for i in range(30)]
     answers = [k if i % 3 else k + 1 for i, k in enumerate(ks)]
-    recs = [make_record(task, stimulus_id=f"t{i:03d}", model="enc", model_family="encoder", readout="ridge_round",
-                        response=a, ground_truth=k, manipulated_value=k, raw_output=str(a), prompt_id=None,
-                        prompt_hash=None, model_version="v", seed=0, run_id="r")
+    recs = [plant_record(task, stimulus_id=f"t{i:03d}", model="enc", model_family="encoder", readout="ridge_round",
+                         response=a, ground_truth=k, manipulated_value=k, raw_output=str(a), prompt_id=None,
+                         prompt_hash=None, model_version="v", seed=0, run_id="r")
             for i, (k, a) in enumerate(zip(ks, answers))]
     rows = _rows(task.score(recs, 0))
     k = np.array(ks)
@@ -117,10 +118,10 @@ def silhouette():
 
 def _copy_model(task, stims, humans, observer, name="copycat"):
     test = {s.stimulus_id for s in stims if s.split == "test"}
-    return [make_record(task, stimulus_id=r.stimulus_id, model=name, model_family="vlm", readout="vlm_prompt",
-                        response=r.response if r.response in task.options() else None, ground_truth=r.ground_truth,
-                        manipulated_value=None, raw_output=str(r.response), prompt_id="p", prompt_hash="h",
-                        model_version="v", seed=0, run_id="r")
+    return [plant_record(task, stimulus_id=r.stimulus_id, model=name, model_family="vlm", readout="vlm_prompt",
+                         response=r.response if r.response in task.options() else None, ground_truth=r.ground_truth,
+                         manipulated_value=None, raw_output=str(r.response), prompt_id="p", prompt_hash="h",
+                         model_version="v", seed=0, run_id="r")
             for r in humans if r.model == observer and r.stimulus_id in test]
 
 

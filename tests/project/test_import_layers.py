@@ -6,9 +6,9 @@ from __future__ import annotations
 import importlib.util
 import textwrap
 from pathlib import Path
+
 from helpers.paths import REPO
 
-REPO = REPO
 
 
 def _checker():

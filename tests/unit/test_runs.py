@@ -4,25 +4,22 @@ import json
 
 import pytest
 
-from perceptbench.records import RecordError, RecordStore, TrialRecord, make_trial_id
+from perceptbench.records import RecordError
 from perceptbench.runs import load_runs
 from perceptbench.tasks import get_task
 
+from helpers.records import plant_record, plant_records
+
 
 def rec(stim="s1", model="m", response=1, gt=1, seed=0, run_id="run-a", **meta):
-    return TrialRecord.model_validate(dict(
-        trial_id=make_trial_id("t", stim, model, 0), task_id="t", principle="similarity", track="chart",
-        stimulus_id=stim, manipulated_value=None, model=model, model_family="encoder", readout="odd_one_out_cosine",
-        owner="perceptbench", response_space="position", response=response, ground_truth=gt,
-        correct=None if response is None else response == gt, human_ref_id="h", raw_output="{}", rep=0, n_reps=1,
-        prompt_id="p", prompt_hash="abcd1234",
-        run_meta={"model_version": "v1", "seed": seed, "run_id": run_id, **meta}))
+    return plant_record("t", stimulus_id=stim, model=model, response=response, ground_truth=gt,
+                        model_family="encoder", readout="odd_one_out_cosine", principle="similarity", track="chart",
+                        response_space="position", human_ref_id="h", raw_output="{}", prompt_id="p",
+                        prompt_hash="abcd1234", model_version="v1", seed=seed, run_id=run_id, run_meta=meta)
 
 
 def write(dirpath, recs):
-    dirpath.mkdir(parents=True, exist_ok=True)
-    with RecordStore(dirpath / "records.jsonl") as s:
-        s.append(recs)
+    plant_records(dirpath / "records.jsonl", recs)
     return dirpath
 
 

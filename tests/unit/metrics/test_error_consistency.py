@@ -1,11 +1,16 @@
+"""metrics/error_consistency.py: kappa (seed 000 Eq. 2), its count forms and the observer ceilings (pairwise, leave one out)."""
+
 import numpy as np
 import pytest
+from hypothesis import given, strategies as st
+from hypothesis.extra.numpy import arrays
 
-from perceptbench.metrics.agreement import agreement_b, null_bracket, position_floor
-from perceptbench.metrics.bootstrap import bootstrap, ci_halfwidth_bound, resample_counts, resample_indices
-from perceptbench.metrics.capacity import accuracy_by_k, capacity_k
-from perceptbench.metrics.error_consistency import (
-    kappa, kappa_pairwise_mean, leave_one_out_ceiling, pairwise_ceiling)
+from perceptbench.metrics import bootstrap as bs, error_consistency as ec
+from perceptbench.metrics.agreement import agreement_b
+from perceptbench.metrics.bootstrap import resample_counts
+from perceptbench.metrics.error_consistency import kappa, kappa_pairwise_mean, leave_one_out_ceiling, pairwise_ceiling
+
+from helpers.by_hand import D, N, SETTINGS, assert_same, binary, kappa_by_hand, pairwise_mean_by_hand
 
 
 def test_kappa_matches_hand_computation():
@@ -43,63 +48,6 @@ def test_ceilings_shapes_and_values():
     assert loo[2] == pytest.approx(kappa(obs[2], obs[:2].mean(0)))
 
 
-def test_agreement_floor_bracket():
-    assert agreement_b(np.array([1, 0, 1, 1]), np.array([1, 1, 1, 0])) == pytest.approx(2 / 3)
-    assert position_floor(np.array([1, 2, 2, 3, 2])) == pytest.approx(0.6)
-    assert null_bracket(0.5, 0.1) == pytest.approx((0.45, 0.55))
-
-
-def test_bootstrap_seeded_paired_and_vectorised():
-    x = np.random.default_rng(0).integers(0, 2, 80).astype(float)
-    calls = []
-
-    def stat(idx):
-        calls.append(idx.shape)
-        return x[idx].mean(1)
-
-    a = bootstrap(stat, 80, n_draws=1000, seed=3)
-    b = bootstrap(stat, 80, n_draws=1000, seed=3)
-    c = bootstrap(stat, 80, n_draws=1000, seed=4)
-    assert (a.low, a.high) == (b.low, b.high)
-    assert (a.low, a.high) != (c.low, c.high)
-    assert calls == [(1, 80), (1000, 80)] * 3  # one vectorised call per bootstrap
-    assert a.low <= a.estimate <= a.high
-    assert a.high - a.low <= 2 * ci_halfwidth_bound(80) + 0.02
-
-
-def test_bootstrap_drops_and_counts_undefined_draws():
-    m = np.array([1, 1, 1, 1, 0], float)
-    h = np.array([1, 1, 1, 1, 1], float)
-    r = bootstrap(lambda i: kappa(m[i], h[i]), 5, n_draws=500, seed=0)
-    assert r.estimate == 0.0  # c_exp = p_m < 1: defined
-    idx = resample_indices(5, 500, 0)
-    assert r.n_dropped == int((m[idx] == 1).all(1).sum()) > 0  # draws without the error: c_exp = 1
-    both = bootstrap(lambda i: kappa(h[i], h[i]), 5, n_draws=200, seed=0)
-    assert np.isnan(both.estimate) and both.n_dropped == 200 and np.isnan(both.low)
-
-
-def test_stratified_resampling_keeps_counts():
-    strata = np.repeat(np.arange(3), [2, 3, 5])
-    idx = resample_indices(10, 50, 0, strata)
-    assert all((np.bincount(strata[row], minlength=3) == [2, 3, 5]).all() for row in idx)
-
-
-@pytest.mark.parametrize("ci_n, bound", [(80, 0.110), (120, 0.089), (40, 0.155), (500, 0.044)])
-def test_ci_halfwidth_bounds_of_seed(ci_n, bound):
-    assert round(ci_halfwidth_bound(ci_n), 3) == bound
-
-
-def test_capacity():
-    levels = np.arange(2, 9)
-    k = np.repeat(levels, 2)
-    correct = np.array([1, 1, 1, 1, 1, 0, 1, 1, 0, 1, 0, 0, 0, 0], float)
-    a = accuracy_by_k(correct, np.ones_like(correct, bool), k, levels)
-    assert a.tolist() == [1, 1, 0.5, 1, 0.5, 0, 0]
-    # baseline mean a(k<=4) = 5/6; threshold 5/12; first k below: 7
-    assert capacity_k(a, levels) == 7
-    assert np.isnan(capacity_k(np.ones(7), levels))
-
-
 def test_binary_count_path_of_pairwise_kappa_equals_the_generic_kappa_bit_for_bit():
     """Issue 12: 0/1 inputs take a count path in kappa_pairwise_mean and pairwise_ceiling;
     it must give kappa()'s float64 values exactly (undefined pairs, all-null draws included)."""
@@ -134,3 +82,201 @@ def test_binary_count_path_of_pairwise_kappa_equals_the_generic_kappa_bit_for_bi
     # non-binary input (panel accuracy) still goes through kappa()
     p = obs.mean(0)
     assert np.array_equal(ec.kappa_pairwise_mean(m, p[None], valid), ec.kappa(m, p, valid), equal_nan=True)
+
+
+def test_kappa_just_below_ceiling_is_defined():
+    # n = 400000, both sides wrong only on trial 0: p = 1 - 1/n, c_exp = 1 - 2/n + 2/n^2
+    # (about 1 - 5e-6, not within 1e-12 of 1), c_obs = 1 -> kappa = 1
+    n = 400_000
+    m = np.ones(n)
+    m[0] = 0
+    assert kappa(m, m.copy()) == pytest.approx(1.0)
+
+
+def test_kappa_undefined_within_atol_1e12():
+    # m always right; h = panel accuracy [1 - 1e-12, 1] -> c_exp = p_h = 1 - 5e-13:
+    # within atol 1e-12 of 1, so undefined (NaN)
+    assert np.isnan(kappa(np.ones(2), np.array([1 - 1e-12, 1.0])))
+    # h = [1 - 1e-10, 1] -> c_exp = 1 - 5e-11 (outside atol), c_obs = c_exp -> kappa = 0
+    assert kappa(np.ones(2), np.array([1 - 1e-10, 1.0])) == pytest.approx(0.0, abs=1e-6)
+
+
+def test_kappa_pairwise_mean_honours_valid():
+    # valid = first two trials: m=[1,0], each observer [1,0] -> kappa 1 on the valid part;
+    # the invalid trials (m=1, obs=0) would pull kappa below 1 if counted
+    m = np.array([1, 0, 1, 1])
+    obs = np.array([[1, 0, 0, 0], [1, 0, 0, 0]])
+    valid = np.array([True, True, False, False])
+    assert kappa_pairwise_mean(m, obs, valid) == pytest.approx(1.0)
+
+
+def test_kappa_gathering_forms_equal_eq2_by_hand(panel):
+    m, obs, valid, _ = panel
+    for r in range(3):
+        assert ec.kappa(m[r], obs[0], valid[r]) == pytest.approx(kappa_by_hand(m[r], obs[0], valid[r]), nan_ok=True)
+        want = pairwise_mean_by_hand(m[r], obs, valid[r])
+        assert ec.kappa_pairwise_mean(m[r], obs, valid[r]) == pytest.approx(want, abs=1e-12, nan_ok=True)
+    pairs = ec.pairwise_ceiling(obs)
+    want = [kappa_by_hand(obs[i], obs[j]) for i in range(4) for j in range(i + 1, 4)]
+    np.testing.assert_allclose(pairs, want, atol=1e-12)
+    loo = ec.leave_one_out_ceiling(obs)
+    for j in range(4):
+        others = (obs.sum(0) - obs[j]) / 3
+        assert loo[j] == pytest.approx(kappa_by_hand(obs[j], others), abs=1e-12)
+
+
+def test_kappa_count_forms_equal_the_gathering_form_bit_for_bit(panel):
+    m, obs, valid, idx = panel
+    w = bs.resample_counts(idx)
+    kp = ec.kappa_pairwise_counts(w, m, obs, valid)
+    assert kp.shape == (D, 3)
+    pc = ec.pairwise_ceiling_counts(w, obs)
+    assert pc.shape == (6, D)
+    for d in (0, 1, D - 1):
+        g = idx[d]
+        for r in range(3):
+            assert_same(kp[d, r], ec.kappa_pairwise_mean(m[r][g], obs[:, g], valid[r][g]))
+        assert_same(pc[:, d], ec.pairwise_ceiling(obs[:, g]))
+    assert np.isnan(kp[:, 2]).all()
+    for r, v in ((0, None), (1, valid[1]), (2, valid[2])):  # every draw at once, also without a mask
+        got = ec.kappa_pairwise_counts(w, m[r][None], obs, (np.ones(N, bool) if v is None else v)[None])[:, 0]
+        assert_same(got, ec.kappa_pairwise_mean(m[r][idx], obs[:, idx], None if v is None else v[idx]))
+    # batched gathering forms (leading draw axis) equal one draw at a time
+    assert_same(ec.pairwise_ceiling(obs[:, idx])[:, 3], ec.pairwise_ceiling(obs[:, idx[3]]))
+
+
+def test_kappa_counts_aggregate_and_pairwise(panel):
+    m, obs, valid, idx = panel
+    w = bs.resample_counts(idx)
+    p = obs.mean(0)  # panel accuracy: the aggregate form's human side, non-integer
+    agg = ec.kappa_counts(w, m, p, valid)
+    pw = ec.kappa_counts(w, m, np.stack([obs[0]] * 3), valid)  # one observer per respondent
+    assert agg.shape == pw.shape == (D, 3)
+    for d in (0, 7):
+        g = idx[d]
+        for r in range(2):
+            assert agg[d, r] == pytest.approx(ec.kappa(m[r][g], p[g], valid[r][g]), abs=1e-12)
+            assert agg[d, r] == pytest.approx(kappa_by_hand(m[r][g], p[g], valid[r][g]), abs=1e-12)
+            assert_same(pw[d, r], ec.kappa(m[r][g], obs[0][g], valid[r][g]))
+    assert np.isnan(agg[:, 2]).all() and np.isnan(pw[:, 2]).all()
+    # c_exp == 1 (model and human always right): undefined, NaN, never 1.0
+    ones = np.ones((1, N))
+    assert np.isnan(ec.kappa_counts(w, ones, ones[0], np.ones((1, N), bool))).all()
+
+
+def test_pairwise_mean_non_binary_input_goes_through_kappa_binary_never_does(panel, monkeypatch):
+    m, obs, valid, idx = panel
+    calls = []
+    real = ec.kappa
+    monkeypatch.setattr(ec, "kappa", lambda *a: calls.append(1) or real(*a))
+    g = idx[4]
+    ec.kappa_pairwise_mean(m[1][g], obs[:, g], valid[1][g])
+    assert calls == []  # 0/1 input: the count path (sums then kappa_from_sums), no (J, n) temporaries
+    half = obs.copy()
+    half[0, :3] = 0.5  # not 0/1: the gathering form, valid mask and all
+    got = ec.kappa_pairwise_mean(m[1][g], half[:, g], valid[1][g])
+    assert calls == [1]
+    mh = m[1].copy()
+    mh[2] = 0.5  # a non-0/1 model side alone also does
+    ec.kappa_pairwise_mean(mh[g], obs[:, g], None)
+    assert calls == [1, 1]
+    assert got == pytest.approx(pairwise_mean_by_hand(m[1][g], half[:, g], valid[1][g]), abs=1e-12)
+
+
+def test_one_observer_leave_one_out_is_nan_without_warnings():
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a J = 1 panel has no "others": NaN is the answer, not a warning
+        assert np.isnan(ec.leave_one_out_ceiling(np.array([[1.0, 0.0, 1.0]]))).all()
+
+
+def test_pairwise_mean_count_path_for_0_1_input(panel, monkeypatch):
+    m, obs, valid, idx = panel
+    calls = []
+    real = ec.kappa
+    monkeypatch.setattr(ec, "kappa", lambda *a: calls.append(1) or real(*a))
+    ec.kappa_pairwise_mean(m[1], obs, valid[1])
+    ec.kappa_pairwise_mean(m[0][idx], obs[:, idx], None)  # a leading draw axis: still the count path
+    assert calls == []
+    half = obs.copy()
+    half[1, 0] = 0.5  # not 0/1: kappa itself
+    got = ec.kappa_pairwise_mean(m[1], half, valid[1])
+    assert calls == [1] and got == pytest.approx(pairwise_mean_by_hand(m[1], half, valid[1]), abs=1e-12)
+
+
+def test_kappa_counts_c_exp_within_1e_12_of_one_is_undefined():
+    # model always right, panel accuracy 1 - 1e-13 everywhere: c_obs = c_exp = 1 - 1e-13, so the
+    # formula gives 0 / 1e-13 = 0, but c_exp is within 1e-12 of 1: undefined (Eq. 2 has no meaning)
+    n = 6
+    w = bs.resample_counts(bs.resample_indices(n, 3, seed=0))
+    h = np.full(n, 1 - 1e-13)
+    got = ec.kappa_counts(w, np.ones((1, n)), h, np.ones((1, n), bool))
+    assert np.isnan(got).all()
+    assert np.isnan(ec.kappa(np.ones(n), h))  # the gathering form agrees
+
+
+def test_one_valid_trial_on_the_count_path():
+    # one valid trial, model right, observer wrong: c_obs = 0, p_m = 1, p_h = 0, c_exp = 0 -> kappa 0
+    # (a draw can leave a respondent one parseable trial; it is scored, not NaN, and not halved)
+    m = np.array([1.0, 0.0, 1.0])
+    obs = np.array([[0.0, 1.0, 1.0]])
+    valid = np.array([True, False, False])
+    assert kappa_by_hand(m, obs[0], valid) == 0.0
+    assert ec.kappa_pairwise_mean(m, obs, valid) == 0.0
+    w = np.ones((1, 3), np.float32)
+    assert ec.kappa_pairwise_counts(w, m[None], obs, valid[None])[0, 0] == 0.0
+    assert ec.kappa_counts(w, m[None], obs[0], valid[None])[0, 0] == 0.0
+
+
+@pytest.mark.parametrize("gap", [1e-6, 1e-10])
+def test_c_exp_near_but_not_within_1e_12_of_one_is_defined(gap):
+    # model always right, panel accuracy 1 - gap: c_obs = c_exp = 1 - gap -> kappa = 0 / gap = 0;
+    # only |c_exp - 1| <= 1e-12 (absolute, no relative tolerance) is undefined
+    n = 4
+    h = np.full(n, 1 - gap)
+    w = np.ones((1, n), np.float32)
+    assert ec.kappa_counts(w, np.ones((1, n)), h, np.ones((1, n), bool))[0, 0] == 0.0
+    assert ec.kappa(np.ones(n), h) == 0.0
+
+
+def test_pairwise_ceiling_of_non_0_1_observers_is_kappa_itself(monkeypatch):
+    obs = np.array([[1.0, 0.5, 0.0, 1.0], [0.0, 1.0, 1.0, 1.0], [1.0, 1.0, 0.0, 0.0]])
+    calls = []
+    real = ec.kappa
+    monkeypatch.setattr(ec, "kappa", lambda *a: calls.append(1) or real(*a))
+    got = ec.pairwise_ceiling(obs)
+    assert calls == [1]
+    want = [kappa_by_hand(obs[i], obs[j]) for i, j in ((0, 1), (0, 2), (1, 2))]
+    np.testing.assert_allclose(got, want, atol=1e-12)
+    ec.pairwise_ceiling((obs > 0.6).astype(float))  # 0/1: the count path
+    assert calls == [1]
+
+
+@SETTINGS
+@given(binary)
+def test_kappa_is_symmetric_in_its_two_respondents(pair):
+    a, b = pair
+    ka, kb = kappa(a, b), kappa(b, a)
+    assert (np.isnan(ka) and np.isnan(kb)) or abs(ka - kb) < 1e-12
+
+
+@SETTINGS
+@given(binary, st.randoms(use_true_random=False))
+def test_scores_do_not_depend_on_stimulus_order(pair, rnd):
+    a, b = pair
+    perm = np.array(rnd.sample(range(len(a)), len(a)))
+    k0, k1 = kappa(a, b), kappa(a[perm], b[perm])
+    assert (np.isnan(k0) and np.isnan(k1)) or abs(k0 - k1) < 1e-12
+    valid = np.ones(len(a), bool)
+    assert agreement_b(a == b, valid) == agreement_b((a == b)[perm], valid)
+
+
+@SETTINGS
+@given(st.integers(3, 40).flatmap(lambda n: st.tuples(
+    st.integers(0, 2 ** 16), arrays(np.int8, (3, n), elements=st.integers(0, 1)))))
+def test_pairwise_ceiling_is_bounded(seed_obs):
+    _, obs = seed_obs
+    pw = pairwise_ceiling(obs.astype(float))
+    finite = pw[np.isfinite(pw)]
+    assert ((finite <= 1 + 1e-12) & (finite >= -1 - 1e-12)).all()

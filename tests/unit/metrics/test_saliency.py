@@ -211,3 +211,140 @@ def test_bad_truths():
         sm.score_multilabel([{"Color"}], [{"Color"}, {"Size"}], CATS)
     with pytest.raises(ValueError, match="string"):
         sm.score_multilabel(["Color"], [{"Color"}], CATS)
+
+
+SAL_CATS = ("Color", "Shape", "Size")
+
+
+def test_encode_sets_counts_every_extra_label_and_keeps_int64():
+    # two labels outside the categories -> extra = 2 (not 1); dtype int64 as documented
+    P, T, extra, null = sm.encode_sets([{"Color", "Pattern", "Stripe"}, None], [{"Color"}, {"Size"}], SAL_CATS)
+    assert extra.tolist() == [2, 0] and extra.dtype == np.int64
+    assert null.tolist() == [False, True]
+    assert P.tolist() == [[True, False, False], [False, False, False]]
+    assert T.tolist() == [[True, False, False], [False, False, True]]
+
+
+def test_sample_f1_counts_extra_labels_in_the_denominator():
+    # P = {Color, Pattern, Stripe}, T = {Color}: 2*|P&T| / (|P| + |T|) = 2*1 / (3 + 1) = 0.5
+    s = sm.score_multilabel([{"Color", "Pattern", "Stripe"}], [{"Color"}], SAL_CATS, n_boot=0)
+    assert s.sample_f1 == pytest.approx(0.5)
+
+
+@pytest.mark.parametrize("cats", [(), ("Color", "Color")])
+def test_encode_sets_rejects_empty_or_duplicate_categories(cats):
+    # either condition alone is an error (the rule is "or")
+    with pytest.raises(ValueError, match=r"^categories must be non-empty and unique, got "):
+        sm.encode_sets([{"Color"}], [{"Color"}], cats)
+
+
+def test_encode_sets_names_the_offending_position():
+    with pytest.raises(ValueError, match=r"^truths\[1\] must be a collection of labels, not the string 'Size'$"):
+        sm.encode_sets([{"Color"}, {"Size"}], [{"Color"}, "Size"], SAL_CATS)
+    with pytest.raises(ValueError, match=r"^preds\[1\] must be a collection of labels, not the string 'Size'$"):
+        sm.encode_sets([{"Color"}, "Size"], [{"Color"}, {"Size"}], SAL_CATS)
+
+
+def test_per_stimulus_empty_row_scores_zero_sample_f1():
+    # a row with nothing predicted and nothing true: denominator 0 -> sample F1 0 (not 1)
+    P = np.zeros((1, 3), bool)
+    *_, sf1 = sm._per_stimulus(P, P.copy(), np.zeros(1, np.int64))
+    assert sf1.tolist() == [0.0]
+
+
+def test_mean_f1_defined_is_nan_when_no_category_is_defined():
+    # no defined F1 -> k = 0 -> NaN (not 0/1 = 0)
+    assert math.isnan(float(sm._mean_f1(np.array([np.nan, np.nan]))))
+    assert float(sm._mean_f1(np.array([np.nan, 0.5]))) == pytest.approx(0.5)
+
+
+def test_undefined_f1_zero_reports_zero_and_keeps_every_draw():
+    # Size never true nor predicted: F1 undefined -> reported 0 under "zero"; every draw also 0, none dropped
+    preds, truths = [{"Color"}, {"Shape"}, {"Color"}], [{"Color"}, {"Shape"}, {"Shape"}]
+    s = sm.score_multilabel(preds, truths, SAL_CATS, n_boot=50, seed=3, undefined_f1="zero")
+    assert s.category_f1["Size"] == 0.0
+    r = s.ci["f1:Size"]
+    assert (r.low, r.high, r.n_dropped) == (0.0, 0.0, 0)
+    # the NaN convention drops all 50 draws
+    assert s.ci["mean_f1_defined"].n_dropped == 0
+    n = sm.score_multilabel(preds, truths, SAL_CATS, n_boot=50, seed=3)
+    assert math.isnan(n.category_f1["Size"]) and n.ci["f1:Size"].n_dropped == 50
+
+
+def test_ci_level_bounds_are_open():
+    # ci_level must lie in the open interval (0, 1): both ends are errors
+    for bad in (0, 1):
+        with pytest.raises(ValueError, match=rf"^ci_level must lie in \(0, 1\), got {bad}$"):
+            sm.score_multilabel([{"Color"}], [{"Color"}], SAL_CATS, ci_level=bad)
+
+
+def test_defaults_and_settings_are_recorded():
+    s = sm.score_multilabel([{"Color"}, {"Size"}], [{"Color"}, {"Shape"}], SAL_CATS)
+    # documented defaults: n_boot 1000, seed 0, ci_level 0.95, null "exclude"
+    assert (s.n_boot, s.seed, s.ci_level, s.null_convention, s.categories) == (1000, 0, 0.95, "exclude", SAL_CATS)
+    assert s.ci["exact_match"].seed == 0 and s.ci["exact_match"].n_draws == 1000
+    t = sm.score_multilabel([{"Color"}, {"Size"}], [{"Color"}, {"Shape"}], SAL_CATS, null="empty", n_boot=20,
+                            seed=7, ci_level=0.5)
+    assert (t.n_boot, t.seed, t.ci_level, t.null_convention) == (20, 7, 0.5, "empty")
+    assert {r.seed for r in t.ci.values()} == {7}
+
+
+def test_no_scorable_trials_result_fields():
+    s = sm.score_multilabel([None], [{"Color"}], SAL_CATS, null="exclude", n_boot=5, seed=2, ci_level=0.9)
+    assert s.categories == SAL_CATS and s.null_convention == "exclude"
+    assert (s.n, s.n_null, s.n_boot, s.seed, s.ci_level) == (0, 1, 5, 2, 0.9)
+    assert all(math.isnan(x) for x in (s.exact_match, s.mean_f1, s.sample_f1, s.mean_f1_defined))
+    assert list(s.category_f1) == list(SAL_CATS) and all(math.isnan(v) for v in s.category_f1.values())
+    assert s.category_counts == {c: (0, 0, 0) for c in SAL_CATS}
+    assert s.notes == ("no scorable trials (all responses null or no trials)",)
+    r = s.ci["f1:Size"]
+    assert math.isnan(r.estimate) and math.isnan(r.low) and math.isnan(r.high)
+    assert (r.n_draws, r.n_dropped, r.seed) == (5, 5, 2)
+
+
+def test_no_interval_without_draws_has_nan_bounds_and_counts():
+    # n_boot = 0: estimate kept, low/high NaN, n_draws = n_dropped = 0; no note
+    s = sm.score_multilabel([{"Color"}, {"Size"}], [{"Color"}, {"Size"}], SAL_CATS, n_boot=0, seed=4)
+    r = s.ci["exact_match"]
+    assert r.estimate == 1.0 and math.isnan(r.low) and math.isnan(r.high)
+    assert (r.n_draws, r.n_dropped, r.seed) == (0, 0, 4)
+    assert s.notes == ("F1 of Shape undefined: category neither true nor predicted in these trials "
+                       "(counted as 0 in mean_f1, skipped in mean_f1_defined)",)
+
+
+@pytest.mark.parametrize("n_boot,expect_note", [(0, False), (1, True), (2, True)])
+def test_single_trial_note_only_when_draws_were_asked(n_boot, expect_note):
+    # n = 1 < 2: no interval; the note is written iff n_boot > 0 (boundary n_boot = 0, 1)
+    s = sm.score_multilabel([{"Color"}], [{"Color"}], ("Color",), n_boot=n_boot)
+    assert s.notes == ((f"no bootstrap interval: only n=1 scorable trial(s)",) if expect_note else ())
+
+
+@pytest.mark.parametrize("n_boot", [1, 2])
+def test_two_trials_and_one_draw_give_an_interval(n_boot):
+    # boundaries n = 2 and n_boot = 1: an interval is computed (finite low/high, no note)
+    s = sm.score_multilabel([{"Color"}, {"Color"}], [{"Color"}, {"Color"}], ("Color",), n_boot=n_boot, seed=0)
+    r = s.ci["exact_match"]
+    assert (r.low, r.high, r.n_draws, r.n_dropped) == (1.0, 1.0, n_boot, 0)
+    assert s.notes == ()
+
+
+def test_sample_f1_interval_is_per_draw():
+    # per-stimulus sample F1 is 1 or 0; 200 draws over 4 stimuli: the 95 % interval must spread (low < high)
+    s = sm.score_multilabel([{"Color"}, {"Size"}, {"Color"}, {"Size"}], [{"Color"}] * 4, ("Color", "Size"),
+                            n_boot=200, seed=1)
+    r = s.ci["sample_f1"]
+    assert r.estimate == 0.5 and r.low < 0.5 < r.high
+
+
+def test_score_both_conventions_passes_settings_and_fixes_null():
+    both = sm.score_both_conventions([{"Color"}, None], [{"Color"}, {"Size"}], SAL_CATS, n_boot=0, seed=9)
+    ex, em = both["nulls_excluded"], both["nulls_as_empty"]
+    assert (ex.null_convention, ex.n, ex.n_boot, ex.seed) == ("exclude", 1, 0, 9)
+    assert (em.null_convention, em.n, em.n_boot, em.seed) == ("empty", 2, 0, 9)
+    with pytest.raises(ValueError, match=r"^score_both_conventions sets `null` itself; do not pass it$"):
+        sm.score_both_conventions([{"Color"}], [{"Color"}], SAL_CATS, null="empty")
+
+
+def test_score_by_group_length_message():
+    with pytest.raises(ValueError, match=r"^groups and preds differ in length: 1 != 2$"):
+        sm.score_by_group([{"Color"}, {"Size"}], [{"Color"}, {"Size"}], ["a"], SAL_CATS)

@@ -202,3 +202,13 @@ def test_two_tasks_of_one_benchmark_are_not_mixed():
     assert sorted(r.task_id for r in margins) == ["vsi.bench@limit=40", "vsi.bench@sigma=20"]
     keys = [(r.task_id, r.model, r.metric) for r in rows]
     assert len(keys) == len(set(keys))
+
+
+def test_signal_table_says_no_parseable_answers_not_zero_errors():
+    """Before: 'idef ... 0 errors < 5' when all 40 answers were null."""
+    import numpy as np
+
+    from perceptbench.metrics.vsi_analysis import class_check
+
+    assert class_check(np.zeros(0, bool)).startswith("no parseable answers")
+    assert class_check(np.zeros(40, bool)) == "0 errors < 5"  # 40 parsed, all correct: a real count

@@ -3,10 +3,7 @@ on a local server that is not running."""
 
 import json
 import logging
-import os
 import socket
-import subprocess
-import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -15,6 +12,8 @@ import pytest
 from perceptbench.models.api import APIError, OpenAICompatibleVLM
 from perceptbench.models.base import ModelLoadError, VLMRequest
 from perceptbench.models.registry import load_model
+
+from helpers.cli import cli
 
 FAST = dict(backoff_initial=0.01, backoff_max=0.05, retry_after_max=0.2)
 
@@ -29,10 +28,8 @@ def test_openai_without_key_names_openai_and_its_variable(monkeypatch):
 
 
 def test_openai_without_key_on_the_cli_writes_nothing(tmp_path, mirror):
-    env = {k: v for k, v in os.environ.items() if k != "OPENAI_API_KEY"}
-    p = subprocess.run([sys.executable, "-m", "perceptbench.cli", "run", "--out", str(tmp_path / "r"), "--model",
-                        "openai:gpt-4o-mini", "--task", "similarity.chart.mark_color", "--no-progress"],
-                       capture_output=True, text=True, env={**env, "COLUMNS": "300"})
+    p = cli("run", "--out", str(tmp_path / "r"), "--model", "openai:gpt-4o-mini", "--task",
+            "similarity.chart.mark_color", "--no-progress", env={"OPENAI_API_KEY": None}, columns=300)
     assert p.returncode == 2 and "OPENAI_API_KEY" in p.stdout and "openai-compatible" not in p.stdout
     assert not (tmp_path / "r").exists()
 

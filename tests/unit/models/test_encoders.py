@@ -480,3 +480,24 @@ def test_openclip_errors(tmp_path, offline_hub):
         OpenCLIPEncoder("local-dir:" + str(empty))
     with pytest.raises(ValueError):
         OpenCLIPEncoder("local-dir:" + str(empty), pretrained="openai")
+
+
+def test_loading_a_hf_model_prints_no_progress_bar_or_info_log(tmp_path, capfd):
+    """Before: transformers' 'Loading weights: 100%|...' bar leaked into `perceptbench run`'s output."""
+    pytest.importorskip("torch")
+    import transformers.utils.logging as tl
+
+    from perceptbench.models.registry import load_model
+    from perceptbench.testing.tiny_encoders import build_tiny_clip
+
+    d = build_tiny_clip(tmp_path / "tiny-clip")
+    capfd.readouterr()
+    before = (tl.get_verbosity(), tl.is_progress_bar_enabled())
+    tl.set_verbosity_info()
+    try:
+        load_model(f"hf:{d}")
+        out, err = capfd.readouterr()
+        assert "Loading weights" not in out + err and "loading weights file" not in (out + err).lower()
+        assert tl.get_verbosity() == 20 and tl.is_progress_bar_enabled()  # restored afterwards
+    finally:
+        tl.set_verbosity(before[0])

@@ -95,3 +95,31 @@ def test_timm_local_weights_file_in_the_spec(tmp_path, mirror):
     assert len(recs) == 120 and recs[0].run_meta.model_version == enc.model_version
     with pytest.raises(ModelLoadError, match="no such weights file"):
         load_model(f"timm:test_vit@{tmp_path}/missing.pth")
+
+
+@pytest.fixture
+def empty_online_hf_cache(monkeypatch, tmp_path):
+    import huggingface_hub.constants as c
+
+    cache = tmp_path / "hf"
+    cache.mkdir()
+    monkeypatch.setattr(c, "HF_HUB_CACHE", str(cache))
+    monkeypatch.setenv("HF_HUB_CACHE", str(cache))
+    monkeypatch.setattr(c, "HF_HUB_OFFLINE", False)
+    return cache
+
+
+def test_hf_offline_fails_at_once_naming_why(empty_online_hf_cache, monkeypatch):
+    """Before: 5 'Retrying in 8s' lines, 46 s, then a generic error."""
+    pytest.importorskip("transformers")
+    from perceptbench.models.base import ModelLoadError
+    from perceptbench.models.registry import load_model
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    with pytest.raises(ModelLoadError, match="HF_HUB_OFFLINE is set") as e:
+        load_model("hf:openai/clip-vit-base-patch32")
+    assert "--model hf:/path/to/model" in str(e.value)
+    monkeypatch.delenv("HF_HUB_OFFLINE")
+    monkeypatch.setenv("HF_ENDPOINT", "http://127.0.0.1:9")  # nothing listens on the discard port
+    with pytest.raises(ModelLoadError, match="127.0.0.1:9 is not reachable"):
+        load_model("hf:openai/clip-vit-base-patch32")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 
@@ -10,7 +11,7 @@ import pytest
 from PIL import Image
 
 from perceptbench.models.base import VLM, VLMRequest
-from perceptbench.models.response_cache import CachedVLM, ResponseCache, image_sha256
+from perceptbench.models.response_cache import CachedVLM, ResponseCache, StaleCacheError, canonical_json, image_sha256
 
 
 class CountingVLM:
@@ -171,3 +172,202 @@ def test_with_a_real_tiny_vlm(tmp_path):
     b = c2.generate(reqs)
     assert a == b and c2.calls == 0 and c2.hits == 4
     assert c2.model_version == c1.inner.model_version
+
+
+class _ScriptedVLM:
+    """Answers ``answer(prompt)``; records every generate call's (prompts, batch_size)."""
+
+    name = "scripted"
+    family = "api"
+    supports_multi_image = False
+
+    def __init__(self, answer=lambda p: f"ans:{p}", verify=False):
+        self.model_version = "scripted@1"
+        self.generation_settings = {"temperature": 0}
+        self.answer = answer
+        self.verify_cache_hits = verify
+        self.batches: list[tuple[list[str], int]] = []
+
+    def generate(self, requests, batch_size=8):
+        self.batches.append(([r.prompt for r in requests], batch_size))
+        out = self.answer(requests[0].prompt) if len(requests) == 1 else None
+        return out if isinstance(out, list) else [self.answer(r.prompt) for r in requests]
+
+    def next_token_distribution(self, image, prompt, top_k=None):
+        return ("dist", image, prompt, top_k)
+
+
+def _req(i):
+    return VLMRequest(images=(Image.new("RGB", (4, 4), (i, 0, 0)),), prompt=f"p{i}")
+
+
+def test_cache_repr_mode_check_and_passthrough(tmp_path):
+    cache = ResponseCache(tmp_path)
+    assert repr(cache) == f"ResponseCache({str(tmp_path)!r})"
+    with pytest.raises(ValueError, match=r"^cache mode 'x' not in \('use', 'refresh', 'off'\)$"):
+        CachedVLM(_ScriptedVLM(), cache, mode="x")
+    c = CachedVLM(_ScriptedVLM(), cache)
+    assert (c.calls, c.hits, c.verified) == (0, 0, 0)
+    from perceptbench.models.base import FirstTokenDistribution
+
+    assert isinstance(c, FirstTokenDistribution)  # declared by the inner model, so by the wrapper
+
+
+@pytest.mark.parametrize("chunk_size", [0, 1])
+def test_chunk_size_floor_is_one(tmp_path, chunk_size):
+    # chunk_size 0 or 1 -> one request per inner call; 3 misses -> 3 calls, default batch size 8 passed on
+    inner = _ScriptedVLM()
+    c = CachedVLM(inner, ResponseCache(tmp_path), chunk_size=chunk_size)
+    assert c.generate([_req(1), _req(2), _req(3)]) == ["ans:p1", "ans:p2", "ans:p3"]
+    assert inner.batches == [(["p1"], 8), (["p2"], 8), (["p3"], 8)]
+
+
+def test_key_for_request_uses_given_hashes(tmp_path):
+    c = CachedVLM(_ScriptedVLM(), ResponseCache(tmp_path))
+    r = _req(1)
+    given = ["ab" * 32]
+    assert c.key_for_request(r, given) == c.cache.key_for("scripted@1", "p1", given, c.request_settings(r))
+    assert c.key_for_request(r, given) != c.key_for_request(r)
+    with pytest.raises(ValueError, match="^one sha256 per attached image is required$"):
+        c.key_for_request(r, [])
+
+
+def test_verify_first_hit_once(tmp_path):
+    CachedVLM(_ScriptedVLM(), ResponseCache(tmp_path)).generate([_req(1), _req(2)])
+    inner = _ScriptedVLM(verify=True)
+    c = CachedVLM(inner, ResponseCache(tmp_path))
+    # both answers from the cache; the first hit (p1) is re-asked live once, alone, batch size 1
+    assert c.generate([_req(1), _req(2)]) == ["ans:p1", "ans:p2"]
+    assert (c.hits, c.calls, c.verified) == (2, 1, 1) and inner.batches == [(["p1"], 1)]
+    c.generate([_req(2)])
+    assert (c.hits, c.calls, c.verified) == (3, 1, 1)  # verified already: no second live call
+
+
+LONG = "x" * 45
+
+
+@pytest.mark.parametrize("live,now", [
+    (lambda p: "y" * 45, "y" * 40),   # a different answer
+    (lambda p: [], ""),               # no answer at all
+    (lambda p: [LONG, LONG], LONG[:40]),  # two answers for one request
+])
+def test_verify_mismatch_raises_stale(tmp_path, live, now):
+    CachedVLM(_ScriptedVLM(answer=lambda p: LONG), ResponseCache(tmp_path)).generate([_req(1)])
+    c = CachedVLM(_ScriptedVLM(answer=live, verify=True), ResponseCache(tmp_path))
+    msg = (f"scripted: a cached answer differs from what scripted@1 answers now (cached {LONG[:40]!r}, "
+           f"now {now!r}): the model behind this name changed (or it is not deterministic); rerun with "
+           "--refresh-cache, or pin the version (URL#MODEL@VERSION)")
+    with pytest.raises(StaleCacheError) as e:
+        c.generate([_req(1)])
+    assert str(e.value) == msg
+
+
+def test_canonical_json_exact_form():
+    # sorted keys, no spaces, non-ASCII kept, NaN refused
+    assert canonical_json({"b": 1, "a": "é", "c": [1, 2.5]}) == '{"a":"é","b":1,"c":[1,2.5]}'
+    with pytest.raises(ValueError):
+        canonical_json({"x": float("nan")})
+
+
+def test_image_sha256_by_hand():
+    im = Image.new("RGB", (2, 1), (1, 2, 3))
+    # sha256(b"RGB:2x1:" + raw pixel bytes), perceptbench.seeding.image_sha256
+    assert image_sha256(im) == hashlib.sha256(b"RGB:2x1:" + bytes([1, 2, 3, 1, 2, 3])).hexdigest()
+    assert image_sha256(im.convert("RGBA")) != image_sha256(im)  # the mode is hashed
+
+
+def test_key_and_path_by_hand(tmp_path):
+    cache = ResponseCache(tmp_path / "a" / "b")  # nested folders are created
+    payload = {"schema": 1, "model_version": "v", "prompt_sha256": hashlib.sha256(b"p").hexdigest(),
+               "image_sha256s": ["s"], "generation_settings": {"t": 0}}
+    key = hashlib.sha256(canonical_json(payload).encode()).hexdigest()
+    assert ResponseCache.key_for("v", "p", ["s"], {"t": 0}) == key
+    assert cache.path_for(key) == tmp_path / "a" / "b" / key[:2] / f"{key}.json"
+    for bad in (key[:63], "X" * 64, key[:63] + "g"):
+        with pytest.raises(ValueError, match=rf"^not a cache key \(64 lowercase hex chars\): {bad!r}$"):
+            cache.path_for(bad)
+    with pytest.raises(TypeError, match="^text must be str, got int$"):
+        cache.put(key, 5)
+
+
+def test_put_recreates_a_removed_directory_and_replaces_from_a_hidden_sibling(tmp_path, monkeypatch):
+    import shutil
+
+    cache = ResponseCache(tmp_path / "c")
+    shutil.rmtree(tmp_path / "c")  # removed after construction: put creates it again
+    key = "ab" * 32
+    real_replace = os.replace
+    seen = []
+
+    def replace(src, dst):
+        # atomic publish: the temporary file is a hidden sibling of the entry
+        seen.append((os.path.dirname(src) == os.path.dirname(dst), os.path.basename(src).startswith(".")))
+        real_replace(src, dst)
+
+    monkeypatch.setattr(os, "replace", replace)
+    cache.put(key, "hello")
+    assert seen == [(True, True)] and cache.get(key) == "hello"
+
+
+def test_put_failure_removes_the_temporary_file(tmp_path, monkeypatch):
+    cache = ResponseCache(tmp_path)
+
+    def boom(fd):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(os, "fsync", boom)
+    with pytest.raises(OSError, match="^disk full$"):
+        cache.put("cd" * 32, "x")
+    monkeypatch.undo()
+    assert list((tmp_path / "cd").iterdir()) == []
+
+
+def test_generate_modes_meta_and_given_hashes(tmp_path):
+    from perceptbench.models.response_cache import StaleCacheError  # noqa: F401  (module import check)
+
+    inner = _ScriptedVLM()
+    c = CachedVLM(inner, ResponseCache(tmp_path))
+    # two distinct misses in one chunk each get their own answer; batch size passed on
+    assert c.generate([_req(1), _req(2)], batch_size=3) == ["ans:p1", "ans:p2"]
+    assert inner.batches == [(["p1", "p2"], 3)]
+    e = c.cache.get_entry(c.key_for_request(_req(1)))
+    assert e["meta"] == {"model": "scripted", "model_version": "scripted@1",
+                         "prompt_sha256": hashlib.sha256(b"p1").hexdigest(),
+                         "generation_settings": {"temperature": 0, "request_max_new_tokens": 40}}
+    # given stimulus hashes are the key
+    c.generate([_req(3)], image_sha256s=[["ef" * 32]])
+    assert c.key_for_request(_req(3), ["ef" * 32]) in c.cache
+    assert c.key_for_request(_req(3)) not in c.cache
+    with pytest.raises(ValueError, match="^image_sha256s must have one entry per request$"):
+        c.generate([_req(3)], image_sha256s=[])
+    # refresh: the cached answer is not read, the new one overwrites it
+    r = CachedVLM(_ScriptedVLM(answer=lambda p: "new"), ResponseCache(tmp_path), mode="refresh")
+    assert r.generate([_req(1)]) == ["new"] and r.hits == 0 and c.cache.get(c.key_for_request(_req(1))) == "new"
+
+
+def test_generate_off_mode_writes_nothing(tmp_path):
+    inner = _ScriptedVLM()
+    c = CachedVLM(inner, ResponseCache(tmp_path / "off"), mode="off")
+    # the same request twice: asked once, both slots filled; nothing stored
+    assert c.generate([_req(1), _req(1), _req(2)]) == ["ans:p1", "ans:p1", "ans:p2"]
+    assert inner.batches == [(["p1", "p2"], 8)] and c.calls == 2
+    assert list((tmp_path / "off").iterdir()) == []
+
+
+def test_generate_counts_and_verification_edge_cases(tmp_path):
+    inner = _ScriptedVLM(verify=True)
+    c = CachedVLM(inner, ResponseCache(tmp_path))
+    # verification wanted but nothing cached yet: no live re-ask
+    assert c.generate([_req(1)]) == ["ans:p1"] and (c.calls, c.verified) == (1, 0)
+    # now a hit: re-asked live once; calls counts on from 1 to 2
+    assert c.generate([_req(1)]) == ["ans:p1"] and (c.calls, c.hits, c.verified) == (2, 1, 1)
+    bad = CachedVLM(_ScriptedVLM(answer=lambda p: ["a", "b"]), ResponseCache(tmp_path / "b"))
+    with pytest.raises(RuntimeError, match="^inner model returned 2 answers for 1 requests$"):
+        bad.generate([_req(5)])
+
+
+def test_default_chunk_is_64_requests(tmp_path):
+    # 65 distinct misses with the default chunk size 64 -> two inner calls of 64 and 1
+    inner = _ScriptedVLM()
+    CachedVLM(inner, ResponseCache(tmp_path), mode="off").generate([_req(i) for i in range(65)])
+    assert [len(p) for p, _ in inner.batches] == [64, 1]

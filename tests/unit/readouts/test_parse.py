@@ -6,7 +6,9 @@ of open and closed VLMs to the four verbatim prompts of appendix B.
 """
 
 import pytest
+from hypothesis import given, settings, strategies as st
 
+from perceptbench.readouts.multilabel import parse_features
 from perceptbench.readouts.parse import ParseResult, parse_choice
 
 OOO = (1, 2, 3)  # mark-color and object odd-one-out
@@ -350,3 +352,13 @@ def test_unicode_premises_of_the_digit_rules():
             if ch.isdecimal():
                 assert name.count("DIGIT") == 1, (hex(cp), name)
             assert unicodedata.numeric(ch, None) is not None, hex(cp)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.text())
+def test_parsers_never_raise_on_arbitrary_text(text):
+    res = parse_choice(text, (1, 2, 3))
+    assert res.response in (None, 1, 2, 3)
+    parse_choice(text, ("airplane", "bear", "car"))
+    ml = parse_features(text)
+    assert ml.labels is None or isinstance(ml.labels, frozenset)

@@ -2,7 +2,9 @@ import shutil
 
 import pytest
 
-from perceptbench.sources import ChecksumError, MissingSourceError, get_source, resolve, SOURCES
+from perceptbench.sources import ChecksumError, MissingSourceError, SOURCES, get_source, resolve
+
+from helpers.cli import cli
 
 
 def test_every_registered_file_verifies_in_the_mirror(mirror):
@@ -50,14 +52,9 @@ def test_missing_mirror_directory_is_named(tmp_path, monkeypatch):
 
 
 def test_sources_verify_and_fetch_name_a_missing_mirror(tmp_path):
-    import os
-    import subprocess
-    import sys
-
-    env = {**os.environ, "PERCEPTBENCH_MIRROR": str(tmp_path / "nowhere"), "COLUMNS": "300"}
+    env = {"PERCEPTBENCH_MIRROR": str(tmp_path / "nowhere")}
     for cmd in (["verify"], ["fetch"]):
-        p = subprocess.run([sys.executable, "-m", "perceptbench.cli", "sources", *cmd], capture_output=True,
-                           text=True, env=env)
+        p = cli("sources", *cmd, env=env, columns=300)
         assert p.returncode != 0 and "the mirror directory does not exist" in p.stdout, p.stdout
         assert "sources fetch" not in p.stdout.split("does not exist")[1]
 

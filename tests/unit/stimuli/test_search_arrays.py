@@ -16,6 +16,7 @@ import pytest
 from scipy import ndimage
 
 from perceptbench.stimuli import search_arrays as sa
+from perceptbench.stimuli.search_arrays import difficulty_of, folded_angle_difference
 
 BG = np.array([128, 128, 128])
 # rotational symmetry periods (degrees), stated independently of the module
@@ -285,3 +286,56 @@ def test_labels_and_object_category():
     s = sa.make_search_stimulus(0, 0, "orientation", "hard")
     assert s.labels == frozenset({"Orientation"})
     assert s.object_category == sa.SHAPE_PLURAL[s.shape]
+
+
+@pytest.mark.parametrize("feature,value,expected", [
+    # color: hard d <= 50 < medium <= 100 < easy (value exactly at each edge, one step either side)
+    ("color", 0.0, "hard"), ("color", 49.999, "hard"), ("color", 50.0, "hard"), ("color", 50.001, "medium"),
+    ("color", 99.999, "medium"), ("color", 100.0, "medium"), ("color", 100.001, "easy"), ("color", 441.7, "easy"),
+    # orientation: hard [0, 30], medium (30, 60], easy (60, 90], above 90 no bin
+    ("orientation", 0.0, "hard"), ("orientation", 30.0, "hard"), ("orientation", 30.001, "medium"),
+    ("orientation", 60.0, "medium"), ("orientation", 60.001, "easy"), ("orientation", 90.0, "easy"),
+    ("orientation", 90.001, None),
+    # size: 0 no bin; easy < 0.3 <= medium < 0.5 <= hard <= 1.5 < medium <= 3.0 < easy
+    ("size", 0.0, None), ("size", 0.001, "easy"), ("size", 0.299, "easy"), ("size", 0.3, "medium"),
+    ("size", 0.499, "medium"), ("size", 0.5, "hard"), ("size", 1.0, "hard"), ("size", 1.5, "hard"),
+    ("size", 1.501, "medium"), ("size", 3.0, "medium"), ("size", 3.001, "easy"), ("size", 10.0, "easy"),
+])
+def test_difficulty_of_bin_edges(feature, value, expected):
+    assert difficulty_of(feature, value) == expected
+
+
+@pytest.mark.parametrize("value", [-0.001, math.inf, math.nan])
+def test_difficulty_of_rejects_negative_or_non_finite(value):
+    with pytest.raises(ValueError, match=r"^difference must be finite and >= 0, got .+ for 'size'$"):
+        difficulty_of("size", value)
+
+
+def test_difficulty_of_rejects_unknown_feature():
+    with pytest.raises(ValueError, match=r"^unknown feature 'shape'; expected one of \('color', 'orientation', 'size'\)$"):
+        difficulty_of("shape", 1.0)
+
+
+@pytest.mark.parametrize("a,b,period,expected", [
+    (10.0, 350.0, 360.0, 20.0),   # (10 - 350) mod 360 = 20; min(20, 340) = 20
+    (350.0, 10.0, 360.0, 20.0),   # (350 - 10) mod 360 = 340; min(340, 20) = 20
+    (0.0, 100.0, 180.0, 80.0),    # -100 mod 180 = 80; min(80, 100) = 80
+    (100.0, 0.0, 180.0, 80.0),    # 100 mod 180 = 100; min(100, 80) = 80
+    (45.0, 0.0, 90.0, 45.0),      # 45 mod 90 = 45; min(45, 45) = 45 (largest folded value)
+    (30.0, 30.0, 90.0, 0.0),      # identical orientations
+    (95.0, 0.0, 90.0, 5.0),       # 95 mod 90 = 5
+])
+def test_folded_angle_difference_known_answers(a, b, period, expected):
+    d = folded_angle_difference(a, b, period)
+    assert isinstance(d, float) and d == pytest.approx(expected)
+
+
+@pytest.mark.parametrize("period", [0, -90.0, None])
+def test_folded_angle_difference_rejects_non_positive_period(period):
+    with pytest.raises(ValueError, match=rf"^symmetry period must be > 0 degrees, got {period!r}$"):
+        folded_angle_difference(10.0, 0.0, period)
+
+
+def test_folded_angle_difference_small_positive_period():
+    # any period > 0 is valid, also 1 degree: 0.75 mod 1 = 0.75; min(0.75, 0.25) = 0.25
+    assert folded_angle_difference(0.75, 0.0, 1.0) == pytest.approx(0.25)

@@ -3,9 +3,6 @@ readout, few-shot, multi-image skip), an image-text encoder (zero-shot retrieval
 natural-split fixture."""
 
 import json
-import os
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -17,6 +14,15 @@ from perceptbench.runner import RunConfig, run
 from perceptbench.scoring import score_file
 from perceptbench.tasks import get_task
 from helpers.paths import FIXTURES
+import math
+from perceptbench.core.rows import ScoreRow
+from perceptbench.metrics.bootstrap import N_BOOT_B, bootstrap
+from helpers.records import plant_record
+from helpers.score_rows import SEED
+from helpers.score_rows import assert_rows
+from helpers.score_rows import boot_row
+from helpers.cli import cli
+from helpers.records import plant_answers
 
 FIXTURE = FIXTURES / "salbench" / "local_annotations.json"
 
@@ -27,9 +33,7 @@ def rows_of(path):
 
 def test_default_encoder_detection_syn_cli(tmp_path):
     out = tmp_path / "run"
-    p = subprocess.run([sys.executable, "-m", "perceptbench.cli", "run", "--task", "salbench.detection.syn@n=30,n_probe=30",
-                        "--out", str(out), "--no-progress"], capture_output=True, text=True,
-                       env={**os.environ, "COLUMNS": "200"})
+    p = cli("run", "--task", "salbench.detection.syn@n=30,n_probe=30", "--out", str(out), "--no-progress")
     assert p.returncode == 0, p.stdout + p.stderr
     recs = read_records(out / "records.jsonl", allow_torn_tail=False)
     assert len(recs) == 30
@@ -179,3 +183,300 @@ def test_synthetic_stimuli_are_generated_lazily(monkeypatch):
     other = [x for x in stimuli if x.split == "test"][1]
     assert other.meta["feature"] and len(calls) == 2 - 1  # plan fields need no rendering
     assert "bbox_text" in dict(other.meta) and len(calls) == 2
+
+
+def _sal_rec(task, model, sid, pred, truth, mv, readout="vlm_prompt", raw=None, **meta):
+    return plant_record(task, stimulus_id=sid, model=model, model_family="vlm", readout=readout,
+                        response=None if pred is None else sorted(pred), ground_truth=sorted(truth),
+                        manipulated_value=mv, raw_output=raw, prompt_id="p", prompt_hash="h", model_version="v",
+                        seed=0, run_id="r", **meta)
+
+
+def _sal_model_rows(tid, m, preds, truths, cats, groups, floor):
+    """The rows SalBench writes for one model, from the saliency metric's own scores;
+    ``floor``: (majority-answer exact-match floor, that answer), computed by hand by the caller."""
+    from perceptbench.metrics.saliency import score_by_group, score_multilabel
+
+    n_null = sum(p is None for p in preds)
+    rows = []
+    both = {"": score_multilabel(preds, truths, cats, null="empty", n_boot=N_BOOT_B, seed=SEED),
+            "@nulls_excluded": score_multilabel(preds, truths, cats, null="exclude", n_boot=N_BOOT_B, seed=SEED)}
+    for suffix, sc in both.items():
+        rows.append(boot_row(tid, m, "exact_match" + suffix, sc.ci["exact_match"], sc.n, n_null, "; ".join(sc.notes)))
+        rows.append(boot_row(tid, m, "mean_f1" + suffix, sc.ci["mean_f1"], sc.n, n_null,
+                              f"mean over all {len(cats)} categories, an undefined F1 counted as 0 (seed 001 §4)"))
+        for c in cats:
+            note = ("undefined: category neither true nor predicted; counted as 0 in mean_f1"
+                    if np.isnan(sc.category_f1[c]) else "")
+            rows.append(boot_row(tid, m, f"f1[{c}]" + suffix, sc.ci[f"f1:{c}"], sc.n, n_null, note))
+    rows.append(boot_row(tid, m, "mean_f1@defined_categories", both[""].ci["mean_f1_defined"], both[""].n, n_null,
+                          "mean over the categories whose F1 is defined only (the project's headline before "
+                          "issue 7); nulls as empty predictions"))
+    rows.append(ScoreRow(tid, m, "null_rate", n_null / len(preds), None, None, len(preds), n_null))
+    value, answer = floor
+    rows.append(ScoreRow(tid, m, "exact_match_floor", value, None, None, len(truths), 0,
+                         f"majority-answer floor: a constant answer {answer} matches exactly "
+                         f"{value:.3f} of these {len(truths)} stimuli"))
+    for gname, g in groups.items():
+        for key, sc in score_by_group(preds, truths, g, cats, null="empty", n_boot=N_BOOT_B, seed=SEED).items():
+            rows.append(boot_row(tid, m, f"exact_match[{gname}={key}]", sc.ci["exact_match"], sc.n, sc.n_null))
+    return rows
+
+
+def test_salbench_syn_score_rows_by_hand():
+    task = get_task("salbench.detection.syn@n=3")
+    tid = task.task_id
+    # s0 Color right; s1 Size answered nothing parseable (null); s2 Orientation answered Color + Orientation
+    data = [("s2", ["Color", "Orientation"], ["Orientation"], "orientation/easy"),
+            ("s0", ["Color"], ["Color"], "color/easy"), ("s1", None, ["Size"], "size/hard")]
+    recs = [_sal_rec(task, "vlm", s, p, t, mv) for s, p, t, mv in data]
+    recs += [_sal_rec(task, "sk", "s0", None, ["Color"], "color/easy", skipped="no multi-image support"),
+             _sal_rec(task, "sk", "s1", None, ["Size"], "size/hard", skipped="a second reason")]
+    preds = [["Color"], None, ["Color", "Orientation"]]  # by stimulus id s0 s1 s2
+    truths = [["Color"], ["Size"], ["Orientation"]]
+    groups = {"difficulty": ["easy", "hard", "easy"], "feature": ["color", "size", "orientation"],
+              "feature_difficulty": ["color/easy", "size/hard", "orientation/easy"]}
+    want = [ScoreRow(tid, "sk", "skipped", float("nan"), None, None, 2, 2, "a second reason; no multi-image support")]
+    # floor: truth sets {Color}, {Size}, {Orientation} once each; the tie goes to the first sorted, ['Color']: 1/3
+    want += _sal_model_rows(tid, "vlm", preds, truths, task.categories, groups, (1 / 3, ["Color"]))
+    rows = task.score(recs, SEED)
+    assert_rows(rows, want)
+    by = {r.metric: r for r in rows}
+    # exact match: all 3 count (null = empty): 1/3; nulls excluded: s0 right, s2 wrong: 1/2
+    assert by["exact_match"].value == pytest.approx(1 / 3) and by["exact_match@nulls_excluded"].value == 0.5
+    assert by["exact_match[difficulty=easy]"].value == 0.5 and by["exact_match[difficulty=hard]"].value == 0.0
+    assert by["null_rate"].value == pytest.approx(1 / 3) and by["null_rate"].n_null == 1
+
+
+def test_salbench_nat_retrieval_rows_by_hand():
+    from perceptbench.metrics.retrieval import analytic_chance, truth_matrix
+    from perceptbench.tasks.salbench import SEVEN
+
+    task = get_task("salbench.detection.nat")
+    tid = task.task_id
+    # cosines over the seven categories; truth sets; distractor counts (bins <7, 7-15, <7)
+    cos = {"a": dict(zip(SEVEN, [0.1, 0.9, 0.2, 0.3, 0.0, 0.0, 0.0])),   # ranked Color, Shape, Focus
+           "b": dict(zip(SEVEN, [0.5, 0.1, 0.2, 0.6, 0.4, 0.3, 0.0])),   # ranked Shape, Orientation, Size
+           "c": dict(zip(SEVEN, [0.0] * 7))}   # all tied: stable order Orientation, Color, Focus
+    truth = {"a": ["Color"], "b": ["Focus", "Size"], "c": ["Pattern"]}
+    nd = {"a": 3, "b": 10, "c": 6}
+    recs = [_sal_rec(task, "clip", s, [max(cos[s], key=cos[s].get)], truth[s], nd[s], readout="zero_shot_retrieval",
+                     raw=json.dumps({"cosine": cos[s]})) for s in ("c", "b", "a")]
+    ids = ["a", "b", "c"]
+    preds = [[max(cos[s], key=cos[s].get)] for s in ids]
+    truths = [truth[s] for s in ids]
+    # floor: truth sets {Color}, {Focus, Size}, {Pattern} once each; the tie goes to the first sorted, ['Color']: 1/3
+    want = _sal_model_rows(tid, "clip", preds, truths, task.categories, {"distractors": ["<7", "7-15", "<7"]},
+                           (1 / 3, ["Color"]))
+    t = truth_matrix(truths, SEVEN)
+    # top-1: a Color hit, b Shape miss, c Orientation miss -> 1/3; top-3: a hit, b Size (3rd) hit, c miss -> 2/3
+    for k, hits in ((1, [1.0, 0.0, 0.0]), (3, [1.0, 1.0, 0.0])):
+        h = np.array(hits)
+        want.append(boot_row(tid, "clip", f"retrieval_top{k}", bootstrap(lambda i: h[i].mean(1), 3,
+                                                                          n_draws=N_BOOT_B, seed=SEED), 3, 0,
+                              "hit if any of the top-k categories is in the truth set"))
+        want.append(ScoreRow(tid, "clip", f"retrieval_chance_top{k}", analytic_chance(t, k), None, None, 3, 0,
+                             "uniformly random ranking of the 7 categories, for this label distribution"))
+    # chance top-1 = mean(1/7, 2/7, 1/7) = 4/21
+    assert analytic_chance(t, 1) == pytest.approx(4 / 21)
+    assert_rows(task.score(recs, SEED), want)
+
+
+def test_distractor_group_bins_and_unknown():
+    from perceptbench.tasks.salbench import distractor_group
+
+    assert [distractor_group(n) for n in (None, 0, 6, 7, 15)] == ["unknown", "<7", "<7", "7-15", "7-15"]
+
+
+def test_salbench_scores_a_model_with_one_trial():
+    task = get_task("salbench.detection.syn@n=3")
+    rows = {r.metric: r.value for r in task.score([_sal_rec(task, "vlm", "s0", ["Color"], ["Color"], "color/easy")],
+                                                  SEED)}
+    assert rows["exact_match"] == 1.0 and rows["exact_match[feature=color]"] == 1.0 and rows["null_rate"] == 0.0
+
+
+def test_salbench_encoder_records_of_settings_that_do_not_reach_an_encoder_score_as_skipped():
+    """Encoder answers written before such settings were skipped at run time (no
+    ``run_meta.skipped``) get the skipped row with the task's reason; a VLM's do not, and a
+    single encoder record is enough (the reason comes from that record's readout)."""
+    shots = get_task("salbench.detection.syn@n=3,shots=3")
+    why = shots.encoder_not_applicable("linear_probe")
+    assert why and "shots=3 does not apply" in why
+    enc = [_sal_rec(shots, "probe", "s0", ["Color"], ["Color"], "color/easy", readout="linear_probe")]
+    rows = shots.score(enc, SEED)
+    assert [(r.model, r.metric, r.n, r.n_null, r.note) for r in rows] == [("probe", "skipped", 1, 1, why)]
+    assert math.isnan(rows[0].value)
+    vlm = [_sal_rec(shots, "vlm", "s0", ["Color"], ["Color"], "color/easy")]  # a VLM reads the examples: scored
+    assert "exact_match" in {r.metric for r in shots.score(vlm, SEED)}
+    det = get_task("salbench.detection.syn@n=3")  # shots=0 detection applies to an encoder: scored
+    assert det.encoder_not_applicable("linear_probe") is None
+    assert "exact_match" in {r.metric for r in det.score(
+        [_sal_rec(det, "probe", "s0", ["Color"], ["Color"], "color/easy", readout="linear_probe")], SEED)}
+    ref = get_task("salbench.referring.syn@n=3")
+    rows = ref.score([_sal_rec(ref, "clip", "s0", ["Color"], ["Color"], "color/easy",
+                               readout="zero_shot_retrieval")], SEED)
+    assert [r.metric for r in rows] == ["skipped"] and "never reaches an encoder" in rows[0].note
+
+
+class PixelStatsEncoder:
+    """An image encoder without torch: per-channel mean and std of the pixels (6 features);
+    counts the images it embeds."""
+    name = "pixstats"
+    model_version = "pixstats:v1"
+    family = "encoder"
+
+    def __init__(self):
+        self.n_embedded = 0
+
+    def embed(self, images, batch_size=8):
+        import numpy as np
+
+        self.n_embedded += len(images)
+        a = [np.asarray(im.convert("RGB"), np.float32) / 255.0 for im in images]
+        return np.stack([np.concatenate([x.mean((0, 1)), x.std((0, 1))]) for x in a])
+
+
+SAL = "n=6,n_probe=6"
+
+
+@pytest.fixture(scope="module")
+def encoder_salbench_run(tmp_path_factory, mirror):
+    from perceptbench.runner import RunConfig, run
+
+    out = tmp_path_factory.mktemp("salenc") / "run"
+    enc = PixelStatsEncoder()
+    tasks = [f"salbench.detection.syn@{SAL}", f"salbench.detection.syn@{SAL},shots=3",
+             f"salbench.referring.syn@{SAL}", f"salbench.visual_referring.syn@{SAL}",
+             f"salbench.visual_referring.syn@{SAL},shots=3"]
+    run(RunConfig(out=out, tasks=tasks, models=["pixstats=hf:unused"]), progress=False, load_model=lambda a: enc)
+    return out, enc
+
+
+def test_salbench_settings_that_do_not_reach_an_encoder_are_skipped(encoder_salbench_run):
+    """Before: detection shots=3 and referring on an encoder probe were scored, with the very
+    number of detection at shots=0 (the probe reads no prompt), and nothing said so."""
+    from perceptbench.records import read_records
+    from perceptbench.reports.headline import headline_rows
+    from perceptbench.scoring import score_file
+
+    out, enc = encoder_salbench_run
+    # embedded: probe + test of detection and of visual referring at shots=0 only (2 x (6 + 6))
+    assert enc.n_embedded == 24
+    recs = [r for r in read_records(out / "records.jsonl") if r.model == "pixstats"]
+    assert len(recs) == 30
+    by_task = {}
+    for r in recs:
+        by_task.setdefault(r.task_id, []).append(r)
+    for tid, rs in by_task.items():
+        skipped = {r.run_meta.model_extra.get("skipped") for r in rs}
+        if "shots=3" in tid or ".referring." in tid:
+            assert all(r.response is None and r.raw_output is None for r in rs)
+            (why,) = skipped
+            assert ("shots=3 does not apply to an encoder" in why) if "shots=3" in tid else \
+                ("referring prompt's box never reaches an encoder" in why)
+        else:
+            assert skipped == {None} and all(r.response is not None for r in rs)
+    rows = {(r.task_id, r.metric): r for r in score_file(out / "records.jsonl") if r.model == "pixstats"}
+    for tid in by_task:
+        applies = "shots=3" not in tid and ".referring." not in tid
+        assert ((tid, "exact_match") in rows) == applies and ((tid, "skipped") in rows) != applies
+    heads = {h.task_id: h for h in headline_rows(score_file(out / "records.jsonl")) if h.model == "pixstats"
+             and h.metric in ("exact_match", "skipped")}
+    assert heads[f"salbench.referring.syn@{SAL}"].flags[0].startswith("skipped: the referring prompt's box")
+    assert heads[f"salbench.detection.syn@{SAL},shots=3"].flags[0].startswith("skipped: shots=3 does not apply")
+
+
+def test_progress_says_what_the_model_does_before_its_first_trial(tmp_path, mirror):
+    """Before: the bar stood at 0/N (for ~17 s with the default encoder) while the model loaded
+    and computed its probe features, with nothing on screen saying so."""
+    import io
+
+    from rich.console import Console
+
+    from perceptbench.runner import RunConfig, run
+
+    buf = io.StringIO()
+    console = Console(file=buf, force_terminal=True, width=200)
+    enc = PixelStatsEncoder()
+    run(RunConfig(out=tmp_path / "run", tasks=[f"salbench.detection.syn@{SAL}"], models=["pixstats=hf:unused"]),
+        progress=True, console=console, load_model=lambda a: enc)
+    text = buf.getvalue()
+    assert "loading model pixstats=hf:unused ..." in text
+    assert f"salbench.detection.syn@{SAL} | pixstats: computing probe features (6 probe-train stimuli) ..." in text
+    assert "6/6" in text
+
+
+def test_report_shows_skipped_encoder_settings_as_skipped_not_not_run(encoder_salbench_run, tmp_path):
+    """The matrix said 'not run' for the skipped variants (the lookup wanted an exact_match row)."""
+    import re
+
+    from perceptbench.reports.data import load_report_data
+    from perceptbench.reports.html import render_report
+
+    out, _ = encoder_salbench_run
+    html, md, _ = render_report(load_report_data([out]), "t")
+    matrix = html[html.index('id="matrix"'):html.index('id="dissociation"')]
+    row = re.search(r"<tr><td>pixstats</td>(.*?)</tr>", matrix[matrix.index("<table"):]).group(1)
+    assert "not run" not in row and row.count("skipped") >= 3
+    assert "shots=3 does not apply to an encoder" in row  # the reason, on the cell's warning sign
+    assert "| pixstats | skipped |" in md
+
+
+def test_encoder_records_of_an_older_run_on_shots_are_scored_as_skipped(encoder_salbench_run):
+    """A run written before this fix holds encoder answers for shots=3 / referring: scoring gives
+    them the skipped row too, not the repeated detection number."""
+    from perceptbench.records import TrialRecord, make_trial_id, read_records
+    from perceptbench.scoring import score_records
+
+    out, _ = encoder_salbench_run
+    det = [r for r in read_records(out / "records.jsonl") if r.task_id == f"salbench.detection.syn@{SAL}"]
+    old = []
+    for tid in (f"salbench.detection.syn@{SAL},shots=3", f"salbench.referring.syn@{SAL}"):
+        for r in det:
+            d = r.model_dump()
+            d.update(task_id=tid, trial_id=make_trial_id(tid, r.stimulus_id, r.model, r.rep))
+            old.append(TrialRecord.model_validate(d))
+    rows = {(r.task_id, r.metric): r for r in score_records(old)}
+    assert "shots=3 does not apply" in rows[(f"salbench.detection.syn@{SAL},shots=3", "skipped")].note
+    assert "never reaches an encoder" in rows[(f"salbench.referring.syn@{SAL}", "skipped")].note
+    assert not any(metric == "exact_match" for _, metric in rows)
+
+
+def test_salbench_exact_match_floor_is_the_majority_answer():
+    from perceptbench.reports.headline import headline_rows
+    from perceptbench.scoring import score_records
+    from perceptbench.tasks.salbench import majority_answer_floor
+
+    # truth sets: 3 x {Color}, 5 x {Orientation}, 2 x {Size, Color} -> a constant "Orientation" matches 5/10 = 0.5
+    truths = [["Color"]] * 3 + [["Orientation"]] * 5 + [["Size", "Color"], ["Color", "Size"]]
+    assert majority_answer_floor(truths) == (0.5, ["Orientation"])
+    # a tie (2 x {Color}, 2 x {Size}) -> 2/4 = 0.5, the sorted-first answer
+    assert majority_answer_floor([["Size"], ["Color"], ["Size"], ["Color"]]) == (0.5, ["Color"])
+    assert majority_answer_floor([])[1] == []
+    # a constant answerer on 8 planted stimuli (test stimuli 0,5,10 Color; 20,25,30,35 Orientation; 40 Size):
+    # it answers "Orientation" everywhere -> exact match 4/8 = 0.5 = the floor, flagged "≤ floor"
+    idx = [0, 5, 10, 20, 25, 30, 35, 40]
+    recs = plant_answers("salbench.detection.syn@n=60,n_probe=0", "const", {i: ["Orientation"] for i in idx})
+    floor = 0.5
+    rows = {r.metric: r for r in score_records(recs) if r.model == "const"}
+    assert rows["exact_match"].value == pytest.approx(floor) == rows["exact_match_floor"].value
+    (h,) = [h for h in headline_rows(rows.values()) if h.metric == "exact_match"]
+    assert h.floor == pytest.approx(floor) and "≤ floor" in h.flags
+
+
+def test_synthetic_retrieval_ranks_seven_sentences_as_documented():
+    """docs/salbench.md §6: all seven category sentences are ranked on synthetic images too, so
+    chance on single-label stimuli is 1/7 (top-1) and 3/7 (top-3), not 1/3 and 1."""
+    import json
+
+    from perceptbench.scoring import score_records
+    from perceptbench.tasks.salbench import SEVEN
+
+    cos = {c: 0.1 * i for i, c in enumerate(SEVEN)}  # "Pattern" ranks first: never a synthetic truth
+    recs = [r.model_copy(update={"readout": "zero_shot_retrieval", "model_family": "encoder",
+                                 "raw_output": json.dumps({"cosine": cos})})
+            for r in plant_answers("salbench.detection.syn@n=60,n_probe=0", "clip", {i: ["Pattern"] for i in range(6)})]
+    rows = {r.metric: r.value for r in score_records(recs) if r.model == "clip"}
+    # top-1 chance 1/7 = 0.143, top-3 3/7 = 0.429; the 6 stimuli are all Color, the ranking Pattern > Location > Size misses them
+    assert rows["retrieval_chance_top1"] == pytest.approx(1 / 7) and rows["retrieval_chance_top3"] == pytest.approx(3 / 7)
+    assert rows["retrieval_top3"] == 0.0

@@ -1,16 +1,14 @@
 """Task settings are validated (type and range) and normalised before anything is written
 (issue 7 item 7; issue 11: one setting, one task id)."""
 
-import os
-import subprocess
-import sys
-
 import pytest
 
-from perceptbench.tasks import get_task
 from perceptbench.core.settings import Setting
+from perceptbench.tasks import get_task
 from perceptbench.tasks.base import Stimulus, require_test_stimuli
 from perceptbench.tasks.registry import TASKS
+
+from helpers.cli import cli
 from helpers.paths import FIXTURES
 
 FIXTURE = FIXTURES / "salbench" / "local_annotations.json"
@@ -96,8 +94,7 @@ def test_number_setting_with_words():
 
 def _listed_settings() -> dict[str, str]:
     """``perceptbench tasks`` in its list layout -> {task id: settings text, wrapping undone}."""
-    p = subprocess.run([sys.executable, "-m", "perceptbench.cli", "tasks"], capture_output=True, text=True,
-                       env={**os.environ, "COLUMNS": "100"})
+    p = cli("tasks", columns=100)
     assert p.returncode == 0, p.stderr
     blocks: dict[str, list[str]] = {}
     for line in p.stdout.splitlines():
@@ -158,11 +155,6 @@ def test_probe_fraction_leaving_no_test_stimulus_is_an_error():
         t.stimuli(0)
 
 
-def _cli(*args):
-    env = {**os.environ, "COLUMNS": "300"}
-    return subprocess.run([sys.executable, "-m", "perceptbench.cli", *args], capture_output=True, text=True, env=env)
-
-
 @pytest.mark.parametrize("task_id,needle", [
     (f"{SC}@n_test=0", "n_test='0' is invalid; allowed: an integer in [1, 100000]"),
     (f"{SC}@n_test=abc", "n_test='abc' is invalid"),
@@ -170,7 +162,7 @@ def _cli(*args):
 ])
 def test_cli_run_refuses_before_writing(tmp_path, task_id, needle):
     out = tmp_path / "run"
-    p = _cli("run", "--out", str(out), "--task", task_id, "--model", "x=hf:/nonexistent", "--no-progress")
+    p = cli("run", "--out", str(out), "--task", task_id, "--model", "x=hf:/nonexistent", "--no-progress", columns=300)
     assert p.returncode == 2, p.stdout + p.stderr
     assert needle in p.stdout and "wrote" not in p.stdout, p.stdout
     assert "Traceback" not in p.stderr

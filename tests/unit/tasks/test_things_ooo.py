@@ -2,19 +2,21 @@
 (tests/fixtures/things/triplet_dataset/testset2{,_repeat}.txt), with the human reference
 and ceiling computed by hand, and the one-line refusal without the release."""
 
-import os
-import subprocess
-import sys
-
 import numpy as np
 import pytest
 from PIL import Image
 
+from perceptbench.core.rows import ScoreRow
+from perceptbench.metrics.bootstrap import N_BOOT_B, bootstrap
 from perceptbench.sources import MissingSourceError
 from perceptbench.sources.things_release import IMAGES_ENV, TRIPLETS_ENV, concepts
 from perceptbench.stimuli.things_triplets import concept_image_path, read_triplet_file
 from perceptbench.tasks import get_task
+
+from helpers.cli import cli
 from helpers.paths import FIXTURES
+from helpers.records import plant_record
+from helpers.score_rows import SEED, assert_rows, boot_row
 
 FIXTURE = FIXTURES / "things" / "triplet_dataset"
 TASK = "similarity.nat.things_ooo"
@@ -108,11 +110,9 @@ def test_runs_on_the_fixture_with_a_tiny_encoder(things_env, tmp_path):
 
 
 def test_refuses_without_the_release_before_writing(tmp_path):
-    env = {**os.environ, TRIPLETS_ENV: str(tmp_path / "none"), IMAGES_ENV: str(tmp_path / "none"),
-           "COLUMNS": "400"}
+    env = {TRIPLETS_ENV: str(tmp_path / "none"), IMAGES_ENV: str(tmp_path / "none")}
     out = tmp_path / "r"
-    p = subprocess.run([sys.executable, "-m", "perceptbench.cli", "run", "--out", str(out), "--task", TASK,
-                        "--no-progress"], capture_output=True, text=True, env=env)
+    p = cli("run", "--out", str(out), "--task", TASK, "--no-progress", env=env, columns=400)
     assert p.returncode == 2
     msg = " ".join(p.stdout.split())  # the console may wrap the line
     assert "testset2.txt, testset2_repeat.txt" in msg and "osf.io/f5rn6" in msg and TRIPLETS_ENV in msg
@@ -131,3 +131,102 @@ def test_missing_images_refuse_too(monkeypatch, tmp_path):
     monkeypatch.setenv(IMAGES_ENV, str(tmp_path / "no-images"))
     with pytest.raises(MissingSourceError, match="osf.io/jum2f"):
         get_task(TASK + "@n=2").stimuli(0)
+
+
+def _ooo_rec(task, model, sid, response, gt, **meta):
+    human = model.startswith("human:")
+    return plant_record(task, stimulus_id=sid, model=model, model_family="human" if human else "vlm",
+                        readout="human_trial" if human else "vlm_prompt", response=response,
+                        ground_truth=gt, manipulated_value=None, raw_output=None, prompt_id=None, prompt_hash=None,
+                        model_version="v", seed=0, run_id="r", **meta)
+
+
+def _agree_boot(match, valid):
+    from perceptbench.metrics.agreement import agreement_b
+
+    return bootstrap(lambda i: agreement_b(match[i], valid[i]), len(match), n_draws=N_BOOT_B, seed=SEED)
+
+
+def test_things_ooo_score_rows_by_hand():
+    from perceptbench.tasks.things_ooo import RETEST, TEST
+
+    task = get_task("similarity.nat.things_ooo")
+    tid = task.task_id
+    summary = {"release_pairs": 5, "release_agree": 2, "release_misaligned": 1, "release_types": 7,
+               "release_tied_types": 2}
+    gt = {"s0": 1, "s1": 2, "s2": 1, "s3": 3, "s9": 2}
+    recs = [_ooo_rec(task, "vlm", s, r, gt[s]) for s, r in (("s3", 3), ("s0", 1), ("s1", None), ("s2", 3))]
+    recs += [_ooo_rec(task, TEST, s, r, gt[s], **summary) for s, r in (("s2", 2), ("s0", 1), ("s1", 2), ("s3", 3))]
+    recs += [_ooo_rec(task, RETEST, s, r, gt[s], **summary) for s, r in (("s0", 1), ("s1", 3), ("s3", 3), ("s9", 1))]
+    ceiling = 2 / 5
+    want = [ScoreRow(tid, "human:panel", "ceiling_test_retest", ceiling, None, None, 5, 0,
+                     "agreement of first and repeated choices over all 5 aligned line pairs of "
+                     "testset2/testset2_repeat (1 misaligned left out)"),
+            # modal positions 1 2 1 3: f = .5 .25 .25, floor .5
+            ScoreRow(tid, "human:panel", "position_floor", 0.5, None, None, 4, 0,
+                     "max_k f_k of the modal choice's shown position, f = 0.50/0.25/0.25 (seed 000 D.3)"),
+            ScoreRow(tid, "human:panel", "n_tied_types_excluded", 2.0, None, None, 7, 0,
+                     "triplet types whose modal choice is tied: never sampled")]
+    # retest vs test on the stimuli both have (s9 has no test line): s0 1=1, s1 3!=2, s3 3=3 -> 2/3
+    ttr = _agree_boot(np.array([True, False, True]), np.ones(3, bool))
+    assert ttr.estimate == pytest.approx(2 / 3)
+    want.append(boot_row(tid, "human:panel", "test_retest_on_sample", ttr, 3, 0,
+                          "first vs repeated choice on the sampled triplets"))
+    both = " (this response is one of those the mode is taken over)"
+    for m, match, valid, want_b in (
+            (TEST, [1, 1, 0, 1], [1, 1, 1, 1], 0.75),        # s0..s3: 1=1 2=2 2!=1 3=3
+            (RETEST, [1, 0, 1, 0], [1, 1, 1, 1], 0.5),       # s0 s1 s3 s9: 1=1 3!=2 3=3 1!=2
+            ("vlm", [1, 0, 0, 1], [1, 0, 1, 1], 2 / 3)):     # s0..s3: 1=1 null 3!=1 3=3
+        v = np.array(valid, bool)
+        b = _agree_boot(np.array(match, bool), v)
+        assert b.estimate == pytest.approx(want_b)
+        n_null = int((~v).sum())
+        want.append(boot_row(tid, m, "B", b, int(v.sum()), n_null,
+                              "agreement with the modal human choice" + (both if m.startswith("human:") else "")))
+        want.append(ScoreRow(tid, m, "B_over_ceiling", b.estimate / ceiling, b.low / ceiling, b.high / ceiling,
+                             int(v.sum()), n_null,
+                             "B / test-retest ceiling 0.4000 (seed 000 D.3); CI = B's CI / ceiling",
+                             b.n_draws, b.n_dropped, b.seed))
+        if m == "vlm":
+            want += [ScoreRow(tid, m, "position_floor", 0.5, None, None, 4, 0,
+                              "max_k target-position frequency (seed 000 D.3)"),
+                     ScoreRow(tid, m, "null_rate", 0.25, None, None, 4, 1)]
+    assert_rows(task.score(recs, SEED), want)
+
+
+def test_things_ooo_score_without_release_counts_or_retest():
+    from perceptbench.tasks.things_ooo import TEST
+
+    task = get_task("similarity.nat.things_ooo")
+    tid = task.task_id
+    recs = [_ooo_rec(task, TEST, "s0", 2, 2, release_pairs=0, release_agree=0), _ooo_rec(task, "vlm", "s0", 3, 2)]
+    b_t = _agree_boot(np.array([True]), np.array([True]))
+    b_m = _agree_boot(np.array([False]), np.array([True]))
+    # no aligned pairs: the ceiling is undefined and no B_over_ceiling row is written; no retest row
+    assert_rows(task.score(recs, SEED), [
+        ScoreRow(tid, "human:panel", "ceiling_test_retest", float("nan"), None, None, 0, 0,
+                 "agreement of first and repeated choices over all 0 aligned line pairs of "
+                 "testset2/testset2_repeat (None misaligned left out)"),
+        ScoreRow(tid, "human:panel", "position_floor", 1.0, None, None, 1, 0,
+                 "max_k f_k of the modal choice's shown position, f = 0.00/1.00/0.00 (seed 000 D.3)"),
+        ScoreRow(tid, "human:panel", "n_tied_types_excluded", 0.0, None, None, None, 0,
+                 "triplet types whose modal choice is tied: never sampled"),
+        boot_row(tid, TEST, "B", b_t, 1, 0, "agreement with the modal human choice (this response is one of "
+                  "those the mode is taken over)"),
+        boot_row(tid, "vlm", "B", b_m, 1, 0, "agreement with the modal human choice"),
+        ScoreRow(tid, "vlm", "position_floor", 1.0, None, None, 1, 0, "max_k target-position frequency (seed 000 D.3)"),
+        ScoreRow(tid, "vlm", "null_rate", 0.0, None, None, 1, 0)])
+    with pytest.raises(ValueError, match=r"similarity.nat.things_ooo: no human:testset2 records: the human "
+                                         r"reference is missing"):
+        task.score(recs[1:], SEED)
+
+
+def test_things_ooo_zero_ceiling_writes_no_ratio():
+    from perceptbench.tasks.things_ooo import TEST
+
+    task = get_task("similarity.nat.things_ooo")
+    recs = [_ooo_rec(task, TEST, "s0", 2, 2, release_pairs=3, release_agree=0), _ooo_rec(task, "vlm", "s0", 2, 2)]
+    rows = task.score(recs, SEED)
+    # 0 of 3 aligned pairs agree: ceiling 0, a ratio to it is undefined and not written
+    assert [r.value for r in rows if r.metric == "ceiling_test_retest"] == [0.0]
+    assert not [r for r in rows if r.metric == "B_over_ceiling"]

@@ -7,6 +7,8 @@ import pytest
 from perceptbench.tasks import get_task
 from perceptbench.tasks.registry import list_tasks
 
+from helpers.cli import cli
+
 
 def _vsi_classes():
     return [c for c in list_tasks() if c.base_id.startswith("vsi.")]
@@ -51,12 +53,7 @@ def test_normalised_spellings_are_one_task_id():
 
 
 def test_tasks_command_lists_ranges_for_vsi(tmp_path):
-    import os
-    import subprocess
-    import sys
-
-    p = subprocess.run([sys.executable, "-m", "perceptbench.cli", "tasks"], capture_output=True, text=True,
-                       env={**os.environ, "COLUMNS": "400"})
+    p = cli("tasks", columns=400)
     assert p.returncode == 0, p.stderr
     out = " ".join(p.stdout.split())
     assert "sigma=20 (a number > 0, in pixels)" in out and "limit=all (an integer in [1, inf) or all)" in out
