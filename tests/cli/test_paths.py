@@ -13,7 +13,7 @@ from perceptbench.cli import format_ci, format_value
 from perceptbench.runner import RunConfig, run
 
 from helpers.cli import cli, one_line_error
-from helpers.records import plant_answers
+from helpers.records import plant_answers, plant_records
 
 TASK = "similarity.chart.mark_color"
 
@@ -224,11 +224,9 @@ def test_run_out_holding_only_os_junk_counts_as_empty(tmp_path, junk):
 
 @pytest.fixture()
 def planted_run(tmp_path):
-    from perceptbench.records import RecordStore
-
     d = tmp_path / "run"
-    with RecordStore(d / "records.jsonl") as store:
-        store.append(plant_answers("similarity.chart.mark_color", "a", {i: "right" if i % 2 else "wrong" for i in range(12)}))
+    answers = {i: "right" if i % 2 else "wrong" for i in range(12)}
+    plant_records(d, plant_answers("similarity.chart.mark_color", "a", answers))
     return d
 
 

@@ -3,7 +3,7 @@
 from perceptbench.tasks import get_task
 
 from helpers.cli import cli
-from helpers.records import plant_answers
+from helpers.records import plant_answers, plant_records
 
 
 def test_show_without_trial_id_lists_model_trials(tmp_path, mirror):
@@ -19,13 +19,11 @@ def test_show_without_trial_id_lists_model_trials(tmp_path, mirror):
 
 
 def test_show_suggests_model_trials_not_human_records(tmp_path):
-    from perceptbench.records import RecordStore
-
     d = tmp_path / "run"
     task = get_task("similarity.chart.mark_color")
     humans = task.human_records(0, "planted", task.stimuli(0))
-    with RecordStore(d / "records.jsonl") as store:  # human records first, as a run writes them
-        store.append(humans + plant_answers("similarity.chart.mark_color", "a", {0: "right", 1: "wrong"}))
+    # human records first, as a run writes them
+    plant_records(d, humans + plant_answers("similarity.chart.mark_color", "a", {0: "right", 1: "wrong"}))
     p = cli("show", d, "nope|x", in_process=True)
     rc, text = p.returncode, " ".join(p.stdout.split())  # the console wraps long paths
     # the two model trials are suggested (the listing's ids), no human kernel record

@@ -83,8 +83,7 @@ def test_cache_rerun_makes_zero_model_calls(tiny_llava, tmp_path, monkeypatch):
 
 def test_parser_modes_rescore_from_raw_output(tmp_path):
     """score --parser default|strict|seed re-parses raw_output; nothing else is needed."""
-    from perceptbench.records import RecordStore
-    from helpers.records import plant_record
+    from helpers.records import plant_record, plant_records
 
     task = get_task("similarity.chart.mark_color")
     stims = task.stimuli(0)[:5]
@@ -98,8 +97,7 @@ def test_parser_modes_rescore_from_raw_output(tmp_path):
                                  model_version="x", seed=0, run_id="r", parse=parse_meta))
     assert [r.response for r in recs] == [1, 3, None, 3, None]
     assert recs[4].run_meta.model_extra["parse"]["null_reason"] == "unclosed_reasoning"
-    path = tmp_path / "records.jsonl"
-    RecordStore(path).append(recs)
+    path = plant_records(tmp_path / "records.jsonl", recs)
     got = {mode: {r.metric: r for r in score_file(path, tmp_path / f"s.{mode}.csv", parser_mode=mode)}
            for mode in ("default", "strict", "seed")}
     assert got["default"]["n_ambiguous"].value == 1 and got["default"]["null_rate"].value == 0.4

@@ -4,7 +4,7 @@ Each row is a realistic short VQA answer with the parse worked out by hand from 
 the parser docstrings; the trailing comment is the derivation.  The YES_NO and LETTERS tables
 are the ``seed`` parser mode (the literal reading over the raw output, as the parsers were
 before the answer-extraction step); the ``default`` / ``strict`` readings are
-tests/test_answer_reading.py.  Pure functions, no fixtures:
+tests/unit/readouts/test_answer_reading.py.  Pure functions, no fixtures:
 these rows are also what mutation testing (scripts/mutation_report.py) runs against
 answers.py.
 """
