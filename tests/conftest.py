@@ -30,7 +30,7 @@ def served_model(tmp_path_factory):
     random-init Qwen2-VL, started once for the session (test_api_clients, test_vsi_api) and
     torn down after.  Nothing is faked: a real server process answers real HTTP."""
     pytest.importorskip("transformers", reason="model extra not installed")
-    from servers import free_port, start_transformers_serve, stop_process
+    from helpers.servers import free_port, start_transformers_serve, stop_process
 
     from perceptbench.testing.tiny_vlm import build_tiny_vlm
 
@@ -41,3 +41,13 @@ def served_model(tmp_path_factory):
         yield f"http://127.0.0.1:{port}/v1", d
     finally:
         stop_process(proc)
+
+
+@pytest.fixture(scope="module")
+def human_run(tmp_path_factory, mirror):
+    """A run directory with only the human records of similarity.chart.mark_color (one per test module)."""
+    from perceptbench.runner import RunConfig, run
+
+    out = tmp_path_factory.mktemp("hr") / "run"
+    run(RunConfig(out=out, tasks=["similarity.chart.mark_color"], models=[]), progress=False)
+    return out

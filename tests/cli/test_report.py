@@ -1,0 +1,567 @@
+"""perceptbench report: headline rows (terminal table and card), paired differences, the
+self-contained HTML page checked in headless Chromium with the network disabled,
+escaping of record strings, merging run directories, no torch."""
+
+import io
+import os
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from perceptbench.core.rows import ScoreRow
+from perceptbench.reports.headline import headline_rows
+from perceptbench.scoring import score_file
+from perceptbench.testing.synthetic_runs import write_synthetic_run
+
+from helpers.browser import chromium_path, load_page
+from helpers.cli import cli, one_line_error
+from helpers.records import plant_answers
+
+XSS_MODEL = "<img src=x onerror=alert(1)>"
+XSS_RAW = "<script>alert(1)</script>"
+
+
+# ---------------------------------------------------------------- headline rows
+
+def _h(rows, model, metric):
+    return next(h for h in headline_rows(rows) if h.model == model and h.metric == metric)
+
+
+def test_headline_marks_floor_small_n_nulls_and_unclipped_ratio():
+    mc = "similarity.chart.mark_color"
+    sal = "salbench.detection.syn@n=30"
+    sil = "closure.nat.silhouette"
+    rows = [
+        ScoreRow(mc, "m", "B", 0.383, 0.30, 0.47, 120, 0),
+        ScoreRow(mc, "m", "position_floor", 0.392, None, None, 120, 0),
+        ScoreRow(mc, "m", "null_rate", 0.0, None, None, 120, 0),
+        ScoreRow(mc, "human:kernel-l5", "B", 0.70, 0.6, 0.8, 120, 0),
+        ScoreRow(mc, "human:kernel-l9", "B", 0.80, 0.7, 0.9, 120, 0),
+        # seed 001 headline: every stimulus counts (2 right of 30; 28 nulls as empty sets); the
+        # issue's "exact_match 1.000 on n = 2" is the nulls-excluded variant now
+        ScoreRow(sal, "vlm", "exact_match", 2 / 30, 0.0, 0.167, 30, 28),
+        ScoreRow(sal, "vlm", "exact_match@nulls_excluded", 1.0, 1.0, 1.0, 2, 28),
+        ScoreRow(sil, "tiny", "accuracy", 0.5, 0.2, 0.8, 12, 0),
+        ScoreRow(sal, "vlm", "null_rate", 28 / 30, None, None, 30, 28),
+        ScoreRow(sil, "human:panel", "observer_accuracy_mean@test", 0.765, None, None, 80, 0),
+        ScoreRow(sil, "human:panel", "ceiling_kappa_pairwise_mean@test", 0.450, 0.346, 0.532, 80, 0),
+        ScoreRow(sil, "enc", "accuracy", 0.775, 0.675, 0.863, 80, 0),
+        ScoreRow(sil, "enc", "kappa_pairwise", 0.146, -0.009, 0.302, 80, 0),
+        ScoreRow(sil, "enc", "null_rate", 0.0, None, None, 80, 0),
+        ScoreRow("similarity.chart.series_count", "enc", "capacity_k", 8.0, 2.0, 8.0, 40, 0),
+        ScoreRow("similarity.chart.series_count", "enc", "replicates", 1.0, None, None, 40, 0),
+        ScoreRow("similarity.chart.series_count", "enc", "capacity_in_band_prob", 0.399, None, None, 40, 0),
+    ]
+    b = _h(rows, "m", "B")
+    assert b.floor == 0.392 and "≤ floor" in b.flags
+    assert b.ceiling == pytest.approx(0.75) and b.ratio == pytest.approx(0.383 / 0.75)
+    em = _h(rows, "vlm", "exact_match")
+    assert em.value == pytest.approx(2 / 30) and em.bracket is None  # nulls are already in the value
+    assert any(f.startswith("nulls 93%") for f in em.flags) and "nulls excluded: 1.000" in em.extra
+    assert "small n=12" in _h(rows, "tiny", "accuracy").flags
+    acc = _h(rows, "enc", "accuracy")
+    # 0.775 [0.675, 0.863] vs ceiling 0.765: the CI includes the ceiling, so not "above ceiling"
+    assert acc.ratio == pytest.approx(0.775 / 0.765) and acc.ratio > 1 and "above ceiling" not in acc.flags
+    assert "at ceiling (CI includes it)" in acc.flags
+    above = _h(rows + [ScoreRow(sil, "enc2", "accuracy", 0.9, 0.8, 0.95, 80, 0)], "enc2", "accuracy")
+    assert "above ceiling" in above.flags  # lower CI bound 0.8 > 0.765
+    k = _h(rows, "enc", "kappa_pairwise")
+    assert k.ceiling == 0.450 and k.ceiling_ci == (0.346, 0.532) and "CI reaches chance" in k.flags
+    heads = headline_rows(rows)
+    assert not any(h.metric == "replicates" for h in heads)  # never on its own
+    cap = _h(rows, "enc", "capacity_k")
+    assert "replicates: yes (k=8 inside the human band 6-12)" in cap.extra and "P(in band)=0.399" in cap.extra
+    assert "k in the band in only 40% of draws" in cap.flags  # was the cryptic "P(in band) < 0.5"
+
+
+# ---------------------------------------------------------------- a synthetic run with hostile strings
+
+@pytest.fixture(scope="module")
+def hostile_run(tmp_path_factory):
+    d = tmp_path_factory.mktemp("rep") / "run"
+    write_synthetic_run(d, ["model-a", XSS_MODEL, "model-$c$"], raw_output=XSS_RAW)
+    score_file(d / "records.jsonl")
+    return d
+
+
+def test_report_cli_writes_html_and_markdown_without_torch(hostile_run, tmp_path):
+    out = tmp_path / "report.html"
+    p = cli("report", str(hostile_run), "--out", str(out), torch="unimported", columns=None)
+    assert p.returncode == 0, p.stdout + p.stderr  # TORCH_IMPORTED (97) if report imported torch
+    html = out.read_text()
+    md = out.with_suffix(".md").read_text()
+    assert XSS_MODEL not in html and XSS_RAW not in html and "&lt;img src=x onerror=alert(1)&gt;" in html
+    assert XSS_MODEL not in md and "&lt;img src=x onerror=alert(1)&gt;" in md
+    assert not re.search(r"""(src|href|url)\s*[=(]\s*["']?\s*(https?:)?//""", html)  # nothing fetched from afar
+    for section in ('id="matrix"', 'id="dissociation"', 'id="ak"', 'id="markcolor"', 'id="salbench"', 'id="cards"',
+                    'id="paired"', 'id="provenance"'):
+        assert section in html
+    assert 'id="vsi"' not in html  # no VSI records, no VSI section
+
+
+def test_report_in_headless_chromium(hostile_run, tmp_path):
+    assert chromium_path(), "chromium is not installed: apt-get install chromium (.ci/run installs it)"
+    out = tmp_path / "report.html"
+    p = cli("report", str(hostile_run), "--out", str(out))
+    assert p.returncode == 0, p.stdout + p.stderr
+    res = load_page(out, {
+        "scripts": "document.querySelectorAll('script').length",
+        "imgs": "document.querySelectorAll('img').length",
+        "onerror": "document.querySelectorAll('[onerror]').length",
+        "figures": "document.querySelectorAll('figure svg').length",
+        "text_model": f"document.body.innerText.includes({XSS_MODEL!r})",
+        "text_raw": f"document.body.innerText.includes({XSS_RAW!r})",
+        "dollar": "document.body.innerText.includes('model-$c$')",
+        "cards": "document.querySelectorAll('#cards ~ h3').length",
+        "height": "document.documentElement.scrollHeight",
+    })
+    assert res.console_errors == [], res.console_errors
+    assert res.dialogs == []
+    assert [u for u in res.requests if not u.startswith(("file:", "data:"))] == []
+    v = res.values
+    assert v["scripts"] == 0 and v["imgs"] == 0 and v["onerror"] == 0
+    assert v["text_model"] and v["text_raw"] and v["dollar"]  # rendered as text
+    assert v["figures"] >= 7  # matrix, dissociation, a(k), mark colour, 3 SalBench, forest
+    from PIL import Image
+
+    img = Image.open(io.BytesIO(res.screenshot)).convert("L")
+    shot_dir = os.environ.get("PERCEPTBENCH_SCREENSHOT_DIR")
+    if shot_dir:
+        img.save(Path(shot_dir) / "report_test.png")
+    a = np.asarray(img, float)
+    assert a.shape[0] >= 2000 and a.std() > 10 and (a < 128).mean() > 0.01  # a long page with dark ink on it
+
+
+def test_browser_harness_detects_errors_and_requests(tmp_path):
+    """The checks above can fail: a page with a console error and an external image."""
+    assert chromium_path(), "chromium is not installed"
+    page = tmp_path / "bad.html"
+    page.write_text("<html><body><p>x</p><script>console.error('boom')</script>"
+                    "<img src='http://203.0.113.7/x.png'></body></html>")
+    res = load_page(page, {"n": "document.querySelectorAll('img').length"})
+    assert any("boom" in e for e in res.console_errors)
+    assert any(u.startswith("http://203.0.113.7") for u in res.requests)
+
+
+# ---------------------------------------------------------------- paired differences, merging
+
+def test_paired_differences_match_the_scores(hostile_run):
+    from perceptbench.records import read_records
+    from perceptbench.reports.paired import paired_differences
+
+    recs = read_records(hostile_run / "records.jsonl")
+    rows = {(r.task_id, r.model, r.metric): r.value for r in score_file(hostile_run / "records.jsonl",
+                                                                          hostile_run / "s.csv")}
+    diffs, notes = paired_differences(recs)
+    assert notes == []
+    seen = set()
+    for d in diffs:
+        seen.add((d.task_id, d.metric))
+        want = rows[(d.task_id, d.a, d.metric)] - rows[(d.task_id, d.b, d.metric)]
+        if d.task_id.startswith("salbench."):  # every stimulus counts (null = empty prediction): the rows' difference
+            assert d.diff == pytest.approx(want), (d, want)
+        else:  # on the stimuli both answered (5% nulls each): close to, not equal to, the rows' difference
+            assert d.n < 120 and d.diff == pytest.approx(want, abs=0.1), (d, want)
+        assert d.low <= d.diff <= d.high
+    assert ("closure.nat.silhouette", "kappa_pairwise") in seen and ("closure.nat.silhouette", "B") in seen
+    assert ("similarity.chart.mark_color", "B") in seen
+    # model-a answers correctly with p=0.2, model-$c$ with p=0.8: B differs on mark colour
+    d = next(d for d in diffs if d.task_id == "similarity.chart.mark_color" and {d.a, d.b} == {"model-a", "model-$c$"})
+    assert d.excludes_zero
+
+
+def test_report_merges_run_directories_and_refuses_other_seeds(tmp_path):
+    a = write_synthetic_run(tmp_path / "a", ["alpha"], tasks=("similarity.chart.mark_color",), run_id="ra")
+    b = write_synthetic_run(tmp_path / "b", ["beta"], tasks=("similarity.chart.mark_color",), run_id="rb")
+    p = cli("report", str(a), str(b), "--out", str(tmp_path / "r.html"))
+    assert p.returncode == 0, p.stdout + p.stderr
+    html = (tmp_path / "r.html").read_text()
+    assert "alpha" in html and "beta" in html and " of 1 paired differences" in html
+    c = write_synthetic_run(tmp_path / "c", ["gamma"], tasks=("similarity.chart.mark_color",), seed=1, run_id="rc")
+    p = cli("report", str(a), str(c), "--out", str(tmp_path / "r2.html"))
+    assert p.returncode == 2 and "seed" in p.stdout and "Traceback" not in p.stdout + p.stderr
+    assert not (tmp_path / "r2.html").exists()
+    p = cli("report", str(tmp_path / "nope"))
+    assert p.returncode == 2 and "nope" in p.stdout
+
+
+def test_paired_draws_reproduce_the_scorers_intervals(hostile_run):
+    """The count-matrix evaluation gives the scorers' own bootstrap intervals (Gestalt tasks;
+    SalBench's scorer resamples only the scorable trials, which cannot be paired)."""
+    from perceptbench.records import read_records
+    from perceptbench.reports.paired import model_draws
+
+    rows = {(r.task_id, r.model, r.metric): r for r in score_file(hostile_run / "records.jsonl",
+                                                                   hostile_run / "s2.csv")}
+    draws = model_draws(read_records(hostile_run / "records.jsonl"))
+    assert len(draws) >= 3 * 5
+    for (tid, m, metric), (point, d, _) in draws.items():
+        r = rows[(tid, m, metric)]
+        if tid.startswith("salbench."):
+            assert point == pytest.approx(r.value, abs=1e-12)
+            continue
+        assert point == pytest.approx(r.value, abs=1e-12)
+        lo, hi = np.percentile(d[np.isfinite(d)], [2.5, 97.5])
+        assert (lo, hi) == pytest.approx((r.ci_low, r.ci_high), abs=1e-9), (tid, m, metric)
+
+
+def test_vsi_section_from_vsi_score_rows(tmp_path):
+    """Score rows named as branch `vsi` / `vsi-analyses` write them give the VSI section: a
+    histogram from vsi_histogram rows, the insensitive fractions, the signal table and the
+    headline rows (median VSI with its IQR shown as such, not as a CI)."""
+    import json
+
+    from perceptbench.records import read_records
+    from perceptbench.reports.data import ReportData
+    from perceptbench.reports.html import render_report
+    from perceptbench.scoring import score_records
+
+    d = write_synthetic_run(tmp_path / "v", ["vlm-a"], tasks=("similarity.chart.mark_color",))
+    recs = read_records(d / "records.jsonl")
+    tid, cell = "vsi.salbench.syn", "[region_blur,sigma=20]"
+    edges = [0.0] + [10.0 ** e for e in np.arange(-4.0, 1.01, 0.5)] + [None]
+    vsi = [ScoreRow(tid, "vlm-a", "vsi_median" + cell, 0.02, 0.004, 0.3, 50, None, "nats; quartiles"),
+           ScoreRow(tid, "vlm-a", "insensitive_frac@0.05" + cell, 0.56, 0.42, 0.7, 50, None),
+           ScoreRow(tid, "vlm-a", "argmax_change_rate" + cell, 0.1, 0.04, 0.18, 50, None),
+           ScoreRow(tid, "vlm-a", "vsi_histogram" + cell, 50.0, None, None, 50, None,
+                    json.dumps({"edges_nats": edges, "counts": [3, 4, 5, 6, 7, 8, 6, 5, 3, 2, 1, 0]})),
+           ScoreRow(tid, "vlm-a", "auroc_vsi" + cell, 0.48, 0.35, 0.6, 50, 0),
+           ScoreRow(tid, "vlm-a", "signal_auroc[vsi,sigma=20]", 0.48, None, None, 50, 0),
+           ScoreRow(tid, "vlm-a", "signal_auroc[max_prob,sigma=20]", 0.61, None, None, 50, 0)]
+    data = ReportData([d], recs, score_records(recs) + vsi, "test")
+    html, md, n_fig = render_report(data, "vsi")
+    assert 'id="vsi"' in html and "signal_auroc" not in md
+    sec = html[html.index('id="vsi"'):html.index('id="cards"')]
+    assert sec.count("<svg") == 1 and "max_prob" in sec and "0.610" in sec and "56% below 0.05 nats" in sec
+    h = {x.metric: x for x in headline_rows(data.scores) if x.task_id == tid}
+    med = h["vsi_median" + cell]
+    assert med.ci_low is None and "IQR [0.004, 0.300] nats" in med.extra
+    au = h["auroc_vsi" + cell]
+    assert au.floor == 0.5 and "≤ chance" in au.flags
+
+
+def test_report_out_directory_names_report_html(tmp_path, human_run):
+    """Before: '--out must be the path of the scores CSV file' (the score command's message)."""
+    p = cli("report", str(human_run), "--out", str(tmp_path), columns=250)
+    one_line_error(p, "--out", "is a directory", "report's HTML file")
+    assert "scores CSV" not in p.stdout
+
+
+def test_report_refuses_foreign_file_and_non_html_suffix(tmp_path, human_run):
+    """Before: notes.txt silently overwritten with HTML; r.pdf got HTML."""
+    notes = tmp_path / "notes.txt"
+    notes.write_text("my notes")
+    one_line_error(cli("report", str(human_run), "--out", str(notes), columns=250), "--out", ".html")
+    assert notes.read_text() == "my notes"
+    one_line_error(cli("report", str(human_run), "--out", str(tmp_path / "r.pdf"), columns=250), "--out", ".html")
+    assert not (tmp_path / "r.pdf").exists()
+    foreign = tmp_path / "page.html"
+    foreign.write_text("<html>someone else's page</html>")
+    one_line_error(cli("report", str(human_run), "--out", str(foreign), columns=250), "not a perceptbench report")
+    assert foreign.read_text() == "<html>someone else's page</html>"
+
+
+def test_report_overwrites_its_own_report(tmp_path, human_run):
+    out = tmp_path / "rep.html"
+    for _ in range(2):  # the second call overwrites the report written by the first
+        p = cli("report", str(human_run), "--out", str(out), columns=250)
+        assert p.returncode == 0, p.stdout + p.stderr
+    assert out.read_text().count("perceptbench report") >= 1 and out.with_suffix(".md").exists()
+
+
+CELL = "[region_blur,sigma=20]"
+
+
+VSI = "vsi.salbench.syn@n=40"
+
+
+def _vsi_rows(model, *, all_null=False, insensitive=1.0):
+    import json
+
+    import numpy as np
+
+    from perceptbench.core.rows import ScoreRow
+
+    edges = [0.0] + [10.0 ** e for e in np.arange(-4.0, 1.01, 0.5)] + [None]
+    return [ScoreRow(VSI, model, "vsi_median" + CELL, 0.0002, 0.0, 0.001, 40, 0, "nats; quartiles"),
+            ScoreRow(VSI, model, "insensitive_frac@0.05" + CELL, insensitive, insensitive, insensitive, 40, 0),
+            ScoreRow(VSI, model, "n_fallback" + CELL, 0.0, None, None, 40, None),
+            ScoreRow(VSI, model, "vsi_histogram" + CELL, 40.0, None, None, 40, None,
+                     json.dumps({"edges_nats": edges, "counts": [30, 4, 2, 1, 1, 1, 1, 0, 0, 0, 0, 0]})),
+            ScoreRow(VSI, model, "auroc_vsi" + CELL, float("nan"), float("nan"), float("nan"),
+                     0 if all_null else 40, 40 if all_null else 0, "no parseable answers")]
+
+
+def test_flags_for_all_null_and_image_ignoring_models():
+    """Before: insensitive_frac 1.00 [1.00, 1.00] with no flag (read as a perfect score); an
+    all-null model's row carried no flag saying so."""
+    from perceptbench.reports.headline import headline_rows
+
+    h = {(x.model, x.metric): x for x in headline_rows(_vsi_rows("idef", all_null=True)
+                                                        + _vsi_rows("llava", insensitive=0.4))}
+    assert "every sample insensitive" in h[("idef", "insensitive_frac@0.05" + CELL)].flags
+    assert "every sample insensitive" not in h[("llava", "insensitive_frac@0.05" + CELL)].flags
+    au = h[("idef", "auroc_vsi" + CELL)]
+    assert "no parseable answers" in au.flags
+    assert "parsed clean answer" in au.extra and "VSI rows need no parsed answer" in au.extra  # why n differs
+
+
+def test_report_vsi_iqr_integer_counts_model_vs_model_and_markdown(tmp_path, mirror):
+    """Before: vsi_median's quartiles in the CI column, n_fallback as 0.000, 'Fewer than two models
+    on any task' beside a three-model VSI task, report.md with 'P(in band) &lt; 0.5'."""
+    from perceptbench.reports.data import ReportData
+    from perceptbench.reports.html import _md_cell, render_report, row_text
+    from perceptbench.scoring import score_records
+    from perceptbench.testing.synthetic_runs import synthetic_records
+
+    recs = synthetic_records(["vlm-a"], tasks=("similarity.chart.mark_color",))
+    from perceptbench.records import TrialRecord
+
+    vsi_recs = []
+    for m in ("m1", "m2", "m3"):  # VSI records of three models (one stimulus each is enough here)
+        d = recs[-1].model_dump()
+        d.update(task_id=VSI, model=m, trial_id=f"{VSI}|s0|{m}|rep0", stimulus_id="s0")
+        vsi_recs.append(TrialRecord.model_validate(d))
+    rows = score_records(recs) + _vsi_rows("m1") + _vsi_rows("m2") + _vsi_rows("m3")
+    data = ReportData([tmp_path], recs + vsi_recs, rows, "test")
+    html, md, _ = render_report(data, "t")
+    sec = html[html.index('id="vsi"'):html.index('id="cards"')]
+    med = next(r for r in rows if r.metric == "vsi_median" + CELL)
+    assert "IQR" in row_text(med) and "[" not in row_text(med) and "quartiles, not a CI" in sec
+    assert row_text(next(r for r in rows if r.metric == "n_fallback" + CELL)) == "0"
+    paired = html[html.index('id="paired"'):html.index('id="provenance"')]
+    assert "Fewer than two models" not in paired and "vsi.salbench.syn@n=40: 3 models" in paired
+    assert _md_cell("P(in band) < 0.5") == "P(in band) < 0.5" and "&lt;" not in md
+    assert _md_cell("<img src=x>") == "&lt;img src=x&gt;"
+
+
+def test_vsi_histogram_panels_do_not_overlap():
+    """Before: the first panel's x label was drawn over the second panel's title."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from perceptbench.reports.figures import vsi_histogram_figure
+    from perceptbench.core.rows import ScoreRow
+
+    rows = _vsi_rows("m1")
+    rows += [ScoreRow(VSI, r.model, r.metric.replace("region", "whole"), r.value, r.ci_low, r.ci_high, r.n,
+                      r.n_null, r.note) for r in rows if r.metric.startswith("vsi_histogram")]
+    fig = vsi_histogram_figure(rows)
+    fig.canvas.draw()
+    r = fig.canvas.get_renderer()
+    a0, a1 = fig.axes[:2]
+    xlabel = a0.xaxis.label.get_window_extent(r)
+    title = a1.title.get_window_extent(r)
+    assert xlabel.y0 > title.y1 or title.y0 > xlabel.y1, (xlabel, title)
+
+
+def test_report_explains_position_missing_chance_and_kernel_range(tmp_path, mirror):
+    """Before: floor->ceiling position 0.39 next to v/ceil 0.64, SalBench chance '-' and
+    'kernels 0.700-0.874' with no explanation."""
+    from perceptbench.records import read_records
+    from perceptbench.reports.data import ReportData
+    from perceptbench.reports.headline import headline_rows
+    from perceptbench.reports.html import render_report
+    from perceptbench.scoring import score_records
+    from perceptbench.testing.synthetic_runs import write_synthetic_run
+
+    d = write_synthetic_run(tmp_path / "run", ["model-a"], tasks=("similarity.chart.mark_color",))
+    recs = read_records(d / "records.jsonl")
+    rows = score_records(recs)
+    html, _, _ = render_report(ReportData([d], recs, rows, "t"), "t")
+    assert "position = (value &minus; floor) / (ceiling &minus; floor)" in html
+    assert "SalBench exact match" in html and "the other human colour kernels" in html
+    b = next(h for h in headline_rows(rows) if h.metric == "B")
+    assert "their mean is the ceiling" in b.extra
+
+
+def test_ak_figure_flags_small_n_per_k():
+    """Before: a(k) resting on 2-3 trials per k (CIs [0, 1] or [0, 0]) carried no small-n flag."""
+    from perceptbench.reports.figures import ak_curves
+    from perceptbench.core.rows import ScoreRow
+
+    tid = "similarity.chart.series_count@n_test=40"
+    rows = [ScoreRow(tid, "m", f"a_k[{k}]", 0.5, 0.0, 1.0, 3, 0) for k in range(2, 17)]
+    rows += [ScoreRow(tid, "m", "capacity_k", 8.0, 2.0, 8.0, 40, 0)]
+    assert "small n: 3-3 trials per k (&lt; 30)" in ak_curves(rows)
+    big = [ScoreRow(tid, "m", f"a_k[{k}]", 0.5, 0.4, 0.6, 60, 0) for k in range(2, 17)]
+    assert "small n" not in ak_curves(big)
+
+
+def test_mark_colour_kernel_labels_do_not_overlap(monkeypatch):
+    """Before: the labels of kernels l5 (0.870) and l9 (0.874) were drawn over each other."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from perceptbench.reports import figures as F
+    from perceptbench.core.rows import ScoreRow
+
+    monkeypatch.setattr(F, "to_svg", lambda fig: fig)  # keep the figure to measure its texts
+    tid = "similarity.chart.mark_color"
+    rows = [ScoreRow(tid, "m", "B", 0.5, 0.4, 0.6, 120, 0), ScoreRow(tid, "m", "position_floor", 0.33, None, None, 120, 0)]
+    rows += [ScoreRow(tid, f"human:kernel-{k}", "B", v, None, None, 120, 0)
+             for k, v in (("l5", 0.870), ("l9", 0.874), ("td", 0.76), ("sa", 0.70))]
+    fig = F.mark_color(rows)
+    fig.canvas.draw()
+    r = fig.canvas.get_renderer()
+    from matplotlib.text import Text
+
+    boxes = [Text.get_window_extent(t, r) for t in fig.axes[0].texts]  # the label text, not its leader line
+    assert len(boxes) == 4
+    ys = sorted((b.y0, b.y1) for b in boxes)
+    for (lo0, hi0), (lo1, hi1) in zip(ys, ys[1:]):
+        assert lo1 - hi0 >= 2, ys  # at least 2 px of white between neighbouring labels
+
+
+def test_report_sections_are_numbered_without_gaps(tmp_path, mirror):
+    """Before: without VSI records the page went from 5. SalBench to 7. cards."""
+    import re
+
+    from perceptbench.records import read_records
+    from perceptbench.reports.data import ReportData
+    from perceptbench.reports.html import render_report
+    from perceptbench.scoring import score_records
+    from perceptbench.testing.synthetic_runs import write_synthetic_run
+
+    d = write_synthetic_run(tmp_path / "run", ["model-a"], tasks=("similarity.chart.mark_color",))
+    recs = read_records(d / "records.jsonl")
+    html, _, _ = render_report(ReportData([d], recs, score_records(recs), "t"), "t")
+    nums = [int(n) for n in re.findall(r'<h2 id="[a-z]+">(\d+)\.', html)]
+    assert nums == list(range(1, len(nums) + 1)) and 'id="vsi"' not in html
+    assert re.search(r'<h2 id="cards">6\.', html) and "section 6" in html
+
+
+def test_series_chance_label_explains_the_answer_range():
+    """Before: 'chance 1/20 (answers 1-20)' beside a(k) over k = 2-16, unexplained."""
+    from perceptbench.reports.headline import headline_rows
+    from perceptbench.core.rows import ScoreRow
+
+    tid = "similarity.chart.series_count"
+    h = next(x for x in headline_rows([ScoreRow(tid, "m", "accuracy", 0.3, 0.2, 0.4, 40, 0)]) if x.metric == "accuracy")
+    assert h.floor == 1 / 20 and "rendered 2-16" in h.floor_label and "1/15" in h.floor_label
+
+
+def test_matrix_cell_marks_a_value_resting_on_few_parsed_answers(tmp_path, mirror):
+    """Before: the matrix showed '0.00 [0.00, 0.00]' for a model with 76/80 null answers, and
+    report.md the bare value, with no mark that it rests on 4 parsed answers."""
+    import re
+
+    from perceptbench.reports.data import ReportData
+    from perceptbench.reports.html import render_report
+    from perceptbench.scoring import score_records
+    from perceptbench.testing.synthetic_runs import synthetic_records
+
+    sil = "closure.nat.silhouette"
+    recs = synthetic_records(["mostly-null"], tasks=(sil,), null_rate=0.95) + \
+        [r for r in synthetic_records(["fine"], tasks=(sil,), null_rate=0.0) if r.model == "fine"]
+    model = [r for r in recs if r.model == "mostly-null"]
+    n_null = sum(r.response is None for r in model)
+    assert len(model) == 80 and n_null > 0.1 * 80
+    html, md, _ = render_report(ReportData([tmp_path], recs, score_records(recs), "test"), "t")
+    mark = f"· {n_null}/80 null"
+    matrix = html[html.index('id="matrix"'):html.index('id="dissociation"')]
+    table = matrix[matrix.index("<table"):]
+    row = re.search(r"<tr><td>mostly-null</td>(.*?)</tr>", table).group(1)
+    assert row.count(mark) == 2  # B and kappa cells
+    assert "null" not in re.search(r"<tr><td>fine</td>(.*?)</tr>", table).group(1)
+    svg_text = " ".join(re.findall(r"<text[^>]*>([^<]*)</text>", matrix))
+    assert f"{n_null}/80 null" in svg_text  # in the figure's cell too
+    assert "76/80 null" in matrix  # the legend under the figure
+    md_row = next(ln for ln in md.splitlines() if "| mostly-null | B |" in ln)
+    assert mark in md_row and "Marks:" in md
+
+
+def test_no_negative_zero_and_no_zero_of_zero_paired_line(tmp_path, mirror):
+    """Before: '-0.000' in CIs (report, terminal), and report.md said 'Paired differences: 0 of 0
+    exclude 0.' for a one-model run."""
+    from perceptbench.cli import format_ci, format_value
+    from perceptbench.reports.data import ReportData
+    from perceptbench.reports.headline import fmt
+    from perceptbench.reports.html import render_report
+    from perceptbench.scoring import score_records
+    from perceptbench.core.rows import ScoreRow
+    from perceptbench.testing.synthetic_runs import synthetic_records
+
+    assert format_ci(-1e-17, 0.25) == "[0.000, 0.250]" and format_value("kappa", -0.0) == "0.000"
+    assert fmt(-0.0004, 2) == "0.00" and fmt(-1e-12, sign=True) == "+0.000" and fmt(-0.2) == "-0.200"
+    sil = "closure.nat.silhouette"
+    recs = synthetic_records(["solo"], tasks=(sil,))
+    rows = [r if not (r.model == "solo" and r.metric == "kappa_pairwise") else
+            ScoreRow(r.task_id, r.model, r.metric, -1e-17, -2e-17, 0.1, r.n, r.n_null) for r in score_records(recs)]
+    html, md, _ = render_report(ReportData([tmp_path], recs, rows, "test"), "t")
+    assert "-0.000" not in html and "-0.00" not in html and "-0.000" not in md
+    assert "0 of 0" not in md and "Paired differences: none; fewer than two models on any task" in md
+
+
+def test_paired_difference_is_on_the_stimuli_both_answered():
+    from perceptbench.metrics.bootstrap import resample_indices
+    from perceptbench.reports.paired import paired_differences
+
+    # a: right on 0-5, wrong on 6-9; b: null on 0-3, wrong on 4-5, right on 6-9.
+    a = plant_answers("similarity.chart.mark_color", "a", {**{i: "right" for i in range(6)}, **{i: "wrong" for i in range(6, 10)}})
+    b = plant_answers("similarity.chart.mark_color", "b", {**{i: None for i in range(4)}, 4: "wrong", 5: "wrong", **{i: "right" for i in range(6, 10)}})
+    diffs, notes = paired_differences(a + b)
+    assert notes == []
+    (d,) = diffs
+    # common answered stimuli 4-9 (n=6): a right on 4,5 -> 2/6; b right on 6-9 -> 4/6; a - b = -1/3
+    # (the old code subtracted a's B on 10 stimuli, 0.6, from b's on 6, 0.667: -0.067)
+    assert (d.a, d.b, d.metric, d.n) == ("a", "b", "B", 6)
+    assert d.diff == pytest.approx(-1 / 3, abs=1e-12)
+    assert "6 stimuli both answered" in d.basis and "nulls excluded" in d.basis
+    # the interval: the same resampled common stimuli for both models in every draw
+    xa = np.array([1, 1, 0, 0, 0, 0.0])
+    xb = np.array([0, 0, 1, 1, 1, 1.0])
+    idx = resample_indices(6, 1000, 0)
+    lo, hi = np.percentile(xa[idx].mean(1) - xb[idx].mean(1), [2.5, 97.5])
+    assert (d.low, d.high) == pytest.approx((lo, hi), abs=1e-12)
+
+
+def test_disjoint_answered_sets_give_no_number():
+    from perceptbench.reports.paired import paired_differences
+
+    # a answers 0-4 and is null on 5-9, b the reverse: no stimulus both answered
+    a = plant_answers("similarity.chart.mark_color", "a", {**{i: "right" for i in range(5)}, **{i: None for i in range(5, 10)}})
+    b = plant_answers("similarity.chart.mark_color", "b", {**{i: None for i in range(5)}, **{i: "right" for i in range(5, 10)}})
+    diffs, notes = paired_differences(a + b)
+    assert diffs == []
+    assert len(notes) == 1 and "only 0 stimuli both answered" in notes[0] and "a - b" in notes[0]
+    # 4 common answered stimuli (< 5): still no number
+    c = plant_answers("similarity.chart.mark_color", "c", {**{i: "right" for i in range(4)}, **{i: None for i in range(4, 10)}})
+    diffs, notes = paired_differences(a + c)
+    assert diffs == [] and "only 4 stimuli both answered" in notes[0]
+
+
+def test_all_null_salbench_cell_is_flagged_like_every_family():
+    from perceptbench.reports.headline import cell_text, headline_rows
+    from perceptbench.scoring import score_records
+
+    # 12 SalBench stimuli, every answer null: exact_match = 0 on n = 12 (a null is an empty prediction), 12/12 null;
+    # mark colour, every answer null: B undefined, n = 0
+    recs = plant_answers("salbench.detection.syn@n=60,n_probe=0", "v", {i: None for i in range(12)}) + plant_answers("similarity.chart.mark_color", "v", {i: None for i in range(12)})
+    heads = {(h.task_id, h.metric): h for h in headline_rows(score_records(recs)) if h.model == "v"}
+    sal, mark = heads[("salbench.detection.syn@n=60,n_probe=0", "exact_match")], heads[("similarity.chart.mark_color", "B")]
+    assert (sal.value, sal.n, sal.trials) == (0.0, 12, (12, 12))
+    assert "no parseable answers" in sal.flags and "no parseable answers" in mark.flags
+    assert cell_text(sal).endswith("· all null") and "12/12 null" not in cell_text(sal)
+    # one parseable answer among 12: no such flag, the null mark instead
+    recs = plant_answers("salbench.detection.syn@n=60,n_probe=0", "w", {0: "right", **{i: None for i in range(1, 12)}})
+    (h,) = [h for h in headline_rows(score_records(recs)) if h.model == "w" and h.metric == "exact_match"]
+    assert "no parseable answers" not in h.flags and cell_text(h).endswith("· 11/12 null")
+
+
+def test_no_paired_difference_for_encoder_settings_the_scorer_skips():
+    from perceptbench.reports.paired import paired_differences
+
+    # encoder answers recorded (by an older run) for shots=3: scored as `skipped`, so never compared
+    tid = "salbench.detection.syn@n=60,n_probe=6,shots=3"
+    recs = [r.model_copy(update={"readout": "linear_probe", "model_family": "encoder"})
+            for m in ("e1", "e2") for r in plant_answers(tid, m, {i: "right" for i in range(8)})]
+    assert paired_differences(recs) == ([], [])
+    # the same answers at shots=0 are compared: both right on 8 stimuli -> difference 0 on n = 8
+    base = "salbench.detection.syn@n=60,n_probe=0"
+    recs = [r.model_copy(update={"readout": "linear_probe", "model_family": "encoder"})
+            for m in ("e1", "e2") for r in plant_answers(base, m, {i: "right" for i in range(8)})]
+    (d,), _ = paired_differences(recs)
+    assert (d.diff, d.n) == (0.0, 8)

@@ -1,0 +1,69 @@
+"""scorers/human_panel.py: modal responses, leave-one-out sides, and a panel of one observer."""
+
+import numpy as np
+
+from perceptbench.tasks import get_task
+
+from helpers.records import plant_answers, plant_record
+
+
+def test_gestalt_mode_excludes_na_and_ties():
+    from perceptbench.scorers.human_panel import modal_response
+
+    _mode = lambda r: modal_response(r, "na")  # noqa: E731
+    assert _mode(["cat", "cat", "dog"]) == "cat"
+    assert _mode(["cat", "dog"]) is None                          # 1-1 tie
+    assert _mode(["na", "na", "na", "dog"]) == "dog"              # na never votes
+    assert _mode([None, None, "dog"]) == "dog"                    # nor a null
+    assert _mode([]) is None and _mode(["na", None]) is None      # no vote at all
+    assert _mode(["a", "b", "b", "c", "c", "c"]) == "c"           # a tie below the top does not matter
+    assert _mode(["a", "a", "b", "b", "c"]) is None               # a tie at the top does
+
+
+def test_gestalt_model_rows_order_and_loo_sides():
+    from perceptbench.record_table import TaskColumns
+    from perceptbench.scorers.common import respondent_positions as _model_rows
+    from perceptbench.scorers.human_panel import _loo_sides, modal_response
+
+    task = get_task("closure.nat.silhouette")
+    task.n_reps = 2  # two repetitions per stimulus, so the order within a stimulus is by rep
+    recs = [plant_record(task, stimulus_id=s, model=m, model_family="vlm", readout="vlm_prompt", response="cat",
+                         ground_truth="cat", manipulated_value=None, raw_output="cat", prompt_id="p", prompt_hash="h",
+                         model_version="v", seed=0, run_id="r", rep=rep)
+            for m, s, rep in (("zz", "b", 0), ("aa", "b", 1), ("zz", "a", 0), ("aa", "a", 0), ("aa", "b", 0))]
+    c = TaskColumns.from_records(task.task_id, recs)
+    got = [(c.models[m], [(c.stimuli[c.stimulus[p]], int(c.rep[p])) for p in pos]) for m, pos in _model_rows(c)]
+    # models in order of first appearance (zz before aa), records by (stimulus id, rep)
+    assert got == [("zz", [("a", 0), ("b", 0)]), ("aa", [("a", 0), ("b", 0), ("b", 1)])]
+    assert len(_model_rows(TaskColumns.from_records(task.task_id, recs[:1]))) == 1
+    assert _model_rows(TaskColumns.from_records(task.task_id, [])) == []
+    # three observers on two stimuli: leave-one-out modes and whether each observer matches them
+    resp = [["cat", "cat", "dog"], ["dog", "na", "cat"]]
+    side = _loo_sides(np.zeros((3, 2)), resp, [0, 1], lambda r: modal_response(r, "na"))
+    # stimulus 0: without o1 {cat, dog} tie; without o2 tie; without o3 cat (o3 said dog: no match)
+    # stimulus 1: without o1 {cat} -> cat (o1 dog: no); without o2 {dog, cat} tie; without o3 {dog} -> dog (no)
+    assert side["loo_valid"].tolist() == [[False, True], [False, False], [True, True]]
+    assert side["loo_match"].tolist() == [[False, False], [False, False], [False, False]]
+    side = _loo_sides(np.zeros((3, 1)), [["cat", "cat", "cat"]], [0], lambda r: modal_response(r, "na"))
+    assert side["loo_match"].tolist() == [[True], [True], [True]]
+
+
+def test_scoring_with_one_human_observer_emits_no_numpy_warning():
+    import math
+    import warnings
+
+    from perceptbench.metrics.error_consistency import leave_one_out_ceiling
+    from perceptbench.scoring import score_records
+
+    sil = "closure.nat.silhouette"
+    task = get_task(sil)
+    humans = task.human_records(0, "planted", task.stimuli(0))
+    first = sorted({r.model for r in humans if r.model.startswith("human:subject")})[0]
+    one = [r for r in humans if r.model == first]  # a torn file: one observer left
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # docs/metrics.md: scoring emits no numpy warnings
+        # one observer: the leave-one-out panel (the others' mean) is empty, 0/0 -> NaN, the documented answer
+        assert math.isnan(leave_one_out_ceiling(np.array([[1.0, 0.0, 1.0]]))[0])
+        rows = score_records(one + plant_answers(sil, "m", {i: "right" for i in range(10)}))
+    loo = [r for r in rows if r.model == first and r.metric.startswith("kappa_loo")]
+    assert loo and all(math.isnan(r.value) for r in loo)

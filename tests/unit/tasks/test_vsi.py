@@ -1,0 +1,191 @@
+"""The parser modes reach VSI clean answers at scoring time, and VSI score rows count
+ambiguous and unclosed-reasoning answers as battery rows do (issue 19 item 4)."""
+
+import json
+
+import numpy as np
+import pytest
+
+from perceptbench.core.rows import ScoreRow
+from perceptbench.metrics.bootstrap import N_BOOT_B, bootstrap
+from perceptbench.metrics.vsi import HIST_EDGES, cell_summary
+from perceptbench.scoring import score_records
+from perceptbench.tasks import get_task
+
+from helpers.records import plant_record, plant_vsi_record
+from helpers.score_rows import SEED, assert_rows, boot_row
+
+TASK = "vsi.salbench.syn@n=4"
+RAW = {  # sample -> the clean greedy answer (ground truth B everywhere)
+    "s0": "b",  # default/strict: B (lower case); seed: null
+    "s1": "Option B, or maybe option C.",  # ambiguous: default and seed B, strict null
+    "s2": "<think>C or B",  # reasoning block never closed: null (seed: null too, no rule fires)
+    "s3": "Answer: **B**",  # default/strict: B; seed: null (markdown after the marker)
+}
+
+
+def _records(response):
+    from perceptbench.tasks import get_task
+    from helpers.records import plant_record
+
+    t = get_task(TASK)
+    recs = []
+    for sid, raw in RAW.items():
+        for cond in ("clean", "whole_blur"):
+            clean = cond == "clean"
+            vsi = {"sample_id": sid, "image_id": sid, "benchmark": "salbench.syn", "condition": cond,
+                   "sigma_px": 0.0 if clean else 20.0, "dilate_px": 4, "region_source": "exact",
+                   "region_bbox": [0, 0, 4, 4], "fallback": False, "answer_prefix": "", "top_k": 50,
+                   "token_ids": [1, 2], "tokens": ["1", "2"], "logprobs": [float(np.log(0.6)), float(np.log(0.3))],
+                   "complete": False, "distribution_source": "hf_logits", "image_sha256": "x",
+                   "max_prob": 0.6 if clean else None, "verbal_conf": None, "verbal_raw": None}
+            recs.append(plant_record(t, stimulus_id=f"{sid}~{cond}", model="m", model_family="vlm",
+                                     readout="vlm_vsi_clean" if clean else "vlm_vsi_perturbed",
+                                     response=response if clean else None, ground_truth="B",
+                                     manipulated_value=cond, raw_output=raw if clean else None,
+                                     prompt_id=t.prompt_id, prompt_hash=None, model_version="v", seed=0,
+                                     run_id="r", vsi=vsi))
+    return recs
+
+
+def _rows(mode):
+    rows = score_records(_records(response=None), parser_mode=mode)  # recorded responses: all null
+    return {r.metric: r for r in rows if r.task_id == TASK and r.model == "m"}
+
+
+@pytest.mark.parametrize("mode,n_null,accuracy", [("default", 1, 1.0), ("strict", 2, 1.0), ("seed", 3, 1.0)])
+def test_parser_mode_re_parses_vsi_clean_answers(mode, n_null, accuracy):
+    rows = _rows(mode)
+    assert rows["n_parse_null"].value == n_null
+    if accuracy is None:
+        assert "accuracy" not in rows
+    else:
+        assert rows["accuracy"].value == accuracy and rows["accuracy"].n == 4 - n_null
+
+
+@pytest.mark.parametrize("mode,ambiguous,unclosed", [("default", 1, 1), ("strict", 1, 1), ("seed", 1, 0)])
+def test_vsi_rows_count_ambiguous_and_unclosed_reasoning(mode, ambiguous, unclosed):
+    rows = _rows(mode)
+    assert rows["n_ambiguous"].value == ambiguous and rows["n_ambiguous"].n == 4
+    assert rows["n_unclosed_reasoning"].value == unclosed
+    assert "parser mode " + mode in rows["n_ambiguous"].note
+
+
+L = np.log
+
+
+def _vsi_rec(task, cond, sample, ids, lps, *, response="B", model="m", conf=80.0, fallback=False, skipped=None):
+    return plant_vsi_record(task, cond, sample, ids, lps, response=response, model=model, conf=conf,
+                            fallback=fallback, skipped=skipped)
+
+
+def _vsi_records(task):
+    a, lp = [1, 2, 3], [float(x) for x in L([0.6, 0.3, 0.05])]
+    return [
+        # model "sk" first (scores are sorted by model): skipped with two reasons, one record not skipped
+        _vsi_rec(task, "clean", "s0", a, lp, model="sk", skipped="z: no logprobs"),
+        _vsi_rec(task, "clean", "s1", a, lp, model="sk", skipped="a: no images"),
+        _vsi_rec(task, "clean", "s2", a, lp, model="sk"),
+        # model "m": s0 right (conf 80), s1 wrong (no confidence), s3 unparseable (null), records out of order
+        _vsi_rec(task, "clean", "s3", a, lp, response=None, conf=None),
+        _vsi_rec(task, "clean", "s1", a, lp, response="A", conf=None),
+        _vsi_rec(task, "clean", "s0", a, lp),
+        _vsi_rec(task, "region_blur", "s0", a, lp),                              # VSI 0, argmax kept
+        _vsi_rec(task, "region_blur", "s1", [2, 1], lp[:2], fallback=True),     # argmax changed
+        _vsi_rec(task, "whole_blur", "s0", [2, 1, 3], lp),                       # VSI 0.6 ln2 + 0.3 ln .5
+    ]
+
+
+def _vsi_cell_rows(tid, m, cond, samples):
+    """The rows of one VSI cell, from the metric's own cell summary of the paired samples."""
+    cell = [x for x in samples if x.model == m and x.perturbation == cond.split("_")[0]]
+    cs = cell_summary(np.array([x.vsi for x in cell]), np.array([x.argmax_changed for x in cell]), seed=SEED)
+    tag, n = f"[{cond},sigma=20]", len(cell)
+    rows = [ScoreRow(tid, m, "vsi_median" + tag, cs.median, cs.q25, cs.q75, n, None,
+                     "nats; ci_low/ci_high hold the 25th/75th percentiles (quartiles), not a CI"),
+            ScoreRow(tid, m, "vsi_q25" + tag, cs.q25, None, None, n, None, "nats"),
+            ScoreRow(tid, m, "vsi_q75" + tag, cs.q75, None, None, n, None, "nats")]
+    for t, word in ((0.05, "0.05"), (0.01, "0.01")):
+        rows.append(boot_row(tid, m, f"insensitive_frac@{word}" + tag, cs.insensitive[t], n, None,
+                              f"fraction of samples with VSI < {word} nats (seed 002 §2.2)"))
+    rows.append(boot_row(tid, m, "argmax_change_rate" + tag, cs.argmax_change_rate, n, None,
+                          "first-answer-token argmax differs clean vs perturbed (seed 002 §2.4)"))
+    edges = [e if np.isfinite(e) else None for e in HIST_EDGES]
+    rows.append(ScoreRow(tid, m, "vsi_histogram" + tag, float(n), None, None, n, None,
+                         json.dumps({"edges_nats": edges, "counts": list(cs.hist_counts),
+                                     "bins": "[lo, hi); last edge null = infinity"})))
+    return rows
+
+
+@pytest.mark.parametrize("spec, conds, verbal", [
+    ("", ("region_blur", "whole_blur"), True),
+    ("@perturbation=region,verbal_conf=0", ("region_blur",), False),
+    ("@perturbation=whole", ("whole_blur",), True)])
+def test_vsi_task_score_rows_by_hand(spec, conds, verbal):
+    from perceptbench.metrics.vsi import vsi_samples
+
+    task = get_task("vsi.salbench.syn@n=3" + spec.replace("@", ","))
+    tid = task.task_id
+    recs = _vsi_records(task)
+    samples = vsi_samples(recs)
+    # the pairing the cells are built from: s0 and s1 region (s1's argmax changed), s0 whole
+    assert [(x.model, x.sample_id, x.perturbation, x.argmax_changed) for x in samples] == [
+        ("m", "s0", "region", False), ("m", "s0", "whole", True), ("m", "s1", "region", True)]
+    assert samples[0].vsi == 0.0 and samples[1].vsi == pytest.approx(0.6 * L(2) + 0.3 * L(0.5))
+    c = np.array([1.0, 0.0])  # parseable clean answers by stimulus id: s0 right, s1 wrong (s3 null, left out)
+    want = [boot_row(tid, "m", "accuracy", bootstrap(lambda i: c[i].mean(1), 2, n_draws=N_BOOT_B, seed=SEED), 2, 1,
+                      "clean greedy answers, parseable only"),
+            ScoreRow(tid, "m", "n_parse_null", 1.0, None, None, 3, 1,
+                     "clean greedy answers the parser could not read (excluded from accuracy)")]
+    if verbal:  # no confidence on s1 and s3: 2 of 3
+        want.append(ScoreRow(tid, "m", "n_verbal_conf_missing", 2.0, None, None, 3, 1,
+                             "clean samples whose confidence answer holds no integer 0-100 "
+                             "(dropped from confidence analyses, seed 002 appendix A)"))
+    for cond in conds:
+        if cond == "region_blur":  # s1's region record fell back; the region cell has 2 samples
+            want.append(ScoreRow(tid, "m", "n_fallback[region_blur,sigma=20]", 1.0, None, None, 2, None,
+                                 "region blur fell back to the whole image (no region / no box above "
+                                 "threshold; seed 002 appendix A)"))
+        want += _vsi_cell_rows(tid, "m", cond, samples)
+    # "sk": 3 records, two skip reasons (sorted, joined), NaN value, n_null None
+    want.append(ScoreRow(tid, "sk", "skipped", float("nan"), None, None, 3, None, "a: no images; z: no logprobs"))
+    assert_rows(task.score(recs, SEED), want)
+    # the region cell by hand: VSI (0, v1) with argmax (kept, changed): rate 1/2, median (0 + v1)/2
+    rows = {r.metric: r for r in task.score(recs, SEED)}
+    if "region_blur" in conds:
+        v1 = samples[2].vsi
+        assert rows["argmax_change_rate[region_blur,sigma=20]"].value == 0.5
+        assert rows["vsi_median[region_blur,sigma=20]"].value == pytest.approx(v1 / 2)
+        assert rows["insensitive_frac@0.05[region_blur,sigma=20]"].value == (0.5 if v1 >= 0.05 else 1.0)
+
+
+def test_vsi_task_score_a_region_cell_without_samples_gives_only_its_fallback_count():
+    task = get_task("vsi.salbench.syn@n=3")
+    a, lp = [1, 2, 3], [float(x) for x in L([0.6, 0.3, 0.05])]
+    recs = [_vsi_rec(task, "clean", "s0", a, lp), _vsi_rec(task, "whole_blur", "s0", a, lp)]
+    rows = [(r.metric, r.value, r.n) for r in task.score(recs, SEED)]
+    # no region record: the fallback count is 0 of 0 and no cell rows follow; whole cell VSI 0
+    assert ("n_fallback[region_blur,sigma=20]", 0.0, 0) in rows
+    assert not any(m.startswith("vsi_median[region") for m, _, _ in rows)
+    assert ("vsi_median[whole_blur,sigma=20]", 0.0, 1) in rows
+    # a model with perturbed records only: no accuracy rows at all
+    only = [_vsi_rec(task, "whole_blur", "s0", a, lp, model="p")]
+    assert [r.metric for r in task.score(only, SEED)] == ["n_fallback[region_blur,sigma=20]"]
+
+
+def test_vsi_task_score_counts_every_fallback_and_scores_models_after_a_skipped_one():
+    task = get_task("vsi.salbench.syn@n=3,perturbation=region")
+    a, lp = [1, 2, 3], [float(x) for x in L([0.6, 0.3, 0.05])]
+    recs = [_vsi_rec(task, "clean", "s0", a, lp, model="a_skipped", skipped="no logprobs"),
+            _vsi_rec(task, "clean", "s0", a, lp), _vsi_rec(task, "clean", "s1", a, lp),
+            _vsi_rec(task, "region_blur", "s0", a, lp, fallback=True),
+            _vsi_rec(task, "region_blur", "s1", a, lp, fallback=True)]
+    # a clean record written without VSI metadata counts as a missing confidence
+    recs.append(plant_record(task, stimulus_id="s2~clean", model="m", model_family="vlm", readout="vlm_vsi_clean",
+                             response="B", ground_truth="B", manipulated_value="clean", raw_output="B",
+                             prompt_id=task.prompt_id, prompt_hash=None, model_version="v", seed=0, run_id="r"))
+    rows = {(r.model, r.metric): r for r in task.score(recs, SEED)}
+    assert rows[("a_skipped", "skipped")].note == "no logprobs"
+    assert rows[("m", "n_fallback[region_blur,sigma=20]")].value == 2.0   # two fallbacks, not "any"
+    assert rows[("m", "n_verbal_conf_missing")].value == 1.0               # s2: no confidence recorded
+    assert rows[("m", "accuracy")].value == 1.0 and rows[("m", "accuracy")].n == 3

@@ -1,0 +1,59 @@
+"""The vsi.* tasks declare a Setting for every setting: `perceptbench tasks` lists real ranges,
+bad values are one-line errors naming task, setting and the allowed values, and equal values
+spelled differently are one task id."""
+
+import pytest
+
+from perceptbench.tasks import get_task
+from perceptbench.tasks.registry import list_tasks
+
+from helpers.cli import cli
+
+
+def _vsi_classes():
+    return [c for c in list_tasks() if c.base_id.startswith("vsi.")]
+
+
+def test_every_vsi_setting_has_a_spec():
+    classes = _vsi_classes()
+    assert len(classes) == 8
+    for cls in classes:
+        for key in cls.defaults:
+            spec = cls.setting_spec(cls, key)
+            assert spec is not None, (cls.base_id, key)
+            assert spec.describe() and spec.describe() != "any"
+
+
+@pytest.mark.parametrize("task_id, words", [
+    ("vsi.salbench.syn@sigma=0", ["sigma='0'", "a number > 0, in pixels"]),
+    ("vsi.salbench.syn@sigma=-3", ["sigma='-3'", "> 0"]),
+    ("vsi.salbench.syn@top_k=0", ["top_k='0'", "an integer in [1, inf)"]),
+    ("vsi.salbench.syn@n=1.5", ["n='1.5'", "an integer"]),
+    ("vsi.closure.nat.silhouette@n=some", ["n='some'", "or all"]),
+    ("vsi.pope@limit=0", ["limit='0'", "or all"]),
+    ("vsi.pope@box_threshold=2", ["box_threshold='2'", "a number in [0, 1]"]),
+    ("vsi.mmstar@perturbation=region", ["perturbation='region'", "one of whole"]),
+    ("vsi.hallusionbench@verbal_conf=yes", ["verbal_conf='yes'", "one of 0, 1"]),
+])
+def test_bad_settings_are_one_line_errors(task_id, words):
+    with pytest.raises(ValueError) as e:
+        get_task(task_id)
+    msg = str(e.value)
+    assert "\n" not in msg and task_id.split("@")[0] in msg
+    for w in words:
+        assert w in msg, msg
+
+
+def test_normalised_spellings_are_one_task_id():
+    assert get_task("vsi.salbench.syn@sigma=20.0,top_k=050").task_id == "vsi.salbench.syn"
+    assert get_task("vsi.salbench.syn@sigma=1e1").task_id == "vsi.salbench.syn@sigma=10"
+    assert get_task("vsi.closure.nat.silhouette@n=all").task_id == "vsi.closure.nat.silhouette"
+    # an answer prefix is kept verbatim (its spaces are tokens)
+    assert get_task("vsi.salbench.syn@answer_prefix= Answer:").answer_prefix == " Answer:"
+
+
+def test_tasks_command_lists_ranges_for_vsi(tmp_path):
+    p = cli("tasks", columns=400)
+    assert p.returncode == 0, p.stderr
+    out = " ".join(p.stdout.split())
+    assert "sigma=20 (a number > 0, in pixels)" in out and "limit=all (an integer in [1, inf) or all)" in out

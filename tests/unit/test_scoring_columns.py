@@ -1,0 +1,240 @@
+"""Issue 12, part 1: the count forms of the bootstrap statistics (all draws x models at once)
+equal the per-draw and per-model forms they replace, and the columnar reader refuses what
+the byte-offset reader refused, naming the file and line."""
+
+import gzip
+import json
+
+import numpy as np
+import pytest
+
+from perceptbench.metrics.agreement import agreement_b, masked_mean, masked_mean_counts
+from perceptbench.metrics.bootstrap import (
+    bootstrap, bootstrap_counts, percentile_intervals, resample_counts, resample_indices)
+from perceptbench.metrics.error_consistency import (
+    kappa, kappa_counts, kappa_pairwise_counts, kappa_pairwise_mean)
+from perceptbench.record_table import TaskColumns, read_columns
+from perceptbench.records import RecordError, read_records
+from perceptbench.scoring import score_file, score_records
+from helpers.paths import FIXTURES
+
+FIX = FIXTURES / "scale"
+
+
+def _data(M=7, J=10, n=60, seed=3):
+    rng = np.random.default_rng(seed)
+    observers = (rng.random((J, n)) < 0.7).astype(float)
+    correct = (rng.random((M, n)) < 0.6).astype(float)
+    valid = rng.random((M, n)) < 0.9
+    valid[0] = True  # one respondent without nulls, one with every trial null
+    valid[1] = False
+    return observers, correct, valid
+
+
+def test_resample_counts_and_weights_sum_like_gathering():
+    idx = resample_indices(50, 300, 0)
+    c = resample_counts(idx)
+    assert c.shape == (300, 50) and (c.sum(1) == 50).all()
+    assert resample_counts(idx) is c  # kept beside the cached index matrix
+    x = np.arange(50.0) % 7
+    assert np.array_equal(c.astype(float) @ x, x[idx].sum(1))
+
+
+def test_count_forms_equal_the_gathering_forms():
+    observers, correct, valid = _data()
+    n = correct.shape[1]
+    idx = resample_indices(n, 500, 1)
+    w = resample_counts(idx)
+    # 0/1 sums are integers: bit for bit
+    assert np.array_equal(masked_mean_counts(w, correct, valid), masked_mean(correct[:, idx], valid[:, idx]).T,
+                          equal_nan=True)
+    kp = kappa_pairwise_counts(w, correct, observers, valid)
+    for m in range(correct.shape[0]):
+        ref = kappa_pairwise_mean(correct[m, idx], observers[:, idx], valid[m, idx])
+        assert np.array_equal(kp[:, m], ref, equal_nan=True)
+    # the panel's accuracy is fractional: equal to rounding
+    panel = observers.mean(0)
+    ka = kappa_counts(w, correct, panel, valid)
+    ref = np.stack([kappa(correct[m, idx], panel[idx], valid[m, idx]) for m in range(correct.shape[0])], 1)
+    assert np.array_equal(np.isnan(ka), np.isnan(ref))
+    assert np.nanmax(np.abs(ka - ref)) < 1e-12
+
+
+def test_bootstrap_of_all_models_at_once_equals_bootstrap_per_model():
+    observers, correct, valid = _data()
+    n = correct.shape[1]
+    many = bootstrap_counts(lambda w: kappa_pairwise_counts(w, correct, observers, valid), n, n_draws=2000, seed=5)
+    for m, res in enumerate(many):
+        one = bootstrap(lambda i: kappa_pairwise_mean(correct[m, i], observers[:, i], valid[m, i]), n,
+                        n_draws=2000, seed=5)
+        assert (res.n_draws, res.n_dropped, res.seed) == (one.n_draws, one.n_dropped, one.seed)
+        for a, b in ((res.estimate, one.estimate), (res.low, one.low), (res.high, one.high)):
+            assert (np.isnan(a) and np.isnan(b)) or abs(a - b) <= 1e-12
+    assert many[1].n_dropped == 2000 and np.isnan(many[1].low)  # every trial null: every draw undefined
+
+
+def test_percentile_intervals_per_column_equal_numpy_on_finite_draws():
+    rng = np.random.default_rng(0)
+    draws = rng.normal(size=(1000, 6))
+    draws[rng.random((1000, 6)) < 0.1 * np.arange(6)] = np.nan
+    draws[:, 5] = np.nan
+    res = percentile_intervals(np.zeros(6), draws, 1000, 0)
+    for m, r in enumerate(res):
+        ok = np.isfinite(draws[:, m])
+        assert r.n_dropped == int((~ok).sum())
+        if ok.any():
+            assert (r.low, r.high) == tuple(np.percentile(draws[ok, m], [2.5, 97.5]))
+        else:
+            assert np.isnan(r.low) and np.isnan(r.high)
+
+
+@pytest.mark.parametrize("stat", ["B", "kappa_pairwise"])
+def test_vectorised_bootstrap_equals_the_per_draw_loop(stat):
+    """The benchmark's pair (benchmarks/bench_scoring.py): the vectorised count form and the
+    natural per-draw loop on one gathered resample give the same interval to 1e-12."""
+    observers, correct, valid = _data(M=3)
+    c, v = correct[2], valid[2]
+    match = c > 0
+    n = len(c)
+    if stat == "B":
+        vec = lambda i: masked_mean_counts(resample_counts(i), match[None], v[None])[:, 0]  # noqa: E731
+        one = lambda i: agreement_b(match[i], v[i])  # noqa: E731
+        draws = 1000
+    else:
+        vec = lambda i: kappa_pairwise_counts(resample_counts(i), c[None], observers, v[None])[:, 0]  # noqa: E731
+        one = lambda i: kappa_pairwise_mean(c[i], observers[:, i], v[i])  # noqa: E731
+        draws = 2000
+    res = bootstrap(vec, n, n_draws=draws, seed=2)
+    idx = resample_indices(n, draws, 2)
+    loop = np.array([float(one(i)) for i in idx])
+    both = vec(idx)
+    assert np.array_equal(np.isnan(both), np.isnan(loop))
+    assert np.nanmax(np.abs(both - loop)) <= 1e-12  # the mean over observers sums in another order
+    low, high = np.percentile(loop[np.isfinite(loop)], [2.5, 97.5])
+    assert abs(low - res.low) <= 1e-12 and abs(high - res.high) <= 1e-12
+
+
+# --------------------------------------------------------------------------- the columnar reader
+
+
+@pytest.fixture
+def lines(tmp_path):
+    return gzip.decompress((FIX / "default_multi.jsonl.gz").read_bytes()).decode().splitlines(keepends=True)[:2440]
+
+
+def _write(tmp_path, lines, name="records.jsonl"):
+    p = tmp_path / name
+    p.write_text("".join(lines))
+    return p
+
+
+def test_columns_from_file_equal_columns_from_records(tmp_path, lines):
+    p = _write(tmp_path, lines)
+    cols = read_columns(p)
+    recs = read_records(p)
+    assert sorted(cols) == sorted({r.task_id for r in recs}) and all(cols.simple.values())
+    for t, c in cols.items():
+        rs = [r for r in recs if r.task_id == t]
+        ref = TaskColumns.from_records(t, rs)
+        assert c.n == ref.n == len(rs)
+        for f, v in (("model", "models"), ("stimulus", "stimuli"), ("family", "families"),
+                     ("readout", "readouts"), ("split", "splits"), ("version", "versions")):
+            vocab, ref_vocab = getattr(c, v), getattr(ref, v)
+            assert [vocab[x] for x in getattr(c, f)] == [ref_vocab[x] for x in getattr(ref, f)], f
+        for f in ("response", "ground_truth", "manipulated_value"):
+            assert [c.values[x] for x in getattr(c, f)] == [ref.values[x] for x in getattr(ref, f)], f
+        assert np.array_equal(c.correct, ref.correct) and np.array_equal(c.rep, ref.rep)
+        assert np.array_equal(c.row, np.array([i for i, ln in enumerate(lines) if f'"task_id":"{t}"' in ln]))
+
+
+@pytest.mark.parametrize("edit, message", [
+    (lambda o: o.pop("response"), "missing fields"),
+    (lambda o: o.update(extra=1), "unknown fields"),
+    (lambda o: o.update(run_meta="x"), "run_meta"),
+    (lambda o: o.update(trial_id=o["trial_id"] + "x"), "trial_id"),
+    (lambda o: o.update(correct="yes"), "correct"),
+])
+def test_bad_record_refused_naming_file_line_and_field(tmp_path, lines, edit, message):
+    obj = json.loads(lines[7])
+    edit(obj)
+    p = _write(tmp_path, lines[:7] + [json.dumps(obj) + "\n"] + lines[8:])
+    with pytest.raises(RecordError, match=rf"records.jsonl:8: .*{message}"):
+        score_file(p, tmp_path / "scores.csv")
+    assert not (tmp_path / "scores.csv").exists()
+
+
+def test_fields_in_another_order_are_read(tmp_path, lines):
+    obj = json.loads(lines[7])
+    shuffled = json.dumps(dict(reversed(list(obj.items())))) + "\n"
+    p = _write(tmp_path, lines[:7] + [shuffled] + lines[8:])
+    cols = read_columns(p)
+    assert cols is not None and sum(c.n for c in cols.values()) == len(lines)
+    ref = [vars(r) for r in score_records(read_records(p))]
+    assert [vars(r) for r in score_file(p, tmp_path / "scores.csv")] == ref
+
+
+def test_bad_record_after_a_blank_line_named_by_its_line(tmp_path, lines):
+    obj = json.loads(lines[9])
+    obj.pop("correct")
+    p = _write(tmp_path, lines[:4] + ["\n"] + lines[4:9] + [json.dumps(obj) + "\n"] + lines[10:])
+    with pytest.raises(RecordError, match=r"records.jsonl:11: missing fields"):
+        score_file(p, tmp_path / "scores.csv")
+
+
+def test_duplicate_trial_refused_naming_both_lines(tmp_path, lines):
+    p = _write(tmp_path, lines + [lines[3]])
+    with pytest.raises(RecordError, match=rf"records.jsonl:{len(lines) + 1}: duplicate trial_id .*first at line 4"):
+        read_columns(p)
+
+
+def test_blank_line_and_torn_tail_go_to_the_validating_reader(tmp_path, lines):
+    blank = _write(tmp_path, lines[:5] + ["\n"] + lines[5:], "blank.jsonl")
+    assert read_columns(blank) is None
+    torn = _write(tmp_path, lines + [lines[0][:40]], "torn.jsonl")
+    assert read_columns(torn) is None
+    ref = [vars(r) for r in score_records(read_records(_write(tmp_path, lines, "ok.jsonl")))]
+    assert [vars(r) for r in score_file(torn, tmp_path / "torn.csv")] == ref
+
+
+def test_vlm_records_take_the_record_path_and_score_like_score_records(tmp_path, lines):
+    """A task with VLM answers (re-parsed from raw_output) is read back as records; the
+    others stay columnar; the table equals the in-memory path's."""
+    vlm = []
+    for ln in lines:
+        o = json.loads(ln)
+        if o["model"] == "efficientnet-lite0" and o["task_id"] == "closure.nat.silhouette":
+            o.update(model="vlm-x", model_family="vlm", readout="vlm_prompt",
+                     raw_output=f"It is a {o['response']}.", prompt_id="closure.nat.silhouette.v1")
+            o["trial_id"] = o["trial_id"].replace("|efficientnet-lite0|", "|vlm-x|")
+            vlm.append(json.dumps(o) + "\n")
+    p = _write(tmp_path, lines + vlm)
+    cols = read_columns(p)
+    assert cols.simple == {"closure.nat.silhouette": False, "similarity.chart.mark_color": True,
+                           "similarity.chart.series_count": True}
+    rows = score_file(p, tmp_path / "scores.csv")
+    ref = score_records(read_records(p))
+    assert [vars(r) for r in rows] == [vars(r) for r in ref]
+    assert any(r.model == "vlm-x" and r.metric == "n_ambiguous" for r in rows)
+
+
+def test_human_rows_cached_by_the_task_instance_per_seed_and_human_data(tmp_path, lines):
+    from perceptbench.tasks import get_task
+
+    p = _write(tmp_path, lines)
+    tid = "closure.nat.silhouette"
+    task = get_task(tid)
+    cols = read_columns(p)[tid]
+    first = task.score_columns(cols, 0)
+    cache = task.scorer._row_cache.entries
+    assert len(cache) == 1
+    assert [vars(r) for r in task.score_columns(cols, 0)] == [vars(r) for r in first]
+    assert len(cache) == 1  # reused
+    assert get_task(tid).scorer._row_cache.entries == {}  # a new task instance starts empty: nothing to clear
+    i = next(i for i, ln in enumerate(lines) if '"model":"human:subject-01"' in ln and '"correct":true' in ln)
+    o = json.loads(lines[i])
+    o.update(response="na", raw_output="na", correct=False)
+    p2 = _write(tmp_path, lines[:i] + [json.dumps(o) + "\n"] + lines[i + 1:], "changed.jsonl")
+    changed = task.score_columns(read_columns(p2)[tid], 0)
+    assert len(cache) == 2  # other human data, other key
+    assert [vars(r) for r in changed] != [vars(r) for r in first]
+    assert [vars(r) for r in score_file(p, tmp_path / "a.csv") if r.task_id == tid] == [vars(r) for r in first]
