@@ -140,7 +140,7 @@ def test_signal_table_says_no_parseable_answers_not_zero_errors():
     """Before: 'idef ... 0 errors < 5' when all 40 answers were null."""
     import numpy as np
 
-    from perceptbench.metrics.vsi_analysis import class_check
+    from perceptbench.metrics.error_detection import class_check
 
     assert class_check(np.zeros(0, bool)).startswith("no parseable answers")
     assert class_check(np.zeros(40, bool)) == "0 errors < 5"  # 40 parsed, all correct: a real count

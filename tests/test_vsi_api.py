@@ -23,8 +23,8 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from perceptbench.metrics.vsi import vsi_samples
 from perceptbench.records import read_records
+from perceptbench.vsi.samples import vsi_samples
 from servers import free_port as _free_port  # noqa: E402
 
 TOKENS = ["A", "B", "C", " A", " B", "The", "Answer", "1", "2", "3", "x", "y"]

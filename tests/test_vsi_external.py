@@ -15,8 +15,8 @@ from PIL import Image, ImageDraw
 
 pytest.importorskip("transformers", reason="model extra not installed")
 
-from perceptbench.metrics.vsi import vsi_samples
 from perceptbench.records import read_records
+from perceptbench.vsi.samples import vsi_samples
 
 FIX = Path(__file__).parent / "fixtures"
 

@@ -23,8 +23,8 @@ import time
 import numpy as np
 import pytest
 
-from perceptbench.metrics.vsi import vsi_samples
 from perceptbench.records import read_records
+from perceptbench.vsi.samples import vsi_samples
 from servers import stop_process  # noqa: E402
 
 TASK = "vsi.salbench.syn@n=4"

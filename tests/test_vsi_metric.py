@@ -7,8 +7,9 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from perceptbench.metrics.vsi import (HIST_EDGES, VSISample, cell_summary, kl_topk, support_distributions,
-                                      vsi_samples)
+from perceptbench.metrics.topk_kl import kl_topk, support_distributions
+from perceptbench.vsi.cells import HIST_EDGES, cell_summary
+from perceptbench.vsi.samples import VSISample, vsi_samples
 from perceptbench.readouts.answers import parse_confidence, parse_letter, parse_yes_no
 from perceptbench.stimuli.perturb import box_mask, dilate_mask, region_blur, whole_blur
 

@@ -197,12 +197,12 @@ def check_compatible(task, model, name: str, condition: str = DEFAULT_CONDITION)
     e.g. a VSI task (seed 002 §2.1: KL divergence between next-token distributions) and an
     image encoder, which has no next-token distribution.  Providers that are VLMs but may
     return no logprobs are not refused here: their trials are recorded as skipped
-    (:mod:`perceptbench.vsi_runner`)."""
+    (:mod:`perceptbench.vsi.respondent`)."""
     respondent_for(task, model, condition, name)
 
 
 def _vsi_features_cached(out: Path, name: str, task_id: str) -> bool:
-    from .vsi_features import features_cached
+    from .vsi.features import features_cached
 
     return features_cached(RunDir(out).features, name, task_id)
 

@@ -7,7 +7,9 @@ from .base import RESPONDENTS, Job, Respondent, Result, conditions, model_kind, 
 from .context import DEFAULT_CONDITION, TrialContext, prompt_version, respondent_label
 
 # the registered respondents, in the order respondent_for tries them
-from . import encoder, prompt, vsi, withheld  # noqa: E402,F401  (isort: skip)
+from . import encoder, prompt  # noqa: E402,F401  (isort: skip)
+from ..vsi import respondent as _vsi_respondent  # noqa: E402,F401  (isort: skip)
+from . import withheld  # noqa: E402,F401  (isort: skip)
 
 __all__ = ["RESPONDENTS", "Job", "Respondent", "Result", "TrialContext", "DEFAULT_CONDITION", "conditions",
            "model_kind", "respondent_for", "run_trials", "task_kind", "prompt_version", "respondent_label"]

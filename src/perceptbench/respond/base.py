@@ -32,7 +32,7 @@ def model_kind(model) -> str:
 
 def task_kind(task: Task) -> str:
     """What a task declares it measures: ``"vsi"`` (next-token distributions under clean and
-    perturbed conditions, :class:`perceptbench.tasks.vsi.VSITask`) or ``"battery"``."""
+    perturbed conditions, :class:`perceptbench.vsi.protocol.VSITask`) or ``"battery"``."""
     return "vsi" if getattr(task, "is_vsi", False) else "battery"
 
 

@@ -58,8 +58,7 @@ class ImageWithheld(PromptRespondent):
         return self._run_vsi(job) if task_kind(job.task) == "vsi" else super().run(job)
 
     def _run_vsi(self, job: Job) -> Result:
-        from ..vsi_runner import EMPTY_DIST, vsi_context, vsi_model, vsi_record
-        from .vsi import vsi_job_context
+        from ..vsi.respondent import EMPTY_DIST, vsi_context, vsi_job_context, vsi_model, vsi_record
 
         cached = cached_model(job)
         m = vsi_model(cached, job.task)
