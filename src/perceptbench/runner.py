@@ -22,7 +22,7 @@ from .records import RecordStore, make_trial_id
 from .respond import DEFAULT_CONDITION, Job, conditions, model_kind, prompt_version, respondent_for, run_trials, \
     task_kind
 from .respond.base import check_condition, trial_stimuli
-from .respond.context import respondent_label
+from .core.conditions import respondent_label
 from .respond.human import human_records
 from .seeding import text_hash
 from .tasks import get_task

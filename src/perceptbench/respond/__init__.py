@@ -4,7 +4,8 @@ VSI distributions, the image-withheld condition), chosen by :func:`respondent_fo
 :mod:`perceptbench.respond.context` holds the one record factory."""
 
 from .base import RESPONDENTS, Job, Respondent, Result, conditions, model_kind, respondent_for, run_trials, task_kind
-from .context import DEFAULT_CONDITION, TrialContext, prompt_version, respondent_label
+from ..core.conditions import DEFAULT_CONDITION, respondent_label
+from .context import TrialContext, prompt_version
 
 # the registered respondents, in the order respondent_for tries them
 from . import encoder, prompt  # noqa: E402,F401  (isort: skip)

@@ -5,7 +5,12 @@ image, recomputed from trial records alone (numpy only; no torch, no model).
 VSI record format
 -----------------
 A VSI task (:mod:`perceptbench.vsi.protocol`) writes, per (model, sample), one record per
-condition: ``clean``, and ``region_blur`` and/or ``whole_blur`` at the task's sigma.
+condition: ``clean``, and ``region_blur`` and/or ``whole_blur`` at the task's sigma.  The
+image-withheld condition (``perceptbench run --condition image_withheld``,
+:mod:`perceptbench.respond.withheld`) adds, per sample, one record of the respondent
+``{model}[image_withheld]`` (:func:`perceptbench.core.conditions.respondent_label`) with condition
+``image_withheld``: the question asked with no image, recorded like a perturbed condition
+(``sigma_px`` 0, ``image_sha256`` null).
 
 * ``stimulus_id`` = ``{sample_id}~{condition}`` with ``condition`` one of ``clean``,
   ``region_blur``, ``whole_blur`` (the sigma is in the task id when not the default, and in
@@ -25,7 +30,7 @@ condition: ``clean``, and ``region_blur`` and/or ``whole_blur`` at the task's si
   sample_id             base (image x question) id, shared across models and conditions
   image_id              groups every question/view of one image
   benchmark             e.g. ``salbench.syn``, ``battery.mark_color``, ``pope.adversarial``
-  condition             ``clean`` | ``region_blur`` | ``whole_blur``
+  condition             ``clean`` | ``region_blur`` | ``whole_blur`` | ``image_withheld``
   sigma_px              Gaussian sigma in pixels (0 for clean)
   dilate_px             mask dilation in pixels (4, seed 002 appendix A)
   region_source         ``exact`` | ``annotation`` | ``grounding`` | ``fallback_whole``; on
@@ -64,15 +69,20 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Iterable
 
+from ..core.conditions import parse_respondent_label
 from ..metrics.topk_kl import kl_topk
 
-__all__ = ["VSISample", "VSI_META_KEYS", "CONDITIONS", "PERTURBATIONS", "dist_keys", "vsi_samples",
+__all__ = ["VSISample", "VSI_META_KEYS", "CONDITIONS", "PERTURBATIONS", "BLURS", "dist_keys", "vsi_samples",
            "vsi_of_records"]
 
 CONDITIONS = ("clean", "region_blur", "whole_blur")
 
 PERTURBATIONS = {"region_blur": "region", "whole_blur": "whole", "image_withheld": "withheld"}
 """Condition name in records -> ``VSISample.perturbation``."""
+
+BLURS = ("region", "whole")
+"""The ``VSISample.perturbation`` of the blur conditions (a Gaussian blur at a sigma); the
+cross-task analyses (:mod:`perceptbench.vsi.analysis`, seed 002 §2.3-§4) are defined over these."""
 
 VSI_META_KEYS = ("sample_id", "image_id", "benchmark", "condition", "sigma_px", "dilate_px", "region_source",
                  "region_bbox", "fallback", "answer_prefix", "top_k", "token_ids", "tokens", "logprobs",
@@ -129,9 +139,13 @@ def vsi_samples(records: Iterable[Any]) -> list[VSISample]:
     """The per-sample VSI table from trial records (any iterable of :class:`TrialRecord`).
 
     Records without ``run_meta["vsi"]`` (non-VSI tasks, human records) and skipped records
-    are ignored.  Each perturbed record is paired with the clean record of the same
-    (task_id, model, sample_id); a perturbed record without its clean record is ignored
-    (an interrupted run; a rerun completes it).  Sorted by (task_id, model, sample_id,
+    are ignored.  Each perturbed record is paired with the clean record of the same task_id
+    and sample_id whose ``model`` is the perturbed record's model under the default condition
+    (:func:`~perceptbench.core.conditions.parse_respondent_label`): a blur of ``M`` with the
+    clean record of ``M``, and the withheld record of ``M[image_withheld]`` with the clean
+    record of ``M`` too (the sample's ``model`` is the perturbed record's: ``M[image_withheld]``).
+    A perturbed record without its clean record is ignored (an interrupted run; a rerun
+    completes it).  Sorted by (task_id, model, sample_id,
     perturbation).  Raises ValueError when a VSI record lacks a key of :data:`VSI_META_KEYS`.
     """
     clean: dict[tuple, Any] = {}
@@ -148,7 +162,7 @@ def vsi_samples(records: Iterable[Any]) -> list[VSISample]:
         if m["condition"] == "clean":
             clean[key] = (r, m)
         elif m["condition"] in PERTURBATIONS:
-            pert.append((key, r, m))
+            pert.append(((r.task_id, parse_respondent_label(r.model)[0], m["sample_id"]), r, m))
         else:
             raise ValueError(f"record {r.trial_id}: unknown VSI condition {m['condition']!r}")
     out = []
