@@ -1,7 +1,7 @@
 """Samples/s of the full VSI measurement vs three bare batched prefill passes, at two sizes.
 
 The full measurement is what ``perceptbench run --task vsi.salbench.syn`` does per sample
-(:func:`perceptbench.vsi_runner.run_vsi_task`, empty response cache): render the clean image,
+(:func:`perceptbench.vsi.respondent.run_vsi_task`, empty response cache): render the clean image,
 blur the region and the whole image, one greedy generation on the clean image (at most 8 new
 tokens; its first step gives the clean distribution), the verbalised-confidence follow-up turn
 (default ``--verbal-conf 1``, as the task's default; answered from the clean pass's KV cache, so
@@ -103,7 +103,7 @@ def main() -> None:
     from perceptbench.records import RecordStore
     from perceptbench.tasks import get_task
     from perceptbench.testing.tiny_vlm import build_tiny_llava
-    from perceptbench.vsi_runner import run_vsi_task
+    from perceptbench.vsi.respondent import run_vsi_task
 
     if args.threads:
         torch.set_num_threads(args.threads)

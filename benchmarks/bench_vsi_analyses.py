@@ -18,8 +18,9 @@ import time
 
 import numpy as np
 
-from perceptbench.metrics.vsi import VSISample
-from perceptbench.metrics.vsi_analysis import permutation_spearman_many, score_vsi_analyses
+from perceptbench.metrics.permutation import permutation_spearman_many
+from perceptbench.vsi.analysis import score_vsi_analyses
+from perceptbench.vsi.samples import VSISample
 
 
 def grid(n: int, models: int = 6, benchmarks: int = 4, seed: int = 0) -> list[VSISample]:

@@ -11,9 +11,12 @@ Two checks:
 
 1. **No circle.** The module graph has no strongly connected component of two or more
    modules (Tarjan's algorithm).
-2. **Layers.** Every module belongs to one layer of :data:`LAYERS` (by its first name under
-   ``perceptbench``); a module may import its own layer and the layers below it, never one
-   above.
+2. **Layers.** Every module belongs to one layer of :data:`LAYERS`, by the longest name in
+   ``LAYERS`` that is a dotted prefix of its name under ``perceptbench`` (``vsi.protocol``
+   before ``vsi``; a package that spans layers lists its modules); a module may import its own
+   layer and the layers below it, never one above.  Importing a module first runs the
+   ``__init__`` of every package above it, so a package sits in a layer no higher than any of
+   its modules.
 
 Usage: ``python scripts/check_imports.py [SRC_ROOT]``; prints each circle and each upward
 import, one per line, and exits 1 if there is any, else prints a one-line summary and exits 0.
@@ -28,17 +31,18 @@ from pathlib import Path
 
 PACKAGE = "perceptbench"
 
-#: Bottom to top.  A name is the first part under ``perceptbench`` (a sub-package or a module);
-#: ``__init__`` is the package itself.
+#: Bottom to top.  A name is a dotted prefix under ``perceptbench`` (a sub-package, a module, or
+#: a module of a package that spans layers, e.g. ``vsi.protocol``); the longest matching name
+#: wins.  ``__init__`` is the package ``perceptbench`` itself.
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("core", "seeding"),
     ("metrics", "records", "sources"),
     ("provenance", "record_table", "runs", "stimuli", "readouts", "models"),
     ("external",),
-    ("scorers",),
-    ("tasks",),
-    ("vsi_features", "vlm_runner", "vsi_runner", "respond", "runner", "executors"),
-    ("scoring",),
+    ("scorers", "vsi", "vsi.samples", "vsi.cells", "vsi.scoring"),
+    ("tasks", "vsi.protocol", "vsi.benchmarks"),
+    ("respond", "runner", "executors", "vsi.respondent", "vsi.features"),
+    ("scoring", "analyses", "vsi.analysis", "vsi.probe", "vsi.suite"),
     ("reports",),
     ("api", "python_api", "testing"),
     ("cli", "__init__"),
@@ -137,16 +141,25 @@ def circles(graph: dict[str, set[str]]) -> list[list[str]]:
 
 
 def layer_of(module: str) -> int | None:
-    parts = module.split(".")
-    head = parts[1] if len(parts) > 1 else "__init__"
+    """The layer of ``module`` (``perceptbench.x.y``): that of the longest name in
+    :data:`LAYERS` equal to ``x.y`` or a dotted prefix of it (``x``); None when none is."""
+    parts = module.split(".")[1:]
+    rest = ".".join(parts) if parts else "__init__"
+    best, best_len = None, -1
     for i, names in enumerate(LAYERS):
-        if head in names:
-            return i
-    return None
+        for name in names:
+            if (rest == name or rest.startswith(name + ".")) and len(name) > best_len:
+                best, best_len = i, len(name)
+    return best
+
+
+def _where(module: str, layer: int) -> str:
+    return f"{module} (layer {layer}: {'/'.join(LAYERS[layer])})"
 
 
 def upward_imports(graph: dict[str, set[str]]) -> list[str]:
-    """One line per import from a layer into a higher one, and per module in no layer."""
+    """One line per import from a layer into a higher one, per module in no layer, and per
+    package whose ``__init__`` sits above one of its modules (importing the module runs it)."""
     bad = []
     for a in sorted(graph):
         la = layer_of(a)
@@ -156,8 +169,13 @@ def upward_imports(graph: dict[str, set[str]]) -> list[str]:
         for b in sorted(graph[a]):
             lb = layer_of(b)
             if lb is not None and lb > la:
-                bad.append(f"{a} (layer {la}: {'/'.join(LAYERS[la])}) imports {b} "
-                           f"(layer {lb}: {'/'.join(LAYERS[lb])})")
+                bad.append(f"{_where(a, la)} imports {_where(b, lb)}")
+        parts = a.split(".")
+        for k in range(2, len(parts)):  # the packages above ``a``, below ``perceptbench`` itself
+            pkg = ".".join(parts[:k])
+            lp = layer_of(pkg) if pkg in graph else None
+            if lp is not None and lp > la:
+                bad.append(f"package {_where(pkg, lp)} is above its module {_where(a, la)}")
     return bad
 
 

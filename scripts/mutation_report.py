@@ -80,7 +80,8 @@ def main() -> int:
     ap.add_argument("--no-run", action="store_true", help="only summarise the last run's results")
     ap.add_argument("--module", action="append", default=[], metavar="NAME",
                     help="run and report only the modules whose dotted name contains NAME "
-                         "(tasks.gestalt, or tasks for all five); repeatable; default: every configured module")
+                         "(tasks.gestalt; tasks for every task module, vsi for the VSI package); repeatable; "
+                         "default: every configured module")
     args = ap.parse_args()
     globs, only_functions = _selection()
     wanted = [m.strip(".") for m in args.module]

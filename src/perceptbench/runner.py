@@ -22,7 +22,7 @@ from .records import RecordStore, make_trial_id
 from .respond import (DEFAULT_CONDITION, HUMAN_PANEL, Job, conditions, model_kind, prompt_version, respondent_for,
                       run_trials, task_kind)
 from .respond.base import check_condition, trial_stimuli
-from .respond.context import respondent_label
+from .core.conditions import respondent_label
 from .seeding import text_hash
 from .tasks import get_task
 from .tasks.base import Stimulus, Task, require_test_stimuli
@@ -196,12 +196,12 @@ def check_compatible(task, model, name: str, condition: str = DEFAULT_CONDITION)
     e.g. a VSI task (seed 002 §2.1: KL divergence between next-token distributions) and an
     image encoder, which has no next-token distribution.  Providers that are VLMs but may
     return no logprobs are not refused here: their trials are recorded as skipped
-    (:mod:`perceptbench.vsi_runner`)."""
+    (:mod:`perceptbench.vsi.respondent`)."""
     respondent_for(task, model, condition, name)
 
 
 def _vsi_features_cached(out: Path, name: str, task_id: str) -> bool:
-    from .vsi_features import features_cached
+    from .vsi.features import features_cached
 
     return features_cached(RunDir(out).features, name, task_id)
 

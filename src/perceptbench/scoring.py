@@ -113,10 +113,11 @@ def score_records(records: list[TrialRecord], seed: int | None = None, parser_mo
     ``raw_output`` under ``parser_mode`` (``default``, ``strict``: ambiguous answers null,
     ``seed``: the seed's literal rule; see :func:`apply_parser_mode`).  Records of one task and
     model written under two prompt versions are scored as two respondents
-    (:func:`perceptbench.provenance.split_prompt_versions`).  VSI records also get the
-    cross-task VSI analyses (:func:`vsi_analysis_rows`); ``features_dir`` holds the cached
-    probe features (``<run>/features``) for the encoder-LLM gap rows; ``families``
-    ({model: family}) tags model families for the same- vs cross-family agreement means."""
+    (:func:`perceptbench.provenance.split_prompt_versions`).  The suite analyses
+    (:data:`perceptbench.analyses.SUITE_ANALYSES`, e.g. the cross-task VSI analyses) follow the
+    per-task rows; ``features_dir`` holds the cached probe features (``<run>/features``) for the
+    encoder-LLM gap rows; ``families`` ({model: family}) tags model families for the same- vs
+    cross-family agreement means."""
     by_task: dict[str, list[TrialRecord]] = defaultdict(list)
     for r in records:
         by_task[r.task_id].append(r)
@@ -127,12 +128,13 @@ def score_records(records: list[TrialRecord], seed: int | None = None, parser_mo
 def _score_tasks(tasks, seed: int | None, parser_mode: str,
                  features_dir: str | os.PathLike | None,
                  families: dict[str, str] | None = None) -> list[ScoreRow]:
-    """Score ``(task_id, records)`` pairs (sorted by task_id) one task at a time; only the
-    records of tasks with VSI samples are kept for the cross-task VSI analyses."""
-    from .metrics.vsi import vsi_samples
+    """Score ``(task_id, records)`` pairs (sorted by task_id) one task at a time, then the suite
+    analyses (:data:`perceptbench.analyses.SUITE_ANALYSES`, in registration order) over the
+    records of the tasks that take part in each (only those records are kept)."""
+    from .analyses import SUITE_ANALYSES
 
+    analyses = [(cls(), []) for _, cls in SUITE_ANALYSES]
     rows: list[ScoreRow] = []
-    vsi_records: list[TrialRecord] = []
     for task_id, recs in tasks:
         if not isinstance(recs, list):  # columns (score_file): nothing to re-parse or split
             s = seed if seed is not None else _task_seed(task_id, np.unique(recs.seed).tolist())
@@ -142,9 +144,11 @@ def _score_tasks(tasks, seed: int | None, parser_mode: str,
         s = seed if seed is not None else _task_seed(task_id, (r.run_meta.seed for r in recs))
         rows += get_task(task_id).score(recs, s)
         rows += _parse_rows(task_id, recs, parser_mode)
-        if vsi_samples(recs):
-            vsi_records += recs
-    rows += vsi_analysis_rows(vsi_records, seed, features_dir, families)
+        for analysis, kept in analyses:
+            if analysis.takes_part(recs):
+                kept += recs
+    for analysis, kept in analyses:
+        rows += analysis.rows(kept, seed=seed, features_dir=features_dir, families=families)
     return rows
 
 
@@ -180,31 +184,6 @@ def _task_seed(task_id: str, seeds) -> int:
     if len(seeds) != 1:
         raise ValueError(f"{task_id}: records carry several seeds {sorted(seeds)}; pass --seed")
     return seeds.pop()
-
-
-def vsi_analysis_rows(records: list[TrialRecord], seed: int | None = None,
-                      features_dir: str | os.PathLike | None = None,
-                      families: dict[str, str] | None = None) -> list[ScoreRow]:
-    """Seed 002 §2.3-§4 analyses over every VSI record (all tasks and models together): empty
-    when there is none.  Seed: ``seed``, else the VSI records' unique seed (ValueError if several).
-    Probe rows need ``features_dir`` (read with numpy; no torch)."""
-    from .metrics.vsi import vsi_samples
-
-    samples = vsi_samples(records)
-    if not samples:
-        return []
-    from .metrics.vsi_analysis import score_vsi_analyses
-    from .metrics.vsi_probe import ProbeFeatures
-
-    s = seed
-    if s is None:
-        tasks = {x.task_id for x in samples}
-        seeds = {r.run_meta.seed for r in records if r.task_id in tasks}
-        if len(seeds) != 1:
-            raise ValueError(f"VSI records carry several seeds {sorted(seeds)}; pass --seed")
-        s = seeds.pop()
-    probe = ProbeFeatures(features_dir) if features_dir is not None and Path(features_dir).is_dir() else None
-    return score_vsi_analyses(samples, seed=s, probe=probe, families=families)
 
 
 def _fmt(x) -> str:

@@ -20,11 +20,11 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from perceptbench.metrics.vsi import vsi_samples
 from perceptbench.records import read_records
 
 from helpers.cli import cli
 from helpers.servers import free_port as _free_port  # noqa: E402
+from perceptbench.vsi.samples import vsi_samples
 
 TOKENS = ["A", "B", "C", " A", " B", "The", "Answer", "1", "2", "3", "x", "y"]
 

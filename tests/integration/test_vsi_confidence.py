@@ -12,8 +12,8 @@ pytest.importorskip("transformers", reason="model extra not installed")
 from perceptbench.models.base import VLMRequest
 from perceptbench.readouts.answers import parse_confidence
 from perceptbench.tasks import get_task
-from perceptbench.tasks.vsi import CONF_MAX_NEW_TOKENS, CONFIDENCE_PROMPT
 from perceptbench.testing.tiny_vlm import build_tiny_vlm
+from perceptbench.vsi.protocol import CONF_MAX_NEW_TOKENS, CONFIDENCE_PROMPT
 
 
 def _requests():

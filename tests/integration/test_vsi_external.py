@@ -12,10 +12,10 @@ from PIL import Image, ImageDraw
 
 pytest.importorskip("transformers", reason="model extra not installed")
 
-from perceptbench.metrics.vsi import vsi_samples
 from perceptbench.records import read_records
 from helpers.paths import FIXTURES
 from helpers.cli import cli
+from perceptbench.vsi.samples import vsi_samples
 
 FIX = FIXTURES
 

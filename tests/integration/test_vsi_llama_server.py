@@ -21,11 +21,11 @@ import time
 import numpy as np
 import pytest
 
-from perceptbench.metrics.vsi import vsi_samples
 from perceptbench.records import read_records
 
 from helpers.cli import cli
 from helpers.servers import free_port, stop_process  # noqa: E402
+from perceptbench.vsi.samples import vsi_samples
 
 TASK = "vsi.salbench.syn@n=4"
 N_SAMPLES = 4

@@ -14,15 +14,16 @@ from PIL import Image
 
 pytest.importorskip("transformers", reason="model extra not installed")
 
-from perceptbench.metrics.vsi import kl_topk, vsi_samples
+from perceptbench.metrics.topk_kl import kl_topk
 from perceptbench.models.base import VLMRequest
 from perceptbench.records import read_records
 from perceptbench.runner import RunConfig, run
 from perceptbench.scoring import score_file
 from perceptbench.tasks import get_task
-from perceptbench.tasks.vsi import CONFIDENCE_PROMPT
+from perceptbench.vsi.protocol import CONFIDENCE_PROMPT
 from perceptbench.testing.tiny_vlm import build_tiny_llava
 from helpers.cli import cli
+from perceptbench.vsi.samples import vsi_samples
 
 TASK = "vsi.salbench.syn@n=9"
 TOL_ABS, TOL_REL = 1e-3, 1e-2
@@ -186,7 +187,7 @@ def test_rescore_without_torch_identical(cli_run, tmp_path):
     code = ("import sys\nclass _B:\n    def find_spec(self, name, path=None, target=None):\n"
             "        if name.split('.')[0] == 'torch': raise ImportError('torch blocked')\n"
             "sys.meta_path.insert(0, _B())\n"
-            "from perceptbench.metrics.vsi import vsi_samples\nfrom perceptbench.records import read_records\n"
+            "from perceptbench.vsi.samples import vsi_samples\nfrom perceptbench.records import read_records\n"
             f"print('N', len(vsi_samples(read_records({str(out / 'records.jsonl')!r}))))\n"
             "assert 'torch' not in sys.modules\nprint('NO_TORCH_OK')")
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)

@@ -26,10 +26,10 @@ pytest.importorskip("transformers")
 
 from PIL import Image, ImageFilter  # noqa: E402
 
-from perceptbench.metrics.vsi import VSISample, kl_topk  # noqa: E402
-from perceptbench.metrics.vsi_analysis import score_vsi_analyses  # noqa: E402
-from perceptbench.metrics.vsi_probe import ProbeFeatures, store_key  # noqa: E402
-from perceptbench.vsi_features import ProbeItem, cache_probe_features  # noqa: E402
+from perceptbench.metrics.topk_kl import kl_topk  # noqa: E402
+from perceptbench.vsi.analysis import score_vsi_analyses  # noqa: E402
+from perceptbench.vsi.features import ProbeFeatures, ProbeItem, cache_probe_features, store_key  # noqa: E402
+from perceptbench.vsi.samples import VSISample  # noqa: E402
 
 N = 40
 PLANTED = set(range(0, N, 2))  # every other sample ignores the image
@@ -101,9 +101,9 @@ def test_rescoring_without_torch_is_identical(planted, tmp_path):
     (tmp_path / "samples.json").write_text(json.dumps([dataclasses.asdict(s) for s in samples]))
     code = f"""
 import json, sys, dataclasses, math
-from perceptbench.metrics.vsi import VSISample
-from perceptbench.metrics.vsi_analysis import score_vsi_analyses
-from perceptbench.metrics.vsi_probe import ProbeFeatures
+from perceptbench.vsi.analysis import score_vsi_analyses
+from perceptbench.vsi.features import ProbeFeatures
+from perceptbench.vsi.samples import VSISample
 s = [VSISample(**d) for d in json.load(open({str(tmp_path / 'samples.json')!r}))]
 rows = score_vsi_analyses(s, seed=0, n_perm=1000, probe=ProbeFeatures({str(feat_dir)!r}))
 print(json.dumps([[r.task_id, r.model, r.metric, None if math.isnan(r.value) else r.value, r.ci_low, r.ci_high]

@@ -92,7 +92,7 @@ def format_ci(low, high) -> str:
 def print_signal_table(rows) -> None:
     """The VSI signal table (seed 002 §4): per (benchmark x model) cell, the AUROC of each
     error signal, the winner and its paired-bootstrap margin over the runner-up."""
-    from ..metrics.vsi_analysis import SIGNALS, signal_table_from_rows
+    from ..vsi.analysis import SIGNALS, signal_table_from_rows
     from ..reports.headline import fmt
 
     table = signal_table_from_rows(rows)

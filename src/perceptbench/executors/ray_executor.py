@@ -28,7 +28,7 @@ from typing import Callable
 
 from ..respond import DEFAULT_CONDITION, Job, run_trials
 from ..respond.base import trial_stimuli
-from ..respond.context import respondent_label
+from ..core.conditions import respondent_label
 
 __all__ = ["ShardWorker", "run_plan"]
 

@@ -6,7 +6,7 @@ template (images first, then the text, in one user turn; several images allowed)
 Decoding is greedy (argmax, no sampling, one beam, no repetition penalty), capped at 40
 new tokens by default (seed 000 appendix D.4), batched with left padding under
 ``torch.inference_mode()``.  Tested on the LLaVA, Idefics3/SmolVLM and Qwen2-VL families
-(``tests/test_vlm_hf.py``, on tiny random models from
+(``tests/unit/models/test_vlm_hf.py``, on tiny random models from
 :mod:`perceptbench.testing.tiny_vlm`).
 
 torch and transformers are imported when an :class:`HFVLM` is constructed, not when

@@ -1,7 +1,7 @@
 """Respondents and how one is chosen.
 
 A respondent produces the trial records of one task for one model under one condition
-(:data:`~perceptbench.respond.context.DEFAULT_CONDITION` ``image``, or e.g.
+(:data:`~perceptbench.core.conditions.DEFAULT_CONDITION` ``image``, or e.g.
 ``image_withheld``).  Each respondent class declares in :meth:`Respondent.serves` which
 task kind, model kind and condition it serves; :func:`respondent_for` picks the one that
 does, so no runner or executor dispatches on flags.  The local runner and the Ray
@@ -16,7 +16,8 @@ from typing import Any, Callable, ClassVar
 
 from ..models.base import default_batch_size
 from ..tasks.base import Stimulus, Task
-from .context import DEFAULT_CONDITION, TrialContext, respondent_label
+from ..core.conditions import DEFAULT_CONDITION, respondent_label
+from .context import TrialContext
 from .registry import Registry
 
 
@@ -50,7 +51,7 @@ def model_kind(model) -> str:
 
 def task_kind(task: Task) -> str:
     """What a task declares it measures: ``"vsi"`` (next-token distributions under clean and
-    perturbed conditions, :class:`perceptbench.tasks.vsi.VSITask`) or ``"battery"``."""
+    perturbed conditions, :class:`perceptbench.vsi.protocol.VSITask`) or ``"battery"``."""
     return "vsi" if task.is_vsi else "battery"
 
 

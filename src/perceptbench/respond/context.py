@@ -16,9 +16,6 @@ from ..records import TrialRecord, make_trial_id
 from ..seeding import text_hash
 from ..tasks.base import Stimulus, Task, make_record
 
-DEFAULT_CONDITION = "image"
-"""The condition every task was designed for: the stimulus image shown with the question."""
-
 
 def prompt_version(task: Task) -> str:
     """The prompt version of ``task``: 8-hex :func:`~perceptbench.seeding.text_hash` of its
@@ -28,19 +25,12 @@ def prompt_version(task: Task) -> str:
     return text_hash(task.prompt_template or task.prompt_text)
 
 
-def respondent_label(model_name: str, condition: str) -> str:
-    """The record ``model`` of ``model_name`` answering under ``condition``: the name itself
-    under :data:`DEFAULT_CONDITION`, else ``"{name}[{condition}]"`` (scored as its own
-    respondent, never pooled with the image trials; the form of
-    :func:`perceptbench.provenance.split_prompt_versions`'s ``[prompt=...]``)."""
-    return model_name if condition == DEFAULT_CONDITION else f"{model_name}[{condition}]"
-
-
 @dataclass(frozen=True)
 class TrialContext:
     """What every record of one (task, model, readout) run shares.
 
-    ``model``: the record's ``model`` field (:func:`respondent_label`); ``settings``: the
+    ``model``: the record's ``model`` field
+    (:func:`perceptbench.core.conditions.respondent_label`); ``settings``: the
     ``run_meta.settings`` of answered trials (None: no settings key); ``meta``: extra
     ``run_meta`` keys of every record (model identity, ``mixed_resume``, ``condition``)."""
 

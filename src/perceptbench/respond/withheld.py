@@ -11,6 +11,13 @@ pooled with the image trials) and ``run_meta.condition = "image_withheld"``.
   distribution recorded like a perturbed condition's (readout ``vlm_vsi_perturbed``,
   ``run_meta.vsi.condition = "image_withheld"``, ``sigma_px`` 0, ``image_sha256`` null).
 
+Scoring pairs the VSI records with the clean records of ``{model}`` (same task, same sample):
+the ``[image_withheld]`` VSI cell of :mod:`perceptbench.vsi.scoring`, KL(p_clean || p without
+the image).  The VSI half stays in this module, built from the VSI respondent's parts
+(:mod:`perceptbench.vsi.respondent`: ``vsi_model``, ``vsi_context``, ``vsi_record``), so that the
+condition remains one module plus one registry entry for every task kind; the VSI package owns
+how such records are read and scored.
+
 Uses: HallusionBench's no-image questions, MMStar's multi-modal gain (accuracy with the
 image minus accuracy without it, Chen et al. 2024 §4)."""
 
@@ -58,8 +65,7 @@ class ImageWithheld(PromptRespondent):
         return self._run_vsi(job) if task_kind(job.task) == "vsi" else super().run(job)
 
     def _run_vsi(self, job: Job) -> Result:
-        from ..vsi_runner import EMPTY_DIST, vsi_context, vsi_model, vsi_record
-        from .vsi import vsi_job_context
+        from ..vsi.respondent import EMPTY_DIST, vsi_context, vsi_job_context, vsi_model, vsi_record
 
         cached = cached_model(job)
         m = vsi_model(cached, job.task)

@@ -12,7 +12,7 @@ from .chart_category import CategoryMeanTask
 from .gestalt import MarkColorTask, SeriesCountTask, SilhouetteTask
 from .salbench import SALBENCH_TASKS
 from .things_ooo import ThingsOddOneOutTask
-from .vsi import VSI_TASKS
+from ..vsi.benchmarks import VSI_TASKS
 
 TASKS: dict[str, type[Task]] = {t.base_id: t for t in (SilhouetteTask, MarkColorTask, SeriesCountTask,
                                                        CategoryMeanTask, ThingsOddOneOutTask, *SALBENCH_TASKS,

@@ -209,7 +209,7 @@ def test_no_cache_and_refresh_cache(tmp_path):
 
 # ------------------------------------------------------------------ a real server, swapped
 class _Serve:
-    """``transformers serve MODEL_DIR`` (tests/servers.py), healthy when constructed."""
+    """``transformers serve MODEL_DIR`` (tests/helpers/servers.py), healthy when constructed."""
 
     def __init__(self, model_dir: Path, port: int, log: Path):
         self.proc = start_transformers_serve(model_dir, port, log)

@@ -1,32 +1,21 @@
-"""Analyses of per-sample VSI (seed 002 §2.3-§4, appendices B.2, C.2, D.2).
+"""Cross-task analyses of per-sample VSI (seed 002 §2.3-§4, appendices B.2, C.2, D.2): the
+table-level analyses over :class:`~perceptbench.vsi.samples.VSISample` lists and
+:func:`score_vsi_analyses`, which turns them into ``ScoreRow``s.  The statistics they use are
+one formula each in :mod:`perceptbench.metrics.error_detection` (AUROC, PRR@80, ECE, Brier,
+paired bootstrap difference) and :mod:`perceptbench.metrics.permutation` (permutation
+Spearman), which pin their definitions.  numpy/scipy/scikit-learn only: no torch, so re-scoring
+from records is light.
 
-Array-level functions first (each one formula, pinned below), then the table-level
-analyses over :class:`VSISample` lists and :func:`score_vsi_analyses`, which turns them into
-``ScoreRow``s.  numpy/scipy/scikit-learn only: no torch, so re-scoring from records is light.
-
-Pinned definitions (docs/metrics.md, "VSI analyses", repeats them):
+Pinned definitions of this module (docs/metrics.md, "VSI analyses", repeats them):
 
 * **Positive class** = per-sample error (``correct is False``) on the *answer-parseable subset*
   (``correct is not None``); unparseable answers leave every accuracy-dependent analysis and are
   counted in ``n_null`` (seed 002 appendix A).
 * **Ranking scores** (higher = predicted more likely wrong, seed 002 D.2): ``-VSI``,
   ``-max_prob``, ``-verbal_conf``.
-* **AUROC** = P(score of a random error > score of a random correct) + 1/2 P(tie): the
-  Mann-Whitney form with average ranks, identical to ``sklearn.metrics.roc_auc_score`` (which
-  draws tied scores as one diagonal ROC segment, i.e. counts a tie as 1/2).
-* **< 5 samples in a class** (errors or correct answers) -> the value is NaN with a note; never
-  0.5.  Inside bootstrap draws a draw is undefined (NaN, dropped and counted) only when a class
-  is empty.
-* **PRR@80** (seed 002 D.2): with n parseable samples, r = floor(0.2 n) of the highest ranking
-  scores are rejected.  ``R0 = mean(error)``, ``R80 = (sum(error) - E_rejected) / (n - r)``,
-  ``PRR@80 = (R0 - R80) / R0``.  Scores tied at the rejection threshold are rejected
-  fractionally (each tied sample contributes the tie group's mean error), so the value does not
-  depend on sample order.  NaN when ``R0 == 0`` or r == 0.
-* **ECE** with 10 equal-width bins ``[0, .1), ..., [.9, 1.0]`` (last bin closed; seed 002 B.2):
-  ``sum_b (n_b / n) |acc_b - conf_b|``; **Brier** = ``mean((conf - correct)^2)``.
-  Confidences: ``max_prob``; ``verbal_conf / 100``; **normalised VSI** ``= 1 - exp(-VSI)``, a
-  fixed monotone map of nats onto [0, 1) (no per-cell fitting, so CIs need no re-normalising;
-  it orders samples as VSI does and is *not* a calibrated probability).
+* Confidences for calibration: ``max_prob``; ``verbal_conf / 100``; **normalised VSI**
+  ``= 1 - exp(-VSI)``, a fixed monotone map of nats onto [0, 1) (no per-cell fitting, so CIs
+  need no re-normalising; it orders samples as VSI does and is *not* a calibrated probability).
 * **Quintiles**: samples sorted by (VSI, sample_id); sample at position i (0-based) of n is in
   quintile ``floor(5 i / n)``; bottom = 0, top = 4 (sizes differ by at most one).
 * **Quadrants** in the bottom quintile: correct/wrong x high/low confidence, high = ``max_prob``
@@ -36,15 +25,6 @@ Pinned definitions (docs/metrics.md, "VSI analyses", repeats them):
 * **Hybrid** (region + whole): ``h = (q(-VSI_region) + q(-VSI_whole)) / 2`` with ``q`` the
   average rank divided by n, over the samples that have both perturbations in the cell (seed 002
   §4).  Computed once per cell and then treated as a fixed score (bootstrap resamples samples).
-* **Paired bootstrap** (seed 002 D.1: B = 1000): one index matrix from
-  :func:`perceptbench.metrics.bootstrap.resample_indices` for both signals; p-value two-sided,
-  ``p = min(1, 2 min((#{d <= 0} + 1)/(B + 1), (#{d >= 0} + 1)/(B + 1)))`` over the draws d of
-  the difference.
-* **Permutation Spearman** (seed 002 B.2, D.1: 10^5 shuffles, seed 42): rho = Pearson of the
-  average ranks; the null permutes one rank vector; two-sided
-  ``p = (#{|rho_perm| >= |rho_obs|} + 1) / (N + 1)``.  The generator is re-seeded for every pair
-  (``rng_for(seed, "vsi-permutation", n)``), so a pair's p-value does not depend on which other
-  pairs are tested; pairs with the same n share the permutations (computed once).
 """
 
 from __future__ import annotations
@@ -56,154 +36,21 @@ from itertools import combinations
 from typing import Iterable, Sequence
 
 import numpy as np
-from scipy.stats import rankdata
 
-from ..seeding import rng_for
 from ..core.rows import ScoreRow
-from .bootstrap import N_BOOT_B, bootstrap, resample_indices
-from .vsi import VSISample
-from .vsi_cells import LOW_VSI, _cells, _suffix, quintiles  # noqa: F401 (part of this module's API)
+from ..metrics.bootstrap import N_BOOT_B, bootstrap
+from ..metrics.error_detection import (MIN_CLASS, auroc_draws, auroc_rows, average_rank_fraction, brier_rows,
+                                       class_check, ece_rows, paired_auroc_diff, prr_rows, quadrant_counts)
+from ..metrics.permutation import N_PERM, PERM_SEED, permutation_spearman_many
+from ..seeding import rng_for
+from .cells import _cells, _suffix, quintiles
+from .samples import VSISample
 
-MIN_CLASS = 5
-"""Fewer errors or fewer correct answers than this -> NaN row with a note (never 0.5)."""
-N_BINS = 10
-"""Equal-width calibration bins (seed 002 B.2)."""
-REJECT_FRACTION = 0.2
-"""PRR@80 rejects the worst-ranked 20% (seed 002 D.2)."""
-N_PERM = 100_000
-"""Permutation shuffles (seed 002 B.2, D.1)."""
-PERM_SEED = 42
-"""Permutation seed (seed 002 D.1)."""
 SIGMAS = (10.0, 20.0, 40.0)
 """Blur strengths of the robustness analysis, pixels (seed 002 C.2)."""
+
 DEFAULT_SIGMA = 20.0
 """Default blur strength, pixels (seed 002 §2)."""
-
-
-# ------------------------------------------------------------------ array functions
-@dataclass(frozen=True)
-class Defined:
-    """A value with the reason it is undefined (``note``) when it is NaN."""
-
-    value: float
-    note: str = ""
-
-
-def class_check(error: np.ndarray, min_class: int = MIN_CLASS) -> str:
-    """'' if both classes of the bool array ``error`` (n,) have >= ``min_class`` members, else
-    the reason (e.g. ``"3 errors < 5"``; ``"no parseable answers"`` when ``error`` is empty:
-    every clean answer was null, counted in ``n_parse_null``, so no error count exists)."""
-    e = np.asarray(error, bool)
-    if e.size == 0:
-        return "no parseable answers (all null: see n_parse_null)"
-    n_err, n_ok = int(e.sum()), int((~e).sum())
-    if n_err < min_class:
-        return f"{n_err} errors < {min_class}"
-    if n_ok < min_class:
-        return f"{n_ok} correct answers < {min_class}"
-    return ""
-
-
-def auroc_rows(error: np.ndarray, score: np.ndarray) -> np.ndarray:
-    """AUROC of ``score`` for the positive class ``error``, row by row.
-
-    ``error``: bool (d, n); ``score``: float (d, n), higher = more likely an error.
-    Returns float64 (d,): Mann-Whitney U / (n_pos n_neg) with average ranks, so a tie counts
-    1/2 (as ``sklearn.metrics.roc_auc_score``); NaN in rows where a class is empty.
-    Seed 002 D.2 (AUROC_VSI with error as positive class)."""
-    error = np.atleast_2d(np.asarray(error, bool))
-    score = np.atleast_2d(np.asarray(score, float))
-    ranks = rankdata(score, axis=1)  # average ranks over ties
-    n_pos = error.sum(1)
-    n_neg = error.shape[1] - n_pos
-    u = np.where(error, ranks, 0.0).sum(1) - n_pos * (n_pos + 1) / 2.0
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where((n_pos > 0) & (n_neg > 0), u / (n_pos * n_neg), np.nan)
-
-
-def auroc_draws(error: np.ndarray, score: np.ndarray, idx: np.ndarray) -> np.ndarray:
-    """``auroc_rows(error[idx], score[idx])`` without sorting every draw.
-
-    ``error`` bool (n,), ``score`` float (n,), ``idx`` int (d, n) resample indices.  Each
-    draw is summarised by how often it picks each distinct score value among errors and among
-    correct answers (one ``bincount``); U = sum over values of n_err(v) (n_ok(< v) + n_ok(v)/2).
-    Returns float64 (d,), NaN where a class is empty."""
-    error = np.asarray(error, bool)
-    score = np.asarray(score, float)
-    idx = np.atleast_2d(idx)
-    d = idx.shape[0]
-    uniq, code = np.unique(score, return_inverse=True)
-    k = uniq.size
-    flat = (np.arange(d)[:, None] * k + code[idx]).ravel()
-    e = error[idx].ravel()
-    pos = np.bincount(flat[e], minlength=d * k).reshape(d, k).astype(float)
-    neg = np.bincount(flat[~e], minlength=d * k).reshape(d, k).astype(float)
-    below = np.cumsum(neg, 1) - neg
-    u = (pos * (below + 0.5 * neg)).sum(1)
-    n_pos, n_neg = pos.sum(1), neg.sum(1)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where((n_pos > 0) & (n_neg > 0), u / (n_pos * n_neg), np.nan)
-
-
-def auroc(error: np.ndarray, score: np.ndarray, min_class: int = MIN_CLASS) -> Defined:
-    """AUROC (see :func:`auroc_rows`) of one sample set; NaN with a note when a class has
-    fewer than ``min_class`` members.  ``error`` bool (n,), ``score`` float (n,)."""
-    why = class_check(error, min_class)
-    if why:
-        return Defined(math.nan, why)
-    return Defined(float(auroc_rows(error, score)[0]))
-
-
-def prr_rows(error: np.ndarray, score: np.ndarray, reject: float = REJECT_FRACTION) -> np.ndarray:
-    """Prediction-rejection ratio at coverage 1 - ``reject`` (PRR@80 for 0.2), row by row.
-
-    ``error``: bool (d, n); ``score``: float (d, n), higher = rejected first.  Formula (seed
-    002 D.2): r = floor(reject n); R0 = mean(error); R_keep = (sum(error) - E_rej) / (n - r);
-    PRR = (R0 - R_keep) / R0, with scores tied at the threshold rejected fractionally (each
-    contributes its tie group's mean error).  Returns float64 (d,); NaN where R0 = 0 or r = 0."""
-    error = np.atleast_2d(np.asarray(error, float))
-    score = np.atleast_2d(np.asarray(score, float))
-    d, n = score.shape
-    r = int(math.floor(reject * n + 1e-9))
-    if r == 0 or r >= n:
-        return np.full(d, np.nan)
-    thr = -np.partition(-score, r - 1, axis=1)[:, r - 1][:, None]  # r-th largest score
-    above = score > thr
-    tie = score == thr
-    n_above = above.sum(1)
-    n_tie = tie.sum(1)
-    e_rej = (error * above).sum(1) + (r - n_above) * (error * tie).sum(1) / n_tie
-    total = error.sum(1)
-    r0 = total / n
-    r_keep = (total - e_rej) / (n - r)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(r0 > 0, (r0 - r_keep) / r0, np.nan)
-
-
-def ece_rows(conf: np.ndarray, correct: np.ndarray, n_bins: int = N_BINS) -> np.ndarray:
-    """Expected calibration error with ``n_bins`` equal-width bins, row by row.
-
-    ``conf``: float in [0, 1] (d, n); ``correct``: bool (d, n).  Bin b holds
-    b/n_bins <= conf < (b+1)/n_bins (conf = 1 in the last bin).  ECE = sum_b (n_b/n)
-    |mean(correct in b) - mean(conf in b)| (seed 002 B.2).  Returns float64 (d,).
-    Raises ValueError for confidences outside [0, 1]."""
-    conf = np.atleast_2d(np.asarray(conf, float))
-    correct = np.atleast_2d(np.asarray(correct, float))
-    if np.any((conf < 0) | (conf > 1)) or np.any(~np.isfinite(conf)):
-        raise ValueError("confidences must lie in [0, 1]")
-    d, n = conf.shape
-    b = np.minimum((conf * n_bins).astype(int), n_bins - 1)
-    rows = np.repeat(np.arange(d)[:, None], n, 1)
-    gap = np.zeros((d, n_bins))
-    np.add.at(gap, (rows, b), correct - conf)  # per bin: sum(correct) - sum(conf)
-    return np.abs(gap).sum(1) / n
-
-
-def brier_rows(conf: np.ndarray, correct: np.ndarray) -> np.ndarray:
-    """Brier score mean((conf - correct)^2), row by row; (d, n) -> (d,) float64."""
-    conf = np.atleast_2d(np.asarray(conf, float))
-    correct = np.atleast_2d(np.asarray(correct, float))
-    return ((conf - correct) ** 2).mean(1)
 
 
 def normalised_vsi(vsi: np.ndarray) -> np.ndarray:
@@ -211,156 +58,11 @@ def normalised_vsi(vsi: np.ndarray) -> np.ndarray:
     return 1.0 - np.exp(-np.maximum(np.asarray(vsi, float), 0.0))
 
 
-def quadrant_counts(correct: np.ndarray, high: np.ndarray) -> dict[str, int]:
-    """Counts of the four correctness x confidence quadrants (bool (n,) arrays)."""
-    c, h = np.asarray(correct, bool), np.asarray(high, bool)
-    return {"correct_high": int((c & h).sum()), "correct_low": int((c & ~h).sum()),
-            "wrong_high": int((~c & h).sum()), "wrong_low": int((~c & ~h).sum())}
-
-
-def average_rank_fraction(x: np.ndarray) -> np.ndarray:
-    """Average rank / n, in (0, 1], of a float array (n,)."""
-    x = np.asarray(x, float)
-    return rankdata(x) / max(x.size, 1)
-
-
 def hybrid_score(vsi_region: np.ndarray, vsi_whole: np.ndarray) -> np.ndarray:
     """Region + whole hybrid ranking score (higher = more likely wrong):
     mean of the rank fractions of -VSI_region and -VSI_whole (seed 002 §4)."""
     return 0.5 * (average_rank_fraction(-np.asarray(vsi_region, float))
                   + average_rank_fraction(-np.asarray(vsi_whole, float)))
-
-
-@dataclass(frozen=True)
-class PairedDiff:
-    """Paired-bootstrap difference a - b of two AUROCs on the same samples."""
-
-    diff: float
-    low: float
-    high: float
-    p: float
-    n_draws: int
-    n_dropped: int
-    seed: int
-    note: str = ""
-
-
-def paired_auroc_diff(error: np.ndarray, score_a: np.ndarray, score_b: np.ndarray, *, seed: int,
-                      n_draws: int = N_BOOT_B, min_class: int = MIN_CLASS) -> PairedDiff:
-    """AUROC(score_a) - AUROC(score_b) with a paired percentile bootstrap (same resampled
-    samples for both; :func:`resample_indices`) and the two-sided bootstrap p-value of
-    the module docstring.  Arrays (n,).  NaN fields with a note when a class has fewer
-    than ``min_class`` members."""
-    error = np.asarray(error, bool)
-    why = class_check(error, min_class)
-    if why:
-        return PairedDiff(math.nan, math.nan, math.nan, math.nan, n_draws, 0, seed, why)
-    sa, sb = np.asarray(score_a, float), np.asarray(score_b, float)
-    est = float(auroc_rows(error, sa)[0] - auroc_rows(error, sb)[0])
-    idx = resample_indices(error.size, n_draws, seed)
-    d = auroc_draws(error, sa, idx) - auroc_draws(error, sb, idx)
-    ok = np.isfinite(d)
-    d = d[ok]
-    if d.size == 0:
-        return PairedDiff(est, math.nan, math.nan, math.nan, n_draws, n_draws, seed, "every draw undefined")
-    lo, hi = np.percentile(d, [2.5, 97.5])
-    B = d.size
-    p = min(1.0, 2 * min((np.sum(d <= 0) + 1) / (B + 1), (np.sum(d >= 0) + 1) / (B + 1)))
-    return PairedDiff(est, float(lo), float(hi), float(p), n_draws, int((~ok).sum()), seed)
-
-
-# --------------------------------------------------------------- permutation Spearman
-def _standardised_ranks(x: np.ndarray) -> np.ndarray:
-    r = rankdata(np.asarray(x, float))
-    r = r - r.mean()
-    s = np.sqrt((r * r).sum())
-    return r / s if s > 0 else r * np.nan
-
-
-@dataclass(frozen=True)
-class PermutationRho:
-    """Spearman rho with its two-sided permutation p-value ((count + 1) / (N + 1))."""
-
-    rho: float
-    p: float
-    n: int
-    n_perm: int
-    seed: int
-    note: str = ""
-
-
-def permutation_spearman_many(pairs: Sequence[tuple[np.ndarray, np.ndarray]], *, n_perm: int = N_PERM,
-                              seed: int = PERM_SEED, chunk: int = 10_000) -> list[PermutationRho]:
-    """Spearman rho and two-sided permutation p for many (x, y) pairs of float arrays (n_i,).
-
-    The null permutes x's ranks; p = (#{|rho_perm| >= |rho_obs| - 1e-12} + 1) / (n_perm + 1)
-    (seed 002 B.2, D.1).  The permutations for length n come from
-    ``rng_for(seed, "vsi-permutation", n)``, generated in chunks of ``chunk`` rows and shared by
-    every pair of that length, so each pair's result equals testing it alone.  Pairs without
-    ties: rho_perm = sum_i f(r_x[pi(i)]) f(r_y(i)) has the distribution of
-    sum_j f(pi(j)) f(j) (f = standardised ranks 1..n) whatever the data, so one sorted null of
-    n_perm values per n serves every such pair (a lookup per pair).  Pairs with ties permute
-    their own rank vectors (one gather and one matrix-vector product per chunk and pair).
-    Pairs with n < 3 or a constant vector give NaN with a note."""
-    out: list[PermutationRho | None] = [None] * len(pairs)
-    by_n: dict[int, list[int]] = defaultdict(list)
-    untied: dict[int, list[int]] = defaultdict(list)
-    prepared: dict[int, tuple[np.ndarray, np.ndarray, float]] = {}
-    for i, (x, y) in enumerate(pairs):
-        x, y = np.asarray(x, float), np.asarray(y, float)
-        if x.shape != y.shape or x.ndim != 1:
-            raise ValueError(f"pair {i}: x and y must be 1-d arrays of equal length, got {x.shape} and {y.shape}")
-        n = x.size
-        if n < 3:
-            out[i] = PermutationRho(math.nan, math.nan, n, n_perm, seed, f"{n} shared samples < 3")
-            continue
-        zx, zy = _standardised_ranks(x), _standardised_ranks(y)
-        if not (np.all(np.isfinite(zx)) and np.all(np.isfinite(zy))):
-            out[i] = PermutationRho(math.nan, math.nan, n, n_perm, seed, "constant VSI in one model")
-            continue
-        prepared[i] = (zx, zy, float(zx @ zy))
-        if np.unique(x).size == n and np.unique(y).size == n:
-            untied[n].append(i)
-        else:
-            by_n[n].append(i)
-    for n, members in untied.items():  # null of rho depends on n only: one sorted null per n
-        rng = rng_for(seed, "vsi-permutation", n)
-        f = _standardised_ranks(np.arange(n, dtype=float))
-        base = np.broadcast_to(np.arange(n), (min(chunk, n_perm), n))
-        null = np.empty(n_perm)
-        done = 0
-        while done < n_perm:
-            c = min(chunk, n_perm - done)
-            null[done:done + c] = np.abs(f[rng.permuted(base[:c], axis=1)] @ f)
-            done += c
-        null.sort()
-        for i in members:
-            count = n_perm - np.searchsorted(null, abs(prepared[i][2]) - 1e-12, side="left")
-            out[i] = PermutationRho(prepared[i][2], float((count + 1) / (n_perm + 1)), n, n_perm, seed)
-    for n, members in by_n.items():
-        rng = rng_for(seed, "vsi-permutation", n)
-        counts = np.zeros(len(members), np.int64)
-        zx = np.stack([prepared[i][0] for i in members])  # (m, n)
-        zy = np.stack([prepared[i][1] for i in members])
-        obs = np.abs(np.array([prepared[i][2] for i in members])) - 1e-12
-        base = np.broadcast_to(np.arange(n), (min(chunk, n_perm), n))
-        done = 0
-        while done < n_perm:
-            c = min(chunk, n_perm - done)
-            perm = rng.permuted(base[:c], axis=1)  # (c, n) independent permutations
-            for k in range(len(members)):
-                rho = zx[k][perm] @ zy[k]  # (c,)
-                counts[k] += int(np.count_nonzero(np.abs(rho) >= obs[k]))
-            done += c
-        for k, i in enumerate(members):
-            out[i] = PermutationRho(prepared[i][2], float((counts[k] + 1) / (n_perm + 1)), n, n_perm, seed)
-    return out  # type: ignore[return-value]
-
-
-def permutation_spearman(x: np.ndarray, y: np.ndarray, *, n_perm: int = N_PERM, seed: int = PERM_SEED) -> PermutationRho:
-    """Spearman rho of two float arrays (n,) with its permutation p (see
-    :func:`permutation_spearman_many`)."""
-    return permutation_spearman_many([(x, y)], n_perm=n_perm, seed=seed)[0]
 
 
 # ------------------------------------------------------------------ table analyses
@@ -702,7 +404,7 @@ def score_vsi_analyses(samples: Sequence[VSISample], *, seed: int = 0, families:
     ``samples``: the output of ``vsi_samples(records)``; ``seed``: bootstrap seed;
     ``families``: optional {model: family} overriding ``VSISample.model_family``;
     ``n_perm``/``perm_seed``: permutation null (default 10^5, 42, seed 002 D.1);
-    ``probe``: optional :class:`perceptbench.metrics.vsi_probe.ProbeFeatures` store whose
+    ``probe``: optional :class:`perceptbench.vsi.features.ProbeFeatures` store whose
     encoder-LLM gap rows are appended (seed 002 §2.4).  Raises ValueError for a sample id that
     appears twice in one cell."""
     cells = _cells(samples)
@@ -713,7 +415,7 @@ def score_vsi_analyses(samples: Sequence[VSISample], *, seed: int = 0, families:
     rows += perturbation_and_sigma_rows(cells, n_perm=n_perm, perm_seed=perm_seed)
     rows += signal_cells(cells, seed)[1]
     if probe is not None:
-        from .vsi_probe import probe_rows
+        from .probe import probe_rows
 
         rows += probe_rows(samples, probe, seed=seed)
     return rows

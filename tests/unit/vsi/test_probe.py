@@ -8,21 +8,22 @@ import json
 import numpy as np
 import pytest
 
-from perceptbench import vsi_features as vf
-from perceptbench.metrics import vsi_probe as vp
-from perceptbench.metrics.vsi import VSISample
+from perceptbench.metrics import probe as mp
+from perceptbench.vsi import features as vf
+from perceptbench.vsi import probe as vp
+from perceptbench.vsi.samples import VSISample
 
 
 def test_slug_of_long_task_ids_is_short_and_unique():
-    a = vp.slug("m@vsi.pope@images=" + "/very/long/path" * 30 + ",limit=4")
-    b = vp.slug("m@vsi.pope@images=" + "/very/long/path" * 30 + ",limit=5")
-    assert len(a) == 120 and a != b and vp.slug("m@vsi.salbench.syn@n=30") == "m_vsi.salbench.syn_n_30"
+    a = vf.slug("m@vsi.pope@images=" + "/very/long/path" * 30 + ",limit=4")
+    b = vf.slug("m@vsi.pope@images=" + "/very/long/path" * 30 + ",limit=5")
+    assert len(a) == 120 and a != b and vf.slug("m@vsi.salbench.syn@n=30") == "m_vsi.salbench.syn_n_30"
 
 
 def test_groupkfold_never_splits_an_image():
     rng = np.random.default_rng(0)
     image_ids = np.array([f"img{k}" for k in rng.integers(0, 23, 70)])  # several questions per image
-    folds = vp.probe_folds(image_ids)
+    folds = mp.probe_folds(image_ids)
     n = image_ids.size
     groups = np.r_[image_ids, image_ids]
     seen = np.zeros(2 * n, int)
@@ -34,7 +35,7 @@ def test_groupkfold_never_splits_an_image():
             assert j in set(te.tolist())
     assert np.all(seen == 1) and len(folds) == 5
     with pytest.raises(ValueError, match="distinct images"):
-        vp.probe_folds(np.array(["a", "b", "a", "c"]))
+        mp.probe_folds(np.array(["a", "b", "a", "c"]))
 
 
 def test_probe_separates_views_and_gap_on_subsets():
@@ -43,14 +44,14 @@ def test_probe_separates_views_and_gap_on_subsets():
     clean = rng.normal(size=(n, d))
     pert = clean + 0.0
     pert[:, 0] += 3.0  # the tower sees the blur along one direction
-    ok, folds = vp.probe_oof_correct(clean, pert, np.array([f"i{k // 2}" for k in range(n)]))
+    ok, folds = mp.probe_oof_correct(clean, pert, np.array([f"i{k // 2}" for k in range(n)]))
     assert ok.mean() > 0.85 and folds.shape == (5,)  # Bayes accuracy Phi(1.5) = 0.93
     vsi = np.r_[np.full(40, 0.01), np.linspace(0.1, 2, 80)]
     ids = [f"s{i:03d}" for i in range(n)]
     low, ctrl = vp.subsets(vsi, ids, seed=0)
     assert low.sum() == 40 and ctrl.sum() == 24 and not (low & ctrl).any()  # top quintile = 24
     changed = np.r_[np.zeros(40, bool), np.ones(80, bool)]
-    g = vp.gap_on_subset(np.ones(n), changed, np.array([f"i{k // 2}" for k in range(n)]), low, seed=0)
+    g = mp.gap_on_subset(np.ones(n), changed, np.array([f"i{k // 2}" for k in range(n)]), low, seed=0)
     assert g.probe_acc[0] == 1 and g.argmax_change[0] == 0 and g.gap[0] == 1 and g.n_images == 20
 
 
@@ -78,24 +79,24 @@ def test_cache_round_trip_and_skipped(tmp_path):
                           (lambda im=im: im.filter(ImageFilter.GaussianBlur(3)))) for i, im in enumerate(imgs)]
     meta = vf.cache_probe_features(_FakeTower(), items, tmp_path, key="fake@t")
     assert json.loads(meta.read_text())["dim"] == 5
-    store = vp.ProbeFeatures(tmp_path)
+    store = vf.ProbeFeatures(tmp_path)
     f = store.get("fake@t")
     assert set(f) == {(f"s{i}", "region", 20.0) for i in range(12)}
     assert np.allclose(np.linalg.norm(f[("s0", "region", 20.0)][1]), 1, atol=1e-6)
     vf.cache_probe_features(object(), items, tmp_path, key="api-model@t")
-    assert "no vision tower" in vp.ProbeFeatures(tmp_path).skipped("api-model@t")
+    assert "no vision tower" in vf.ProbeFeatures(tmp_path).skipped("api-model@t")
     samples = [VSISample("t", "b", "api-model", "x", f"s{i}", f"img{i}", "region", 20.0, 0.01, False, True, 0.9,
                          None, "exact") for i in range(12)]
-    rows = vp.probe_rows(samples, vp.ProbeFeatures(tmp_path))
+    rows = vp.probe_rows(samples, vf.ProbeFeatures(tmp_path))
     assert rows[0].metric == "skipped[region,sigma=20]" and "no vision tower" in rows[0].note
     other = [dataclasses.replace(x, model="nocache") for x in samples]
-    rows = vp.probe_rows(other, vp.ProbeFeatures(tmp_path))
+    rows = vp.probe_rows(other, vf.ProbeFeatures(tmp_path))
     assert rows[0].metric == "skipped[region,sigma=20]" and "no cached features" in rows[0].note
     # a tampered cache is refused
     p = tmp_path / "fake_t.npz"
     p.write_bytes(p.read_bytes()[:-3] + b"xyz")
     with pytest.raises(ValueError, match="sha256"):
-        vp.ProbeFeatures(tmp_path).get("fake@t")
+        vf.ProbeFeatures(tmp_path).get("fake@t")
 
 
 @pytest.mark.parametrize("family", ["llava", "idefics3", "qwen2_vl"])
@@ -125,7 +126,7 @@ def test_model_without_tower_is_skipped(tmp_path):
 
     with pytest.raises(VisionTowerUnavailable, match="mllama"):
         NoTower().vision_features([])
-    from perceptbench import vsi_features as vf2
+    from perceptbench.vsi import features as vf2
 
     meta = vf2.cache_probe_features(NoTower(), [vf.ProbeItem("s", "i", "region", 20.0, lambda: None, lambda: None)],
                                     tmp_path, key="other@t")

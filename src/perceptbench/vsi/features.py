@@ -1,10 +1,20 @@
-"""Run-time extraction of the encoder-LLM probe features (seed 002 §2.4, appendix A).
+"""The VSI feature store: the encoder-LLM probe features, written at run time and read at
+scoring time (seed 002 §2.4, appendix A), writer and reader in one module so the file layout
+is spelled once.
 
-Called by the runner after a VSI task x model: the clean and perturbed image of every sample go
+Written by the VSI respondent after a VSI task x model: the clean and perturbed image of every sample go
 through the model's own vision tower (:meth:`perceptbench.models.vlm_hf.HFVLM.vision_features`)
 and, once per task, through the frozen witness encoder (efficientnet-lite0 ``embed``).  The
 features are written beside the records (``<run>/features/``) so that scoring, which reads them
-with numpy only (:class:`perceptbench.metrics.vsi_probe.ProbeFeatures`), never needs torch.
+with numpy only (:class:`ProbeFeatures`), never needs torch.
+
+Layout: ``<run>/features/<slug(model@task_id)>.npz`` (arrays ``sample_id, image_id,
+perturbation, sigma, clean, perturbed``, float32 features) with a ``<slug>.json`` sidecar
+(model, model_version, hook, feature dim, sha256 of the npz); the witness's features under the
+key ``witness:efficientnet-lite0@task_id``.  A model without an accessible vision tower gets
+``<slug>.json`` with ``"skipped": reason`` and no npz.  Scoring refits the probe from these
+(deterministic), so re-scoring gives identical numbers.  Module-level imports are numpy and the
+run directory only: the model code is imported inside the writer.
 """
 
 from __future__ import annotations
@@ -12,14 +22,33 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Sequence
 
 import numpy as np
 
-from .core.rundir import write_atomic
-from .metrics.vsi_probe import WITNESS, slug, store_key
+from ..core.rundir import write_atomic
+
+WITNESS = "witness:efficientnet-lite0"
+"""Model part of the store key of the frozen external image-only witness probe's features."""
+
+
+def store_key(model: str, task_id: str) -> str:
+    """Key of one (model, task) feature file: ``model@task_id``."""
+    return f"{model}@{task_id}"
+
+
+def slug(name: str, max_len: int = 120) -> str:
+    """File-name-safe form of a store key: other characters become ``_``; a key longer than
+    ``max_len`` (task ids can hold paths) keeps its first ``max_len - 17`` characters plus ``-``
+    and the first 16 hex digits of its sha256, so names stay unique and under file-system limits."""
+    s = re.sub(r"[^A-Za-z0-9._-]+", "_", name)
+    if len(s) > max_len:
+        s = s[: max_len - 17] + "-" + hashlib.sha256(name.encode()).hexdigest()[:16]
+    return s
+
 
 @dataclass(frozen=True)
 class ProbeItem:
@@ -57,7 +86,7 @@ def cache_probe_features(model, items: Sequence[ProbeItem], directory: str | os.
             have = set(zip(z["sample_id"].tolist(), z["perturbation"].tolist(), z["sigma"].astype(float).tolist()))
         if want <= have:
             return meta_path
-    from .models.base import Encoder, VisionFeatures
+    from ..models.base import Encoder, VisionFeatures
 
     hook = "vision_features" if isinstance(model, VisionFeatures) else "embed" if isinstance(model, Encoder) else None
     meta = {"key": key, "model_version": getattr(model, "model_version", ""), "n": len(items)}  # "" : none declared
@@ -65,7 +94,7 @@ def cache_probe_features(model, items: Sequence[ProbeItem], directory: str | os.
         meta["skipped"] = f"{type(model).__name__} exposes no vision tower (no vision_features / embed)"
         write_atomic(meta_path, json.dumps(meta, indent=1).encode())
         return meta_path
-    from .models.base import ModelLoadError
+    from ..models.base import ModelLoadError
 
     fn = model.vision_features if hook == "vision_features" else model.embed
     clean, pert = [], []
@@ -98,7 +127,7 @@ def cache_probe_features(model, items: Sequence[ProbeItem], directory: str | os.
 
 def probe_items(task, seed: int) -> list[ProbeItem]:
     """One :class:`ProbeItem` per (sample, perturbed condition) of a VSI task's stimuli."""
-    from .metrics.vsi import PERTURBATIONS
+    from .samples import PERTURBATIONS
 
     stim = task.stimuli(seed)
     clean = {s.meta["vsi"]["sample_id"]: s for s in stim if s.meta["vsi"]["condition"] == "clean"}
@@ -122,7 +151,7 @@ def cache_task_features(task, model, directory: str | os.PathLike, seed: int, wi
     ``cache_mode`` ``use`` | ``refresh`` | ``off``; a model already wrapped keeps its own mode), so
     a run in a new directory over a filled cache calls neither.  The files under ``directory``
     are the run's output, like its records: a (model, task) whose sidecars exist is kept."""
-    from .models.response_cache import with_response_cache
+    from ..models.response_cache import with_response_cache
 
     model = with_response_cache(model, cache_mode)
     items = probe_items(task, seed)
@@ -130,8 +159,8 @@ def cache_task_features(task, model, directory: str | os.PathLike, seed: int, wi
     wkey = store_key(WITNESS, task.task_id)
     if not (Path(directory) / (slug(wkey) + ".npz")).exists():
         if witness is None:
-            from .models.base import ModelLoadError
-            from .models.default import EfficientNetLiteEncoder
+            from ..models.base import ModelLoadError
+            from ..models.default import EfficientNetLiteEncoder
 
             try:
                 witness = EfficientNetLiteEncoder()
@@ -147,3 +176,40 @@ def cache_task_features(task, model, directory: str | os.PathLike, seed: int, wi
 def features_cached(directory: str | os.PathLike, model_name: str, task_id: str) -> bool:
     """True when the (model, task) feature sidecar exists (features written, or a skip recorded)."""
     return (Path(directory) / (slug(store_key(model_name, task_id)) + ".json")).exists()
+
+
+class ProbeFeatures:
+    """Read-only store of cached probe features in a directory (numpy only, no torch).
+
+    ``get(key)`` -> dict {(sample_id, perturbation, sigma): (image_id, clean (d,), perturbed
+    (d,))}, or None when nothing is cached; ``skipped(key)`` -> the reason or None.  Raises
+    ValueError naming the file when an npz does not match its sidecar's sha256."""
+
+    def __init__(self, directory: str | os.PathLike):
+        self.directory = Path(directory)
+        self._cache: dict[str, dict | None] = {}
+
+    def _meta(self, key: str) -> dict | None:
+        p = self.directory / (slug(key) + ".json")
+        return json.loads(p.read_text()) if p.exists() else None
+
+    def skipped(self, key: str) -> str | None:
+        m = self._meta(key)
+        return m.get("skipped") if m else None
+
+    def get(self, key: str) -> dict | None:
+        if key in self._cache:
+            return self._cache[key]
+        m = self._meta(key)
+        p = self.directory / (slug(key) + ".npz")
+        out = None
+        if m and not m.get("skipped") and p.exists():
+            data = p.read_bytes()
+            if m.get("sha256") and hashlib.sha256(data).hexdigest() != m["sha256"]:
+                raise ValueError(f"{p}: contents do not match the sha256 in {p.with_suffix('.json').name}")
+            with np.load(p) as z:
+                out = {(s, pt, float(sg)): (im, c, q) for s, im, pt, sg, c, q in
+                       zip(z["sample_id"].tolist(), z["image_id"].tolist(), z["perturbation"].tolist(),
+                           z["sigma"].tolist(), z["clean"], z["perturbed"])}
+        self._cache[key] = out
+        return out

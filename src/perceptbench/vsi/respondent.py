@@ -1,6 +1,9 @@
-"""VSI trials: clean greedy answers + first-answer-token distributions, perturbed prefill passes.
+"""The VSI respondent (registered as ``vlm_vsi`` in :data:`perceptbench.respond.RESPONDENTS`) and
+its trials: clean greedy answers + first-answer-token distributions, perturbed prefill passes,
+then the encoder-LLM probe features of the task (seed 002 §2.4,
+:func:`perceptbench.vsi.features.cache_task_features`).
 
-For each pending VSI stimulus (one per sample x condition, see :mod:`perceptbench.tasks.vsi`):
+For each pending VSI stimulus (one per sample x condition, see :mod:`perceptbench.vsi.protocol`):
 
 * ``clean``: one greedy generation (``task.max_new_tokens``: 8, HallusionBench 64, seed 002 D.1;
   honoured by the ``hf:`` adapter unless it was built with an explicit cap; the budget used is
@@ -8,7 +11,7 @@ For each pending VSI stimulus (one per sample x condition, see :mod:`perceptbenc
   distribution (local ``hf:`` VLMs: :meth:`HFVLM.generate_with_distribution`; API models: a
   generation plus one ``logprobs`` request), the parse and correctness, the maximum first-token
   probability, and (setting ``verbal_conf``) the answer to a follow-up user turn asking for a
-  0-100 confidence (:data:`~perceptbench.tasks.vsi.CONFIDENCE_PROMPT`), parsed as the first integer
+  0-100 confidence (:data:`~perceptbench.vsi.protocol.CONFIDENCE_PROMPT`), parsed as the first integer
   (seed 002 appendix A).  A local model answers the follow-up from the clean pass's KV cache (only
   the answer and the new turn are prefilled: :meth:`HFVLM.generate_with_distribution_and_follow_up`);
   records carry ``confidence_prompt``, ``confidence_turn`` and ``confidence_kv_reuse``.
@@ -32,23 +35,53 @@ row for it.
 
 from __future__ import annotations
 
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 import numpy as np
 
-from typing import TYPE_CHECKING
-
-from .models.base import (BatchedDistributions, DistributionAndFollowUp, FirstTokenDistribution, FollowUpTurn,
-                          NotSupportedByProvider, TopLogprobsLimit, VLMRequest, answer_budget)
-from .models.response_cache import CachedVLM, dist_to_meta
-from .seeding import image_sha256, text_hash
-from .tasks.base import Stimulus
-from .tasks.vsi import CONF_MAX_NEW_TOKENS, CONFIDENCE_PROMPT, CONFIDENCE_TURN
+from ..core.rundir import RunDir
+from ..models.base import (BatchedDistributions, DistributionAndFollowUp, FirstTokenDistribution, FollowUpTurn,
+                           NotSupportedByProvider, TopLogprobsLimit, VLMRequest, answer_budget, default_batch_size)
+from ..models.response_cache import CachedVLM, dist_to_meta
+from ..respond.base import RESPONDENTS, Job, Respondent, Result
+from ..respond.context import prompt_version
+from ..respond.prompt import cached_model, identity_meta
+from ..seeding import image_sha256, text_hash
+from ..tasks.base import Stimulus
+from .features import cache_task_features
+from .protocol import CONF_MAX_NEW_TOKENS, CONFIDENCE_PROMPT, CONFIDENCE_TURN
 
 if TYPE_CHECKING:
-    from .respond.context import TrialContext
+    from ..respond.context import TrialContext
 
-__all__ = ["run_vsi_task", "dist_to_meta", "vsi_model", "vsi_context", "vsi_record", "EMPTY_DIST"]
+__all__ = ["VSIRespondent", "run_vsi_task", "dist_to_meta", "vsi_model", "vsi_context", "vsi_job_context",
+           "vsi_record", "EMPTY_DIST"]
+
+
+def vsi_job_context(job: Job, cached, readout: str = "vlm_vsi_clean"):
+    """The :class:`~perceptbench.respond.context.TrialContext` of ``job``'s VSI records."""
+    return job.context(model_name=cached.name, model_family=cached.family, model_version=cached.model_version,
+                       readout=readout, prompt_id=job.task.prompt_id,
+                       meta={**identity_meta(cached), "prompt_template_hash": prompt_version(job.task)})
+
+
+@RESPONDENTS.register("vlm_vsi")
+class VSIRespondent(Respondent):
+    """A VLM on a VSI task (:class:`perceptbench.vsi.protocol.VSITask`)."""
+
+    @classmethod
+    def serves(cls, task_kind: str, model_kind: str) -> bool:
+        return task_kind == "vsi" and model_kind == "vlm"
+
+    def first_step(self, job: Job) -> str:
+        return super().first_step(job) if job.pending else "computing VSI probe features ..."
+
+    def run(self, job: Job) -> Result:
+        cached = cached_model(job)
+        n, hits, reqs = run_vsi_task(vsi_job_context(job, cached), cached, job.sink, job.pending,
+                                     default_batch_size(job.batch_size, "vlm"), job.advance)
+        cache_task_features(job.task, cached, RunDir(job.out).features, job.seed, cache_mode=job.cache_mode)
+        return Result(n, hits, reqs)
 
 
 class _VSIModel:
@@ -83,7 +116,7 @@ class _VSIModel:
               ) -> list[tuple[str, dict, str | None, bool | None]]:
         """(greedy text, distribution meta, confidence answer or None, KV cache reused or None) per
         request.  With ``conf`` the confidence question is a follow-up turn
-        (:data:`~perceptbench.tasks.vsi.CONFIDENCE_PROMPT`); a local model answers it reusing
+        (:data:`~perceptbench.vsi.protocol.CONFIDENCE_PROMPT`); a local model answers it reusing
         the clean pass's KV cache; ``cache_reused`` is None for answers served from the response
         cache and for API models."""
         c, kw = self.cached, dict(batch_size=batch_size, answer_prefix=self.prefix, image_sha256s=shas)
@@ -156,7 +189,7 @@ def run_vsi_task(ctx: "TrialContext", cached, sink, pending: list[Stimulus], bat
     ``ctx``: the records' :class:`~perceptbench.respond.context.TrialContext` (task, model
     identity, ``run_meta`` of the run); ``cached``: the model behind the response cache;
     ``sink``: where records are appended."""
-    from .readouts.answers import parse_confidence
+    from ..readouts.answers import parse_confidence
 
     task = ctx.task
     m = vsi_model(cached, task)
@@ -223,4 +256,3 @@ def _run_chunk(task, m: _VSIModel, chunk: list[Stimulus], batch_size: int, recor
                              vsi_extra={**dist, "image_sha256": shas[k][0], "max_prob": None, "verbal_conf": None,
                                         "verbal_raw": None}, stimulus_sha256=shas[k][0])
     return store.append([recs[k] for k in sorted(recs)])
-

@@ -7,8 +7,12 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from perceptbench.metrics import vsi as vm
-from perceptbench.metrics.vsi import HIST_EDGES, VSISample, cell_summary, kl_topk, support_distributions, vsi_samples
+from perceptbench.metrics import topk_kl as vm_kl
+from perceptbench.vsi import cells as vm_cells
+from perceptbench.vsi import samples as vm
+from perceptbench.metrics.topk_kl import kl_topk, support_distributions
+from perceptbench.vsi.cells import HIST_EDGES, cell_summary
+from perceptbench.vsi.samples import VSISample, vsi_samples
 from perceptbench.readouts.answers import parse_confidence, parse_letter, parse_yes_no
 from perceptbench.stimuli.perturb import box_mask, dilate_mask, region_blur, whole_blur
 
@@ -196,24 +200,24 @@ def test_support_distributions_names_the_bad_side(side):
     good, bad = (["a"], [0.0]), ([], [])
     args = (*bad, *good) if side == "p" else (*good, *bad)
     with pytest.raises(ValueError, match=rf"^{side}: empty distribution$"):
-        vm.support_distributions(*args)
+        vm_kl.support_distributions(*args)
 
 
 def test_complete_side_gives_missing_tokens_only_the_floor():
     # P = {a: .5} complete: b gets 0 -> floor, rest bucket .5 -> p = [.5, 1e-12, .5] / (1 + 1e-12)
-    p, q, support = vm.support_distributions(["a"], [LN_HALF], ["b"], [LN_HALF], p_complete=True)
+    p, q, support = vm_kl.support_distributions(["a"], [LN_HALF], ["b"], [LN_HALF], p_complete=True)
     assert support == ["a", "b", "<rest>"]
     np.testing.assert_allclose(p, np.array([0.5, 1e-12, 0.5]) / (1 + 1e-12), rtol=1e-12, atol=0)
     # Q = {b: .5} truncated: a gets min(.5, .5 / (1 + 1)) = .25, rest .5 - .25 = .25 -> [.25, .5, .25]
     np.testing.assert_allclose(q, [0.25, 0.5, 0.25], rtol=1e-12, atol=0)
     # the same with q complete: q = [1e-12, .5, .5] / (1 + 1e-12)
-    _, q2, _ = vm.support_distributions(["a"], [LN_HALF], ["b"], [LN_HALF], q_complete=True)
+    _, q2, _ = vm_kl.support_distributions(["a"], [LN_HALF], ["b"], [LN_HALF], q_complete=True)
     np.testing.assert_allclose(q2, np.array([1e-12, 0.5, 0.5]) / (1 + 1e-12), rtol=1e-12, atol=0)
 
 
 def test_slightly_positive_logprob_is_clipped_to_probability_one():
     # lp 1e-7 (allowed rounding) -> p = 1 exactly; with .5: [1, .5, floor] normalised by 1.5 + 1e-12
-    p, _, _ = vm.support_distributions(["a", "b"], [1e-7, LN_HALF], ["a"], [0.0])
+    p, _, _ = vm_kl.support_distributions(["a", "b"], [1e-7, LN_HALF], ["a"], [0.0])
     np.testing.assert_allclose(p, np.array([1.0, 0.5, 1e-12]) / (1.5 + 1e-12), rtol=1e-13, atol=0)
 
 
@@ -226,16 +230,16 @@ def test_kl_topk_passes_completeness_and_floor():
     f = 1e-12
     # p complete [.5, f, .5]/(1+f) vs q truncated [.25, .5, .25]: ~ ln 2
     exp = _kl(np.array([0.5, f, 0.5]) / (1 + f), [0.25, 0.5, 0.25])
-    assert vm.kl_topk(["a"], [LN_HALF], ["b"], [LN_HALF], p_complete=True) == pytest.approx(exp, rel=1e-12)
+    assert vm_kl.kl_topk(["a"], [LN_HALF], ["b"], [LN_HALF], p_complete=True) == pytest.approx(exp, rel=1e-12)
     assert exp == pytest.approx(math.log(2), rel=1e-9)
     # both truncated: p = [.5, .25, .25] vs q = [.25, .5, .25]: .5 ln 2 + .25 ln .5 = .25 ln 2
-    assert vm.kl_topk(["a"], [LN_HALF], ["b"], [LN_HALF]) == pytest.approx(0.25 * math.log(2), rel=1e-12)
+    assert vm_kl.kl_topk(["a"], [LN_HALF], ["b"], [LN_HALF]) == pytest.approx(0.25 * math.log(2), rel=1e-12)
     # q complete: q = [f, .5, .5]/(1+f): .5 ln(.5 (1+f)/f) + 2 * .25 ln(.25 (1+f)/.5)
     exp_q = _kl([0.5, 0.25, 0.25], np.array([f, 0.5, 0.5]) / (1 + f))
-    assert vm.kl_topk(["a"], [LN_HALF], ["b"], [LN_HALF], q_complete=True) == pytest.approx(exp_q, rel=1e-12)
+    assert vm_kl.kl_topk(["a"], [LN_HALF], ["b"], [LN_HALF], q_complete=True) == pytest.approx(exp_q, rel=1e-12)
     # floor 1e-6 instead of 1e-12 (q complete): q = [1e-6, .5, .5] / (1 + 1e-6)
     exp_f = _kl([0.5, 0.25, 0.25], np.array([1e-6, 0.5, 0.5]) / (1 + 1e-6))
-    assert vm.kl_topk(["a"], [LN_HALF], ["b"], [LN_HALF], q_complete=True, floor=1e-6) == pytest.approx(exp_f, rel=1e-12)
+    assert vm_kl.kl_topk(["a"], [LN_HALF], ["b"], [LN_HALF], q_complete=True, floor=1e-6) == pytest.approx(exp_f, rel=1e-12)
 
 
 def test_dist_keys_prefers_token_ids():
@@ -257,7 +261,7 @@ def test_vsi_of_records_reads_each_side_completeness():
 
 def test_cell_summary_known_answers():
     v = np.array([0.0, 0.01, 0.05, 1.0, 2.0])
-    s = vm.cell_summary(v, np.array([True, False, False, False, True]), seed=5, n_draws=40)
+    s = vm_cells.cell_summary(v, np.array([True, False, False, False, True]), seed=5, n_draws=40)
     # quartiles by linear interpolation over 5 values: positions 1, 2, 3 -> 0.01, 0.05, 1.0
     assert (s.n, s.q25, s.median, s.q75) == (5, 0.01, 0.05, 1.0)
     # VSI < 0.05 is strict: 0.0 and 0.01 -> 2/5 (0.05 itself is not insensitive); < 0.01 -> 1/5
@@ -266,15 +270,15 @@ def test_cell_summary_known_answers():
     assert s.argmax_change_rate.estimate == pytest.approx(0.4)
     for r in (*s.insensitive.values(), s.argmax_change_rate):
         assert (r.n_draws, r.seed) == (40, 5)
-    assert vm.cell_summary(v, np.zeros(5, bool), seed=0).argmax_change_rate.n_draws == 1000
+    assert vm_cells.cell_summary(v, np.zeros(5, bool), seed=0).argmax_change_rate.n_draws == 1000
 
 
 def test_cell_summary_histogram_clips_into_the_outer_bins():
     # a -1e-15 rounding residue counts in the first bin [0, 1e-4); 1e305 (past the 1e300 edge) in the last [10, inf)
-    s = vm.cell_summary(np.array([-1e-15, 1e305]), np.zeros(2, bool), seed=0, n_draws=10)
+    s = vm_cells.cell_summary(np.array([-1e-15, 1e305]), np.zeros(2, bool), seed=0, n_draws=10)
     assert s.hist_counts[0] == 1 and s.hist_counts[-1] == 1 and sum(s.hist_counts) == 2
     with pytest.raises(ValueError, match="^no VSI samples in this cell$"):
-        vm.cell_summary(np.array([]), np.array([], bool), seed=0)
+        vm_cells.cell_summary(np.array([]), np.array([], bool), seed=0)
 
 
 def _vsi_rec(cond, sample, tokens, probs, *, skipped=None, drop=None, model="m", family="vlm", **over):
@@ -327,9 +331,9 @@ def test_vsi_samples_error_messages():
 
 def test_check_side_logprob_bounds_and_missing_values():
     # 1e-6 (rounding) is the largest accepted log-probability; one step above is an error
-    assert vm.kl_topk(["a"], [1e-6], ["a"], [0.0]) == pytest.approx(0.0, abs=1e-12)
+    assert vm_kl.kl_topk(["a"], [1e-6], ["a"], [0.0]) == pytest.approx(0.0, abs=1e-12)
     with pytest.raises(ValueError, match=r"^p: log-probabilities must be finite and <= 0$"):
-        vm.kl_topk(["a"], [1.1e-6], ["a"], [0.0])
+        vm_kl.kl_topk(["a"], [1.1e-6], ["a"], [0.0])
     # a missing log-probability (JSON null) is the same clear error, not a TypeError
     with pytest.raises(ValueError, match=r"^q: log-probabilities must be finite and <= 0$"):
-        vm.kl_topk(["a"], [0.0], ["a"], [None])
+        vm_kl.kl_topk(["a"], [0.0], ["a"], [None])

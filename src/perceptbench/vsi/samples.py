@@ -1,11 +1,16 @@
-"""Visual Sensitivity Index (seed 002 §2, appendix A and D.1): KL divergence between a VLM's
-first-answer-token distributions on the clean and on the blurred image, recomputed from trial
-records alone (numpy only; no torch, no model).
+"""The VSI record format and the per-sample VSI table (seed 002 §2, appendix A and D.1): KL
+divergence between a VLM's first-answer-token distributions on the clean and on the blurred
+image, recomputed from trial records alone (numpy only; no torch, no model).
 
 VSI record format
 -----------------
-A VSI task (:mod:`perceptbench.tasks.vsi`) writes, per (model, sample), one record per
-condition: ``clean``, and ``region_blur`` and/or ``whole_blur`` at the task's sigma.
+A VSI task (:mod:`perceptbench.vsi.protocol`) writes, per (model, sample), one record per
+condition: ``clean``, and ``region_blur`` and/or ``whole_blur`` at the task's sigma.  The
+image-withheld condition (``perceptbench run --condition image_withheld``,
+:mod:`perceptbench.respond.withheld`) adds, per sample, one record of the respondent
+``{model}[image_withheld]`` (:func:`perceptbench.core.conditions.respondent_label`) with condition
+``image_withheld``: the question asked with no image, recorded like a perturbed condition
+(``sigma_px`` 0, ``image_sha256`` null).
 
 * ``stimulus_id`` = ``{sample_id}~{condition}`` with ``condition`` one of ``clean``,
   ``region_blur``, ``whole_blur`` (the sigma is in the task id when not the default, and in
@@ -25,7 +30,7 @@ condition: ``clean``, and ``region_blur`` and/or ``whole_blur`` at the task's si
   sample_id             base (image x question) id, shared across models and conditions
   image_id              groups every question/view of one image
   benchmark             e.g. ``salbench.syn``, ``battery.mark_color``, ``pope.adversarial``
-  condition             ``clean`` | ``region_blur`` | ``whole_blur``
+  condition             ``clean`` | ``region_blur`` | ``whole_blur`` | ``image_withheld``
   sigma_px              Gaussian sigma in pixels (0 for clean)
   dilate_px             mask dilation in pixels (4, seed 002 appendix A)
   region_source         ``exact`` | ``annotation`` | ``grounding`` | ``fallback_whole``; on
@@ -56,34 +61,28 @@ distribution and yields no :class:`VSISample`.
 
 Support of truncated distributions (documented in ``docs/metrics.md``)
 ----------------------------------------------------------------------
-See :func:`kl_topk`.
+See :func:`perceptbench.metrics.topk_kl.kl_topk`, the one KL formula.
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
-from typing import Any, Hashable, Iterable, Sequence
+from typing import Any, Iterable
 
-import numpy as np
+from ..core.conditions import parse_respondent_label
+from ..metrics.topk_kl import kl_topk
 
-__all__ = [
-    "VSISample", "VSI_META_KEYS", "CONDITIONS", "PERTURBATIONS", "INSENSITIVE_THRESHOLDS", "HIST_EDGES",
-    "kl_topk", "support_distributions", "dist_keys", "vsi_samples", "vsi_of_records", "cell_summary",
-]
+__all__ = ["VSISample", "VSI_META_KEYS", "CONDITIONS", "PERTURBATIONS", "BLURS", "dist_keys", "vsi_samples",
+           "vsi_of_records"]
 
 CONDITIONS = ("clean", "region_blur", "whole_blur")
+
 PERTURBATIONS = {"region_blur": "region", "whole_blur": "whole", "image_withheld": "withheld"}
 """Condition name in records -> ``VSISample.perturbation``."""
 
-INSENSITIVE_THRESHOLDS = (0.05, 0.01)
-"""VSI < 0.05 (seed 002 §2.2, the headline insensitive fraction) and < 0.01 (seed 002 §3)."""
-
-HIST_EDGES = (0.0,) + tuple(float(10.0 ** e) for e in np.arange(-4.0, 1.0 + 1e-9, 0.5)) + (math.inf,)
-"""Fixed histogram edges in nats: 0, 1e-4, 10^-3.5, ..., 10, inf (12 bins; half-decade wide between 1e-4 and 10)."""
-
-FLOOR = 1e-12
-"""Smallest probability any support element gets before renormalising (keeps KL finite)."""
+BLURS = ("region", "whole")
+"""The ``VSISample.perturbation`` of the blur conditions (a Gaussian blur at a sigma); the
+cross-task analyses (:mod:`perceptbench.vsi.analysis`, seed 002 §2.3-§4) are defined over these."""
 
 VSI_META_KEYS = ("sample_id", "image_id", "benchmark", "condition", "sigma_px", "dilate_px", "region_source",
                  "region_bbox", "fallback", "answer_prefix", "top_k", "token_ids", "tokens", "logprobs",
@@ -117,83 +116,6 @@ class VSISample:
     region_source: str
 
 
-def support_distributions(p_keys: Sequence[Hashable], p_logprobs: Sequence[float],
-                          q_keys: Sequence[Hashable], q_logprobs: Sequence[float], *,
-                          p_complete: bool = False, q_complete: bool = False,
-                          floor: float = FLOOR) -> tuple[np.ndarray, np.ndarray, list]:
-    """Put two (possibly truncated) next-token distributions on one support.
-
-    Support = union of both key sets (in order of first appearance: P's keys, then Q's new
-    ones) plus one ``<rest>`` bucket.  Per side with known probabilities p_t (t in its list)
-    and remaining mass r = max(0, 1 - sum p_t): a support token missing from that side's list
-    gets ``min(p_min, r / (m + 1))`` where p_min is the side's smallest listed probability
-    (a missing token cannot be more probable than the k-th) and m the number of its missing
-    support tokens; the rest bucket gets what is left of r.  Every element is then floored at
-    ``floor`` and the vector renormalised to sum 1.  A ``complete`` side (the whole vocabulary
-    listed) assigns missing tokens the floor only.
-
-    Returns (p, q, support) with p, q float64 arrays of shape (len(support),); the last
-    support element is the string ``"<rest>"``.  Raises ValueError for mismatched lengths,
-    duplicate keys, empty lists or positive / non-finite log-probabilities.
-    """
-    pk, pl = _check_side(p_keys, p_logprobs, "p")
-    qk, ql = _check_side(q_keys, q_logprobs, "q")
-    support: list = list(pk)
-    seen = set(pk)
-    for k in qk:
-        if k not in seen:
-            support.append(k)
-            seen.add(k)
-    p = _on_support(pk, pl, support, p_complete, floor)
-    q = _on_support(qk, ql, support, q_complete, floor)
-    return p, q, support + ["<rest>"]
-
-
-def _check_side(keys, logprobs, name) -> tuple[list, np.ndarray]:
-    keys = list(keys)
-    lp = np.asarray(logprobs, dtype=np.float64)
-    if lp.ndim != 1 or len(keys) != lp.shape[0]:
-        raise ValueError(f"{name}: {len(keys)} keys but logprobs of shape {lp.shape}")
-    if not keys:
-        raise ValueError(f"{name}: empty distribution")
-    if len(set(keys)) != len(keys):
-        raise ValueError(f"{name}: duplicate token keys")
-    if not np.all(np.isfinite(lp)) or np.any(lp > 1e-6):
-        raise ValueError(f"{name}: log-probabilities must be finite and <= 0")
-    return keys, lp
-
-
-def _on_support(keys: list, lp: np.ndarray, support: list, complete: bool, floor: float) -> np.ndarray:
-    probs = np.exp(np.minimum(lp, 0.0))
-    known = dict(zip(keys, probs))
-    rest = max(0.0, 1.0 - float(probs.sum()))
-    missing = [k for k in support if k not in known]
-    out = np.empty(len(support) + 1, dtype=np.float64)
-    share = 0.0 if complete else min(float(probs.min()), rest / (len(missing) + 1))
-    for i, k in enumerate(support):
-        out[i] = known.get(k, share)
-    out[-1] = max(0.0, rest - share * len(missing))
-    out = np.maximum(out, floor)
-    return out / out.sum()
-
-
-def kl_topk(p_keys: Sequence[Hashable], p_logprobs: Sequence[float], q_keys: Sequence[Hashable],
-            q_logprobs: Sequence[float], *, p_complete: bool = False, q_complete: bool = False,
-            floor: float = FLOOR) -> float:
-    """KL(P || Q) in nats between two top-k next-token distributions (seed 002 §2: VSI).
-
-    ``*_keys``: token ids (local models) or token strings (API providers), length k;
-    ``*_logprobs``: their natural-log probabilities (float, <= 0).  The two lists are put on
-    one support by :func:`support_distributions` (union of both top-k sets + one remaining-mass
-    bucket; a token missing on one side gets min(its k-th probability, remaining mass / (m+1)),
-    floored at 1e-12), then KL = sum_t p_t (ln p_t - ln q_t).  Returns a float >= 0; exactly 0
-    for identical inputs.  Raises ValueError as :func:`support_distributions`.
-    """
-    p, q, _ = support_distributions(p_keys, p_logprobs, q_keys, q_logprobs, p_complete=p_complete,
-                                    q_complete=q_complete, floor=floor)
-    return float(max(0.0, np.sum(p * (np.log(p) - np.log(q)))))
-
-
 def dist_keys(meta: dict) -> list:
     """The keys a record's distribution is compared by: token ids when present, else tokens."""
     ids = meta.get("token_ids")
@@ -217,9 +139,13 @@ def vsi_samples(records: Iterable[Any]) -> list[VSISample]:
     """The per-sample VSI table from trial records (any iterable of :class:`TrialRecord`).
 
     Records without ``run_meta["vsi"]`` (non-VSI tasks, human records) and skipped records
-    are ignored.  Each perturbed record is paired with the clean record of the same
-    (task_id, model, sample_id); a perturbed record without its clean record is ignored
-    (an interrupted run; a rerun completes it).  Sorted by (task_id, model, sample_id,
+    are ignored.  Each perturbed record is paired with the clean record of the same task_id
+    and sample_id whose ``model`` is the perturbed record's model under the default condition
+    (:func:`~perceptbench.core.conditions.parse_respondent_label`): a blur of ``M`` with the
+    clean record of ``M``, and the withheld record of ``M[image_withheld]`` with the clean
+    record of ``M`` too (the sample's ``model`` is the perturbed record's: ``M[image_withheld]``).
+    A perturbed record without its clean record is ignored (an interrupted run; a rerun
+    completes it).  Sorted by (task_id, model, sample_id,
     perturbation).  Raises ValueError when a VSI record lacks a key of :data:`VSI_META_KEYS`.
     """
     clean: dict[tuple, Any] = {}
@@ -236,7 +162,7 @@ def vsi_samples(records: Iterable[Any]) -> list[VSISample]:
         if m["condition"] == "clean":
             clean[key] = (r, m)
         elif m["condition"] in PERTURBATIONS:
-            pert.append((key, r, m))
+            pert.append(((r.task_id, parse_respondent_label(r.model)[0], m["sample_id"]), r, m))
         else:
             raise ValueError(f"record {r.trial_id}: unknown VSI condition {m['condition']!r}")
     out = []
@@ -254,41 +180,3 @@ def vsi_samples(records: Iterable[Any]) -> list[VSISample]:
             region_source=str(m["region_source"])))
     out.sort(key=lambda s: (s.task_id, s.model, s.sample_id, s.perturbation, s.sigma))
     return out
-
-
-@dataclass(frozen=True)
-class CellSummary:
-    """Summary of one (task x model x perturbation x sigma) cell; see :func:`cell_summary`."""
-
-    n: int
-    median: float
-    q25: float
-    q75: float
-    insensitive: dict  # threshold -> BootstrapResult of the fraction VSI < threshold
-    argmax_change_rate: Any  # BootstrapResult
-    hist_counts: tuple[int, ...]
-
-
-def cell_summary(vsi: np.ndarray, argmax_changed: np.ndarray, *, seed: int, n_draws: int | None = None) -> CellSummary:
-    """Median and quartiles of VSI (numpy ``percentile``, linear interpolation), the insensitive
-    fractions VSI < 0.05 and < 0.01 (seed 002 §2.2, §3) and the argmax-change rate (seed 002 §2.4),
-    each with a seeded percentile bootstrap over samples (:func:`perceptbench.metrics.bootstrap.bootstrap`,
-    1,000 draws), and histogram counts in :data:`HIST_EDGES` (bins ``[lo, hi)``).
-
-    ``vsi``: shape (n,) float (nats); ``argmax_changed``: shape (n,) bool.  Raises ValueError for n = 0.
-    """
-    from .bootstrap import N_BOOT_B, bootstrap
-
-    v = np.asarray(vsi, dtype=np.float64)
-    a = np.asarray(argmax_changed, dtype=np.float64)
-    if v.size == 0:
-        raise ValueError("no VSI samples in this cell")
-    nd = N_BOOT_B if n_draws is None else n_draws
-    ins = {}
-    for t in INSENSITIVE_THRESHOLDS:
-        below = (v < t).astype(np.float64)
-        ins[t] = bootstrap(lambda i, b=below: b[i].mean(1), v.size, n_draws=nd, seed=seed)
-    arg = bootstrap(lambda i: a[i].mean(1), v.size, n_draws=nd, seed=seed)
-    counts, _ = np.histogram(np.clip(v, 0.0, 1e300), bins=np.array(HIST_EDGES[:-1] + (1e300,)))
-    q25, med, q75 = np.percentile(v, [25, 50, 75])
-    return CellSummary(int(v.size), float(med), float(q25), float(q75), ins, arg, tuple(int(c) for c in counts))

@@ -8,7 +8,7 @@ import pytest
 
 from perceptbench.core.rows import ScoreRow
 from perceptbench.metrics.bootstrap import N_BOOT_B, bootstrap
-from perceptbench.metrics.vsi import HIST_EDGES, cell_summary
+from perceptbench.vsi.cells import HIST_EDGES, cell_summary
 from perceptbench.scoring import score_records
 from perceptbench.tasks import get_task
 
@@ -122,7 +122,7 @@ def _vsi_cell_rows(tid, m, cond, samples):
     ("@perturbation=region,verbal_conf=0", ("region_blur",), False),
     ("@perturbation=whole", ("whole_blur",), True)])
 def test_vsi_task_score_rows_by_hand(spec, conds, verbal):
-    from perceptbench.metrics.vsi import vsi_samples
+    from perceptbench.vsi.samples import vsi_samples
 
     task = get_task("vsi.salbench.syn@n=3" + spec.replace("@", ","))
     tid = task.task_id

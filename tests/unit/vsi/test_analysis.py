@@ -9,8 +9,11 @@ import pytest
 from scipy.stats import spearmanr
 from sklearn.metrics import roc_auc_score
 
-from perceptbench.metrics import vsi_analysis as va
-from perceptbench.metrics.vsi import VSISample
+from perceptbench.metrics import error_detection as ed
+from perceptbench.metrics import permutation as pm
+from perceptbench.vsi import analysis as va
+from perceptbench.vsi.cells import quintiles
+from perceptbench.vsi.samples import VSISample
 
 # 8 samples.  Positives (errors) score 0.9, 0.4, 0.7; negatives 0.4, 0.1, 0.3, 0.8, 0.2.
 # Pairs: 0.9 beats all 5 -> 5; 0.4 beats 0.1, 0.3, 0.2 and ties 0.4 -> 3.5; 0.7 beats 4 -> 4.
@@ -20,13 +23,13 @@ SCORE = np.array([0.9, 0.4, 0.4, 0.1, 0.7, 0.3, 0.8, 0.2])
 
 
 def test_auroc_by_hand_and_sklearn():
-    assert va.auroc_rows(ERR, SCORE)[0] == pytest.approx(12.5 / 15)
-    assert va.auroc_rows(ERR, SCORE)[0] == pytest.approx(roc_auc_score(ERR, SCORE))
+    assert ed.auroc_rows(ERR, SCORE)[0] == pytest.approx(12.5 / 15)
+    assert ed.auroc_rows(ERR, SCORE)[0] == pytest.approx(roc_auc_score(ERR, SCORE))
     rng = np.random.default_rng(3)
     for _ in range(20):  # ties included (scores rounded to one decimal)
         e = rng.random(40) < 0.4
         s = np.round(rng.random(40), 1)
-        assert va.auroc_rows(e, s)[0] == pytest.approx(roc_auc_score(e, s))
+        assert ed.auroc_rows(e, s)[0] == pytest.approx(roc_auc_score(e, s))
 
 
 def test_auroc_draws_equals_rowwise_on_resamples():
@@ -36,7 +39,7 @@ def test_auroc_draws_equals_rowwise_on_resamples():
     e = rng.random(50) < 0.3
     s = np.round(rng.random(50), 1)  # ties
     idx = resample_indices(50, 200, 0)
-    assert np.allclose(va.auroc_draws(e, s, idx), va.auroc_rows(e[idx], s[idx]), equal_nan=True)
+    assert np.allclose(ed.auroc_draws(e, s, idx), ed.auroc_rows(e[idx], s[idx]), equal_nan=True)
 
 
 def test_permutation_tied_and_untied_paths_agree_in_distribution():
@@ -44,32 +47,32 @@ def test_permutation_tied_and_untied_paths_agree_in_distribution():
     rng = np.random.default_rng(11)
     x = rng.random(40)
     y = x + rng.normal(0, 0.6, 40)
-    p_untied = va.permutation_spearman(x, y, n_perm=20_000).p
+    p_untied = pm.permutation_spearman(x, y, n_perm=20_000).p
     x2 = x.copy()
     x2[np.argsort(x)[:2]] = x.min()  # tie the two smallest values
-    p_tied = va.permutation_spearman(x2, y, n_perm=20_000).p
+    p_tied = pm.permutation_spearman(x2, y, n_perm=20_000).p
     assert abs(p_untied - p_tied) < 0.01 + 0.5 * max(p_untied, p_tied)
 
 
 def test_auroc_small_class_is_nan_with_reason():
-    d = va.auroc(ERR, SCORE)  # 3 errors < 5
+    d = ed.auroc(ERR, SCORE)  # 3 errors < 5
     assert math.isnan(d.value) and d.note == "3 errors < 5"
-    assert va.auroc(ERR, SCORE, min_class=3).value == pytest.approx(12.5 / 15)
-    assert math.isnan(va.auroc_rows(np.zeros(5, bool), np.arange(5.0))[0])
+    assert ed.auroc(ERR, SCORE, min_class=3).value == pytest.approx(12.5 / 15)
+    assert math.isnan(ed.auroc_rows(np.zeros(5, bool), np.arange(5.0))[0])
 
 
 def test_prr80_by_hand():
     # n = 8 -> r = floor(1.6) = 1: reject 0.9 (an error).  R0 = 3/8, R_keep = 2/7,
     # PRR = 1 - (2/7)/(3/8) = 5/21.
-    assert va.prr_rows(ERR, SCORE)[0] == pytest.approx(5 / 21)
+    assert ed.prr_rows(ERR, SCORE)[0] == pytest.approx(5 / 21)
     # ties at the threshold: n = 10 -> r = 2; 0.9 rejected (error), then one of two samples tied
     # at 0.5 (one error, one correct) -> E_rej = 1 + 0.5.  R0 = 0.2, R_keep = 0.5/8 = 0.0625,
     # PRR = (0.2 - 0.0625)/0.2 = 0.6875, whatever the order of the tied samples.
     e = np.array([1, 0, 1, 0, 0, 0, 0, 0, 0, 0], bool)
     s = np.array([0.9, 0.5, 0.5, 0.1, 0.2, 0.3, 0.2, 0.1, 0.0, 0.05])
-    assert va.prr_rows(e, s)[0] == pytest.approx(0.6875)
-    assert va.prr_rows(e[[0, 2, 1, 3, 4, 5, 6, 7, 8, 9]], s[[0, 2, 1, 3, 4, 5, 6, 7, 8, 9]])[0] == pytest.approx(0.6875)
-    assert math.isnan(va.prr_rows(np.zeros(10, bool), s)[0])  # baseline risk 0
+    assert ed.prr_rows(e, s)[0] == pytest.approx(0.6875)
+    assert ed.prr_rows(e[[0, 2, 1, 3, 4, 5, 6, 7, 8, 9]], s[[0, 2, 1, 3, 4, 5, 6, 7, 8, 9]])[0] == pytest.approx(0.6875)
+    assert math.isnan(ed.prr_rows(np.zeros(10, bool), s)[0])  # baseline risk 0
 
 
 def test_ece_and_brier_by_hand():
@@ -78,16 +81,16 @@ def test_ece_and_brier_by_hand():
     # bins: 9 {.95, 1.0} acc 1 conf .975 -> .025; 8 {.85, .82} acc .5 conf .835 -> .335;
     # 5 {.55, .51} acc .5 conf .53 -> .03; 1 {.15} acc 0 -> .15; 0 {.05} acc 0 -> .05.
     # ECE = (2 .025 + 2 .335 + 2 .03 + .15 + .05) / 8 = .98 / 8
-    assert va.ece_rows(conf, corr)[0] == pytest.approx(0.98 / 8)
+    assert ed.ece_rows(conf, corr)[0] == pytest.approx(0.98 / 8)
     # Brier = (.05^2 + .85^2 + .18^2 + .45^2 + .51^2 + .15^2 + .05^2 + 0) / 8 = 1.245 / 8
-    assert va.brier_rows(conf, corr)[0] == pytest.approx(1.245 / 8)
+    assert ed.brier_rows(conf, corr)[0] == pytest.approx(1.245 / 8)
     with pytest.raises(ValueError):
-        va.ece_rows(np.array([1.2]), np.array([True]))
+        ed.ece_rows(np.array([1.2]), np.array([True]))
     assert va.normalised_vsi(np.array([0.0, np.log(2)])) == pytest.approx([0.0, 0.5])
 
 
 def test_quintiles_and_hybrid():
-    q = va.quintiles(np.array([5, 1, 1, 3, 2, 9, 0, 4, 7, 6.0]), [f"s{i}" for i in range(10)])
+    q = quintiles(np.array([5, 1, 1, 3, 2, 9, 0, 4, 7, 6.0]), [f"s{i}" for i in range(10)])
     assert list(q) == [3, 0, 1, 2, 1, 4, 0, 2, 4, 3]  # order 6,1,2,4,3,7,0,9,8,5; ties by id
     h = va.hybrid_score(np.array([0.0, 1.0, 2.0]), np.array([2.0, 1.0, 0.0]))
     assert h == pytest.approx([2 / 3, 2 / 3, 2 / 3])
@@ -97,25 +100,25 @@ def test_paired_difference_of_identical_signals():
     rng = np.random.default_rng(0)
     e = rng.random(60) < 0.4
     s = rng.random(60)
-    pd = va.paired_auroc_diff(e, s, s, seed=1)
+    pd = ed.paired_auroc_diff(e, s, s, seed=1)
     assert pd.diff == 0 and pd.low == 0 and pd.high == 0 and pd.p == 1.0
     good = e + 0.3 * rng.random(60)  # nearly perfect signal
-    pd = va.paired_auroc_diff(e, good, s, seed=1)
+    pd = ed.paired_auroc_diff(e, good, s, seed=1)
     assert pd.diff > 0.3 and pd.low > 0 and pd.p == pytest.approx(2 / 1001)
 
 
 def test_permutation_perfect_pair():
     x = np.arange(30.0)
-    r = va.permutation_spearman(x, 2 * x + 1, n_perm=10_000, seed=42)
+    r = pm.permutation_spearman(x, 2 * x + 1, n_perm=10_000, seed=42)
     assert r.rho == pytest.approx(1.0) and r.p == 1 / (10_000 + 1)
-    r = va.permutation_spearman(x, -x, n_perm=10_000, seed=42)  # two-sided
+    r = pm.permutation_spearman(x, -x, n_perm=10_000, seed=42)  # two-sided
     assert r.rho == pytest.approx(-1.0) and r.p == 1 / (10_000 + 1)
 
 
 def test_permutation_null_is_roughly_uniform_and_rho_matches_scipy():
     rng = np.random.default_rng(7)
     pairs = [(rng.random(20), rng.random(20)) for _ in range(300)]
-    res = va.permutation_spearman_many(pairs, n_perm=999, seed=42)
+    res = pm.permutation_spearman_many(pairs, n_perm=999, seed=42)
     p = np.array([r.p for r in res])
     assert 0.42 < p.mean() < 0.58
     assert 0.05 < np.mean(p < 0.1) < 0.16
@@ -123,7 +126,7 @@ def test_permutation_null_is_roughly_uniform_and_rho_matches_scipy():
     for (x, y), r in zip(pairs[:5], res[:5]):
         assert r.rho == pytest.approx(spearmanr(x, y).statistic)
     # a pair's p-value does not depend on the other pairs tested with it
-    assert va.permutation_spearman(*pairs[3], n_perm=999, seed=42).p == res[3].p
+    assert pm.permutation_spearman(*pairs[3], n_perm=999, seed=42).p == res[3].p
 
 
 def _grid(n=60, models=("m1", "m2", "m3"), seed=0, sigmas=(20.0,), perts=("region", "whole")):
@@ -208,7 +211,7 @@ def test_signal_table_says_no_parseable_answers_not_zero_errors():
     """Before: 'idef ... 0 errors < 5' when all 40 answers were null."""
     import numpy as np
 
-    from perceptbench.metrics.vsi_analysis import class_check
+    from perceptbench.metrics.error_detection import class_check
 
     assert class_check(np.zeros(0, bool)).startswith("no parseable answers")
     assert class_check(np.zeros(40, bool)) == "0 errors < 5"  # 40 parsed, all correct: a real count

@@ -1,0 +1,39 @@
+"""Suite analyses: analyses over the records of several tasks together, run by scoring after
+every task has been scored on its own.
+
+A suite analysis is a :class:`SuiteAnalysis` class registered in :data:`SUITE_ANALYSES`; scoring
+(:func:`perceptbench.scoring.score_records`) asks each one, task by task, whether the task's
+records take part (:meth:`SuiteAnalysis.takes_part`), keeps only those, and appends the rows of
+:meth:`SuiteAnalysis.rows` after the per-task rows, in registration order.  Scoring names no
+analysis: a new one is a module that registers itself plus one import in
+:mod:`perceptbench.analyses`."""
+
+from __future__ import annotations
+
+import abc
+import os
+
+from ..core.rows import ScoreRow
+from ..records import TrialRecord
+from ..respond.registry import Registry
+
+
+class SuiteAnalysis(abc.ABC):
+    """One analysis over the records of several tasks (e.g. the cross-task VSI analyses,
+    :class:`perceptbench.vsi.suite.VSISuiteAnalysis`)."""
+
+    @abc.abstractmethod
+    def takes_part(self, records: list[TrialRecord]) -> bool:
+        """Whether one task's records (re-parsed and split by prompt version, as its scorer saw
+        them) feed this analysis."""
+
+    @abc.abstractmethod
+    def rows(self, records: list[TrialRecord], *, seed: int | None, features_dir: str | os.PathLike | None,
+             families: dict[str, str] | None) -> list[ScoreRow]:
+        """The analysis rows over ``records`` (every task that took part).  ``seed``: the
+        bootstrap seed (None: the records' own); ``features_dir``: the run's ``features/``
+        folder or None; ``families``: {model: family} tags or None."""
+
+
+SUITE_ANALYSES: Registry[type[SuiteAnalysis]] = Registry("suite analysis")
+"""Every suite analysis class, by name, in the order scoring runs them."""

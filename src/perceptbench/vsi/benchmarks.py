@@ -1,0 +1,303 @@
+"""The VSI benchmark definitions: which samples, question, region and parser each VSI task has.
+The dataset loaders stay in :mod:`perceptbench.external` (every loader of an external benchmark
+sits there); the protocol (conditions, stimuli, settings, scoring) is
+:class:`perceptbench.vsi.protocol.VSITask`.
+
+Tasks (settings as ``@key=value``; defaults in brackets):
+
+* ``vsi.salbench.syn`` -- P3-style search arrays (:mod:`perceptbench.stimuli.search_arrays`),
+  the lettered question "which feature makes the odd object differ? A. Orientation B. Color
+  C. Size"; the exact region is the target's bounding box.  ``n`` [300] samples.
+* ``vsi.closure.nat.silhouette``, ``vsi.similarity.chart.mark_color``,
+  ``vsi.similarity.chart.series_count`` -- the battery stimuli with their own verbatim prompt
+  and parser; the task declares the whole image as the question-relevant region (the object
+  fills the silhouette image; the marks / scatter points are spread over the whole chart), so
+  only ``perturbation=whole`` is offered.  ``n`` [all]: the first n test stimuli.
+* ``vsi.pope``, ``vsi.hallusionbench``, ``vsi.mmvp``, ``vsi.mmstar`` -- external benchmarks
+  (:class:`VSIExternalTask`); regions from the benchmark's annotation or the grounding step.
+
+:data:`VSI_TASKS` lists them for :mod:`perceptbench.tasks.registry`.
+"""
+
+from __future__ import annotations
+
+import abc
+from typing import ClassVar
+
+from ..core.settings import Setting
+from ..tasks.base import Task
+from .protocol import _N_ALL, VSITask, _positive_float, battery_vsi
+
+SALBENCH_LETTERS = ("A", "B", "C")
+
+SALBENCH_OPTIONS = ("Orientation", "Color", "Size")
+
+SALBENCH_PROMPT = ("This image shows a grid of {object_category}. One of them differs from all the others in "
+                   "one low-level visual feature. In which feature does it differ?\n"
+                   "A. Orientation\nB. Color\nC. Size\nAnswer with the option's letter.")
+
+
+class VSISalBenchSyn(VSITask):
+    """``vsi.salbench.syn``: VSI on P3-style search arrays; region = the target's exact box."""
+
+    base_id = "vsi.salbench.syn"
+    benchmark = "salbench.syn"
+    principle = "saliency"
+    track = "syn"
+    response_space = "choice"
+    description = "VSI on P3-style search arrays; exact region = the odd target's bounding box (seed 002)"
+    prompt_text = SALBENCH_PROMPT
+    human_ref_id = "salbench.p3-generated"
+    defaults = {**VSITask.base_defaults, "n": "300"}
+    settings = {**VSITask.settings, "n": Setting("int", 1)}
+
+    def options(self) -> tuple:
+        return SALBENCH_LETTERS
+
+    def samples(self, seed: int) -> list[dict]:
+        from ..seeding import rng_for
+        from ..stimuli import search_arrays as sa
+        from ..tasks.salbench import P3_COUNTS
+
+        try:
+            n = int(self.params["n"])
+        except ValueError:
+            n = 0
+        if n < 1:
+            raise ValueError(f"{self.base_id}: n must be an integer >= 1, got {self.params['n']!r}")
+        # largest-remainder apportionment of n over the P3 composition (810 / 864 / 840 of 2,514)
+        exact = {f: c * n / 2514 for f, c in P3_COUNTS.items()}
+        counts = {f: int(x) for f, x in exact.items()}
+        for f in sorted(exact, key=lambda f: -(exact[f] - counts[f]))[:n - sum(counts.values())]:
+            counts[f] += 1
+        gseed = int(rng_for(seed, "vsi.salbench.syn", "test_seed").integers(2**31 - 1))
+        out = []
+        for i, (feat, diff) in enumerate(sa.plan_p3(counts)):
+            def make(i=i, feat=feat, diff=diff):
+                return sa.make_search_stimulus(gseed, i, feat, diff).image
+            st = sa.make_search_stimulus(gseed, i, feat, diff)
+            x0, y0, x1, y1 = st.target_bbox  # inclusive -> exclusive ends
+            sid = f"p3syn-{i:05d}"
+            letter = SALBENCH_LETTERS[SALBENCH_OPTIONS.index(sa.FEATURE_LABEL[feat])]
+            out.append({"sample_id": sid, "image_id": sid, "render": make,
+                        "prompt": SALBENCH_PROMPT.format(object_category=st.object_category),
+                        "ground_truth": letter, "region_box": (x0, y0, x1 + 1, y1 + 1), "region_source": "exact",
+                        "meta": {"feature": feat, "difficulty": diff, "generator_seed": gseed, "generator_index": i}})
+        return out
+
+    def parse_answer(self, text: str | None, mode: str = "default"):
+        from ..readouts.answers import parse_letter
+
+        pr = parse_letter(text, SALBENCH_LETTERS, SALBENCH_OPTIONS, mode=mode)
+        return pr.response, pr.record_meta(mode)
+
+
+YES_NO_SUFFIX = "Answer with yes or no."
+
+LETTER_SUFFIX = "Answer with the option's letter from the given choices directly."
+"""Answer instructions appended to external benchmarks' verbatim questions (the LLaVA
+evaluation's wording for lettered options); recorded through the prompt hash."""
+
+
+def vqa_prompt(question: str, answer_type: str, options: tuple[str, ...] | None) -> str:
+    """The prompt for one external VQA stimulus: the verbatim question, then (letter questions)
+    one ``"A. option"`` line per option, then the answer instruction."""
+    if answer_type == "yes_no":
+        return f"{question}\n{YES_NO_SUFFIX}"
+    from ..external.base import option_letters
+
+    lines = [f"{l}. {o}" for l, o in zip(option_letters(len(options or ())), options or ())]
+    return "\n".join([question, *lines, LETTER_SUFFIX])
+
+
+class VSIExternalTask(VSITask):
+    """Base of the VSI tasks on external benchmarks (loaders: :mod:`perceptbench.external`).
+
+    Region per sample: the benchmark's own annotation when it has one (``annotation``), else
+    the grounding step on the loader's object phrase (Grounding DINO box above
+    ``box_threshold`` -> SAM mask; settings ``detector`` / ``segmenter``: hub ids or local
+    directories), else the whole image (``fallback_whole``, counted).  Loaders raise a
+    one-line error naming what to get and where before any model is loaded."""
+
+    principle = "vsi"
+    track = "nat"
+    response_space = "choice"
+    human_ref_id = "none:vsi"
+    prompt_text = "{question}\n[A. option ...]\n" + LETTER_SUFFIX + " | {question}\n" + YES_NO_SUFFIX
+    grounding_defaults: ClassVar[dict[str, str]] = {"limit": "all", "detector": "IDEA-Research/grounding-dino-tiny",
+                                                    "segmenter": "facebook/sam-vit-base", "box_threshold": "0.3"}
+    settings = {**VSITask.settings, "limit": _N_ALL, "box_threshold": Setting("float", 0, 1),
+                "detector": Setting("text", text="Grounding DINO: a hub id or a local directory"),
+                "segmenter": Setting("text", text="SAM: a hub id or a local directory"),
+                "images": Setting("text", text="the benchmark's image directory"),
+                "questions": Setting("text", text="question file; default: the release in PERCEPTBENCH_MIRROR"),
+                "source": Setting("text", text="a local copy of the dataset; default: the datasets library")}
+
+    def _limit(self) -> int | None:
+        v = self.params["limit"]
+        if v == "all":
+            return None
+        try:
+            n = int(v)
+        except ValueError:
+            n = 0
+        if n < 1:
+            raise ValueError(f"{self.base_id}: limit must be 'all' or an integer >= 1, got {v!r}")
+        return n
+
+    @abc.abstractmethod
+    def load(self, seed: int) -> list:
+        """The benchmark's :class:`~perceptbench.external.base.VQAStimulus` list (its loader)."""
+
+    def _grounder(self):
+        g = self.__dict__.get("_grounder_models")
+        if g is None:
+            from ..external.grounding import Detector, Segmenter
+            from ..models.base import ModelLoadError
+
+            loaded = []
+            for key, cls in (("detector", Detector), ("segmenter", Segmenter)):
+                try:
+                    loaded.append(cls.from_pretrained(self.params[key]))
+                except (OSError, ValueError, KeyError, ImportError, RuntimeError, TypeError) as e:
+                    why = (str(e).strip().splitlines() or [""])[0][:200]
+                    raise ModelLoadError(f"{self.base_id}: {key}={self.params[key]!r} cannot be loaded "
+                                         f"({type(e).__name__}: {why}); give a local directory or a hub id "
+                                         "reachable from here") from None
+            g = self.__dict__["_grounder_models"] = tuple(loaded)
+        return g
+
+    def prepare_models(self, seed: int) -> None:
+        """Load the grounding models (Grounding DINO + SAM) when some region-blur stimulus needs
+        them, so that an unloadable ``detector`` / ``segmenter`` fails (one-line
+        ``ModelLoadError`` naming the setting) before the VLM is loaded and before anything is
+        written.  The runner calls this for every task first."""
+        if "region_blur" in self.conditions and any(
+                s.meta["vsi"]["condition"] == "region_blur" and s.meta["vsi"]["region_source"] == "grounding"
+                for s in self.stimuli(seed)):
+            self._grounder()
+
+    def samples(self, seed: int) -> list[dict]:
+        from ..external.base import Region
+
+        thr = _positive_float(self.base_id, "box_threshold", self.params["box_threshold"]) \
+            if self.params["box_threshold"] != "0" else 0.0
+        out = []
+        for vs in self.load(seed):
+            if not self.region_perturbation:
+                region_fn, source = None, "exact"  # the whole image, declared (MMStar, seed 002 §3)
+            elif vs.region is not None:
+                region_fn, source = (lambda r=vs.region: r), vs.region.source
+            elif vs.object_phrase:
+                def region_fn(vs=vs):
+                    from ..external.grounding import ground_region
+
+                    det, seg = self._grounder()
+                    return ground_region(vs.load(), vs.object_phrase, detector=det, segmenter=seg, box_threshold=thr)
+                source = "grounding"
+            else:
+                region_fn, source = (lambda: Region.whole("no object phrase")), "fallback_whole"
+            out.append({"sample_id": vs.stimulus_id, "image_id": vs.image_id, "render": vs.load,
+                        "prompt": vqa_prompt(vs.question, vs.answer_type, vs.options), "ground_truth": vs.answer,
+                        "region_box": None, "region": region_fn, "region_source": source,
+                        "meta": {"vsi_answer": {"type": vs.answer_type, "options": list(vs.options or ())},
+                                 "object_phrase": vs.object_phrase, "external": vs.meta}})
+        return out
+
+    def parse_clean(self, text: str | None, meta: dict, mode: str = "default"):
+        """Yes/no questions: :func:`~perceptbench.readouts.answers.parse_yes_no` (POPE's rule);
+        lettered questions: :func:`~perceptbench.readouts.answers.parse_letter` over the
+        question's letters and option texts (``meta["vsi_answer"]``)."""
+        from ..external.base import option_letters
+        from ..readouts.answers import parse_letter
+
+        a = meta.get("vsi_answer") or {"type": "yes_no"}
+        if a["type"] == "yes_no":
+            return self.parse_answer(text, mode)
+        pr = parse_letter(text, option_letters(len(a["options"])), a["options"], mode=mode)
+        return pr.response, pr.record_meta(mode)
+
+    def parse_answer(self, text: str | None, mode: str = "default"):
+        from ..readouts.answers import parse_yes_no
+
+        pr = parse_yes_no(text, mode=mode)
+        return pr.response, pr.record_meta(mode)
+
+
+class VSIPope(VSIExternalTask):
+    """``vsi.pope``: POPE yes/no questions (COCO val2014 images from ``images=DIR``); regions by grounding
+    the question's object (POPE's template)."""
+
+    base_id = "vsi.pope"
+    description = "VSI on POPE (yes/no object existence; images=DIR of COCO val2014; grounding regions)"
+    defaults = {**VSITask.base_defaults, **VSIExternalTask.grounding_defaults, "split": "adversarial",
+                "dataset": "coco", "images": "", "questions": ""}
+    allowed = {**VSITask.allowed, "split": ("random", "popular", "adversarial"), "dataset": ("coco", "aokvqa", "gqa")}
+
+    @property
+    def benchmark(self) -> str:  # type: ignore[override]
+        d = self.params["dataset"]
+        return f"pope.{self.params['split']}" if d == "coco" else f"pope.{d}.{self.params['split']}"
+
+    def load(self, seed: int) -> list:
+        from ..external.pope import load_pope
+
+        return load_pope(self.params["split"], self.params["images"] or None, dataset=self.params["dataset"],
+                         limit=self._limit(), seed=seed, questions=self.params["questions"] or None)
+
+
+class VSIHallusionBench(VSIExternalTask):
+    """``vsi.hallusionbench``: HallusionBench yes/no questions with an image (``images=DIR``)."""
+
+    base_id = "vsi.hallusionbench"
+    benchmark = "hallusionbench"
+    max_new_tokens = 64  # seed 002 D.1
+    description = "VSI on HallusionBench (yes/no; images=DIR of the unzipped hallusion_bench folder)"
+    defaults = {**VSITask.base_defaults, **VSIExternalTask.grounding_defaults, "images": "", "questions": ""}
+
+    def load(self, seed: int) -> list:
+        from ..external.hallusionbench import load_hallusionbench
+
+        return load_hallusionbench(self.params["images"] or None, limit=self._limit(), seed=seed,
+                                   questions=self.params["questions"] or None)
+
+
+class VSIMMVP(VSIExternalTask):
+    """``vsi.mmvp``: MMVP two-option questions (hub dataset, or ``source=DIR`` for a local copy)."""
+
+    base_id = "vsi.mmvp"
+    benchmark = "mmvp"
+    description = "VSI on MMVP (two options; datasets library or source=DIR; grounding regions)"
+    defaults = {**VSITask.base_defaults, **VSIExternalTask.grounding_defaults, "source": ""}
+
+    def load(self, seed: int) -> list:
+        from ..external.mmvp import load_mmvp
+
+        return load_mmvp(self.params["source"] or None, limit=self._limit(), seed=seed)
+
+
+class VSIMMStar(VSIExternalTask):
+    """``vsi.mmstar``: MMStar multiple choice, whole-image perturbation only (seed 002 §3: diagram and
+    chart layouts make localized region detection unreliable)."""
+
+    base_id = "vsi.mmstar"
+    benchmark = "mmstar"
+    region_perturbation = False
+    allowed = VSITask.whole_only
+    description = "VSI on MMStar (lettered options; whole-image blur only, as seed 002 does)"
+    defaults = {**VSITask.base_defaults, "perturbation": "whole", "limit": "all", "source": ""}
+
+    def load(self, seed: int) -> list:
+        from ..external.mmstar import load_mmstar
+
+        return load_mmstar(self.params["source"] or None, limit=self._limit(), seed=seed)
+
+
+def _vsi_tasks() -> tuple[type[Task], ...]:
+    from ..tasks.gestalt import MarkColorTask, SeriesCountTask, SilhouetteTask
+
+    return (VSISalBenchSyn,) + tuple(battery_vsi(c) for c in (SilhouetteTask, MarkColorTask, SeriesCountTask)) + (
+        VSIPope, VSIHallusionBench, VSIMMVP, VSIMMStar)
+
+
+VSI_TASKS = _vsi_tasks()

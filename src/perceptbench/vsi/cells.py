@@ -1,0 +1,93 @@
+"""The VSI cells: per-sample VSI grouped by (task, benchmark, model, perturbation, sigma), the
+per-cell summary (median, quartiles, insensitive fractions, argmax-change rate, histogram), the
+insensitive threshold and VSI quintiles.  Shared by the per-task scoring
+(:mod:`perceptbench.vsi.scoring`), the cross-task analyses (:mod:`perceptbench.vsi.analysis`)
+and the probe rows (:mod:`perceptbench.vsi.probe`)."""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+import numpy as np
+
+from .samples import VSISample
+
+LOW_VSI = 0.05
+"""Insensitive threshold in nats (seed 002 §2.2, appendix A)."""
+
+INSENSITIVE_THRESHOLDS = (0.05, 0.01)
+"""VSI < 0.05 (seed 002 §2.2, the headline insensitive fraction) and < 0.01 (seed 002 §3)."""
+
+HIST_EDGES = (0.0,) + tuple(float(10.0 ** e) for e in np.arange(-4.0, 1.0 + 1e-9, 0.5)) + (math.inf,)
+"""Fixed histogram edges in nats: 0, 1e-4, 10^-3.5, ..., 10, inf (12 bins; half-decade wide between 1e-4 and 10)."""
+
+
+@dataclass(frozen=True)
+class CellSummary:
+    """Summary of one (task x model x perturbation x sigma) cell; see :func:`cell_summary`."""
+
+    n: int
+    median: float
+    q25: float
+    q75: float
+    insensitive: dict  # threshold -> BootstrapResult of the fraction VSI < threshold
+    argmax_change_rate: Any  # BootstrapResult
+    hist_counts: tuple[int, ...]
+
+
+def cell_summary(vsi: np.ndarray, argmax_changed: np.ndarray, *, seed: int, n_draws: int | None = None) -> CellSummary:
+    """Median and quartiles of VSI (numpy ``percentile``, linear interpolation), the insensitive
+    fractions VSI < 0.05 and < 0.01 (seed 002 §2.2, §3) and the argmax-change rate (seed 002 §2.4),
+    each with a seeded percentile bootstrap over samples (:func:`perceptbench.metrics.bootstrap.bootstrap`,
+    1,000 draws), and histogram counts in :data:`HIST_EDGES` (bins ``[lo, hi)``).
+
+    ``vsi``: shape (n,) float (nats); ``argmax_changed``: shape (n,) bool.  Raises ValueError for n = 0.
+    """
+    from ..metrics.bootstrap import N_BOOT_B, bootstrap
+
+    v = np.asarray(vsi, dtype=np.float64)
+    a = np.asarray(argmax_changed, dtype=np.float64)
+    if v.size == 0:
+        raise ValueError("no VSI samples in this cell")
+    nd = N_BOOT_B if n_draws is None else n_draws
+    ins = {}
+    for t in INSENSITIVE_THRESHOLDS:
+        below = (v < t).astype(np.float64)
+        ins[t] = bootstrap(lambda i, b=below: b[i].mean(1), v.size, n_draws=nd, seed=seed)
+    arg = bootstrap(lambda i: a[i].mean(1), v.size, n_draws=nd, seed=seed)
+    counts, _ = np.histogram(np.clip(v, 0.0, 1e300), bins=np.array(HIST_EDGES[:-1] + (1e300,)))
+    q25, med, q75 = np.percentile(v, [25, 50, 75])
+    return CellSummary(int(v.size), float(med), float(q25), float(q75), ins, arg, tuple(int(c) for c in counts))
+
+
+def quintiles(vsi: np.ndarray, sample_ids: Sequence[str] | None = None) -> np.ndarray:
+    """Quintile (0 = lowest VSI ... 4) of each sample, int (n,).  Order by (VSI, sample_id);
+    position i of n -> floor(5 i / n)."""
+    vsi = np.asarray(vsi, float)
+    n = vsi.size
+    keys = (np.asarray(sample_ids if sample_ids is not None else np.arange(n)), vsi)
+    order = np.lexsort(keys)
+    q = np.empty(n, int)
+    q[order] = (5 * np.arange(n)) // max(n, 1)
+    return q
+
+
+def _suffix(pert: str | None, sigma: float | None) -> str:
+    parts = ([pert] if pert else []) + ([f"sigma={sigma:g}"] if sigma is not None else [])
+    return "[" + ",".join(parts) + "]" if parts else ""
+
+
+def _cells(samples: Sequence[VSISample]) -> dict[tuple, list[VSISample]]:
+    cells: dict[tuple, list[VSISample]] = defaultdict(list)
+    for s in samples:
+        cells[(s.task_id, s.benchmark, s.model, s.perturbation, float(s.sigma))].append(s)
+    for k in cells:
+        cells[k].sort(key=lambda s: s.sample_id)
+        ids = [s.sample_id for s in cells[k]]
+        if len(set(ids)) != len(ids):
+            dup = next(i for i in ids if ids.count(i) > 1)
+            raise ValueError(f"VSI samples: sample_id {dup!r} appears twice in cell {k}")
+    return cells

@@ -1,0 +1,118 @@
+"""The encoder-LLM gap rows (seed 002 §2.4, appendix A).
+
+A linear probe on a model's own vision-tower features (clean vs perturbed view of each
+image) against the same model's argmax-change rate, on the same samples:
+
+* features: final-layer vision-tower output, mean-pooled, L2-normalised
+  (:meth:`perceptbench.models.vlm_hf.HFVLM.vision_features`); the frozen witness uses the
+  embedded default encoder (efficientnet-lite0, ``embed``), image-only and shared by all models;
+* probe: :func:`perceptbench.metrics.probe.probe_oof_correct` (``StandardScaler`` +
+  ``LogisticRegression(C=1.0)``, ``GroupKFold(5)`` by ``image_id``), per-sample probe accuracy
+  = mean correctness of its two views' out-of-fold predictions;
+* subsets: low-VSI = ``VSI < 0.05``; the size-matched high-VSI control = a seeded random subset,
+  of size min(n_low, n_top), of the top VSI quintile samples not in the low subset;
+* gap = probe accuracy - argmax-change rate on the same subset; 95% CIs from a bootstrap over
+  images (:func:`perceptbench.metrics.probe.gap_on_subset`).
+
+Features: read from the feature store (:class:`perceptbench.vsi.features.ProbeFeatures`,
+numpy only), written at run time by :func:`perceptbench.vsi.features.cache_probe_features`.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Sequence
+
+import numpy as np
+
+from ..core.rows import ScoreRow
+from ..metrics.bootstrap import N_BOOT_B
+from ..metrics.probe import N_FOLDS, gap_on_subset, probe_oof_correct
+from ..seeding import rng_for
+from .cells import LOW_VSI, _cells, _suffix, quintiles
+from .features import WITNESS, ProbeFeatures, store_key
+from .samples import VSISample
+
+
+def subsets(vsi: np.ndarray, sample_ids: Sequence[str], seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """(low, control) bool masks (n,): VSI < 0.05, and a seeded size-matched random subset of
+    the top VSI quintile outside the low subset."""
+    vsi = np.asarray(vsi, float)
+    low = vsi < LOW_VSI
+    top = (quintiles(vsi, sample_ids) == 4) & ~low
+    cand = np.flatnonzero(top)
+    k = min(int(low.sum()), cand.size)
+    ctrl = np.zeros(vsi.size, bool)
+    if k:
+        ctrl[rng_for(seed, "vsi-probe-control", vsi.size).choice(cand, size=k, replace=False)] = True
+    return low, ctrl
+
+
+def _gap_rows(task_id, model, sfx, prefix, feats, cell, seed, note) -> list[ScoreRow]:
+    keyed = [(s, feats.get((s.sample_id, s.perturbation, float(s.sigma)))) for s in cell]
+    have = [(s, f) for s, f in keyed if f is not None]
+    missing = len(cell) - len(have)
+    names = [f"{prefix}probe_acc", f"{prefix}argmax_change", f"{prefix}gap"]
+    subsets_ = ("low_vsi", "high_vsi")
+
+    def nan_rows(why):
+        return [ScoreRow(task_id, model, f"{nm}_{sub}{sfx}", math.nan, None, None, len(have), missing, why)
+                for nm in names for sub in subsets_]
+
+    if len(have) < 2 * N_FOLDS:
+        return nan_rows(f"features for {len(have)} samples (< {2 * N_FOLDS}); {missing} missing")
+    ss = [s for s, _ in have]
+    image_ids = np.array([s.image_id for s in ss])
+    try:
+        ok, folds = probe_oof_correct(np.stack([f[1] for _, f in have]), np.stack([f[2] for _, f in have]), image_ids)
+    except ValueError as e:
+        return nan_rows(str(e))
+    vsi = np.array([s.vsi for s in ss])
+    changed = np.array([s.argmax_changed for s in ss])
+    low, ctrl = subsets(vsi, [s.sample_id for s in ss], seed)
+    rows = [ScoreRow(task_id, model, f"{prefix}probe_acc_all{sfx}", float(ok.mean()), None, None, len(ss), missing,
+                     f"{note}; {N_FOLDS}-fold GroupKFold by image, fold accuracy {folds.mean():.3f} "
+                     f"+- {folds.std():.3f}")]
+    for sub, mask in zip(subsets_, (low, ctrl)):
+        if not mask.any():
+            why = "no sample with VSI < 0.05" if sub == "low_vsi" else "no top-quintile sample outside the low subset"
+            rows += [ScoreRow(task_id, model, f"{nm}_{sub}{sfx}", math.nan, None, None, 0, missing, why)
+                     for nm in names]
+            continue
+        g = gap_on_subset(ok, changed, image_ids, mask, seed)
+        what = "VSI < 0.05" if sub == "low_vsi" else "size-matched top VSI quintile"
+        for nm, (v, lo, hi) in zip(names, (g.probe_acc, g.argmax_change, g.gap)):
+            rows.append(ScoreRow(task_id, model, f"{nm}_{sub}{sfx}", v, lo, hi, g.n_samples, missing,
+                                 f"{note}; {what}; {g.n_images} images; CI over images", N_BOOT_B, 0, seed))
+    return rows
+
+
+def probe_rows(samples: Sequence[VSISample], store: ProbeFeatures, *, seed: int = 0) -> list[ScoreRow]:
+    """Encoder-LLM gap rows (own tower, and the external witness where cached) for every
+    (task, model, perturbation, sigma) cell of ``samples``; a ``skipped`` row (note: why) for
+    a model whose features were not extractable or are not in the store, ``witness_skipped``
+    when the witness could not run.  Without a features folder no probe row is written."""
+    rows: list[ScoreRow] = []
+    for (task_id, bench, model, pert, sigma), cell in sorted(_cells(samples).items()):
+        sfx = _suffix(pert, sigma)
+        witness = store.get(store_key(WITNESS, task_id))
+        why = store.skipped(store_key(model, task_id))
+        if why:
+            rows.append(ScoreRow(task_id, model, f"skipped{sfx}", math.nan, None, None, 0, None,
+                                 f"encoder-LLM probe: {why}"))
+        else:
+            feats = store.get(store_key(model, task_id))
+            if feats is not None:
+                rows += _gap_rows(task_id, model, sfx, "", feats, cell, seed, "own vision tower")
+            else:
+                rows.append(ScoreRow(task_id, model, f"skipped{sfx}", math.nan, None, None, 0, None,
+                                     f"encoder-LLM probe: no cached features for {model} on {task_id} in "
+                                     f"{store.directory} (rerun `perceptbench run` to extract them)"))
+        wwhy = store.skipped(store_key(WITNESS, task_id))
+        if witness is not None:
+            rows += _gap_rows(task_id, model, sfx, "witness_", witness, cell, seed,
+                              "frozen external witness (efficientnet-lite0)")
+        elif wwhy:
+            rows.append(ScoreRow(task_id, model, f"witness_skipped{sfx}", math.nan, None, None, 0, None,
+                                 f"witness probe: {wwhy}"))
+    return rows

@@ -1,0 +1,133 @@
+"""Per-task VSI scoring: the rows of one VSI task from its records alone (numpy only).
+
+Called by :meth:`perceptbench.vsi.protocol.VSITask.score`; sits below the task definitions in
+the import layers (with ``scorers/``), so the tasks import it and it imports no task.
+
+Per model ``M``: the clean-answer rows and one VSI cell per blur condition of the task
+(``[region_blur,sigma=S]``, ``[whole_blur,sigma=S]``).  A condition respondent
+``M[image_withheld]`` (:mod:`perceptbench.respond.withheld`) gets the cell of its condition,
+``[image_withheld]`` (no sigma): KL(p_clean of ``M`` || p of ``M[image_withheld]``), its
+records paired with ``M``'s clean records of the same samples, with the same rows a blur cell
+has (median and quartiles, insensitive fractions, argmax-change rate, histogram).  ``M``'s own
+rows are the same whether or not the withheld condition was run."""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+
+import numpy as np
+
+import math
+
+from ..core.conditions import DEFAULT_CONDITION, parse_respondent_label
+from ..core.rows import ScoreRow
+from ..metrics.bootstrap import N_BOOT_B
+from ..records import TrialRecord
+from .cells import HIST_EDGES, INSENSITIVE_THRESHOLDS, cell_summary
+from .samples import PERTURBATIONS, VSISample, vsi_samples
+
+
+def score_task(task, records: list[TrialRecord], seed: int) -> list[ScoreRow]:
+    """The score rows of one VSI task (:meth:`perceptbench.vsi.protocol.VSITask.score`).
+
+    ``task``: the :class:`~perceptbench.vsi.protocol.VSITask` (its id, conditions, sigma and
+    ``verbal_conf``); ``records``: its trial records; ``seed``: the bootstrap seed.
+    Per model: skipped row, or per perturbed condition the VSI cell summary (seed 002 §2.2,
+    §2.4, §3), plus clean-answer accuracy, parse-null and verbal-confidence-missing counts.
+    Metric names carry ``[condition,sigma=S]``; a condition respondent ``M[image_withheld]``
+    gets the ``[image_withheld]`` cell against ``M``'s clean records (module docstring); see
+    docs/metrics.md.  The clean answers' parse counts (``n_ambiguous``, ``n_unclosed_reasoning``, ...) are added by scoring for
+    every task with VLM answers (:func:`perceptbench.scoring._parse_rows`), as for battery rows."""
+    tid = task.task_id
+    by_model: dict[str, list[TrialRecord]] = defaultdict(list)
+    for r in records:
+        by_model[r.model].append(r)
+    rows: list[ScoreRow] = []
+    for m, rs in sorted(by_model.items()):
+        skipped = {(r.run_meta.model_extra or {}).get("skipped") for r in rs} - {None}
+        if skipped:
+            rows.append(ScoreRow(tid, m, "skipped", float("nan"), None, None, len(rs), None,
+                                 "; ".join(sorted(skipped))))
+            continue
+        clean = sorted((r for r in rs if r.readout == "vlm_vsi_clean"), key=lambda r: r.stimulus_id)
+        n_null = sum(r.response is None for r in clean)
+        ok = [r for r in clean if r.correct is not None]
+        if clean:
+            from ..metrics.bootstrap import bootstrap
+
+            c = np.array([float(r.correct) for r in ok])
+            if c.size:
+                b = bootstrap(lambda i: c[i].mean(1), c.size, n_draws=N_BOOT_B, seed=seed)
+                rows.append(ScoreRow.from_boot(tid, m, "accuracy", b, int(c.size), n_null,
+                                               "clean greedy answers, parseable only"))
+            rows.append(ScoreRow(tid, m, "n_parse_null", float(n_null), None, None, len(clean), n_null,
+                                 "clean greedy answers the parser could not read (excluded from accuracy)"))
+            vc = [(r.run_meta.model_extra or {}).get("vsi", {}).get("verbal_conf") for r in clean]
+            if task.verbal_conf:
+                rows.append(ScoreRow(tid, m, "n_verbal_conf_missing", float(sum(v is None for v in vc)), None,
+                                     None, len(clean), n_null,
+                                     "clean samples whose confidence answer holds no integer 0-100 "
+                                     "(dropped from confidence analyses, seed 002 appendix A)"))
+        model, condition = parse_respondent_label(m)
+        if condition != DEFAULT_CONDITION:
+            if condition in PERTURBATIONS:
+                clean_of_model = [r for r in by_model.get(model, []) if r.readout == "vlm_vsi_clean"]
+                rows += _condition_cell_rows(tid, m, model, condition, rs, clean_of_model, seed)
+            continue
+        samples = vsi_samples(rs)
+        fb = defaultdict(int)
+        for r in rs:
+            v = (r.run_meta.model_extra or {}).get("vsi") or {}
+            if v.get("fallback"):
+                fb[v["condition"]] += 1
+        for cond, pert in (("region_blur", "region"), ("whole_blur", "whole")):
+            if cond not in task.conditions:
+                continue
+            cell = [s for s in samples if s.perturbation == pert]
+            tag = f"[{cond},sigma={task.sigma:g}]"
+            if cond == "region_blur":
+                rows.append(ScoreRow(tid, m, "n_fallback" + tag, float(fb[cond]), None, None, len(cell), None,
+                                     "region blur fell back to the whole image (no region / no box above "
+                                     "threshold; seed 002 appendix A)"))
+            if cell:
+                rows += _cell_rows(tid, m, tag, cell, seed)
+    return rows
+
+
+def _condition_cell_rows(tid: str, label: str, model: str, condition: str, records: list[TrialRecord],
+                         clean_of_model: list[TrialRecord], seed: int) -> list[ScoreRow]:
+    """The VSI cell of condition respondent ``label`` (``model[condition]``, e.g. the image
+    withheld): its ``records`` paired by sample with ``clean_of_model``, the clean records of
+    ``model``; a NaN ``vsi_median`` row saying why when no sample pairs."""
+    tag = f"[{condition}]"
+    pert = PERTURBATIONS[condition]
+    cell = [s for s in vsi_samples(clean_of_model + records) if s.model == label and s.perturbation == pert]
+    if not cell:
+        return [ScoreRow(tid, label, "vsi_median" + tag, math.nan, None, None, 0, None,
+                         f"no clean record of {model} for the samples of its {len(records)} {condition} records "
+                         f"(run {model} under the image condition too)")]
+    return _cell_rows(tid, label, tag, cell, seed, pair=f"KL(p_clean of {model} || p of {label}); ")
+
+
+def _cell_rows(tid: str, m: str, tag: str, cell: list[VSISample], seed: int, pair: str = "") -> list[ScoreRow]:
+    """The rows of one VSI cell (``tag``: ``[condition,sigma=S]`` or ``[condition]``): median
+    with quartiles, quartiles, insensitive fractions, argmax-change rate (seed 002 §2.2, §2.4)
+    and histogram counts; ``pair`` (the notes' prefix) says which distributions the KL compares
+    when it is not the model's own clean and perturbed ones."""
+    cs = cell_summary(np.array([s.vsi for s in cell]), np.array([s.argmax_changed for s in cell]), seed=seed)
+    n = cs.n
+    rows = [ScoreRow(tid, m, "vsi_median" + tag, cs.median, cs.q25, cs.q75, n, None,
+                     pair + "nats; ci_low/ci_high hold the 25th/75th percentiles (quartiles), not a CI"),
+            ScoreRow(tid, m, "vsi_q25" + tag, cs.q25, None, None, n, None, pair + "nats"),
+            ScoreRow(tid, m, "vsi_q75" + tag, cs.q75, None, None, n, None, pair + "nats")]
+    for t in INSENSITIVE_THRESHOLDS:
+        rows.append(ScoreRow.from_boot(tid, m, f"insensitive_frac@{t:g}" + tag, cs.insensitive[t], n, None,
+                                       pair + f"fraction of samples with VSI < {t:g} nats (seed 002 §2.2)"))
+    rows.append(ScoreRow.from_boot(tid, m, "argmax_change_rate" + tag, cs.argmax_change_rate, n, None,
+                                   pair + "first-answer-token argmax differs clean vs perturbed (seed 002 §2.4)"))
+    edges = [e if np.isfinite(e) else None for e in HIST_EDGES]
+    rows.append(ScoreRow(tid, m, "vsi_histogram" + tag, float(n), None, None, n, None,
+                         json.dumps({"edges_nats": edges, "counts": list(cs.hist_counts),
+                                     "bins": "[lo, hi); last edge null = infinity"})))
+    return rows

@@ -1,0 +1,54 @@
+"""The cross-task VSI analyses as a suite analysis (registered as ``vsi`` in
+:data:`perceptbench.analyses.SUITE_ANALYSES`): every task with VSI samples of a blur condition
+takes part, and :func:`vsi_analysis_rows` gives the rows of seed 002 §2.3-§4 over all of them
+together.  Those analyses are defined over blur cells (a perturbation at a sigma); the
+image-withheld cell is scored per task only (:mod:`perceptbench.vsi.scoring`)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from ..analyses.base import SUITE_ANALYSES, SuiteAnalysis
+from ..core.rows import ScoreRow
+from ..records import TrialRecord
+from .analysis import score_vsi_analyses
+from .features import ProbeFeatures
+from .samples import BLURS, VSISample, vsi_samples
+
+
+def vsi_analysis_rows(records: list[TrialRecord], seed: int | None = None,
+                      features_dir: str | os.PathLike | None = None,
+                      families: dict[str, str] | None = None) -> list[ScoreRow]:
+    """Seed 002 §2.3-§4 analyses over every VSI record of a blur condition (all tasks and models
+    together): empty when there is none.  Seed: ``seed``, else the VSI records' unique seed
+    (ValueError if several).  Probe rows need ``features_dir`` (read with numpy; no torch)."""
+    samples = blur_samples(records)
+    if not samples:
+        return []
+    s = seed
+    if s is None:
+        tasks = {x.task_id for x in samples}
+        seeds = {r.run_meta.seed for r in records if r.task_id in tasks}
+        if len(seeds) != 1:
+            raise ValueError(f"VSI records carry several seeds {sorted(seeds)}; pass --seed")
+        s = seeds.pop()
+    probe = ProbeFeatures(features_dir) if features_dir is not None and Path(features_dir).is_dir() else None
+    return score_vsi_analyses(samples, seed=s, probe=probe, families=families)
+
+
+def blur_samples(records: list[TrialRecord]) -> list[VSISample]:
+    """The VSI samples of ``records`` under a blur condition (:data:`~.samples.BLURS`)."""
+    return [s for s in vsi_samples(records) if s.perturbation in BLURS]
+
+
+@SUITE_ANALYSES.register("vsi")
+class VSISuiteAnalysis(SuiteAnalysis):
+    """The cross-task VSI analyses: a task takes part when its records hold blur samples."""
+
+    def takes_part(self, records: list[TrialRecord]) -> bool:
+        return bool(blur_samples(records))
+
+    def rows(self, records: list[TrialRecord], *, seed: int | None, features_dir: str | os.PathLike | None,
+             families: dict[str, str] | None) -> list[ScoreRow]:
+        return vsi_analysis_rows(records, seed, features_dir, families)
