@@ -15,7 +15,7 @@ import os
 
 from ..core.rows import ScoreRow
 from ..records import TrialRecord
-from ..respond.registry import Registry
+from ..core.registry import Registry
 
 
 class SuiteAnalysis(abc.ABC):

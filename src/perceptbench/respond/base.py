@@ -18,7 +18,7 @@ from ..models.base import default_batch_size
 from ..tasks.base import Stimulus, Task
 from ..core.conditions import DEFAULT_CONDITION, respondent_label
 from .context import TrialContext
-from .registry import Registry
+from ..core.registry import Registry
 
 
 class HumanPanel:

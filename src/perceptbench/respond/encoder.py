@@ -19,7 +19,7 @@ from ..seeding import image_sha256, text_hash
 from ..tasks.base import Stimulus
 from .base import RESPONDENTS, Job, Respondent, Result
 from .context import TrialContext
-from .registry import Registry
+from ..core.registry import Registry
 
 
 def _chunks(xs: list, n: int):
