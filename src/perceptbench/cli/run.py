@@ -91,8 +91,10 @@ def run(
             ImportError) as e:
         fail(e)
     summary, rows = res.summary, res.rows
-    console.print(f"{summary.run_id}: wrote {summary.written} records ({summary.written - summary.human_written} "
-                  f"model trials, {summary.human_written} human), skipped {summary.skipped} finished trials"
+    n_model = summary.written - summary.human_written
+    console.print(f"{summary.run_id}: wrote {summary.written} records ({n_model} model "
+                  f"{'trial' if n_model == 1 else 'trials'}, {summary.human_written} human), skipped {summary.skipped} "
+                  "finished trials"
                   + (f" ({summary.human_skipped} human records already written)" if summary.human_skipped else ""))
     for d in summary.mixed:
         console.print(f"[yellow]mixed:[/yellow] {escape(d.what)} of {d.n} finished trial(s) of {escape(d.task_id)} "

@@ -57,10 +57,16 @@ def show(
     console.print(f"model_version: {escape(rec.run_meta.model_version)}  seed: {rec.run_meta.seed}  "
                   f"run_id: {escape(rec.run_meta.run_id)}", highlight=False)
     prompt, images, note = None, [], ""
+    # a condition that shows no image (image_withheld): no stimulus image to write or to name
+    no_image = ("condition" in meta and not meta.get("image_sha256s") and meta.get("stimulus_sha256") is None
+                and not (meta.get("vsi") or {}).get("image_sha256"))
     try:
         task = get_task(rec.task_id)
         stim = next((s for s in task.stimuli(rec.run_meta.seed) if s.stimulus_id == rec.stimulus_id), None)
-        if stim is None:
+        if no_image:
+            if stim is not None and rec.readout == "vlm_prompt":
+                prompt = task.vlm_request(stim, rec.run_meta.seed)[1]
+        elif stim is None:
             note = f"stimulus {rec.stimulus_id} is not in {rec.task_id} at seed {rec.run_meta.seed} any more"
         elif rec.readout == "vlm_prompt":
             imgs, prompt, _ = task.vlm_request(stim, rec.run_meta.seed)
@@ -80,9 +86,9 @@ def show(
                       + ":", highlight=False)
         console.print(escape(prompt), highlight=False, soft_wrap=True)
     console.print("raw_output:", highlight=False)
-    console.print(escape(str(rec.raw_output)), highlight=False, soft_wrap=True)
+    console.print(escape(_visible(str(rec.raw_output))), highlight=False, soft_wrap=True)
     console.print(f"parse: {escape(json.dumps(meta.get('parse'), ensure_ascii=False))}", highlight=False)
-    for k in ("skipped", "fewshot_stimulus_ids", "mixed_resume", "stimulus_sha256"):
+    for k in ("condition", "skipped", "fewshot_stimulus_ids", "mixed_resume", "stimulus_sha256"):
         if k in meta:
             console.print(f"{k}: {escape(json.dumps(meta[k], ensure_ascii=False))}", highlight=False)
     if images:
@@ -101,5 +107,14 @@ def show(
                 check = (" (pixels match the record's stimulus_sha256)" if image_sha256(img) == meta["stimulus_sha256"]
                          else " [red](pixels differ from the record's stimulus_sha256)[/red]")
             console.print(f"{label}: {escape(str(p))}{check}", highlight=False)
+    if no_image:
+        console.print(f"stimulus image: none (condition {escape(str(meta['condition']))}: the question was asked "
+                      "without an image)", highlight=False)
     if note:
         console.print(f"[yellow]note:[/yellow] {escape(note)}", highlight=False)
+
+
+def _visible(text: str) -> str:
+    """``text`` with control characters other than newline and tab written as escapes
+    (``\\x04``), so a model's raw bytes never act on the terminal."""
+    return "".join(c if c.isprintable() or c in "\n\t" else repr(c)[1:-1] for c in text)

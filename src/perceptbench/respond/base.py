@@ -167,8 +167,10 @@ def respondent_for(task: Task, model, condition: str = DEFAULT_CONDITION, name: 
     if tk == "vsi" and mk == "encoder":
         raise ValueError(f"{task.task_id} measures a VLM's next-token distribution; {who} is an "
                          "image encoder (give a VLM: hf:<VLM> or an API model)")
-    raise ValueError(f"{task.task_id} under condition {condition!r}: no respondent for {who} (a {mk}); "
-                     f"conditions: {', '.join(conditions())}")
+    words = {"vlm": "a VLM", "encoder": "an image encoder"}
+    served = [w for k, w in words.items() if any(cls.condition == condition and cls.serves(tk, k) for _, cls in RESPONDENTS)]
+    raise ValueError(f"{task.task_id} under condition {condition!r}: no respondent for {who} "
+                     f"({words.get(mk, mk)}); this condition needs {' or '.join(served) or 'another kind of model'}")
 
 
 def run_trials(job: Job) -> Result:

@@ -66,3 +66,15 @@ def test_a_model_without_a_next_token_distribution_is_recorded_as_skipped_on_vsi
     assert recs and summary.written == len(recs)
     assert all(r["response"] is None for r in recs)
     assert {r["run_meta"]["skipped"] for r in recs} == {"claude exposes no next-token distribution"}
+
+
+def test_a_condition_no_respondent_serves_for_the_model_says_which_model_it_needs():
+    import pytest
+
+    from perceptbench.models.default import EfficientNetLiteEncoder
+
+    with pytest.raises(ValueError) as e:
+        respondent_for(get_task("similarity.chart.mark_color"), EfficientNetLiteEncoder(), "image_withheld",
+                       "efficientnet-lite0")
+    assert str(e.value) == ("similarity.chart.mark_color under condition 'image_withheld': no respondent for "
+                            "efficientnet-lite0 (an image encoder); this condition needs a VLM")
