@@ -200,11 +200,13 @@ def check_pretrained_reachable(model_name: str) -> None:
                 f"pass a local weights file instead: --model timm:{model_name}@/path/to/weights.pth")
 
 
-def _cached_weights_file(hf_hub_id: str) -> str | None:
+def _cached_weights_paths(hf_hub_id: str):
+    """Paths of timm's weight files for ``hf_hub_id`` (``ORG/NAME[:FILE]``) in the local hub cache,
+    in the order timm looks for them (safetensors, open_clip safetensors, pytorch bin)."""
     try:
         from huggingface_hub import try_to_load_from_cache
     except ImportError:  # pragma: no cover
-        return None
+        return
     repo = hf_hub_id.split(":")[0]
     for fname in ("model.safetensors", "open_clip_model.safetensors", "pytorch_model.bin"):
         try:
@@ -212,8 +214,12 @@ def _cached_weights_file(hf_hub_id: str) -> str | None:
         except Exception:
             continue
         if isinstance(path, str):
-            return path
-    return None
+            yield path
+
+
+def _cached_weights_file(hf_hub_id: str) -> str | None:
+    """The first cached weights file of ``hf_hub_id`` (:func:`_cached_weights_paths`), or None."""
+    return next(_cached_weights_paths(hf_hub_id), None)
 
 
 def _create(model_name: str, **kw):
@@ -229,18 +235,8 @@ def _cached_hub_commit(hf_hub_id: str | None) -> str | None:
     """The hub commit of timm's cached weights for ``hf_hub_id`` (``ORG/NAME[:FILE]``), if found in the cache."""
     if not hf_hub_id:
         return None
-    try:
-        from huggingface_hub import try_to_load_from_cache
-    except ImportError:  # pragma: no cover
-        return None
-    repo = hf_hub_id.split(":")[0]
-    for fname in ("model.safetensors", "open_clip_model.safetensors", "pytorch_model.bin"):
-        try:
-            path = try_to_load_from_cache(repo, fname)
-        except Exception:
-            continue
-        if isinstance(path, str):
-            m = _SNAPSHOT_RE.search(Path(path).as_posix())
-            if m:
-                return m.group(1)
+    for path in _cached_weights_paths(hf_hub_id):
+        m = _SNAPSHOT_RE.search(Path(path).as_posix())
+        if m:
+            return m.group(1)
     return None
