@@ -181,3 +181,22 @@ def test_bootstrap_interval_contains_the_estimate_of_the_mean(x, seed):
     assume(np.ptp(x) > 1e-6)  # non-degenerate data
     r = bootstrap(lambda i: x[i].mean(1), len(x), n_draws=400, seed=seed)
     assert r.low <= r.estimate + 1e-9 and r.estimate - 1e-9 <= r.high
+
+
+def test_a_count_matrix_leaves_the_memo_with_its_index_matrix():
+    """The resampler holds at most ``maxsize`` count matrices: evicting an index matrix from the
+    LRU drops the count matrix memoised for it (else they pile up for the whole process)."""
+    r = bs.Resampler(maxsize=2)
+    for seed in range(5):
+        r.resample_counts(r.resample_indices(6, 4, seed))
+    assert len(r._counts) == 2 and all(any(idx is m for m in r.indices.values()) for idx, _ in r._counts.values())
+
+
+def test_strata_with_the_same_bytes_and_another_dtype_are_other_strata():
+    """The memo key of stratified draws includes the labels' dtype: float32 [0.0, -0.0] is one
+    stratum (the two labels are equal), int32 [0, -2**31] (the same bytes) two."""
+    r = bs.Resampler()
+    one = r.resample_indices(2, 50, 3, strata=np.array([0.0, -0.0], np.float32))
+    two = r.resample_indices(2, 50, 3, strata=np.array([0, -2**31], np.int32))
+    assert (np.sort(two, axis=1) == [0, 1]).all()  # each of two strata resampled within itself
+    assert not (np.sort(one, axis=1) == [0, 1]).all()  # one stratum of two: some draws repeat an index

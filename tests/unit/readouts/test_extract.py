@@ -48,3 +48,10 @@ CASES = [
 @pytest.mark.parametrize("text,answer,want_meta", CASES)
 def test_extract_answer_known_answers(text, answer, want_meta):
     assert extract_answer(text) == (answer, want_meta)
+
+
+def test_an_unknown_parser_mode_is_named_in_the_error():
+    from perceptbench.readouts.extract import answer_for_mode
+
+    with pytest.raises(ValueError, match=r"mode must be one of .*'default'.*got 'loose'"):
+        answer_for_mode("A", "loose")
