@@ -29,7 +29,8 @@ def parse_respondent_label(label: str) -> tuple[str, str]:
     """(model name, condition) of a record's ``model`` field, the inverse of
     :func:`respondent_label`: ``"llava[image_withheld]"`` -> ``("llava", "image_withheld")``;
     a label that does not end in ``[condition]`` (``"llava"``, ``"llava[prompt=1a2b3c4d]"``) is
-    the model itself under :data:`DEFAULT_CONDITION`.  (A model whose own name ends in
-    ``[name]`` cannot be told from a condition label.)"""
+    the model itself under :data:`DEFAULT_CONDITION`.  Exact because no model may be named
+    so that it ends in ``[word]``
+    (:func:`perceptbench.models.registry.parse_model_arg` refuses such a name)."""
     m = _LABEL.fullmatch(label)
     return (m["model"], m["condition"]) if m else (label, DEFAULT_CONDITION)

@@ -17,6 +17,7 @@ import sys
 from contextlib import contextmanager
 from dataclasses import dataclass
 
+from ..core.conditions import DEFAULT_CONDITION, parse_respondent_label
 from .base import ModelLoadError, ModelSpec
 
 
@@ -102,7 +103,9 @@ _VLM_MODEL_TYPES = {"llava", "llava_next", "llava_onevision", "idefics2", "idefi
 
 
 def parse_model_arg(arg: str) -> tuple[str, ModelSpec]:
-    """``[SHORT=]SPEC`` -> (short name, spec).  Raises ValueError for an unknown kind."""
+    """``[SHORT=]SPEC`` -> (short name, spec).  Raises ValueError for an unknown kind, and for a
+    name ending in ``[word]``: that form names a model under a condition
+    (:func:`perceptbench.core.conditions.respondent_label`), so it would be read back as one."""
     short = None
     if "=" in arg and not arg.split("=", 1)[0].count(":"):
         short, arg = arg.split("=", 1)
@@ -113,7 +116,11 @@ def parse_model_arg(arg: str) -> tuple[str, ModelSpec]:
         if not sep or f"{kind}:" not in {k.prefix for k in MODEL_KINDS}:
             raise ValueError(f"unknown model {arg!r}; see `perceptbench models` for the syntax")
         spec = ModelSpec(kind, ref)
-    return short or default_short_name(spec), spec
+    name = short or default_short_name(spec)
+    if parse_respondent_label(name)[1] != DEFAULT_CONDITION:
+        raise ValueError(f"model name {name!r} ends in [{parse_respondent_label(name)[1]}], the form of a "
+                         "condition's respondent label (MODEL[condition]); choose another name with SHORT=SPEC")
+    return name, spec
 
 
 def split_pinned_version(model: str) -> tuple[str, str | None]:

@@ -78,3 +78,19 @@ def test_a_condition_no_respondent_serves_for_the_model_says_which_model_it_need
                        "efficientnet-lite0")
     assert str(e.value) == ("similarity.chart.mark_color under condition 'image_withheld': no respondent for "
                             "efficientnet-lite0 (an image encoder); this condition needs a VLM")
+
+
+def test_a_model_name_in_the_form_of_a_condition_label_is_refused():
+    """``MODEL[condition]`` is how a condition's records name their respondent; a model named so
+    would be read back as another model under a condition, so it is refused before any run."""
+    import pytest
+
+    from perceptbench.core.conditions import parse_respondent_label, respondent_label
+    from perceptbench.models.registry import parse_model_arg
+
+    for arg in ("m[image_withheld]=hf:/x", "m[v2]=hf:/x"):  # any [word] suffix
+        with pytest.raises(ValueError, match=r"ends in \[\w+\], the form of a condition's respondent label"):
+            parse_model_arg(arg)
+    name = parse_model_arg("m[x-1]=hf:/x")[0]  # not a [word]: allowed, and read back as itself
+    assert parse_respondent_label(respondent_label(name, "image_withheld")) == (name, "image_withheld")
+    assert parse_respondent_label(name) == (name, "image")
