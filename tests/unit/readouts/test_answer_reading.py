@@ -126,3 +126,52 @@ def test_unknown_mode_is_a_value_error():
         parse_yes_no("yes", mode="lenient")
     with pytest.raises(ValueError, match="mode"):
         parse_letter("B", mode="lenient")
+
+
+# Every field of the parse result, as records keep it (run_meta.parse: rule, mentions, ambiguous,
+# null_reason) and scoring counts it: (text, mode) -> (response, ambiguous, rule, mentions,
+# null_reason), each worked out from the rules of parse_yes_no / parse_letter.
+YES_NO_RESULTS = [
+    (("Yes.", "default"), ("yes", False, "yes_word", ("yes",), None)),  # rule 3
+    (("No.", "default"), ("no", False, "negation", ("no",), None)),  # rule 2
+    (("no no", "default"), ("no", False, "negation", ("no",), None)),  # one answer named twice
+    (("Yes, no dog.", "default"), ("no", True, "negation", ("yes", "no"), None)),  # rule 5: POPE's no
+    (("Yes, no dog.", "strict"), (None, True, "ambiguous", ("yes", "no"), "ambiguous")),  # rule 5, strict
+    (("There is a dog.", "strict"), (None, False, "none", (), "no_option")),  # rule 4
+    (("Is it? yes", "default"), (None, False, "none", (), "no_option")),  # rule 1: "Is it?" only
+    (("<think>x", "default"), (None, False, "none", (), "unclosed_reasoning")),  # extraction: no answer
+    ((None, "strict"), (None, False, "none", (), "empty_output")),
+    (("Is it? yes", "seed"), ("yes", False, "first_yes_no", ("yes",), None)),  # seed: first word anywhere
+    (("yes or no", "seed"), ("yes", True, "first_yes_no", ("yes", "no"), None)),
+    (("There is a dog.", "seed"), (None, False, "none", (), "no_option")),
+]
+OPTIONS = ("red", "green", "blue", "pink")
+LETTER_RESULTS = [
+    (("(c)", "default"), ("C", False, "leading_letter", ("C",), None)),  # rule 1, lower case
+    (("I'd pick b", "default"), ("B", False, "marked_letter", ("B",), None)),  # rule 2, choice verb
+    (("option A or option B", "default"), ("A", True, "marked_letter", ("A", "B"), None)),  # rule 2, first kept
+    (("option A or option B", "strict"), (None, True, "ambiguous", ("A", "B"), "ambiguous")),
+    (("It is B.", "default"), ("B", False, "standalone_letter", ("B",), None)),  # rule 3
+    (("It is B or C.", "default"), (None, True, "none", ("B", "C"), "no_option")),  # rule 3: two letters
+    (("It is B or C.", "strict"), (None, True, "ambiguous", ("B", "C"), "ambiguous")),
+    (("green", "default"), ("B", False, "option_text", ("B",), None)),  # rule 4
+    (("A cat is on the mat.", "default"), (None, False, "none", (), "no_option")),  # the article
+    (("", "default"), (None, False, "none", (), "empty_output")),
+    (("(c)", "seed"), (None, False, "none", (), "no_option")),  # seed: upper-case leading letters only
+    (("The answer is B.", "seed"), ("B", False, "marked_letter", ("B",), None)),  # seed rule 2 on the raw text
+]
+
+
+@pytest.mark.parametrize("args, want", YES_NO_RESULTS)
+def test_yes_no_parse_result_fields(args, want):
+    p = parse_yes_no(*args)
+    assert (p.response, p.ambiguous, p.rule, p.mentions, p.meta["null_reason"]) == want
+    assert p.meta["mode"] == args[1]
+
+
+@pytest.mark.parametrize("args, want", LETTER_RESULTS)
+def test_letter_parse_result_fields(args, want):
+    text, mode = args
+    p = parse_letter(text, ("A", "B", "C", "D"), options=OPTIONS, mode=mode)
+    assert (p.response, p.ambiguous, p.rule, p.mentions, p.meta["null_reason"]) == want
+    assert p.meta["mode"] == mode
