@@ -159,6 +159,16 @@ LETTER_RESULTS = [
     (("", "default"), (None, False, "none", (), "empty_output")),
     (("(c)", "seed"), (None, False, "none", (), "no_option")),  # seed: upper-case leading letters only
     (("The answer is B.", "seed"), ("B", False, "marked_letter", ("B",), None)),  # seed rule 2 on the raw text
+    (("I'd pick **c**", "default"), ("C", False, "marked_letter", ("C",), None)),  # rule 2 through markdown
+    (("d then nothing", "default"), (None, False, "none", (), "no_option")),  # lower-case letter + word: a word
+    (("not A, it is B", "default"), ("B", False, "standalone_letter", ("B",), None)),  # rule 3: negated A not counted
+    (("not B, it is C", "default"), ("C", False, "standalone_letter", ("C",), None)),  # negation read before the letter
+    (("I think it is green.", "default"), ("B", False, "option_text", ("B",), None)),  # rule 4: one phrase
+    (("green or blue", "default"), (None, True, "none", ("B", "C"), "no_option")),  # rule 4: two phrases
+    (("option **B**", "seed"), (None, False, "none", (), "no_option")),  # seed: no markdown after a marker
+    (("I'd pick B", "seed"), (None, False, "none", (), "no_option")),  # seed: no choice verbs
+    (("The answer is b because", "seed"), ("B", False, "marked_letter", ("B",), None)),  # seed: any letter after a marker
+    (("adoption B", "seed"), ("B", False, "marked_letter", ("B",), None)),  # seed: the marker may end a word (literal rule)
 ]
 
 
