@@ -19,6 +19,8 @@ from perceptbench.runner import RunConfig, run  # noqa: E402
 from perceptbench.scoring import score_file, score_records  # noqa: E402
 from perceptbench.testing.tiny_vlm import build_tiny_vlm  # noqa: E402
 
+from helpers.by_hand import kl_by_hand, percentile  # noqa: E402
+
 TASK = "vsi.salbench.syn@n=8"
 TAG = "[image_withheld]"
 
@@ -39,38 +41,6 @@ def runs(tmp_path_factory):
     return root / "both" / "records.jsonl", root / "image" / "records.jsonl"
 
 
-def _support_probs(keys, logprobs, complete, support, floor=1e-12):
-    """One side on the shared support, as docs/metrics.md words the rule: listed tokens keep
-    their probability; a support token missing from the list gets min(smallest listed
-    probability, remaining mass / (missing + 1)) (nothing when the list is complete); the rest
-    bucket what is left; each element floored, then renormalised."""
-    prob = {k: math.exp(lp) for k, lp in zip(keys, logprobs)}
-    rest = max(0.0, 1.0 - sum(prob.values()))
-    missing = [k for k in support if k not in prob]
-    share = 0.0 if complete else min(min(prob.values()), rest / (len(missing) + 1))
-    vec = [prob.get(k, share) for k in support] + [max(0.0, rest - share * len(missing))]
-    vec = [max(x, floor) for x in vec]
-    total = sum(vec)
-    return [x / total for x in vec]
-
-
-def _kl_by_hand(clean: dict, withheld: dict) -> float:
-    def keys(v):
-        return v["token_ids"] if v["token_ids"] is not None else v["tokens"]
-
-    support = list(dict.fromkeys(list(keys(clean)) + list(keys(withheld))))
-    p = _support_probs(keys(clean), clean["logprobs"], clean["complete"], support)
-    q = _support_probs(keys(withheld), withheld["logprobs"], withheld["complete"], support)
-    return sum(a * (math.log(a) - math.log(b)) for a, b in zip(p, q))
-
-
-def _percentile(xs, f):
-    xs = sorted(xs)
-    pos = f * (len(xs) - 1)
-    lo = math.floor(pos)
-    return xs[lo] + (pos - lo) * (xs[min(lo + 1, len(xs) - 1)] - xs[lo])
-
-
 def test_withheld_records_score_a_vsi_cell_against_the_models_clean_records(runs):
     both, _ = runs
     recs = [json.loads(ln) for ln in both.read_text().splitlines()]
@@ -79,7 +49,7 @@ def test_withheld_records_score_a_vsi_cell_against_the_models_clean_records(runs
     blind = {r["run_meta"]["vsi"]["sample_id"]: r["run_meta"]["vsi"] for r in recs
              if r["model"] == "llava[image_withheld]"}
     assert len(blind) == 8 and set(blind) == set(clean)
-    kl = [_kl_by_hand(clean[s], blind[s]) for s in sorted(clean)]
+    kl = [kl_by_hand(clean[s], blind[s]) for s in sorted(clean)]
     changed = [(clean[s]["token_ids"] or clean[s]["tokens"])[0] != (blind[s]["token_ids"] or blind[s]["tokens"])[0]
                for s in sorted(clean)]
 
@@ -88,7 +58,7 @@ def test_withheld_records_score_a_vsi_cell_against_the_models_clean_records(runs
                                                 "insensitive_frac@0.01", "argmax_change_rate", "vsi_histogram")}
     med = rows["vsi_median" + TAG]
     assert med.n == 8 and med.value == pytest.approx(statistics.median(kl), rel=1e-9, abs=1e-15)
-    assert (med.ci_low, med.ci_high) == pytest.approx((_percentile(kl, 0.25), _percentile(kl, 0.75)), rel=1e-9)
+    assert (med.ci_low, med.ci_high) == pytest.approx((percentile(kl, 0.25), percentile(kl, 0.75)), rel=1e-9)
     assert med.note.startswith("KL(p_clean of llava || p of llava[image_withheld])")
     for t in (0.05, 0.01):
         assert rows[f"insensitive_frac@{t:g}{TAG}"].value == pytest.approx(sum(x < t for x in kl) / 8)

@@ -2,6 +2,7 @@
 ambiguous and unclosed-reasoning answers as battery rows do (issue 19 item 4)."""
 
 import json
+import math
 
 import numpy as np
 import pytest
@@ -189,3 +190,61 @@ def test_vsi_task_score_counts_every_fallback_and_scores_models_after_a_skipped_
     assert rows[("m", "n_fallback[region_blur,sigma=20]")].value == 2.0   # two fallbacks, not "any"
     assert rows[("m", "n_verbal_conf_missing")].value == 1.0               # s2: no confidence recorded
     assert rows[("m", "accuracy")].value == 1.0 and rows[("m", "accuracy")].n == 3
+
+
+def test_withheld_records_score_a_vsi_cell_against_the_models_clean_records_by_hand():
+    """``M[image_withheld]``'s records (the question without its image) against M's own clean
+    records, sample by sample: the blur cell's rows tagged ``[image_withheld]``, values by hand."""
+    import statistics
+
+    from helpers.by_hand import kl_by_hand, percentile
+
+    task = get_task("vsi.salbench.syn@n=6")
+    lp = [math.log(p) for p in (0.6, 0.3, 0.05)]
+    blind_ids = [[1, 2, 3], [2, 1, 3], [1, 2, 3], [3, 1, 2], [1, 2, 3], [2, 3, 1]]
+    blind_lps = [lp, lp, [math.log(p) for p in (0.59, 0.31, 0.05)], lp, [math.log(p) for p in (0.9, 0.05, 0.02)], lp]
+    recs = []
+    for i, (ids, lps) in enumerate(zip(blind_ids, blind_lps)):
+        recs.append(plant_vsi_record(task, "clean", f"s{i}", [1, 2, 3], lp, model="m"))
+        recs.append(plant_vsi_record(task, "image_withheld", f"s{i}", ids, lps, model="m[image_withheld]",
+                                     sigma_px=0.0))
+    meta = {r.stimulus_id: r.run_meta.model_extra["vsi"] for r in recs}
+    kl = [kl_by_hand(meta[f"s{i}~clean"], meta[f"s{i}~image_withheld"]) for i in range(6)]
+    changed = [ids[0] != 1 for ids in blind_ids]
+    rows = {r.metric: r for r in task.score(recs, seed=0) if r.model == "m[image_withheld]"}
+    tag = "[image_withheld]"
+    assert set(rows) == {m + tag for m in ("vsi_median", "vsi_q25", "vsi_q75", "insensitive_frac@0.05",
+                                           "insensitive_frac@0.01", "argmax_change_rate", "vsi_histogram")}
+    med = rows["vsi_median" + tag]
+    assert (med.task_id, med.n, med.n_null) == (task.task_id, 6, None)
+    assert med.value == pytest.approx(statistics.median(kl), rel=1e-9)
+    assert (med.ci_low, med.ci_high) == pytest.approx((percentile(kl, 0.25), percentile(kl, 0.75)), rel=1e-9)
+    assert rows["vsi_q25" + tag].value == pytest.approx(percentile(kl, 0.25), rel=1e-9)
+    assert rows["vsi_q75" + tag].value == pytest.approx(percentile(kl, 0.75), rel=1e-9)
+    assert med.note.startswith("KL(p_clean of m || p of m[image_withheld])")
+    for t in (0.05, 0.01):
+        r = rows[f"insensitive_frac@{t:g}{tag}"]
+        assert r.value == pytest.approx(sum(x < t for x in kl) / 6) and r.n == 6
+    assert 0 < sum(x < 0.05 for x in kl) < 6  # the planted cell has both kinds of sample
+    ch = rows["argmax_change_rate" + tag]
+    assert ch.value == pytest.approx(sum(changed) / 6) and ch.n == 6 and 0 < sum(changed) < 6
+    hist = json.loads(rows["vsi_histogram" + tag].note)
+    edges = [math.inf if e is None else e for e in hist["edges_nats"]]
+    assert hist["counts"] == [sum(lo <= x < hi for x in kl) for lo, hi in zip(edges, edges[1:])]
+    # the model's own rows do not change when its withheld records are scored beside them, and a
+    # model sorted after the withheld respondent is still scored
+    later = [plant_vsi_record(task, "clean", f"s{i}", [1, 2, 3], lp, model="z") for i in range(6)]
+    scored = task.score(recs + later, seed=0)
+    own = [r for r in scored if r.model == "m"]
+    assert own == [r for r in task.score([r for r in recs if r.model == "m"], seed=0) if r.model == "m"]
+    assert [r for r in scored if r.model == "z"] == task.score(later, seed=0)
+
+
+def test_withheld_records_without_the_models_clean_records_give_one_row_that_says_so():
+    task = get_task("vsi.salbench.syn@n=2")
+    recs = [plant_vsi_record(task, "image_withheld", f"s{i}", [1, 2], [-0.1, -2.5], model="m[image_withheld]",
+                             sigma_px=0.0) for i in range(2)]
+    rows = [r for r in task.score(recs, seed=0) if r.model == "m[image_withheld]"]
+    assert [r.metric for r in rows] == ["vsi_median[image_withheld]"]
+    assert (rows[0].task_id, rows[0].n) == (task.task_id, 0)
+    assert math.isnan(rows[0].value) and "no clean record of m" in rows[0].note
