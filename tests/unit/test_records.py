@@ -268,3 +268,13 @@ def test_record_store_refuses_a_second_writer_with_a_clear_message(tmp_path):
         assert s.done == {"t|a|m|rep0"} and s.truncated_bytes == 0
     with RecordStore(p) as s2:  # the refused open released nothing of the first; reopening works
         assert s2.done == {"t|a|m|rep0"}
+
+
+def test_a_torn_tail_read_is_a_torn_tail_warning_naming_the_file_and_line(tmp_path):
+    from perceptbench.records import TornTailWarning
+
+    p = tmp_path / "r.jsonl"
+    a, b = _trial("a").to_json_line(), _trial("b").to_json_line()
+    p.write_text(f"{a}\n{b[:20]}")
+    with pytest.warns(TornTailWarning, match=rf"^{p}:2: incomplete final line \(torn write\)$"):
+        assert [x.stimulus_id for x in read_records(p, allow_torn_tail=True)] == ["a"]
