@@ -59,12 +59,7 @@ class VSISalBenchSyn(VSITask):
         from ..stimuli import search_arrays as sa
         from ..tasks.salbench import P3_COUNTS
 
-        try:
-            n = int(self.params["n"])
-        except ValueError:
-            n = 0
-        if n < 1:
-            raise ValueError(f"{self.base_id}: n must be an integer >= 1, got {self.params['n']!r}")
+        n = int(self.params["n"])  # an integer >= 1: checked when the task is made (``settings``)
         # largest-remainder apportionment of n over the P3 composition (810 / 864 / 840 of 2,514)
         exact = {f: c * n / 2514 for f, c in P3_COUNTS.items()}
         counts = {f: int(x) for f, x in exact.items()}

@@ -254,14 +254,8 @@ def battery_vsi(base_cls: type[Task]) -> type[VSITask]:
         def samples(self, seed: int) -> list[dict]:
             base = self._base()
             test = [s for s in base.stimuli(seed) if s.split == "test"]
-            if self.params["n"] != "all":
-                try:
-                    n = int(self.params["n"])
-                except ValueError:
-                    n = 0
-                if n < 1:
-                    raise ValueError(f"{self.base_id}: n must be 'all' or an integer >= 1, got {self.params['n']!r}")
-                test = test[:n]
+            if self.params["n"] != "all":  # else an integer >= 1: checked when the task is made
+                test = test[:int(self.params["n"])]
             out = []
             for s in test:
                 # the task declares the whole image as the region: region_box None, source "exact"

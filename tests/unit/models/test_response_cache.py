@@ -33,9 +33,6 @@ class CountingVLM:
             for r in requests
         ]
 
-    def next_token_distribution(self, image, prompt, top_k=None):
-        raise NotImplementedError
-
 
 def _img(seed, size=(32, 32)):
     rng = np.random.default_rng(seed)
