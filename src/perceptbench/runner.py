@@ -240,6 +240,8 @@ def run(cfg: RunConfig, *, progress: bool = True, load_model: Callable | None = 
     task_stimuli = [(task, task.stimuli(cfg.seed)) for task in tasks]
     for task, stimuli in task_stimuli:
         require_test_stimuli(task, stimuli)  # before run.json or any record is written
+    for task, _ in task_stimuli:  # images from outside the project: a bad file fails before anything is written
+        task.check_images(cfg.seed)
     wanted = set(cfg.stimuli)
     if wanted:
         _select_stimuli(task_stimuli, list(cfg.stimuli))
@@ -253,7 +255,9 @@ def run(cfg: RunConfig, *, progress: bool = True, load_model: Callable | None = 
         def announce(arg: str) -> None:
             from rich.markup import escape
 
-            console.print(f"loading model {escape(arg)} ...", highlight=False)
+            from .core.urls import redact_urls_in
+
+            console.print(f"loading model {escape(redact_urls_in(arg))} ...", highlight=False)
     preloaded = resolve_models(cfg, load_model, announce)
     for arg, name in zip(cfg.models, names):  # model x task compatibility, before anything is written
         if arg in preloaded:

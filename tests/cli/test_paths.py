@@ -260,3 +260,31 @@ def test_export_and_score_refuse_files_they_did_not_write(planted_run, tmp_path)
     p = cli("score", planted_run, "--out", tmp_path / "other.csv", in_process=True)
     rc, text = p.returncode, " ".join(p.stdout.split())  # the console wraps long paths
     assert rc == 2 and "other.json exists" in text and not (tmp_path / "other.csv").exists()
+
+
+@pytest.mark.parametrize("sid", ["../../../x", "/nonexistent-perceptbench-dir/x", "sub/../../x"])
+def test_render_confines_every_written_file_to_out(tmp_path, sid):
+    """Issue 20 item 7: an annotation file's id ``../../../x`` wrote a PNG three levels above --out."""
+    from PIL import Image
+
+    Image.new("RGB", (24, 16), (200, 30, 30)).save(tmp_path / "img.png")
+    ann = tmp_path / "ann.json"
+    ann.write_text(json.dumps([{"image_id": sid, "split": "nat", "image": "img.png", "answer": "Shape",
+                                "object_category": "c", "n_distractors": 3, "bbox": [1, 1, 5, 5]}]))
+    out = tmp_path / "a" / "b" / "c" / "out"
+    before = sorted(p for p in tmp_path.rglob("*"))
+    p = cli("render", f"salbench.detection.nat@source={ann}", "--out", out, columns=400)
+    one_line_error(p, repr(sid), "would leave", str(out))
+    assert sorted(p for p in tmp_path.rglob("*")) == before  # nothing written, not even --out
+
+
+def test_render_keeps_ids_with_subfolders_inside_out(tmp_path):
+    from PIL import Image
+
+    Image.new("RGB", (24, 16), (200, 30, 30)).save(tmp_path / "img.png")
+    ann = tmp_path / "ann.json"
+    ann.write_text(json.dumps([{"image_id": "set1/x", "split": "nat", "image": "img.png", "answer": "Shape",
+                                "object_category": "c", "n_distractors": 3, "bbox": [1, 1, 5, 5]}]))
+    p = cli("render", f"salbench.detection.nat@source={ann}", "--out", tmp_path / "out", columns=400)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert (tmp_path / "out" / "set1" / "x.png").is_file()

@@ -565,3 +565,20 @@ def test_no_paired_difference_for_encoder_settings_the_scorer_skips():
             for m in ("e1", "e2") for r in plant_answers(base, m, {i: "right" for i in range(8)})]
     (d,), _ = paired_differences(recs)
     assert (d.diff, d.n) == (0.0, 8)
+
+
+def test_report_redacts_url_credentials_of_older_records(tmp_path):
+    """Issue 20 item 7: a model URL's userinfo (``http://user:secret@host``) in a record's
+    model_version reached the report; the page and its Markdown show ``user:****@``."""
+    from helpers.records import plant_records
+
+    url = "http://alice:s3cr3t-pw@10.0.0.7:8000/v1#m"
+    recs = [r.model_copy(update={"run_meta": r.run_meta.model_copy(update={"model_version": url})})
+            for r in plant_answers("similarity.chart.mark_color", "m", {i: "right" for i in range(6)})]
+    plant_records(tmp_path / "run", recs)
+    out = tmp_path / "report.html"
+    p = cli("report", tmp_path / "run", "--out", out, columns=None)
+    assert p.returncode == 0, p.stdout + p.stderr
+    html, md = out.read_text(), out.with_suffix(".md").read_text()
+    assert "s3cr3t-pw" not in html + md + p.stdout
+    assert "http://alice:****@10.0.0.7:8000/v1#m" in html

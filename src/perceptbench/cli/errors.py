@@ -14,10 +14,13 @@ console = Console(width=None if sys.stdout.isatty() or os.environ.get("COLUMNS")
 
 
 def fail(msg) -> None:
-    """Print ``error: MSG`` (a KeyError's message without its quotes) and exit with status 2."""
+    """Print ``error: MSG`` (a KeyError's message without its quotes; credentials in a URL
+    redacted, :func:`perceptbench.core.urls.redact_urls_in`) and exit with status 2."""
     if isinstance(msg, KeyError) and msg.args:
         msg = msg.args[0]
-    console.print(f"[red]error:[/red] {escape(str(msg))}", highlight=False)
+    from ..core.urls import redact_urls_in
+
+    console.print(f"[red]error:[/red] {escape(redact_urls_in(str(msg)))}", highlight=False)
     raise typer.Exit(2)
 
 

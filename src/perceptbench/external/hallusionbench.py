@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from ..core.paths import confine
 from ..sources import resolve, source_file
 from ._common import check_files_exist, check_images_dir, lazy_loader, seeded_subset
 from .base import VQAStimulus
@@ -61,7 +62,8 @@ def load_hallusionbench(
 
     Raises MissingExternalDataError (one line: what to download, where) for a missing folder
     or image; MissingSourceError / ChecksumError for the question file; ValueError naming the
-    record and field for a malformed record.
+    record and field for a malformed record; :class:`~perceptbench.core.paths.PathEscapeError`
+    (a ValueError naming the record) for a ``filename`` that is absolute or holds ``..``.
     """
     from ..seeding import file_sha256
 
@@ -97,6 +99,7 @@ def load_hallusionbench(
             raise ValueError(f"{where}: visual_input {r['visual_input']!r} but no filename")
         if str(r["gt_answer"]) not in ("0", "1"):
             raise ValueError(f"{where}: gt_answer must be '0' or '1', got {r['gt_answer']!r}")
+        confine(root, str(r["filename"]).removeprefix("./"), f"{where}: filename")  # never outside images_dir
         picked.append((n, r))
     keep = seeded_subset(len(picked), limit, seed, "hallusionbench")
     out = []

@@ -105,6 +105,13 @@ class Task(abc.ABC):
     def check_settings(self) -> None:
         """Checks across settings (subclasses); raise ValueError naming the settings."""
 
+    def check_images(self, seed: int) -> None:
+        """Decode every image from outside the project that the task shows at ``seed``, so that a
+        missing, corrupt, truncated or oversized file fails
+        (:class:`~perceptbench.stimuli.images.ImageLoadError` naming it) before the run directory
+        is created.  The runner calls this for every task before anything is written.  Default:
+        nothing (the task draws its stimuli itself or reads checksummed sources)."""
+
     def prepare_models(self, seed: int) -> None:
         """Load the models the task itself needs (e.g. VSI's grounding step) before any model
         under test is loaded and before anything is written; raises ``ModelLoadError``.

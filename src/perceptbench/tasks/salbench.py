@@ -407,6 +407,13 @@ class SalBenchTask(Task):
             out.append(stim)
         return out
 
+    def check_images(self, seed: int) -> None:
+        """Natural split: decode every image of the annotation source once (ImageLoadError naming
+        the file before anything is written); the synthetic split draws its own."""
+        if self.split_name == "nat":
+            for st in self.stimuli(seed):
+                st._source_image()  # type: ignore[attr-defined]
+
     def _int_param(self, key: str, minimum: int) -> int:
         try:
             v = int(self.params[key])

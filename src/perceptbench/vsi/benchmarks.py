@@ -162,6 +162,12 @@ class VSIExternalTask(VSITask):
             g = self.__dict__["_grounder_models"] = tuple(loaded)
         return g
 
+    def check_images(self, seed: int) -> None:
+        """Decode every image of the benchmark's selected questions once (a corrupt or
+        oversized file is an ImageLoadError naming it and the question, before anything is written)."""
+        for vs in self.load(seed):
+            vs.load()
+
     def prepare_models(self, seed: int) -> None:
         """Load the grounding models (Grounding DINO + SAM) when some region-blur stimulus needs
         them, so that an unloadable ``detector`` / ``segmenter`` fails (one-line

@@ -78,3 +78,16 @@ def test_malformed_record(tmp_path):
 ])
 def test_principal_noun_phrase_rule(q, phrase):
     assert principal_noun_phrase(q) == phrase
+
+
+@pytest.mark.parametrize("filename", ["./../../etc/x.png", "/tmp/x.png", "VS/../../x.png"])
+def test_filename_outside_the_images_folder_is_refused_in_one_line(tmp_path, filename):
+    """Issue 20 item 7: image paths are confined to the images folder."""
+    bad = tmp_path / "hb.json"
+    rows = json.loads(FIX.read_text())
+    rows[5]["filename"] = filename
+    bad.write_text(json.dumps(rows))
+    with pytest.raises(ValueError) as e:
+        hb.load_hallusionbench(tmp_path, questions=bad, check_images=False)
+    msg = str(e.value)
+    assert f"{bad} record 5: filename" in msg and "would leave" in msg and "\n" not in msg
