@@ -139,8 +139,20 @@ def _answers_equal(a: Answer, b: Answer) -> bool:
     return a == b
 
 
+TRIAL_ID_SEPARATOR = "|"
+"""Joins the parts of a trial id; no part may contain it (else two trials could share one id:
+model ``m1|m2`` on stimulus ``s`` and model ``m2`` on stimulus ``s|m1``)."""
+
+
 def make_trial_id(task_id: str, stimulus_id: str, model: str, rep: int) -> str:
-    """``task_id|stimulus_id|model|rep{n}`` (seed 000 appendix C)."""
+    """``task_id|stimulus_id|model|rep{n}`` (seed 000 appendix C).
+
+    Raises ValueError naming the part when ``task_id``, ``stimulus_id`` or ``model`` contains
+    :data:`TRIAL_ID_SEPARATOR`: the id would not say which trial it is."""
+    for name, part in (("task id", task_id), ("stimulus id", stimulus_id), ("model name", model)):
+        if TRIAL_ID_SEPARATOR in str(part):
+            raise ValueError(f"{name} {part!r} contains {TRIAL_ID_SEPARATOR!r}, the trial id separator: two "
+                             f"trials could share one id; rename it without {TRIAL_ID_SEPARATOR!r}")
     return f"{task_id}|{stimulus_id}|{model}|rep{rep}"
 
 

@@ -166,6 +166,35 @@ def _select_stimuli(task_stimuli: list, wanted: Sequence[str]) -> None:
         raise ValueError(f"--stimulus {sid}: no such test stimulus in {tids}; valid ids: {some or 'none'}")
 
 
+def check_trial_identity(task_stimuli: list, labels: Sequence[str], conditions_: Sequence[str],
+                         wanted: frozenset[str] | set[str] = frozenset()) -> int:
+    """Check before a run starts that every trial it would write has its own id: the number of
+    distinct trial ids equals test stimuli x respondents x repetitions, per task.
+
+    ``task_stimuli``: (task, stimuli) pairs; ``labels``: the model short names; ``wanted``:
+    the ``--stimulus`` selection (empty: all).  Returns the number of model trials.  Raises
+    ValueError (one line) naming the task and a stimulus id that occurs twice (e.g. a dataset
+    that holds two questions under one id), or the part that holds the separator ``|``
+    (:func:`perceptbench.records.make_trial_id`)."""
+    total = 0
+    for task, stimuli in task_stimuli:
+        chosen = [s for s in stimuli if s.split == "test" and (not wanted or s.stimulus_id in wanted)]
+        for condition in conditions_:
+            test = trial_stimuli(task, chosen, condition)
+            ids = {make_trial_id(task.task_id, s.stimulus_id, respondent_label(name, condition), rep)
+                   for s in test for name in labels for rep in range(task.n_reps)}
+            expected = len(test) * len(labels) * task.n_reps
+            if len(ids) != expected:
+                from collections import Counter
+
+                dup = next((sid for sid, n in Counter(s.stimulus_id for s in test).items() if n > 1), "?")
+                raise ValueError(f"{task.task_id}: {expected} trials ({len(test)} stimuli x {len(labels)} models x "
+                                 f"{task.n_reps} reps) but only {len(ids)} distinct trial ids: stimulus id {dup!r} "
+                                 "occurs more than once; nothing was run")
+            total += expected
+    return total
+
+
 def resolve_models(cfg: RunConfig, load_model: Callable,
                    announce: Callable[[str], None] | None = None) -> dict[str, object]:
     """Resolve every model spec of a run before its directory is created.
@@ -245,6 +274,7 @@ def run(cfg: RunConfig, *, progress: bool = True, load_model: Callable | None = 
     wanted = set(cfg.stimuli)
     if wanted:
         _select_stimuli(task_stimuli, list(cfg.stimuli))
+    check_trial_identity(task_stimuli, names, cfg.conditions, wanted)  # one id per trial, before anything is written
     from .models.registry import quiet_loading
 
     for task, _ in task_stimuli:  # models a task needs itself (VSI grounding) load before the VLMs

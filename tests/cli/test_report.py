@@ -3,6 +3,7 @@ self-contained HTML page checked in headless Chromium with the network disabled,
 escaping of record strings, merging run directories, no torch."""
 
 import io
+import json
 import os
 import re
 from pathlib import Path
@@ -582,3 +583,17 @@ def test_report_redacts_url_credentials_of_older_records(tmp_path):
     html, md = out.read_text(), out.with_suffix(".md").read_text()
     assert "s3cr3t-pw" not in html + md + p.stdout
     assert "http://alice:****@10.0.0.7:8000/v1#m" in html
+
+
+def test_model_named_with_a_leading_underscore_keeps_its_legend_label(tmp_path):
+    """Issue 20 item 3: matplotlib leaves out legend entries whose label starts with '_', so a
+    model named ``_hidden`` vanished from the figure legends."""
+    from perceptbench.reports import figures as F
+
+    d = write_synthetic_run(tmp_path / "run", ["_hidden", "model-a"])
+    score_file(d / "records.jsonl")
+    rows = [ScoreRow(**{k: v for k, v in r.items() if k in ScoreRow.__dataclass_fields__})
+            for r in json.loads((d / "scores.json").read_text())]
+    for svg in (F.dissociation(rows, ["_hidden", "model-a"]), F.ak_curves(rows, ["_hidden", "model-a"])):
+        legend = svg[svg.index('id="legend_1"'):]
+        assert "_hidden" in legend and "model-a" in legend

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from ..core.paths import confine
 from ..sources import resolve, source_file
-from ._common import check_files_exist, check_images_dir, lazy_loader, seeded_subset
+from ._common import check_files_exist, check_images_dir, lazy_loader, refuse_duplicate_ids, seeded_subset
 from .base import VQAStimulus
 from .phrases import principal_noun_phrase
 
@@ -34,6 +34,11 @@ _HOW_TO_GET = ("HallusionBench's images are distributed as hallusion_bench.zip (
                "that holds VD/ and VS/ (images=DIR)")
 _REQUIRED = ("category", "subcategory", "visual_input", "set_id", "figure_id", "question_id",
              "question", "gt_answer", "filename")
+
+
+def _stimulus_id(r: dict) -> str:
+    ids = "-".join(str(r[x]) for x in ("set_id", "figure_id", "question_id"))
+    return f"hallusionbench-{r['category']}-{r['subcategory']}-{ids}-v{r['visual_input']}"
 
 
 def load_hallusionbench(
@@ -62,7 +67,7 @@ def load_hallusionbench(
 
     Raises MissingExternalDataError (one line: what to download, where) for a missing folder
     or image; MissingSourceError / ChecksumError for the question file; ValueError naming the
-    record and field for a malformed record; :class:`~perceptbench.core.paths.PathEscapeError`
+    record and field for a malformed record or two questions under one stimulus id (naming it); :class:`~perceptbench.core.paths.PathEscapeError`
     (a ValueError naming the record) for a ``filename`` that is absolute or holds ``..``.
     """
     from ..seeding import file_sha256
@@ -101,15 +106,16 @@ def load_hallusionbench(
             raise ValueError(f"{where}: gt_answer must be '0' or '1', got {r['gt_answer']!r}")
         confine(root, str(r["filename"]).removeprefix("./"), f"{where}: filename")  # never outside images_dir
         picked.append((n, r))
+    refuse_duplicate_ids([_stimulus_id(r) for _, r in picked], f"HallusionBench question file {qpath}",
+                         "category-subcategory-set_id-figure_id-question_id-visual_input")
     keep = seeded_subset(len(picked), limit, seed, "hallusionbench")
     out = []
     for k in keep:
         n, r = picked[k]
         rel = str(r["filename"]).removeprefix("./")
         path = root / rel
-        ids = "-".join(str(r[x]) for x in ("set_id", "figure_id", "question_id"))
         out.append(VQAStimulus(
-            stimulus_id=f"hallusionbench-{r['category']}-{r['subcategory']}-{ids}-v{r['visual_input']}",
+            stimulus_id=_stimulus_id(r),
             image_id=str(Path(rel).with_suffix("")),
             load=lazy_loader(path, source=f"{path} (HallusionBench record {n})"),
             question=str(r["question"]),

@@ -367,6 +367,9 @@ class SalBenchTask(Task):
         src = self.params["source"]
         items = sn.load_hf(config="O3") if src == "hf" else sn.load_local(src, default_split="nat")
         items = [it for it in items if it.split == "nat"]
+        from ..external._common import refuse_duplicate_ids
+
+        refuse_duplicate_ids([it.stimulus_id for it in items], f"{self.base_id} source {src}", "stimulus id")
         from ..seeding import file_sha256
 
         source_sha = "hf:salbench-vlm/salbench" if src == "hf" else f"sha256:{file_sha256(src)}"

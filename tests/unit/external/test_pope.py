@@ -130,3 +130,15 @@ def test_image_paths_in_subfolders_stay_allowed(tmp_path):
     q.write_text('{"question_id": 1, "image": "val/a.jpg", "text": "Is there a cat in the image?", "label": "yes"}\n')
     (s,) = pope.load_pope("random", imgs, questions=q)
     assert s.load().size == (32, 24)
+
+
+def test_repeated_question_id_is_refused_naming_it(tmp_path):
+    """Issue 20 item 3: a repeated question_id silently dropped a question (3 scored as n = 2)."""
+    _write_images(tmp_path / "imgs", ["a.jpg", "b.jpg"])
+    q = tmp_path / "q.json"
+    rec = '{{"question_id": {}, "image": "{}", "text": "Is there a {} in the image?", "label": "yes"}}\n'
+    q.write_text(rec.format(1, "a.jpg", "cat") + rec.format(2, "b.jpg", "dog") + rec.format(2, "a.jpg", "cup"))
+    with pytest.raises(ValueError) as e:
+        pope.load_pope("random", tmp_path / "imgs", questions=q, limit=1)
+    msg = str(e.value)
+    assert str(q) in msg and "duplicate question_id '2'" in msg and "\n" not in msg
