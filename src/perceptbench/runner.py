@@ -93,7 +93,7 @@ def _static_differences(task: Task, stimuli: list[Stimulus], finished: list, see
     prompts: dict[str, str] = {}
     diffs = []
     for model, recs in by_model.items():
-        diffs += compare(recs, {"package version": __version__, "task settings": dict(task.params)},
+        diffs += compare(recs, {"package version": __version__, "task settings": dict(task.identity_params)},
                          lambda r: {"package version": r.run_meta.model_extra.get("package_version"),
                                     "task settings": r.run_meta.model_extra.get("task_params")},
                          task.task_id, model)

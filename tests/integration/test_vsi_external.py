@@ -147,3 +147,25 @@ def test_bad_benchmark_image_fails_in_one_line_before_anything_is_written(tmp_pa
     assert ("megapixels" in msg) == (spoil == "bomb")
     assert "/nonexistent/model" not in msg  # before the model was looked at
     assert not out.exists()
+
+
+def test_moved_images_keep_the_task_and_runs_merge(models, tmp_path):
+    """Issue 20 item 3: the images' location is run_meta.data_location, not part of the task id:
+    a run from another folder (another machine) is the same task and merges trial for trial."""
+    from perceptbench.runs import load_runs
+
+    vlm = models[0]
+    _pope_images(tmp_path / "a" / "val2014")
+    _pope_images(tmp_path / "b" / "imgs")
+    q = FIX / "pope" / "coco_pope_adversarial.json"
+    for where, out in (("a/val2014", "run_a"), ("b/imgs", "run_b")):
+        p = cli("run", "--model", f"llava=hf:{vlm}", "--task",
+                f"vsi.pope@images={tmp_path / where},questions={q},limit=2,perturbation=whole,verbal_conf=0",
+                "--out", tmp_path / out, "--no-progress")
+        assert p.returncode == 0, p.stdout + p.stderr
+    ra, rb = (read_records(tmp_path / o / "records.jsonl") for o in ("run_a", "run_b"))
+    assert {r.task_id for r in ra} == {r.task_id for r in rb}
+    assert all(str(tmp_path) not in r.task_id and "images" not in r.run_meta.model_extra["task_params"] for r in ra)
+    assert {r.run_meta.model_extra["data_location"]["images"] for r in rb} == {str(tmp_path / "b" / "imgs")}
+    merged = load_runs([tmp_path / "run_a", tmp_path / "run_b"])
+    assert len(merged) == len(ra) == len(rb)

@@ -76,13 +76,15 @@ class ShardWorker:
                 "generation_settings": dict(m.generation_settings) if isinstance(m, VLM) else {},
                 "family": m.family, "identity_warning": m.identity_warning if isinstance(m, Identified) else None}
 
-    def _task(self, task_id: str):
-        if task_id not in self._stimuli:
+    def _task(self, spec: str):
+        """The task of ``spec`` (:attr:`perceptbench.tasks.base.Task.spec`: its settings with
+        their paths, which the task id leaves out or names by content) and its stimuli."""
+        if spec not in self._stimuli:
             from ..tasks import get_task
 
-            task = get_task(task_id)
-            self._stimuli[task_id] = (task, task.stimuli(self.seed))
-        return self._stimuli[task_id]
+            task = get_task(spec)
+            self._stimuli[spec] = (task, task.stimuli(self.seed))
+        return self._stimuli[spec]
 
     def run_shard(self, task_id: str, stimulus_ids: list[str], extra_meta: dict, condition: str = DEFAULT_CONDITION
                   ) -> tuple[list[str], int, int]:
@@ -146,7 +148,7 @@ def run_plan(plan: list, *, store, seed: int, run_id: str, batch_size: int | Non
         by_model.setdefault(arg, []).append(i)
     for arg, idxs in by_model.items():
         name = plan[idxs[0]][3]
-        shards = [(i, plan[i][0].task_id, [s.stimulus_id for s in chunk], plan[i][5])
+        shards = [(i, plan[i][0].spec, [s.stimulus_id for s in chunk], plan[i][5])  # spec: paths included
                   for i in idxs for chunk in _chunks(plan[i][4], chunk_size or max(1, len(plan[i][4])))]
         pool = [Actor.remote(arg, seed, run_id, batch_size, str(out), cache_mode)
                 for _ in range(min(workers, max(1, len(shards))))]
@@ -167,7 +169,7 @@ def run_plan(plan: list, *, store, seed: int, run_id: str, batch_size: int | Non
                 a, i, tid, k = running.pop(ready[0])
                 lines, hits, reqs = ray.get(ready[0])
                 recs = [parse_record_line(ln, f"ray shard {tid}|{name}") for ln in lines]
-                acc = result[(tid, respondent_label(name, plan[i][5]))]
+                acc = result[(plan[i][0].task_id, respondent_label(name, plan[i][5]))]
                 acc[0] += store.append(recs)
                 acc[1] += hits
                 acc[2] += reqs

@@ -119,6 +119,8 @@ class VSIExternalTask(VSITask):
     response_space = "choice"
     human_ref_id = "none:vsi"
     prompt_text = "{question}\n[A. option ...]\n" + LETTER_SUFFIX + " | {question}\n" + YES_NO_SUFFIX
+    location_settings = ("images",)  # where the images lie: run_meta.data_location, not the task id
+    content_settings = ("questions", "source")  # named in the task id by the hash of their content
     grounding_defaults: ClassVar[dict[str, str]] = {"limit": "all", "detector": "IDEA-Research/grounding-dino-tiny",
                                                     "segmenter": "facebook/sam-vit-base", "box_threshold": "0.3"}
     settings = {**VSITask.settings, "limit": _N_ALL, "box_threshold": Setting("float", 0, 1),
