@@ -163,11 +163,20 @@ def score_correct(response: Answer, ground_truth: Answer) -> bool | None:
     return _answers_equal(response, ground_truth)
 
 
-def parse_record_line(line: str, where: str = "<string>") -> TrialRecord:
+def parse_record_line(line: str | bytes, where: str = "<string>") -> TrialRecord:
     """Validate one JSON line against the schema.
 
-    Raises :class:`RecordError` naming ``where`` (file:line) and the offending field.
+    ``line`` as read from a file (bytes) must be valid UTF-8, as every line perceptbench
+    writes is: invalid bytes (e.g. in a raw answer) are not replaced silently but refused.
+    Raises :class:`RecordError` naming ``where`` (file:line) and the offending field, or the
+    first invalid byte and its column.
     """
+    if isinstance(line, (bytes, bytearray)):
+        try:
+            line = bytes(line).decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise RecordError(f"{where}: not valid UTF-8 (byte 0x{line[e.start]:02x} at column {e.start + 1}); "
+                              "perceptbench writes UTF-8 only: the file was damaged or not written by it") from None
     try:
         obj = json.loads(line)
     except json.JSONDecodeError as e:
@@ -217,7 +226,7 @@ def scan_records(path: str | os.PathLike) -> Iterator[tuple[int, TrialRecord | N
             yield lineno, None, _torn_message(path, lineno)
             continue
         try:
-            rec = parse_record_line(raw.decode("utf-8", errors="replace"), f"{path}:{lineno}")
+            rec = parse_record_line(raw, f"{path}:{lineno}")
         except RecordError as e:
             yield lineno, None, str(e)
             continue

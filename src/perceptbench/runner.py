@@ -72,6 +72,31 @@ def _check_run_json(out: Path, cfg: RunConfig) -> None:
     RunDir(out).start(cfg.seed)
 
 
+def _check_seed_of_records(path: Path, seed: int) -> None:
+    """Before a run directory is resumed with ``seed`` (before run.json or any record is
+    written): ValueError (one line) naming the file and line of the first record of another
+    seed.  When every record is of one other seed, the remedy is ``--seed`` that seed; when the
+    file mixes seeds, no ``--seed`` resumes it.  Problem lines are left to the record store."""
+    from .records import scan_records
+
+    seeds: dict[int, tuple[int, int]] = {}  # seed -> (first line, count)
+    for lineno, rec, _ in scan_records(path):
+        if rec is not None:
+            first, n = seeds.get(rec.run_meta.seed, (lineno, 0))
+            seeds[rec.run_meta.seed] = (first, n + 1)
+    other = {s: v for s, v in seeds.items() if s != seed}
+    if not other:
+        return
+    s, (line, n) = min(other.items(), key=lambda kv: kv[1][0])
+    if len(seeds) == 1:
+        how = f"rerun with --seed {s} to resume it, or give a new --out for seed {seed}"
+    else:
+        how = (f"it mixes seeds {sorted(seeds)}, so no --seed resumes it: move the records of the other seed(s) to "
+               "their own file (`perceptbench validate` names them) or give a new --out")
+    raise ValueError(f"{path}:{line}: a record of seed {s} ({n} of {sum(c for _, c in seeds.values())} records), "
+                     f"resumed with --seed {seed}; {how}; nothing was written")
+
+
 def _record_mixed(out: Path, run_id: str, diffs: list) -> None:
     """Append what an ``--allow-mixed`` resume allowed to run.json (atomically, under the
     records lock)."""
@@ -294,6 +319,8 @@ def run(cfg: RunConfig, *, progress: bool = True, load_model: Callable | None = 
             for task, _ in task_stimuli:
                 for condition in cfg.conditions:
                     check_compatible(task, preloaded[arg], name, condition)
+    if RunDir(out).has_records():
+        _check_seed_of_records(RunDir(out).records, cfg.seed)
     _check_run_json(out, cfg)
     with RecordStore(RunDir(out).records) as store:
         finished: list = []

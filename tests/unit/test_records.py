@@ -134,7 +134,7 @@ def test_check_file_lists_every_problem_in_order(tmp_path):
     assert n_ok == 3 and total == 5
     assert errors[0].startswith(f"{p}:3: not valid JSON")
     assert errors[1] == f"{p}:4: duplicate trial_id 't|a|m|rep0' (first at line 1)"
-    assert errors[2].startswith(f"{p}:5: not valid JSON")
+    assert errors[2].startswith(f"{p}:5: not valid UTF-8 (byte 0xff at column 1)")
     assert errors[3] == f"{p}:8: incomplete final line (torn write)"
     assert errors[4] == f"{p}: task t mixes run_meta.seed values [0, 1, 2]"
     # max_errors keeps the first messages; the total still counts all
