@@ -302,13 +302,19 @@ def read_records(path: str | os.PathLike, *, allow_torn_tail: bool = True) -> li
     return records
 
 
+_RECORD_START = b'{"trial_id":'
+"""How every line :meth:`TrialRecord.to_json_line` writes begins (the schema's first field)."""
+
+
 class RecordStore:
     """Append-only JSONL store of trial records, safe against kill -9.
 
     Each :meth:`append` validates the records, writes whole lines with one ``write`` on an
     ``O_APPEND`` descriptor and ``fsync``s, so a crash leaves at most one torn final line.
     Opening an existing file validates it, truncates a torn final line (never a complete
-    record), and loads the finished ``trial_id``s so a rerun skips them.  An exclusive
+    record, and only when every complete line is a valid record and the torn one begins like
+    a record: a foreign file is refused untouched), and loads the finished ``trial_id``s so a
+    rerun skips them.  An exclusive
     ``flock`` (:class:`~perceptbench.core.rundir.RecordsLock`, the records lock that
     ``run.json`` is written under) keeps two processes from writing the same file.
 
@@ -330,6 +336,10 @@ class RecordStore:
             raise
 
     def _repair_tail(self) -> int:
+        """Cut a torn final line, only from a file that is perceptbench's: every complete line a
+        valid record and the torn line the start of one (``{"trial_id":``, as
+        :meth:`TrialRecord.to_json_line` writes it).  Anything else raises RecordError naming
+        the file and line, with the file left untouched."""
         size = os.fstat(self._fd).st_size
         if size == 0:
             return 0
@@ -338,6 +348,14 @@ class RecordStore:
         if data.endswith(b"\n"):
             return 0
         keep = data.rfind(b"\n") + 1
+        tail = data[keep:].strip()
+        lineno = data.count(b"\n") + 1
+        for _, _, problem in scan_records(self.path):
+            if problem is not None and problem != _torn_message(self.path, lineno):
+                raise RecordError(problem + " (nothing was changed in the file)")
+        if not (tail.startswith(_RECORD_START) or _RECORD_START.startswith(tail)):  # torn anywhere in a record
+            raise RecordError(f"{self.path}:{lineno}: the last line has no newline and is not the start of a trial "
+                              "record: this is not a records file a crash left behind; it is left as it is")
         os.ftruncate(self._fd, keep)
         os.fsync(self._fd)
         return size - keep

@@ -68,7 +68,8 @@ class RunSummary:
 
 def _check_run_json(out: Path, cfg: RunConfig) -> None:
     """Begin or resume the run in ``out`` (ValueError for another seed); run.json is written
-    under the records lock (:meth:`perceptbench.core.rundir.RunDir.start`)."""
+    under the records lock (:meth:`perceptbench.core.rundir.RunDir.start`), which the caller's
+    open record store holds from before run.json is read until the run ends."""
     RunDir(out).start(cfg.seed)
 
 
@@ -321,8 +322,11 @@ def run(cfg: RunConfig, *, progress: bool = True, load_model: Callable | None = 
                     check_compatible(task, preloaded[arg], name, condition)
     if RunDir(out).has_records():
         _check_seed_of_records(RunDir(out).records, cfg.seed)
-    _check_run_json(out, cfg)
+    out.mkdir(parents=True, exist_ok=True)
     with RecordStore(RunDir(out).records) as store:
+        # run.json under the lock the store holds for the whole run: a second run started into the
+        # same new --out is refused by the lock before it can write its own run.json (issue 20 item 6)
+        _check_run_json(out, cfg)
         finished: list = []
         if store.done:
             from .records import read_records

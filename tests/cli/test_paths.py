@@ -288,3 +288,22 @@ def test_render_keeps_ids_with_subfolders_inside_out(tmp_path):
     p = cli("render", f"salbench.detection.nat@source={ann}", "--out", tmp_path / "out", columns=400)
     assert p.returncode == 0, p.stdout + p.stderr
     assert (tmp_path / "out" / "set1" / "x.png").is_file()
+
+
+@pytest.mark.parametrize("link", [True, False], ids=["symlink_outside_out", "foreign_file"])
+def test_run_never_cuts_a_foreign_records_file(tmp_path, link):
+    """Issue 20 item 6: a records.jsonl that was a symlink to a foreign file (or a foreign file
+    itself) had its last line truncated by the torn-tail repair before the run stopped."""
+    foreign = tmp_path / "notes.txt"
+    content = b"my notes\nline two without newline"
+    foreign.write_bytes(content)
+    out = tmp_path / "run"
+    out.mkdir()
+    if link:
+        (out / "records.jsonl").symlink_to(foreign)
+    else:
+        (out / "records.jsonl").write_bytes(content)
+    p = cli("run", "--out", out, "--task", TASK, "--no-progress", columns=400)
+    one_line_error(p, str(out / "records.jsonl"), *(("symbolic link", "outside") if link else ("not valid JSON",)))
+    assert foreign.read_bytes() == content and (out / "records.jsonl").read_bytes() == content
+    assert sorted(x.name for x in out.iterdir()) == ["records.jsonl"]  # no run.json either

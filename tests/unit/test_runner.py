@@ -46,3 +46,22 @@ def test_distinct_trial_ids_must_equal_stimuli_x_models_x_reps(mirror):
     msg = str(e.value)
     assert (f"{TASK}: {2 * (len(test) + 1)} trials" in msg and f"stimulus id {test[0].stimulus_id!r}" in msg
             and "nothing was run" in msg and "\n" not in msg)
+
+
+def test_run_json_is_begun_while_the_run_holds_the_records_lock(tmp_path, mirror, monkeypatch):
+    """Issue 20 item 6: two runs of different seeds started together into one new --out; the
+    refused one's run.json won the race (it was written in a lock taken and released before the
+    records store took it again).  run.json must be begun inside the lock the run keeps."""
+    from perceptbench.core import rundir
+    from perceptbench.runner import RunConfig, run
+
+    held_at_start = []
+    original = rundir.RunDir.start
+
+    def start(self, seed, **kw):
+        held_at_start.append(str(self.records.resolve()) in rundir._HELD)
+        return original(self, seed, **kw)
+
+    monkeypatch.setattr(rundir.RunDir, "start", start)
+    run(RunConfig(out=tmp_path / "run", tasks=[TASK], models=[]), progress=False)
+    assert held_at_start == [True]

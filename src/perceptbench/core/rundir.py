@@ -219,13 +219,19 @@ class RunDir:
         non-empty directory holding neither ``run.json`` nor ``records.jsonl`` was not written
         by perceptbench: writing run files beside the user's own files is refused (the reason
         names one of them).  File-manager junk (:data:`OS_JUNK_FILES`, e.g. ``.DS_Store``) does
-        not count: a directory holding only such files is empty.  A file is refused too.
+        not count: a directory holding only such files is empty.  A file is refused too, and so
+        is a ``run.json`` or ``records.jsonl`` that is a symbolic link leaving ``root``.
         Raises OSError when the directory cannot be listed."""
         p = self.root
         if not p.exists():
             return None
         if not p.is_dir():
             return f"{p} is a file; a run directory must be a directory (a new one, or one this command wrote before)"
+        for m in RUN_DIR_MARKERS:  # never write through a link to a file outside the run directory
+            f = p / m
+            if f.is_symlink() and not f.resolve().is_relative_to(p.resolve()):
+                return (f"{f} is a symbolic link to {f.resolve()}, outside {p}: perceptbench writes only inside its "
+                        "run directory (copy the file in, or give a new --out)")
         if any((p / m).exists() for m in RUN_DIR_MARKERS):
             return None
         content = sorted(x.name for x in p.iterdir() if x.name.lower() not in OS_JUNK_FILES)
