@@ -67,13 +67,14 @@ def atomic_write(path: str | os.PathLike, mode: str = "w", *, fsync: bool = Fals
     ``fsync``: flush the data to disk before the rename (survives a power loss, not only a
     crash).  The temporary name is ``.NAME.PID-THREAD.tmp`` (hidden, unique per writer), created
     with the default permissions (``0o666`` less the umask, as ``open`` would).  Creates the
-    parent directory.  Raises what ``open``/``os.replace`` raise (OSError)."""
+    parent directory.  Raises what ``open``/``os.replace`` raise (OSError), its ``filename``
+    always ``path`` (a full disk or a read-only folder then names the file meant)."""
     if mode not in ("w", "wb"):
         raise ValueError(f"atomic_write mode {mode!r}: must be 'w' or 'wb'")
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}-{threading.get_ident()}.tmp")
     try:
+        path.parent.mkdir(parents=True, exist_ok=True)
         kw = {} if mode == "wb" else {"encoding": encoding, "newline": newline}
         with open(tmp, mode, **kw) as f:
             yield f
@@ -81,6 +82,8 @@ def atomic_write(path: str | os.PathLike, mode: str = "w", *, fsync: bool = Fals
             if fsync:
                 os.fsync(f.fileno())
         os.replace(tmp, path)
+    except OSError as e:
+        raise OSError(e.errno, e.strerror or str(e), str(path)) from e
     finally:
         tmp.unlink(missing_ok=True)
 
