@@ -320,6 +320,12 @@ def run(cfg: RunConfig, *, progress: bool = True, load_model: Callable | None = 
             for task, _ in task_stimuli:
                 for condition in cfg.conditions:
                     check_compatible(task, preloaded[arg], name, condition)
+    if executor not in ("local", "ray"):
+        raise ValueError(f"--executor {executor!r}: not 'local' or 'ray'")
+    if executor == "ray":  # the cluster starts (or fails in one line) before anything is written
+        from .executors.ray_executor import start_cluster
+
+        start_cluster((ray_options or {}).get("address"))
     if RunDir(out).has_records():
         _check_seed_of_records(RunDir(out).records, cfg.seed)
     out.mkdir(parents=True, exist_ok=True)
@@ -366,8 +372,6 @@ def run(cfg: RunConfig, *, progress: bool = True, load_model: Callable | None = 
                                 and not _vsi_features_cached(out, name, task.task_id))
                     if pending or features:
                         plan.append((task, stimuli, arg, name, pending, condition))
-        if executor not in ("local", "ray"):
-            raise ValueError(f"--executor {executor!r}: not 'local' or 'ray'")
         if executor == "ray":
             _run_plan_on_ray(plan, cfg, store, run_id, out, extra_meta, gate, finished, summary,
                              console, ray_options or {})

@@ -30,7 +30,33 @@ from ..respond import DEFAULT_CONDITION, Job, run_trials
 from ..respond.base import trial_stimuli
 from ..core.conditions import respondent_label
 
-__all__ = ["ShardWorker", "run_plan"]
+__all__ = ["ShardWorker", "run_plan", "start_cluster"]
+
+
+def start_cluster(address: str | None = None):
+    """Join (``address``) or start (None) the Ray cluster, once per process; returns the ``ray``
+    module.  The runner calls this before anything is written, so a cluster that cannot be
+    reached or a local node that does not start in time fails with nothing on disk.
+
+    Raises ImportError without the ``ray`` extra and RuntimeError (one line naming the address
+    and Ray's own first line) when Ray cannot start or connect."""
+    try:
+        import ray
+    except ImportError:
+        raise ImportError('--executor ray needs Ray: pip install "perceptbench[ray]"') from None
+    if not ray.is_initialized():
+        import logging
+
+        # Ray's own INFO/WARNING lines ("Started a local Ray instance", token-auth notice) stay out of
+        # perceptbench's output: logging_level sets the driver's "ray" logger (Ray docs, ray.init);
+        # errors still show; workers' logs are not forwarded (log_to_driver=False)
+        try:
+            ray.init(address=address, include_dashboard=False, log_to_driver=False, logging_level=logging.ERROR)
+        except Exception as e:  # noqa: BLE001 - ConnectionError, RuntimeError, TimeoutError ... all one to the user
+            why = (str(e).strip().splitlines() or [""])[0][:300]
+            raise RuntimeError(f"--executor ray: the Ray cluster {'at ' + address if address else '(local)'} "
+                               f"did not start ({type(e).__name__}: {why}); nothing was written") from None
+    return ray
 
 
 class _Collector:
@@ -123,19 +149,9 @@ def run_plan(plan: list, *, store, seed: int, run_id: str, batch_size: int | Non
     are the same.  ``advance(plan_index, n)`` reports progress.  Returns ``{(task_id, name): (written, hits,
     requests)}``.  Raises ImportError without the ``ray`` extra, and whatever a shard raised
     once its retries are spent (``ray.exceptions.RayTaskError`` / ``ActorDiedError``)."""
-    try:
-        import ray
-    except ImportError:
-        raise ImportError('--executor ray needs Ray: pip install "perceptbench[ray]"') from None
     from ..records import parse_record_line
 
-    if not ray.is_initialized():
-        import logging
-
-        # Ray's own INFO/WARNING lines ("Started a local Ray instance", token-auth notice) stay out of
-        # perceptbench's output: logging_level sets the driver's "ray" logger (Ray docs, ray.init);
-        # errors still show; workers' logs are not forwarded (log_to_driver=False)
-        ray.init(address=address, include_dashboard=False, log_to_driver=False, logging_level=logging.ERROR)
+    ray = start_cluster(address)
     res = ray.cluster_resources()
     if workers is None:
         workers = int(res.get("GPU", 0) // gpus_per_model) if gpus_per_model else int(res.get("CPU", 1))
