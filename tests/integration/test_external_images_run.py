@@ -17,7 +17,12 @@ from perceptbench.records import read_records  # noqa: E402
 from perceptbench.runner import RunConfig, run  # noqa: E402
 
 
-def test_truncated_image_mid_run_loses_nothing_and_resumes(tmp_path):
+@pytest.mark.parametrize("when", ["before_the_run", "mid_run"])
+def test_truncated_image_mid_run_loses_nothing_and_resumes(tmp_path, monkeypatch, when):
+    """A truncated image is found before anything is written (issue 20 item 7: the run directory
+    was created first); one that breaks after that check (``mid_run``: the check is skipped, as
+    for a file replaced during the run) stops the run with the records before it kept."""
+    from perceptbench.tasks.salbench import SalBenchTask
     from perceptbench.testing.tiny_encoders import build_tiny_clip
 
     rng = np.random.default_rng(0)
@@ -33,14 +38,21 @@ def test_truncated_image_mid_run_loses_nothing_and_resumes(tmp_path):
     d = build_tiny_clip(tmp_path / "clip")
     cfg = RunConfig(out=tmp_path / "run", tasks=[f"salbench.detection.nat@source={ann}"],
                     models=[f"clip=hf:{d}"], batch_size=1)
+    if when == "mid_run":
+        monkeypatch.setattr(SalBenchTask, "check_images", lambda self, seed: None)
     with pytest.raises(ImageLoadError) as e:
         run(cfg, progress=False)
     assert "b.jpg" in str(e.value) and "\n" not in str(e.value)
-    first = read_records(tmp_path / "run" / "records.jsonl")
-    assert [r.stimulus_id for r in first] == ["a"]
+    if when == "before_the_run":
+        assert not (tmp_path / "run").exists()
+        first = []
+    else:
+        first = read_records(tmp_path / "run" / "records.jsonl")
+        assert [r.stimulus_id for r in first] == ["a"]
     (tmp_path / "b.jpg").write_bytes(good_b)
     summary = run(cfg, progress=False)
     recs = read_records(tmp_path / "run" / "records.jsonl")
     assert sorted(r.stimulus_id for r in recs) == ["a", "b"]
-    assert next(r for r in recs if r.stimulus_id == "a").trial_id == first[0].trial_id
+    if first:
+        assert next(r for r in recs if r.stimulus_id == "a").trial_id == first[0].trial_id
     assert summary is not None
