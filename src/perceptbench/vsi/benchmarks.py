@@ -48,6 +48,8 @@ class VSISalBenchSyn(VSITask):
     description = "VSI on P3-style search arrays; exact region = the odd target's bounding box (seed 002)"
     prompt_text = SALBENCH_PROMPT
     human_ref_id = "salbench.p3-generated"
+    human_data = ("no human answers: the odd target is known by construction; VSI compares the model's answers "
+                  "with and without blur")
     defaults = {**VSITask.base_defaults, "n": "300"}
     settings = {**VSITask.settings, "n": Setting("int", 1)}
 
@@ -118,6 +120,8 @@ class VSIExternalTask(VSITask):
     track = "nat"
     response_space = "choice"
     human_ref_id = "none:vsi"
+    human_data = ("no human answers: the benchmark's ground-truth labels; VSI compares the model's answers with "
+                  "and without blur")
     prompt_text = "{question}\n[A. option ...]\n" + LETTER_SUFFIX + " | {question}\n" + YES_NO_SUFFIX
     grounding_defaults: ClassVar[dict[str, str]] = {"limit": "all", "detector": "IDEA-Research/grounding-dino-tiny",
                                                     "segmenter": "facebook/sam-vit-base", "box_threshold": "0.3"}

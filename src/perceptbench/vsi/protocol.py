@@ -273,4 +273,6 @@ def battery_vsi(base_cls: type[Task]) -> type[VSITask]:
         "track": base_cls.track, "response_space": base_cls.response_space,
         "description": f"VSI on the {name} stimuli (whole image declared as the question-relevant region)",
         "prompt_text": base_cls.prompt_text, "human_ref_id": property(lambda self: self._base().human_ref_id),
+        "human_data": property(lambda self: f"{self._base().human_data} (clean answers); VSI itself compares the "
+                                            "model's answers with and without blur"),
         "__doc__": f"``vsi.{name}``: VSI on the {name} test stimuli, whole-image blur only."})
