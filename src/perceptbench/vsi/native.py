@@ -205,12 +205,14 @@ def hallusionbench_rows(tid: str, records: Sequence[TrialRecord], seed: int, no_
         if parse_respondent_label(m)[1] != DEFAULT_CONDITION:
             continue
         n_null = sum(r.response is None for r in rs)
+        image_rows: list[ScoreRow] = []
         for where, its in _hb_groups(_hb_items(rs)):  # the questions with an image: what lmms-eval/VLMEvalKit score
             _, counts = hallusionbench_cluster_counts(its)
-            rows += _rows(tid, m, [f"hallusionbench.aAcc{where}@image_questions", f"hallusionbench.fAcc{where}",
+            image_rows += _rows(tid, m, [f"hallusionbench.aAcc{where}@image_questions", f"hallusionbench.fAcc{where}",
                                    f"hallusionbench.qAcc{where}@image_questions"], _hb_stat(counts, (0, 1, 2)),
                           len(counts), n_null, seed, note + "; the questions with an image only", "no answers")
         if not no_image:
+            rows += image_rows
             continue
         wl = respondent_label(m, WITHHELD)
         blind = [r for r in answers.get(wl, []) if _no_image(r)]
@@ -218,7 +220,7 @@ def hallusionbench_rows(tid: str, records: Sequence[TrialRecord], seed: int, no_
             rows += [ScoreRow(tid, m, f"hallusionbench.{x}", math.nan, None, None, 0, None,
                               f"the questions HallusionBench asks without an image were not answered: run {m} with "
                               f"--condition image --condition image_withheld ({x}@image_questions leaves them out)")
-                     for x in ("aAcc", "qAcc")]
+                     for x in ("aAcc", "qAcc")] + image_rows
             continue
         pop = list(rs) + blind
         n_null = sum(r.response is None for r in pop)
@@ -227,6 +229,7 @@ def hallusionbench_rows(tid: str, records: Sequence[TrialRecord], seed: int, no_
             rows += _rows(tid, m, [f"hallusionbench.aAcc{where}", f"hallusionbench.qAcc{where}"],
                           _hb_stat(counts, (0, 2)), len(counts), n_null, seed,
                           note + f"; the no-image questions answered by {wl}", "no answers")
+        rows += image_rows  # after the population the benchmark defines
     return rows
 
 
