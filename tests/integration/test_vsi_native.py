@@ -101,3 +101,7 @@ def test_pope_hallusionbench_mmvp_native_rows_end_to_end(tiny_llava, tmp_path):
     assert ("vsi.hallusionbench", "llava", "hallusionbench.qAcc[VS/chart]@image_questions") in rows
     assert rows[("vsi.mmvp", "llava", "mmvp.pair_accuracy")]["n"] == "2"
     assert ("vsi.mmvp", "llava", "mmvp.question_accuracy") in rows
+    # `render` writes what a VLM is shown: the questions asked without an image have no image to write
+    p = cli("render", tasks[1], "--out", str(tmp_path / "shown"), env={"PERCEPTBENCH_RESPONSE_CACHE": None})
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert len(json.loads((tmp_path / "shown" / "index.json").read_text())) == 10
