@@ -565,3 +565,28 @@ def test_no_paired_difference_for_encoder_settings_the_scorer_skips():
             for m in ("e1", "e2") for r in plant_answers(base, m, {i: "right" for i in range(8)})]
     (d,), _ = paired_differences(recs)
     assert (d.diff, d.n) == (0.0, 8)
+
+
+def test_benchmark_native_tables_beside_the_vsi_rows(tmp_path):
+    """Issue 21: one table per external benchmark, one column per model (the comparison), values
+    with their CI and n; a row a model cannot have says why instead of a number."""
+    from perceptbench.records import read_records
+    from perceptbench.reports.data import ReportData
+    from perceptbench.reports.html import render_report
+    from perceptbench.scoring import score_records
+
+    d = write_synthetic_run(tmp_path / "v", ["vlm-a"], tasks=("similarity.chart.mark_color",))
+    recs = read_records(d / "records.jsonl")
+    pope, star = "vsi.pope@split=random", "vsi.mmstar"
+    rows = [ScoreRow(pope, "vlm-a", "pope.f1@nulls_excluded", 0.812, 0.79, 0.83, 3000, 4),
+            ScoreRow(pope, "vlm-b", "pope.f1@nulls_excluded", 0.701, 0.68, 0.72, 3000, 0),
+            ScoreRow(star, "vlm-a", "mmstar.multimodal_leakage", float("nan"), None, None, 0, None,
+                     "multi-modal leakage needs the base LLM's answers"),
+            ScoreRow(star, "vlm-a", "mmstar.accuracy[math]", 0.4, 0.3, 0.5, 250, 2)]
+    html, _, _ = render_report(ReportData([d], recs, score_records(recs) + rows, "test"), "native")
+    sec = html[html.index('id="vsi"'):html.index('id="cards"')]
+    assert 'id="native-pope"' in sec and 'id="native-mmstar"' in sec and 'id="native-mmvp"' not in sec
+    pope_table = sec[sec.index('id="native-pope"'):sec.index('id="native-mmstar"')]
+    assert "<th>vlm-a</th><th>vlm-b</th>" in pope_table and "0.812 [0.790, 0.830]" in pope_table
+    assert "0.701 [0.680, 0.720]" in pope_table and "n=3000" in pope_table
+    assert "n/a: multi-modal leakage needs the base LLM" in sec[sec.index('id="native-mmstar"'):]

@@ -30,7 +30,7 @@ def render(
         check_out(out, "dir")
     try:
         t = get_task(task)
-        stimuli = [s for s in t.stimuli(seed) if s.split == "test"][:limit]
+        stimuli = [s for s in t.stimuli(seed) if s.split == "test" and not s.meta.get("no_image")][:limit]
     except (KeyError, ValueError, SourceError) as e:
         fail(e)
     if out is None:

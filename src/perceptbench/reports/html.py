@@ -215,6 +215,7 @@ def unpaired_task_notes(records, diffs) -> list[str]:
 def render_report(data: ReportData, title: str) -> tuple[str, str, int]:
     """(html, markdown, number of figures) for ``data``."""
     from . import figures as F
+    from .native import native_tables
     from .paired import paired_differences
 
     heads = headline_rows(data.scores)
@@ -239,6 +240,7 @@ def render_report(data: ReportData, title: str) -> tuple[str, str, int]:
             sig, _, rest = r.metric[len("signal_auroc["):].partition(",")
             signal[(r.task_id, r.model, rest.rstrip("]"))][sig] = r.value
     signal_names = sorted({k for v in signal.values() for k in v})
+    native = native_tables(vsi_rows)
     few = models[:MAX_FIGURE_MODELS]
     figs = dict(
         fig_matrix=F.matrix(heads, models, cols), fig_dissociation=F.dissociation(data.scores, few),
@@ -266,6 +268,7 @@ def render_report(data: ReportData, title: str) -> tuple[str, str, int]:
                    "that declare both; models without such a column last, then by name",
         signal=sorted(signal.items()), signal_names=signal_names,
         cards=cards, diffs=diffs, diffs_shown=shown, n_excl=len(excl), diff_notes=diff_notes, vsi_rows=vsi_rows,
+        native=native,
         run_dirs=[str(d) for d in data.run_dirs], n_examples=N_EXAMPLES,
         few_note=(f"Figures 2-5 draw the first {len(few)} of the {len(models)} models in the matrix order "
                   "(one Okabe-Ito colour each, yellow left out: weak on white); the matrix, the cards and the tables give every model."

@@ -7,9 +7,13 @@ pooled with the image trials) and ``run_meta.condition = "image_withheld"``.
 * Battery tasks: the prompt of :meth:`~perceptbench.tasks.base.Task.vlm_request` without its
   images (few-shot examples included: they are images too), answered and parsed like an
   image trial (readout ``vlm_prompt``, ``stimulus_sha256`` and ``image_sha256s`` empty).
-* VSI tasks: per sample, the clean question with no image, a prefill-only first-answer-token
-  distribution recorded like a perturbed condition's (readout ``vlm_vsi_perturbed``,
-  ``run_meta.vsi.condition = "image_withheld"``, ``sigma_px`` 0, ``image_sha256`` null).
+* VSI tasks: per sample, the clean question with no image: one greedy answer (the task's token
+  budget, parsed like the clean answer: ``raw_output``, ``response``, ``correct``) whose first
+  step gives the first-answer-token distribution, recorded like a perturbed condition's
+  (readout ``vlm_vsi_perturbed``, ``run_meta.vsi.condition = "image_withheld"``, ``sigma_px``
+  0, ``image_sha256`` null).  The answer is what the benchmark-native rows without the image
+  read (MMStar's multi-modal gain and leakage, HallusionBench's no-image questions:
+  :mod:`perceptbench.vsi.native`).
 
 Scoring pairs the VSI records with the clean records of ``{model}`` (same task, same sample):
 the ``[image_withheld]`` VSI cell of :mod:`perceptbench.vsi.scoring`, KL(p_clean || p without
@@ -44,10 +48,11 @@ class ImageWithheld(PromptRespondent):
     @classmethod
     def trial_stimuli(cls, task: Task, stimuli: list[Stimulus]) -> list[Stimulus]:
         """Battery tasks: the test stimuli; VSI tasks: one ``{sample}~image_withheld`` stimulus
-        per sample, made from its clean stimulus."""
+        per sample, made from its clean stimulus.  Stimuli a benchmark asks without an image
+        (``meta["no_image"]``) are included: this condition is where they are asked."""
         from .base import task_kind
 
-        test = super().trial_stimuli(task, stimuli)
+        test = [s for s in stimuli if s.split == "test"]  # with the questions asked without an image
         if task_kind(task) != "vsi":
             return test
         return [_as_withheld(s) for s in test if s.meta["vsi"]["condition"] == "clean"]
@@ -76,12 +81,15 @@ class ImageWithheld(PromptRespondent):
         for i in range(0, len(job.pending), bs):
             chunk = job.pending[i:i + bs]
             if reason is None:
-                reqs = [VLMRequest((), s.meta["vsi_prompt"], 1) for s in chunk]
+                reqs = [VLMRequest((), s.meta["vsi_prompt"], job.task.max_new_tokens) for s in chunk]
                 try:
-                    dists = m.prefill(reqs, [[] for _ in chunk], bs)
-                    recs = [vsi_record(ctx, m, s, prompt=r.prompt, vsi_extra={
-                        **d, "image_sha256": None, "max_prob": None, "verbal_conf": None, "verbal_raw": None})
-                        for s, r, d in zip(chunk, reqs, dists)]
+                    answered = m.clean(reqs, [[] for _ in chunk], bs, False)
+                    recs = []
+                    for s, r, (text, d, _, _) in zip(chunk, reqs, answered):
+                        response, parse_meta = job.task.parse_for(s, text)
+                        recs.append(vsi_record(ctx, m, s, response=response, raw=text, prompt=r.prompt, parse=parse_meta,
+                                               vsi_extra={**d, "image_sha256": None, "max_prob": None,
+                                                          "verbal_conf": None, "verbal_raw": None}))
                 except NotSupportedByProvider as e:
                     reason = str(e)
             if reason is not None:

@@ -19,8 +19,9 @@ image-withheld condition (``perceptbench run --condition image_withheld``,
 * ``manipulated_value`` = ``"clean"`` or ``"{condition}:sigma={sigma_px:g}"`` (e.g.
   ``"region_blur:sigma=20"``).
 * ``readout`` = ``"vlm_vsi_clean"`` (greedy answer + first-token distribution) or
-  ``"vlm_vsi_perturbed"`` (prefill only: first-token distribution, no generation; its
-  ``response``/``raw_output`` are null).
+  ``"vlm_vsi_perturbed"`` (blurs: prefill only, first-token distribution, no generation, its
+  ``response``/``raw_output`` null; ``image_withheld``: a greedy answer without the image,
+  parsed like a clean one, whose first step gives the distribution).
 * Clean record: ``raw_output`` the greedy answer, ``response`` its parse (``"yes"``/``"no"``,
   an option letter, or the base task's response; null when unparseable), ``ground_truth`` and
   ``correct`` as usual.
