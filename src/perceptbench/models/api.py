@@ -43,6 +43,7 @@ import numpy as np
 import tenacity
 from PIL import Image
 
+from ..core.text import model_text
 from .base import ModelLoadError, NotSupportedByProvider, TokenDistribution, VLMRequest
 
 __all__ = [
@@ -580,7 +581,7 @@ class OpenAICompatibleVLM(_HTTPVLM):
         content = msg.get("content")
         if isinstance(content, list):  # some servers return content parts
             content = "".join(p.get("text", "") for p in content if isinstance(p, dict))
-        return content if content else (msg.get("refusal") or "")
+        return model_text(content if content else (msg.get("refusal") or ""))
 
     def next_token_distribution(
         self, image: Image.Image, prompt: str, top_k: int | None = None
@@ -697,7 +698,7 @@ class AnthropicVLM(_HTTPVLM):
     def _generate_one(self, request: VLMRequest, turns: Sequence[tuple[str, str]] = ()) -> str:
         data = self._post_json(self.url, self._headers(), self._body(request, turns))
         blocks = data.get("content") or []
-        return "".join(b.get("text", "") for b in blocks if isinstance(b, dict) and b.get("type") == "text")
+        return model_text("".join(b.get("text", "") for b in blocks if isinstance(b, dict) and b.get("type") == "text"))
 
 
 class GeminiVLM(_HTTPVLM):
@@ -777,7 +778,7 @@ class GeminiVLM(_HTTPVLM):
         if not cands:  # prompt blocked (promptFeedback.blockReason): a null response
             return ""
         parts = (cands[0].get("content") or {}).get("parts") or []
-        return "".join(p.get("text", "") for p in parts if isinstance(p, dict) and not p.get("thought"))
+        return model_text("".join(p.get("text", "") for p in parts if isinstance(p, dict) and not p.get("thought")))
 
     def next_token_distribution(self, image, prompt, top_k=None) -> TokenDistribution:
         """Top-k log-probabilities of the first generated token (``complete=False``)."""
@@ -810,7 +811,9 @@ class GeminiVLM(_HTTPVLM):
 def _distribution(pairs: list[tuple[str, Any]], k: int) -> TokenDistribution:
     """Provider top-k (token, logprob) pairs -> a sorted, de-duplicated TokenDistribution.
 
-    Entries with the same token string are kept once (the more probable).  An entry whose token
+    Token strings are normalised first (:func:`~perceptbench.core.text.model_text`: a lone
+    surrogate, a byte fragment some servers escape as one, becomes U+FFFD).  Entries with the
+    same token string are kept once (the more probable).  An entry whose token
     string is empty is dropped when any other entry remains: it names no token.  llama.cpp's
     Python server (llama-cpp-python 0.3.x) decodes each top token on its own with
     ``errors="ignore"`` and keys the top list by that string, so byte fragments of multi-byte
@@ -825,7 +828,7 @@ def _distribution(pairs: list[tuple[str, Any]], k: int) -> TokenDistribution:
         if lp is None:
             continue
         lp = float(lp)
-        tok = "" if tok is None else str(tok)
+        tok = "" if tok is None else model_text(str(tok))
         if tok not in best or lp > best[tok]:
             best[tok] = lp
     if not best:

@@ -41,6 +41,7 @@ from typing import Any, ClassVar, Sequence
 import numpy as np
 from PIL import Image
 
+from ..core.text import model_text
 from ..seeding import image_sha256
 from .base import (FOLLOW_UP_TURN, VLM, AnswerBudget, BatchedDistributions, DistributionAndFollowUp, Encoder,
                    FirstTokenDistribution, FollowUpTurn, Identified, TextEncoder, TokenDistribution,
@@ -72,7 +73,7 @@ def dist_to_meta(d: TokenDistribution, source: str) -> dict:
     """A distribution as JSON-able keys (ids, tokens, logprobs, complete, ``distribution_source``):
     the ``run_meta.vsi`` fields of a VSI record and the text of a cached distribution."""
     return {"token_ids": None if d.token_ids is None else [int(i) for i in d.token_ids],
-            "tokens": [str(t) for t in d.tokens], "logprobs": [float(x) for x in np.asarray(d.logprobs)],
+            "tokens": [model_text(str(t)) for t in d.tokens], "logprobs": [float(x) for x in np.asarray(d.logprobs)],
             "complete": bool(d.complete), "distribution_source": source}
 
 
@@ -385,7 +386,9 @@ class _Answering:
         ``image_sha256s``: optional per-request lists of stimulus sha256s (as recorded by the
         stimulus pipeline) to key on instead of pixel hashes.  ``budget_in_key``: key the budget
         used too (VSI clean answers, see the class docstring).  Identical requests are sent to
-        the inner model once; misses go in chunks of ``chunk_size``, stored after each chunk."""
+        the inner model once; misses go in chunks of ``chunk_size``, stored after each chunk.  The
+        inner model's texts are normalised (:func:`~perceptbench.core.text.model_text`) before they
+        are stored or returned, so the cache and the records hold the same text."""
         reqs = list(requests)
         shas = _per_request(reqs, image_sha256s)
         keys = [self._budget_key(r, s, "") if budget_in_key else
@@ -404,7 +407,7 @@ class _Answering:
         pending = list(todo.items())
         for start in range(0, len(pending), self.chunk_size):
             chunk = pending[start : start + self.chunk_size]
-            texts = self.inner.generate([reqs[i] for _, i in chunk], batch_size=batch_size)
+            texts = [model_text(t) for t in self.inner.generate([reqs[i] for _, i in chunk], batch_size=batch_size)]
             if len(texts) != len(chunk):
                 raise RuntimeError(f"inner model returned {len(texts)} answers for {len(chunk)} requests")
             self.calls += len(chunk)
@@ -423,7 +426,7 @@ class _Answering:
         return [x if x is not None else "" for x in out]
 
     def _verify(self, request: VLMRequest, cached: str) -> None:
-        live = self.inner.generate([request], batch_size=1)
+        live = [model_text(t) for t in self.inner.generate([request], batch_size=1)]
         self.calls += 1
         self.verified += 1
         if len(live) != 1 or live[0] != cached:

@@ -21,7 +21,7 @@ from PIL import Image
 
 from perceptbench.models.api import APIError, AnthropicVLM, GeminiVLM, OpenAICompatibleVLM, png_base64
 from perceptbench.models.base import FirstTokenDistribution, ModelLoadError, NotSupportedByProvider, VLM, VLMRequest
-from helpers.servers import free_port as _free_port  # noqa: E402
+from helpers.servers import chat_json as _chat_json, free_port as _free_port  # noqa: E402
 
 SECRET = "sk-test-SECRET-0123456789abcdef"
 FAST = dict(backoff_initial=0.01, backoff_max=0.05, retry_after_max=0.2)
@@ -77,14 +77,6 @@ def test_real_server_has_no_logprobs(served_model):
 # ---------------------------------------------------------------------------------------
 # scripted local HTTP servers
 # ---------------------------------------------------------------------------------------
-
-
-def _chat_json(text: str, logprobs: list | None = None) -> dict:
-    choice = {"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": text}}
-    if logprobs is not None:
-        choice["logprobs"] = {"content": [{"token": logprobs[0][0], "logprob": logprobs[0][1],
-                                           "top_logprobs": [{"token": t, "logprob": lp} for t, lp in logprobs]}]}
-    return {"id": "x", "object": "chat.completion", "model": "m", "choices": [choice]}
 
 
 class Scripted:
