@@ -11,9 +11,10 @@ of ``concurrency`` workers) and retry with ``tenacity``:
 * retried the same way: a 200 response that is not a whole JSON object (truncated JSON), an
   OpenAI-compatible response without ``choices[0].message`` (an empty ``choices`` list), and a
   logprobs response without logprobs from a provider that has returned logprobs before in this
-  session (issue 20 item 2; a provider that has never returned them is told at once with
-  :class:`~perceptbench.models.base.NoLogprobs`, not retried: whether it is unsupported is
-  decided by the caller from consecutive such answers);
+  session (issue 20 item 2; retries exhausted, that one is a
+  :class:`~perceptbench.models.base.NoLogprobs`, not an :class:`APIError`; a provider that has
+  never returned them is told at once with ``NoLogprobs``, not retried: whether it is
+  unsupported is decided by the caller from consecutive such answers);
 * not retried: other 4xx (bad request, auth, not found);
 * after ``max_retries`` retries (``max_retries + 1`` attempts) an :class:`APIError` names
   the provider, the URL (never a key: every adapter sends keys in headers) and the last
@@ -88,6 +89,12 @@ class APIError(RuntimeError):
 class _Malformed(Exception):
     """Internal: a 200 response that is not what the request asks for (truncated JSON, no
     ``choices``, no logprobs after the provider returned them before): retried like a 5xx."""
+
+
+class _MissingLogprobs(_Malformed):
+    """Internal: a response without logprobs from a provider that returned them before; retried,
+    and after the retries a :class:`~perceptbench.models.base.NoLogprobs` (the caller leaves that
+    request unanswered), not an :class:`APIError`."""
 
 
 class _RetryableHTTP(Exception):
@@ -324,6 +331,9 @@ class _HTTPVLM(abc.ABC):
                 ),
                 provider=self.provider, url=url, status=e.status, attempts=attempts,
             ) from None
+        except _MissingLogprobs as e:
+            raise NoLogprobs(self._redact(f"{self._label()} response from {url} without logprobs after {attempts} "
+                                          f"attempts ({self.max_retries} retries): {e}")) from None
         except _Malformed as e:
             raise APIError(
                 self._redact(f"{self._label()} response from {url} was malformed after {attempts} attempts "
@@ -348,7 +358,7 @@ class _HTTPVLM(abc.ABC):
         if isinstance(entries, list) and entries:
             return entries
         if getattr(self, "_logprobs_seen", False):
-            raise _Malformed(f"no logprobs in a response (this server returned them before): "
+            raise _MissingLogprobs(f"no logprobs in a response (this server returned them before): "
                              f"{self._redact(str(data)[:160])}")
         raise NoLogprobs(f"{self._label()} server at {self._base_for_repr()} (model {self.model!r}) returned no "
                          "logprobs for logprobs=true/top_logprobs; its next-token distribution is unavailable")
