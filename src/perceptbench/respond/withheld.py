@@ -70,7 +70,8 @@ class ImageWithheld(PromptRespondent):
         return self._run_vsi(job) if task_kind(job.task) == "vsi" else super().run(job)
 
     def _run_vsi(self, job: Job) -> Result:
-        from ..vsi.respondent import EMPTY_DIST, vsi_context, vsi_job_context, vsi_model, vsi_record
+        from ..vsi.respondent import (EMPTY_DIST, flag_meta, skip_trial_record, vsi_context, vsi_job_context,
+                                      vsi_model, vsi_record)
 
         cached = cached_model(job)
         m = vsi_model(cached, job.task)
@@ -78,26 +79,37 @@ class ImageWithheld(PromptRespondent):
         bs = default_batch_size(job.batch_size, "vlm")
         hits0, calls0 = cached.hits, cached.calls
         reason, written = m.check_supported(), 0
+        record = lambda s, **kw: vsi_record(ctx, m, s, **kw)  # noqa: E731
         for i in range(0, len(job.pending), bs):
             chunk = job.pending[i:i + bs]
+            recs: dict = {}
             if reason is None:
                 reqs = [VLMRequest((), s.meta["vsi_prompt"], job.task.max_new_tokens) for s in chunk]
                 try:
                     answered = m.clean(reqs, [[] for _ in chunk], bs, False)
-                    recs = []
-                    for s, r, (text, d, _, _) in zip(chunk, reqs, answered):
-                        response, parse_meta = job.task.parse_for(s, text)
-                        recs.append(vsi_record(ctx, m, s, response=response, raw=text, prompt=r.prompt, parse=parse_meta,
-                                               vsi_extra={**d, "image_sha256": None, "max_prob": None,
-                                                          "verbal_conf": None, "verbal_raw": None}))
                 except NotSupportedByProvider as e:
-                    reason = str(e)
+                    reason, answered = str(e), []
+                for s, r, a in zip(chunk, reqs, answered):
+                    if a is None:  # not answered: pending for the next run (or skipped below)
+                        continue
+                    text, d = a[0], a[1]
+                    why, flags = m.checked(d, text)
+                    if why:
+                        recs[s.stimulus_id] = skip_trial_record(record, s, m, why, None, r.prompt)
+                        continue
+                    response, parse_meta = job.task.parse_for(s, text)
+                    recs[s.stimulus_id] = record(s, response=response, raw=text, prompt=r.prompt, parse=parse_meta,
+                                                 vsi_extra={**d, "image_sha256": None, "max_prob": None,
+                                                            "verbal_conf": None, "verbal_raw": None,
+                                                            **flag_meta(flags)})
+                reason = reason or m.unsupported
             if reason is not None:
-                recs = [vsi_record(ctx, m, s, vsi_extra={**EMPTY_DIST, "distribution_source":
-                                                                             m.source}, skipped=reason)
-                        for s in chunk]
-            written += job.sink.append(recs)
+                recs.update({s.stimulus_id: record(s, vsi_extra={**EMPTY_DIST, "distribution_source": m.source},
+                                                   skipped=reason) for s in chunk if s.stimulus_id not in recs})
+            written += job.sink.append(list(recs.values()))
             job.advance(len(chunk))
+            if m.failure is not None:  # the chunk's finished records are written: now stop
+                raise m.failure
         hits = cached.hits - hits0
         return Result(written, hits, hits + (cached.calls - calls0))
 
