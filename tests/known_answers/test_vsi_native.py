@@ -227,7 +227,7 @@ def test_mmstar_auroc_of_minus_vsi_per_category():
         ext = {"category": cat, "l2_category": "geometry"}
         sid = f"mmstar-{i:04d}"
         # clean: token 1 with p = 0.9; whole blur: p(1) falls with i, so VSI rises with i (errors lowest)
-        p = 0.9 - 0.08 * i if i >= 5 else 0.9 - 0.001 * i
+        p = 0.9 - 0.07 * i if i >= 5 else 0.9 - 0.001 * i  # never 0.5: two equal logprobs are "uninformative"
         for cond, lps in (("clean", [math.log(0.9), math.log(0.1)]), ("whole_blur", [math.log(p), math.log(1 - p)])):
             vsi = {"sample_id": sid, "image_id": sid, "benchmark": "mmstar", "condition": cond,
                    "sigma_px": 0.0 if cond == "clean" else 20.0, "dilate_px": 4, "region_source": "exact",
