@@ -134,7 +134,7 @@ def task_records(index: RecordIndex, task_id: str) -> list[TrialRecord]:
         for row in index.by_task[task_id]:
             f.seek(int(index.offsets[row]))
             raw = f.read(int(index.lengths[row]))
-            out.append(parse_record_line(raw.decode("utf-8", errors="replace"), f"{index.path}:{row + 1}"))
+            out.append(parse_record_line(raw, f"{index.path}:{row + 1}"))
     return out
 
 
@@ -306,13 +306,13 @@ def _count_lines(path: Path) -> int:
     return n
 
 
-def _line(path: Path, row: int) -> str | None:
+def _line(path: Path, row: int) -> bytes | None:
     """Line ``row`` (0-based) of the file, or None when a blank line comes before it (duckdb
     skips blank lines, so its row numbers are then not line numbers)."""
     with open(path, "rb") as f:
         for i, line in enumerate(f):
             if i == row:
-                return line.decode("utf-8", "replace").rstrip("\n")
+                return line.rstrip(b"\n")
             if not line.strip():
                 return None
     return None
@@ -329,6 +329,18 @@ class ColumnarRecords(dict):
         self.simple: dict[str, bool] = {}
 
 
+#: JSON types of an answer (``response``, ``ground_truth``: a string, an integer, a list of strings
+#: or null) and of ``manipulated_value`` (a JSON scalar), as the record schema types them
+_ANSWER_TYPES = "('NULL', 'VARCHAR', 'UBIGINT', 'BIGINT', 'ARRAY')"
+_SCALAR_TYPES = "('NULL', 'VARCHAR', 'UBIGINT', 'BIGINT', 'DOUBLE', 'BOOLEAN')"
+
+
+def _answer_ok(col: str) -> str:
+    """SQL: the JSON column ``col`` holds an answer of the schema's types (lists: of strings)."""
+    return (f"coalesce(json_type({col}), 'NULL') IN {_ANSWER_TYPES} AND "
+            f"coalesce(list_bool_and([t = 'VARCHAR' for t in json_type({col}, '$[*]')]), true)")
+
+
 def read_columns(path: str | os.PathLike, batch_rows: int = 100_000) -> ColumnarRecords | None:
     """Read a records file into :class:`TaskColumns` per task with duckdb's JSON reader
     (one streaming pass, C++; a few hundred MiB whatever the file size: strings are
@@ -336,7 +348,8 @@ def read_columns(path: str | os.PathLike, batch_rows: int = 100_000) -> Columnar
 
     Every line is checked as the byte-offset reader checks it: a JSON object with exactly
     the fields of :data:`~perceptbench.records.SCHEMA_FIELDS`, ``run_meta`` an object; here
-    also the types duckdb reads and ``trial_id == task_id|stimulus_id|model|rep{rep}``.  The
+    also the types duckdb reads (answers: a string, an integer, a list of strings or null;
+    ``manipulated_value`` a JSON scalar) and ``trial_id == task_id|stimulus_id|model|rep{rep}``.  The
     first line that fails is parsed by the validating reader
     (:func:`~perceptbench.records.parse_record_line`), whose :class:`RecordError` names the
     file, line and field; a duplicated ``trial_id`` raises naming both lines.  Returns None
@@ -365,7 +378,9 @@ def read_columns(path: str | os.PathLike, batch_rows: int = 100_000) -> Columnar
                         || s.model || '|rep' || CAST(s.rep AS VARCHAR) AND rm.seed IS NOT NULL
                         AND (s.correct IS NULL OR json_type(s.correct) = 'BOOLEAN')
                         AND json_type(s.rep) IN ('UBIGINT', 'BIGINT')
-                        AND s.model_family IS NOT NULL AND s.readout IS NOT NULL, false) AS ok,
+                        AND s.model_family IS NOT NULL AND s.readout IS NOT NULL
+                        AND {_answer_ok("s.response")} AND {_answer_ok("s.ground_truth")}
+                        AND coalesce(json_type(s.manipulated_value), 'NULL') IN {_SCALAR_TYPES}, false) AS ok,
                s.task_id, s.model, s.stimulus_id, s.model_family AS family, s.readout, s.response,
                s.ground_truth, s.manipulated_value, CAST(s.correct AS VARCHAR) = 'true' AS correct,
                TRY_CAST(s.rep AS BIGINT) AS rep, rm.seed, rm.split,

@@ -139,8 +139,20 @@ def _answers_equal(a: Answer, b: Answer) -> bool:
     return a == b
 
 
+TRIAL_ID_SEPARATOR = "|"
+"""Joins the parts of a trial id; no part may contain it (else two trials could share one id:
+model ``m1|m2`` on stimulus ``s`` and model ``m2`` on stimulus ``s|m1``)."""
+
+
 def make_trial_id(task_id: str, stimulus_id: str, model: str, rep: int) -> str:
-    """``task_id|stimulus_id|model|rep{n}`` (seed 000 appendix C)."""
+    """``task_id|stimulus_id|model|rep{n}`` (seed 000 appendix C).
+
+    Raises ValueError naming the part when ``task_id``, ``stimulus_id`` or ``model`` contains
+    :data:`TRIAL_ID_SEPARATOR`: the id would not say which trial it is."""
+    for name, part in (("task id", task_id), ("stimulus id", stimulus_id), ("model name", model)):
+        if TRIAL_ID_SEPARATOR in str(part):
+            raise ValueError(f"{name} {part!r} contains {TRIAL_ID_SEPARATOR!r}, the trial id separator: two "
+                             f"trials could share one id; rename it without {TRIAL_ID_SEPARATOR!r}")
     return f"{task_id}|{stimulus_id}|{model}|rep{rep}"
 
 
@@ -151,11 +163,20 @@ def score_correct(response: Answer, ground_truth: Answer) -> bool | None:
     return _answers_equal(response, ground_truth)
 
 
-def parse_record_line(line: str, where: str = "<string>") -> TrialRecord:
+def parse_record_line(line: str | bytes, where: str = "<string>") -> TrialRecord:
     """Validate one JSON line against the schema.
 
-    Raises :class:`RecordError` naming ``where`` (file:line) and the offending field.
+    ``line`` as read from a file (bytes) must be valid UTF-8, as every line perceptbench
+    writes is: invalid bytes (e.g. in a raw answer) are not replaced silently but refused.
+    Raises :class:`RecordError` naming ``where`` (file:line) and the offending field, or the
+    first invalid byte and its column.
     """
+    if isinstance(line, (bytes, bytearray)):
+        try:
+            line = bytes(line).decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise RecordError(f"{where}: not valid UTF-8 (byte 0x{line[e.start]:02x} at column {e.start + 1}); "
+                              "perceptbench writes UTF-8 only: the file was damaged or not written by it") from None
     try:
         obj = json.loads(line)
     except json.JSONDecodeError as e:
@@ -205,7 +226,7 @@ def scan_records(path: str | os.PathLike) -> Iterator[tuple[int, TrialRecord | N
             yield lineno, None, _torn_message(path, lineno)
             continue
         try:
-            rec = parse_record_line(raw.decode("utf-8", errors="replace"), f"{path}:{lineno}")
+            rec = parse_record_line(raw, f"{path}:{lineno}")
         except RecordError as e:
             yield lineno, None, str(e)
             continue
@@ -281,13 +302,19 @@ def read_records(path: str | os.PathLike, *, allow_torn_tail: bool = True) -> li
     return records
 
 
+_RECORD_START = b'{"trial_id":'
+"""How every line :meth:`TrialRecord.to_json_line` writes begins (the schema's first field)."""
+
+
 class RecordStore:
     """Append-only JSONL store of trial records, safe against kill -9.
 
     Each :meth:`append` validates the records, writes whole lines with one ``write`` on an
     ``O_APPEND`` descriptor and ``fsync``s, so a crash leaves at most one torn final line.
     Opening an existing file validates it, truncates a torn final line (never a complete
-    record), and loads the finished ``trial_id``s so a rerun skips them.  An exclusive
+    record, and only when every complete line is a valid record and the torn one begins like
+    a record: a foreign file is refused untouched), and loads the finished ``trial_id``s so a
+    rerun skips them.  An exclusive
     ``flock`` (:class:`~perceptbench.core.rundir.RecordsLock`, the records lock that
     ``run.json`` is written under) keeps two processes from writing the same file.
 
@@ -309,6 +336,10 @@ class RecordStore:
             raise
 
     def _repair_tail(self) -> int:
+        """Cut a torn final line, only from a file that is perceptbench's: every complete line a
+        valid record and the torn line the start of one (``{"trial_id":``, as
+        :meth:`TrialRecord.to_json_line` writes it).  Anything else raises RecordError naming
+        the file and line, with the file left untouched."""
         size = os.fstat(self._fd).st_size
         if size == 0:
             return 0
@@ -317,6 +348,14 @@ class RecordStore:
         if data.endswith(b"\n"):
             return 0
         keep = data.rfind(b"\n") + 1
+        tail = data[keep:].strip()
+        lineno = data.count(b"\n") + 1
+        for _, _, problem in scan_records(self.path):
+            if problem is not None and problem != _torn_message(self.path, lineno):
+                raise RecordError(problem + " (nothing was changed in the file)")
+        if not (tail.startswith(_RECORD_START) or _RECORD_START.startswith(tail)):  # torn anywhere in a record
+            raise RecordError(f"{self.path}:{lineno}: the last line has no newline and is not the start of a trial "
+                              "record: this is not a records file a crash left behind; it is left as it is")
         os.ftruncate(self._fd, keep)
         os.fsync(self._fd)
         return size - keep

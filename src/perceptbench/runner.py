@@ -69,8 +69,34 @@ class RunSummary:
 
 def _check_run_json(out: Path, cfg: RunConfig) -> None:
     """Begin or resume the run in ``out`` (ValueError for another seed); run.json is written
-    under the records lock (:meth:`perceptbench.core.rundir.RunDir.start`)."""
+    under the records lock (:meth:`perceptbench.core.rundir.RunDir.start`), which the caller's
+    open record store holds from before run.json is read until the run ends."""
     RunDir(out).start(cfg.seed)
+
+
+def _check_seed_of_records(path: Path, seed: int) -> None:
+    """Before a run directory is resumed with ``seed`` (before run.json or any record is
+    written): ValueError (one line) naming the file and line of the first record of another
+    seed.  When every record is of one other seed, the remedy is ``--seed`` that seed; when the
+    file mixes seeds, no ``--seed`` resumes it.  Problem lines are left to the record store."""
+    from .records import scan_records
+
+    seeds: dict[int, tuple[int, int]] = {}  # seed -> (first line, count)
+    for lineno, rec, _ in scan_records(path):
+        if rec is not None:
+            first, n = seeds.get(rec.run_meta.seed, (lineno, 0))
+            seeds[rec.run_meta.seed] = (first, n + 1)
+    other = {s: v for s, v in seeds.items() if s != seed}
+    if not other:
+        return
+    s, (line, n) = min(other.items(), key=lambda kv: kv[1][0])
+    if len(seeds) == 1:
+        how = f"rerun with --seed {s} to resume it, or give a new --out for seed {seed}"
+    else:
+        how = (f"it mixes seeds {sorted(seeds)}, so no --seed resumes it: move the records of the other seed(s) to "
+               "their own file (`perceptbench validate` names them) or give a new --out")
+    raise ValueError(f"{path}:{line}: a record of seed {s} ({n} of {sum(c for _, c in seeds.values())} records), "
+                     f"resumed with --seed {seed}; {how}; nothing was written")
 
 
 def _record_mixed(out: Path, run_id: str, diffs: list) -> None:
@@ -94,7 +120,7 @@ def _static_differences(task: Task, stimuli: list[Stimulus], finished: list, see
     prompts: dict[str, str] = {}
     diffs = []
     for model, recs in by_model.items():
-        diffs += compare(recs, {"package version": __version__, "task settings": dict(task.params)},
+        diffs += compare(recs, {"package version": __version__, "task settings": dict(task.identity_params)},
                          lambda r: {"package version": r.run_meta.model_extra.get("package_version"),
                                     "task settings": r.run_meta.model_extra.get("task_params")},
                          task.task_id, model)
@@ -165,6 +191,35 @@ def _select_stimuli(task_stimuli: list, wanted: Sequence[str]) -> None:
             raise ValueError(f"--stimulus {sid}: a probe-train stimulus of {tids}, not a test trial")
         some = ", ".join(test_ids[:5]) + (f", ... ({len(test_ids)} in all)" if len(test_ids) > 5 else "")
         raise ValueError(f"--stimulus {sid}: no such test stimulus in {tids}; valid ids: {some or 'none'}")
+
+
+def check_trial_identity(task_stimuli: list, labels: Sequence[str], conditions_: Sequence[str],
+                         wanted: frozenset[str] | set[str] = frozenset()) -> int:
+    """Check before a run starts that every trial it would write has its own id: the number of
+    distinct trial ids equals test stimuli x respondents x repetitions, per task.
+
+    ``task_stimuli``: (task, stimuli) pairs; ``labels``: the model short names; ``wanted``:
+    the ``--stimulus`` selection (empty: all).  Returns the number of model trials.  Raises
+    ValueError (one line) naming the task and a stimulus id that occurs twice (e.g. a dataset
+    that holds two questions under one id), or the part that holds the separator ``|``
+    (:func:`perceptbench.records.make_trial_id`)."""
+    total = 0
+    for task, stimuli in task_stimuli:
+        chosen = [s for s in stimuli if s.split == "test" and (not wanted or s.stimulus_id in wanted)]
+        for condition in conditions_:
+            test = trial_stimuli(task, chosen, condition)
+            ids = {make_trial_id(task.task_id, s.stimulus_id, respondent_label(name, condition), rep)
+                   for s in test for name in labels for rep in range(task.n_reps)}
+            expected = len(test) * len(labels) * task.n_reps
+            if len(ids) != expected:
+                from collections import Counter
+
+                dup = next((sid for sid, n in Counter(s.stimulus_id for s in test).items() if n > 1), "?")
+                raise ValueError(f"{task.task_id}: {expected} trials ({len(test)} stimuli x {len(labels)} models x "
+                                 f"{task.n_reps} reps) but only {len(ids)} distinct trial ids: stimulus id {dup!r} "
+                                 "occurs more than once; nothing was run")
+            total += expected
+    return total
 
 
 def resolve_models(cfg: RunConfig, load_model: Callable,
@@ -246,9 +301,12 @@ def run(cfg: RunConfig, *, progress: bool = True, load_model: Callable | None = 
     task_stimuli = [(task, task.stimuli(cfg.seed)) for task in tasks]
     for task, stimuli in task_stimuli:
         require_test_stimuli(task, stimuli)  # before run.json or any record is written
+    for task, _ in task_stimuli:  # images from outside the project: a bad file fails before anything is written
+        task.check_images(cfg.seed)
     wanted = set(cfg.stimuli)
     if wanted:
         _select_stimuli(task_stimuli, list(cfg.stimuli))
+    check_trial_identity(task_stimuli, names, cfg.conditions, wanted)  # one id per trial, before anything is written
     from .models.registry import quiet_loading
 
     for task, _ in task_stimuli:  # models a task needs itself (VSI grounding) load before the VLMs
@@ -259,15 +317,28 @@ def run(cfg: RunConfig, *, progress: bool = True, load_model: Callable | None = 
         def announce(arg: str) -> None:
             from rich.markup import escape
 
-            console.print(f"loading model {escape(arg)} ...", highlight=False)
+            from .core.urls import redact_urls_in
+
+            console.print(f"loading model {escape(redact_urls_in(arg))} ...", highlight=False)
     preloaded = resolve_models(cfg, load_model, announce)
     for arg, name in zip(cfg.models, names):  # model x task compatibility, before anything is written
         if arg in preloaded:
             for task, _ in task_stimuli:
                 for condition in cfg.conditions:
                     check_compatible(task, preloaded[arg], name, condition)
-    _check_run_json(out, cfg)
+    if executor not in ("local", "ray"):
+        raise ValueError(f"--executor {executor!r}: not 'local' or 'ray'")
+    if executor == "ray":  # the cluster starts (or fails in one line) before anything is written
+        from .executors.ray_executor import start_cluster
+
+        start_cluster((ray_options or {}).get("address"))
+    if RunDir(out).has_records():
+        _check_seed_of_records(RunDir(out).records, cfg.seed)
+    out.mkdir(parents=True, exist_ok=True)
     with RecordStore(RunDir(out).records) as store:
+        # run.json under the lock the store holds for the whole run: a second run started into the
+        # same new --out is refused by the lock before it can write its own run.json (issue 20 item 6)
+        _check_run_json(out, cfg)
         finished: list = []
         if store.done:
             from .records import read_records
@@ -307,8 +378,6 @@ def run(cfg: RunConfig, *, progress: bool = True, load_model: Callable | None = 
                                 and not _vsi_features_cached(out, name, task.task_id))
                     if pending or features:
                         plan.append((task, stimuli, arg, name, pending, condition))
-        if executor not in ("local", "ray"):
-            raise ValueError(f"--executor {executor!r}: not 'local' or 'ray'")
         if executor == "ray":
             _run_plan_on_ray(plan, cfg, store, run_id, out, extra_meta, gate, finished, summary,
                              console, ray_options or {})

@@ -6,7 +6,8 @@ reads them all and merges by ``trial_id``:
 
 - **Identical duplicates collapse** to the first one read.  Two records are identical
   when every field agrees except ``run_meta.run_id`` (which names the run that wrote
-  the record, so it differs between any two runs by construction).  Everything else
+  the record, so it differs between any two runs by construction) and
+  ``run_meta.data_location`` (where the images lay on the machine that ran it).  Everything else
   must agree: the response, raw output, ground truth, prompt hash, ``run_meta.seed``,
   ``model_version``, ``stimulus_sha256``, ``settings`` (e.g. the batch size),
   ``package_version`` and every other ``run_meta`` key.  A trial that differs in any of
@@ -29,8 +30,10 @@ from typing import Any, Sequence
 from .core.rundir import OS_JUNK_FILES, RUN_DIR_MARKERS, RunDir  # noqa: F401 (re-exported)
 from .records import RecordError, TrialRecord, read_records
 
-IGNORED_RUN_META: tuple[str, ...] = ("run_id",)
-"""``run_meta`` keys that may differ between identical duplicates (see the module docstring)."""
+IGNORED_RUN_META: tuple[str, ...] = ("run_id", "data_location")
+"""``run_meta`` keys that may differ between identical duplicates (see the module docstring):
+the run that wrote the record, and where the task's data lay on that machine (an image
+folder; the data themselves are named by the task id, :attr:`perceptbench.tasks.base.Task.content_settings`)."""
 
 
 def records_path(path: str | Path) -> Path:

@@ -20,16 +20,40 @@ def _mark_color_lines() -> list[str]:
     return [ln for ln in lines if json.loads(ln)["task_id"] == TASK]
 
 
-def _wrong_type(lines):
-    k = 7
+def _with_fields(lines, k, **fields):
+    """``lines`` with line ``k`` (1-based) changed: ``fields`` set on its record."""
     o = json.loads(lines[k - 1])
-    o["correct"] = "perhaps"
-    return lines[:k - 1] + [json.dumps(o) + "\n"] + lines[k:], k, "field correct"
+    o.update(fields)
+    return lines[:k - 1] + [json.dumps(o) + "\n"] + lines[k:]
+
+
+def _wrong_type(lines):
+    return _with_fields(lines, 7, correct="perhaps"), 7, "field correct"
 
 
 def _not_json(lines):
     k = 12
     return lines[:k - 1] + ['{"trial_id": "x", oops\n'] + lines[k:], k, "not valid JSON"
+
+
+def _rep_string(lines):
+    return _with_fields(lines, 9, rep="0"), 9, "field rep"
+
+
+def _response_object(lines):
+    """`export` accepted a response that is a JSON object and `score` tracebacked on it."""
+    return _with_fields(lines, 5, response={"a": 1}, correct=None), 5, "field response"
+
+
+def _response_list_of_numbers(lines):
+    return _with_fields(lines, 5, response=[1, 2], correct=None), 5, "field response"
+
+
+def _invalid_utf8(lines):
+    """Invalid UTF-8 in a raw answer passed `validate` (silently replaced) and crashed the others.
+    The byte 0xff is written through the surrogateescape error handler (U+DCFF -> 0xff)."""
+    bad = _with_fields(lines, 3, raw_output="XXBADXX")
+    return bad[:2] + [bad[2].replace("XXBADXX", "ab\udcffcd")] + bad[3:], 3, "not valid UTF-8"
 
 
 def _truncated(lines):
@@ -47,13 +71,16 @@ def _message(p: subprocess.CompletedProcess, where: str) -> str:
     return msg
 
 
-@pytest.mark.parametrize("spoil", [_wrong_type, _not_json, _truncated], ids=["wrong_type", "not_json", "truncated"])
+@pytest.mark.parametrize("spoil", [_wrong_type, _not_json, _truncated, _rep_string, _response_object,
+                                   _response_list_of_numbers, _invalid_utf8],
+                         ids=["wrong_type", "not_json", "truncated", "rep_string", "response_object",
+                              "response_list_of_numbers", "invalid_utf8"])
 def test_bad_record_line_gets_one_message_from_every_command(tmp_path, spoil):
     lines, lineno, what = spoil(_mark_color_lines())
     run = tmp_path / "run"
     run.mkdir()
     records = run / "records.jsonl"
-    records.write_text("".join(lines))
+    records.write_bytes("".join(lines).encode("utf-8", "surrogateescape"))
     where = f"{records}:{lineno}:"
     out = {
         "score": cli("score", str(run), columns=400),
@@ -71,3 +98,41 @@ def test_bad_record_line_gets_one_message_from_every_command(tmp_path, spoil):
     for c, p in out.items():
         # a torn final line is a crash's leftover: every command but validate leaves it out and goes on
         assert p.returncode == (0 if torn and c != "validate" else 2), (c, p.stdout + p.stderr)
+
+
+@pytest.fixture(scope="module")
+def seed0_run(tmp_path_factory, mirror):
+    from perceptbench.runner import RunConfig, run
+
+    d = tmp_path_factory.mktemp("seeds") / "run"
+    run(RunConfig(out=d, tasks=[TASK], models=[]), progress=False)
+    return d
+
+
+@pytest.mark.parametrize("mixed", [True, False], ids=["one_foreign_record", "every_record_of_another_seed"])
+def test_resume_over_records_of_another_seed_refuses_before_appending(tmp_path, seed0_run, mixed):
+    """Issue 20 item 5: resuming a run whose file held a record of another seed appended 20
+    records before anything complained, then named no file or line and advised --seed."""
+    import shutil
+
+    from helpers.records import plant_record, plant_records
+
+    run = tmp_path / "run"
+    shutil.copytree(seed0_run, run)
+    records = run / "records.jsonl"
+    n = records.read_bytes().count(b"\n")
+    if mixed:
+        plant_records(records, [plant_record(TASK, stimulus_id="x", response="a", ground_truth="a", seed=1)])
+    seed = 0 if mixed else 1
+    before = {p.name: p.read_bytes() for p in run.iterdir()}
+    p = cli("run", "--out", run, "--seed", seed, "--task", TASK, "--task", "similarity.chart.series_count",
+            "--no-progress", columns=400)
+    assert p.returncode == 2 and "Traceback" not in p.stdout + p.stderr, p.stdout + p.stderr
+    msg = " ".join(p.stdout.split())
+    line = n + 1 if mixed else 1
+    assert msg.startswith(f"error: {records}:{line}: a record of seed {1 if mixed else 0}"), msg
+    if mixed:
+        assert "no --seed resumes it" in msg and "new --out" in msg
+    else:
+        assert "rerun with --seed 0" in msg
+    assert {p.name: p.read_bytes() for p in run.iterdir()} == before  # nothing appended, run.json untouched

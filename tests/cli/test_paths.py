@@ -1,6 +1,7 @@
 """A newcomer's rough edges: --out paths, empty record files, validate's problem count,
 several runs, render's default folder, Ctrl-C during a run, help texts, CI formatting."""
 
+import errno
 import json
 import os
 import signal
@@ -260,3 +261,127 @@ def test_export_and_score_refuse_files_they_did_not_write(planted_run, tmp_path)
     p = cli("score", planted_run, "--out", tmp_path / "other.csv", in_process=True)
     rc, text = p.returncode, " ".join(p.stdout.split())  # the console wraps long paths
     assert rc == 2 and "other.json exists" in text and not (tmp_path / "other.csv").exists()
+
+
+@pytest.mark.parametrize("sid", ["../../../x", "/nonexistent-perceptbench-dir/x", "sub/../../x"])
+def test_render_confines_every_written_file_to_out(tmp_path, sid):
+    """Issue 20 item 7: an annotation file's id ``../../../x`` wrote a PNG three levels above --out."""
+    from PIL import Image
+
+    Image.new("RGB", (24, 16), (200, 30, 30)).save(tmp_path / "img.png")
+    ann = tmp_path / "ann.json"
+    ann.write_text(json.dumps([{"image_id": sid, "split": "nat", "image": "img.png", "answer": "Shape",
+                                "object_category": "c", "n_distractors": 3, "bbox": [1, 1, 5, 5]}]))
+    out = tmp_path / "a" / "b" / "c" / "out"
+    before = sorted(p for p in tmp_path.rglob("*"))
+    p = cli("render", f"salbench.detection.nat@source={ann}", "--out", out, columns=400)
+    one_line_error(p, repr(sid), "would leave", str(out))
+    assert sorted(p for p in tmp_path.rglob("*")) == before  # nothing written, not even --out
+
+
+def test_render_keeps_ids_with_subfolders_inside_out(tmp_path):
+    from PIL import Image
+
+    Image.new("RGB", (24, 16), (200, 30, 30)).save(tmp_path / "img.png")
+    ann = tmp_path / "ann.json"
+    ann.write_text(json.dumps([{"image_id": "set1/x", "split": "nat", "image": "img.png", "answer": "Shape",
+                                "object_category": "c", "n_distractors": 3, "bbox": [1, 1, 5, 5]}]))
+    p = cli("render", f"salbench.detection.nat@source={ann}", "--out", tmp_path / "out", columns=400)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert (tmp_path / "out" / "set1" / "x.png").is_file()
+
+
+@pytest.mark.parametrize("link", [True, False], ids=["symlink_outside_out", "foreign_file"])
+def test_run_never_cuts_a_foreign_records_file(tmp_path, link):
+    """Issue 20 item 6: a records.jsonl that was a symlink to a foreign file (or a foreign file
+    itself) had its last line truncated by the torn-tail repair before the run stopped."""
+    foreign = tmp_path / "notes.txt"
+    content = b"my notes\nline two without newline"
+    foreign.write_bytes(content)
+    out = tmp_path / "run"
+    out.mkdir()
+    if link:
+        (out / "records.jsonl").symlink_to(foreign)
+    else:
+        (out / "records.jsonl").write_bytes(content)
+    p = cli("run", "--out", out, "--task", TASK, "--no-progress", columns=400)
+    one_line_error(p, str(out / "records.jsonl"), *(("symbolic link", "outside") if link else ("not valid JSON",)))
+    assert foreign.read_bytes() == content and (out / "records.jsonl").read_bytes() == content
+    assert sorted(x.name for x in out.iterdir()) == ["records.jsonl"]  # no run.json either
+
+
+def test_interrupted_merge_leaves_no_out_and_its_rerun_works(tmp_path, human_runs, monkeypatch):
+    """Issue 20 item 6: merge interrupted by SIGTERM left a 0-byte records.jsonl and no run.json,
+    and its rerun was refused (--out not empty).  Here the interruption comes after the records
+    were written, before run.json: the worst moment."""
+    from perceptbench.cli.errors import Terminated
+    from perceptbench.core import rundir
+
+    def stop(self, seed, **kw):
+        raise Terminated()
+
+    out = tmp_path / "merged"
+    monkeypatch.setattr(rundir.RunDir, "start", stop)
+    p = cli("merge", human_runs[0], human_runs[1], "--out", out, in_process=True)
+    assert p.returncode == 143 and "nothing was merged" in p.stdout and "Traceback" not in p.stdout, p.stdout
+    assert not out.exists() and os.listdir(tmp_path) == []  # no OUT, no hidden leftover
+    monkeypatch.undo()
+    p = cli("merge", human_runs[0], human_runs[1], "--out", out, in_process=True)
+    assert p.returncode == 0, p.stdout
+    assert sorted(os.listdir(out)) == ["records.jsonl", "run.json"]
+
+
+@pytest.mark.parametrize("sig, rc", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_signal_during_start_up_is_one_line(tmp_path, sig, rc):
+    """Issue 20 item 6: Ctrl-C while the command line was still importing printed a traceback."""
+    proc = cli("run", "--out", tmp_path / "run", "--task", TASK, "--no-progress", background=True,
+               stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    time.sleep(0.3)
+    proc.send_signal(sig)
+    out, err = (b.decode() for b in proc.communicate(timeout=120))
+    text = out + err
+    assert proc.returncode == rc and "Traceback" not in text, text
+    assert 1 <= len([ln for ln in text.splitlines() if ln.strip()]) <= 2, text  # one message (wrapped at most once)
+    assert "interrupted" in text or "terminated" in text, text
+
+
+@pytest.mark.parametrize("err, said", [
+    (errno.EACCES, "cannot write here"),
+    (errno.ENOSPC, "disk full); everything written before is kept"),
+], ids=["read_only", "disk_full"])
+def test_score_that_cannot_write_is_one_line_naming_the_file(tmp_path, human_runs, monkeypatch, err, said):
+    """Issue 20 item 6: `score` on a read-only run directory printed a traceback; a full disk
+    named no file (and left scores.json.tmp behind before the redesign)."""
+    import shutil
+
+    from perceptbench.core import rundir
+
+    run = tmp_path / "run"
+    shutil.copytree(human_runs[0], run)
+    before = sorted(os.listdir(run))
+
+    def refuse(src, dst):
+        raise OSError(err, os.strerror(err))
+
+    monkeypatch.setattr(rundir.os, "replace", refuse)
+    p = cli("score", run, in_process=True, columns=400)
+    monkeypatch.undo()
+    assert p.returncode == 2 and "Traceback" not in p.stdout, p.stdout
+    msg = " ".join(p.stdout.split())
+    assert msg.startswith(f"error: {run / 'scores.csv'}: {os.strerror(err)}") and said in msg, msg
+    assert sorted(os.listdir(run)) == before  # no temporary file left
+
+
+def test_disk_full_during_a_run_names_the_file_and_says_a_rerun_resumes(tmp_path, mirror, monkeypatch):
+    from perceptbench.records import RecordStore
+
+    def full(self, records):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(RecordStore, "append", full)
+    p = cli("run", "--out", tmp_path / "run", "--task", TASK, "--model", "m=efficientnet-lite0", "--no-progress",
+            in_process=True, columns=400)
+    assert p.returncode == 2 and "Traceback" not in p.stdout, p.stdout
+    msg = " ".join(p.stdout.split())
+    assert msg.startswith(f"error: {tmp_path / 'run' / 'records.jsonl'}: No space left on device (disk full)"), msg
+    assert "rerun the same command: it resumes" in msg

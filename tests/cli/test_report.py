@@ -3,6 +3,7 @@ self-contained HTML page checked in headless Chromium with the network disabled,
 escaping of record strings, merging run directories, no torch."""
 
 import io
+import json
 import os
 import re
 from pathlib import Path
@@ -590,3 +591,34 @@ def test_benchmark_native_tables_beside_the_vsi_rows(tmp_path):
     assert "<th>vlm-a</th><th>vlm-b</th>" in pope_table and "0.812 [0.790, 0.830]" in pope_table
     assert "0.701 [0.680, 0.720]" in pope_table and "n=3000" in pope_table
     assert "n/a: multi-modal leakage needs the base LLM" in sec[sec.index('id="native-mmstar"'):]
+
+
+def test_report_redacts_url_credentials_of_older_records(tmp_path):
+    """Issue 20 item 7: a model URL's userinfo (``http://user:secret@host``) in a record's
+    model_version reached the report; the page and its Markdown show ``user:****@``."""
+    from helpers.records import plant_records
+
+    url = "http://alice:s3cr3t-pw@10.0.0.7:8000/v1#m"
+    recs = [r.model_copy(update={"run_meta": r.run_meta.model_copy(update={"model_version": url})})
+            for r in plant_answers("similarity.chart.mark_color", "m", {i: "right" for i in range(6)})]
+    plant_records(tmp_path / "run", recs)
+    out = tmp_path / "report.html"
+    p = cli("report", tmp_path / "run", "--out", out, columns=None)
+    assert p.returncode == 0, p.stdout + p.stderr
+    html, md = out.read_text(), out.with_suffix(".md").read_text()
+    assert "s3cr3t-pw" not in html + md + p.stdout
+    assert "http://alice:****@10.0.0.7:8000/v1#m" in html
+
+
+def test_model_named_with_a_leading_underscore_keeps_its_legend_label(tmp_path):
+    """Issue 20 item 3: matplotlib leaves out legend entries whose label starts with '_', so a
+    model named ``_hidden`` vanished from the figure legends."""
+    from perceptbench.reports import figures as F
+
+    d = write_synthetic_run(tmp_path / "run", ["_hidden", "model-a"])
+    score_file(d / "records.jsonl")
+    rows = [ScoreRow(**{k: v for k, v in r.items() if k in ScoreRow.__dataclass_fields__})
+            for r in json.loads((d / "scores.json").read_text())]
+    for svg in (F.dissociation(rows, ["_hidden", "model-a"]), F.ak_curves(rows, ["_hidden", "model-a"])):
+        legend = svg[svg.index('id="legend_1"'):]
+        assert "_hidden" in legend and "model-a" in legend

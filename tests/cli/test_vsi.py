@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import csv
 import hashlib
+import json
 
 import numpy as np
 import pytest
@@ -121,3 +122,31 @@ def test_score_cli_prints_signal_table_and_reproduces_without_torch(vsi_run, tmp
     for m in MODELS:
         assert m in out.stdout
     assert (vsi_run / "scores.csv").read_text() == before  # identical numbers, probe rows included
+
+
+def test_records_file_scored_alone_gives_undefined_probe_rows_naming_the_feature_files(vsi_run, tmp_path):
+    """Issue 20 item 8: scoring a copy of records.jsonl without features/ dropped the probe rows
+    (probe accuracy, gap, witness) without a word; they are now undefined, each naming its file."""
+    import shutil
+
+    full = {(r["model"], r["metric"]): r for r in json.loads((vsi_run / "scores.json").read_text())}
+    alone = tmp_path / "copy"
+    alone.mkdir()
+    shutil.copy(vsi_run / "records.jsonl", alone / "records.jsonl")
+    p = cli("score", alone / "records.jsonl", torch="unimported")
+    assert p.returncode == 0, p.stdout + p.stderr
+    rows = {(r["model"], r["metric"]): r for r in json.loads((alone / "scores.json").read_text())}
+    assert set(rows) == set(full)  # no row dropped
+    import re
+
+    probe_metric = re.compile(r"(witness_)?(probe_acc_all|(probe_acc|argmax_change|gap)_(low|high)_vsi)\[")
+    probe = [k for k in full if probe_metric.match(k[1])]
+    assert len(probe) >= 2 * 7 * len(MODELS)  # own tower and witness, 7 rows each, per model and cell
+    for k in probe:
+        r = rows[k]
+        assert r["value"] is None and "features/ beside records.jsonl" in r["note"], r
+        witness = k[1].startswith("witness_")
+        need = "witness_efficientnet-lite0_vsi.salbench.syn_n_30.npz" if witness else f"{k[0]}_vsi.salbench.syn_n_30.npz"
+        assert str(alone / "features" / need) in r["note"], r["note"]
+    others = [k for k in full if k not in probe]
+    assert all(rows[k]["value"] == full[k]["value"] for k in others)  # every other row as in the run directory

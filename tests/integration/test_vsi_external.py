@@ -125,3 +125,47 @@ def test_unloadable_detector_fails_before_the_vlm_and_the_run_directory(tmp_path
     assert "detector=" in msg and "empty-detector" in msg and "cannot be loaded" in msg, p.stdout + p.stderr
     assert "/nonexistent/model" not in msg  # failed before the VLM was looked at
     assert not out.exists()
+
+
+@pytest.mark.parametrize("spoil", ["corrupt", "bomb"])
+def test_bad_benchmark_image_fails_in_one_line_before_anything_is_written(tmp_path, spoil):
+    """Issue 20 item 7: a corrupt image stopped a benchmark run after its run directory had been
+    created; every image is now decoded (and its size checked) before anything is written."""
+    _pope_images(tmp_path / "val2014")
+    first = json.loads((FIX / "pope" / "coco_pope_adversarial.json").read_text().splitlines()[0])["image"]
+    bad = tmp_path / "val2014" / first
+    if spoil == "corrupt":
+        bad.write_bytes(bad.read_bytes()[:200])
+    else:
+        Image.new("1", (9000, 9000)).save(bad, "PNG")  # 81 megapixels under a .jpg name
+    out = tmp_path / "run"
+    task = f"vsi.pope@images={tmp_path / 'val2014'},questions={FIX / 'pope' / 'coco_pope_adversarial.json'}"
+    p = cli("run", "--model", "hf:/nonexistent/model", "--task", task, "--out", str(out), "--no-progress")
+    assert p.returncode == 2 and "Traceback" not in p.stdout + p.stderr
+    msg = " ".join(p.stdout.split())
+    assert msg.startswith("error:") and first in msg and "POPE question" in msg, msg
+    assert ("megapixels" in msg) == (spoil == "bomb")
+    assert "/nonexistent/model" not in msg  # before the model was looked at
+    assert not out.exists()
+
+
+def test_moved_images_keep_the_task_and_runs_merge(models, tmp_path):
+    """Issue 20 item 3: the images' location is run_meta.data_location, not part of the task id:
+    a run from another folder (another machine) is the same task and merges trial for trial."""
+    from perceptbench.runs import load_runs
+
+    vlm = models[0]
+    _pope_images(tmp_path / "a" / "val2014")
+    _pope_images(tmp_path / "b" / "imgs")
+    q = FIX / "pope" / "coco_pope_adversarial.json"
+    for where, out in (("a/val2014", "run_a"), ("b/imgs", "run_b")):
+        p = cli("run", "--model", f"llava=hf:{vlm}", "--task",
+                f"vsi.pope@images={tmp_path / where},questions={q},limit=2,perturbation=whole,verbal_conf=0",
+                "--out", tmp_path / out, "--no-progress")
+        assert p.returncode == 0, p.stdout + p.stderr
+    ra, rb = (read_records(tmp_path / o / "records.jsonl") for o in ("run_a", "run_b"))
+    assert {r.task_id for r in ra} == {r.task_id for r in rb}
+    assert all(str(tmp_path) not in r.task_id and "images" not in r.run_meta.model_extra["task_params"] for r in ra)
+    assert {r.run_meta.model_extra["data_location"]["images"] for r in rb} == {str(tmp_path / "b" / "imgs")}
+    merged = load_runs([tmp_path / "run_a", tmp_path / "run_b"])
+    assert len(merged) == len(ra) == len(rb)

@@ -134,7 +134,7 @@ def test_check_file_lists_every_problem_in_order(tmp_path):
     assert n_ok == 3 and total == 5
     assert errors[0].startswith(f"{p}:3: not valid JSON")
     assert errors[1] == f"{p}:4: duplicate trial_id 't|a|m|rep0' (first at line 1)"
-    assert errors[2].startswith(f"{p}:5: not valid JSON")
+    assert errors[2].startswith(f"{p}:5: not valid UTF-8 (byte 0xff at column 1)")
     assert errors[3] == f"{p}:8: incomplete final line (torn write)"
     assert errors[4] == f"{p}: task t mixes run_meta.seed values [0, 1, 2]"
     # max_errors keeps the first messages; the total still counts all
@@ -201,8 +201,8 @@ def test_record_store_failed_open_releases_the_lock(tmp_path):
     p.write_bytes(b"junkXX\nXX")
     with pytest.raises(RecordError, match=r":1: not valid JSON"):
         RecordStore(p)
-    # the torn tail "XX" was cut before the corrupt first line was met
-    assert p.read_bytes() == b"junkXX\n"
+    # the file is not perceptbench's: its last line is not cut (issue 20 item 6)
+    assert p.read_bytes() == b"junkXX\nXX"
     p.write_text(_trial("a").to_json_line() + "\n")
     with RecordStore(p) as s:
         assert s.done == {"t|a|m|rep0"}
@@ -294,3 +294,27 @@ def test_a_record_that_cannot_be_written_names_the_trial_and_the_model_and_stays
         assert s.done == {make_trial_id("t", "a", "m", 0)}
         assert s.append([rec("c"), rec("b", model="api-model", raw_output="half an emoji \ufffd")]) == 2
     assert [r.stimulus_id for r in read_records(p, allow_torn_tail=False)] == ["a", "c", "b"]
+
+
+@pytest.mark.parametrize("content", [
+    b"name,score\nalice,1\nbob,2",  # a foreign file whose last line has no newline
+    b"{\"x\": 1}\n{\"trial_id\": \"half",  # a torn tail after a line that is no record
+], ids=["foreign_text", "bad_line_before_torn_tail"])
+def test_store_never_truncates_a_file_that_is_not_perceptbench_records(tmp_path, content):
+    """Issue 20 item 6: the torn-tail repair cut the last line of a foreign file before the run
+    stopped with an error."""
+    p = tmp_path / "records.jsonl"
+    p.write_bytes(content)
+    with pytest.raises(RecordError) as e:
+        RecordStore(p)
+    assert str(p) in str(e.value) and "\n" not in str(e.value)
+    assert p.read_bytes() == content
+
+
+def test_store_still_cuts_a_torn_record_after_valid_lines(tmp_path):
+    p = tmp_path / "records.jsonl"
+    good = _trial("a").to_json_line() + "\n"
+    p.write_bytes(good.encode() + _trial("b").to_json_line().encode()[:40])
+    with RecordStore(p) as store:
+        assert store.truncated_bytes == 40 and store.done == {_trial("a").trial_id}
+    assert p.read_bytes() == good.encode()

@@ -11,13 +11,32 @@ for models it needs.  Each command imports what it needs inside its function."""
 
 from __future__ import annotations
 
+import os
+import signal
 import sys
 
-import typer
 
-from . import export, merge, models, render, report, run, score, show, sources, tasks, validate
-from .out_checks import REPORT_MARKER, check_out
-from .tables import format_ci, format_value
+def _interrupted(signum, frame) -> None:
+    """Ctrl-C or SIGTERM before a command handles them itself: one line, no traceback.  Commands
+    write every file whole or not at all (atomic replace), so nothing half-written is left."""
+    name = "SIGTERM" if signum == signal.SIGTERM else "SIGINT"
+    cmd = next((a for a in sys.argv[1:] if not a.startswith("-")), "")
+    sys.stderr.write(f"perceptbench {cmd}: interrupted ({name}) before it finished; nothing half-written is left: "
+                     "rerun the same command\n".replace(" :", ":"))
+    raise SystemExit(143 if signum == signal.SIGTERM else 130)
+
+
+# installed before the slow imports below when perceptbench runs as a command (its console script,
+# `python -m perceptbench.cli`, `python -c`), never inside another program that imports it
+if sys.argv and (sys.argv[0] in ("-m", "-c") or os.path.basename(sys.argv[0]) == "perceptbench"):
+    signal.signal(signal.SIGINT, _interrupted)
+    signal.signal(signal.SIGTERM, _interrupted)
+
+import typer  # noqa: E402
+
+from . import export, merge, models, render, report, run, score, show, sources, tasks, validate  # noqa: E402
+from .out_checks import REPORT_MARKER, check_out  # noqa: E402
+from .tables import format_ci, format_value  # noqa: E402
 
 __all__ = ["app", "main", "REPORT_MARKER", "check_out", "format_ci", "format_value"]
 

@@ -14,11 +14,52 @@ console = Console(width=None if sys.stdout.isatty() or os.environ.get("COLUMNS")
 
 
 def fail(msg) -> None:
-    """Print ``error: MSG`` (a KeyError's message without its quotes) and exit with status 2."""
+    """Print ``error: MSG`` (a KeyError's message without its quotes; credentials in a URL
+    redacted, :func:`perceptbench.core.urls.redact_urls_in`) and exit with status 2."""
     if isinstance(msg, KeyError) and msg.args:
         msg = msg.args[0]
-    console.print(f"[red]error:[/red] {escape(str(msg))}", highlight=False)
+    from ..core.urls import redact_urls_in
+
+    console.print(f"[red]error:[/red] {escape(redact_urls_in(str(msg)))}", highlight=False)
     raise typer.Exit(2)
+
+
+def os_error_line(e: OSError, default_file=None, *, resumes: bool = False) -> str:
+    """One line for an OSError while writing: the file (``e.filename``, else ``default_file``),
+    what went wrong in words, and for a full disk that nothing written before is lost (with
+    ``resumes``: that rerunning the same command resumes)."""
+    import errno
+
+    where = e.filename or default_file or "a file"
+    why = e.strerror or str(e)
+    if e.errno in (errno.ENOSPC, errno.EDQUOT):
+        return (f"{where}: {why} (disk full); everything written before is kept"
+                + ("; free some space and rerun the same command: it resumes where it stopped" if resumes
+                   else "; free some space and rerun the same command"))
+    if e.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
+        return f"{where}: {why} (cannot write here); give a writable location, e.g. --out"
+    return f"{where}: {why}"
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM (kill, a scheduler's stop) raised as an interrupt, so that clean-up runs; exit 143."""
+
+
+def signals_as_interrupts() -> None:
+    """From here on Ctrl-C raises KeyboardInterrupt and SIGTERM :class:`Terminated` (in the main
+    thread; elsewhere nothing changes), for a command that says itself what an interruption
+    left (``run``: the records written; ``merge``: nothing).  Before, the command line's
+    start-up handler answers both with one line."""
+    import signal
+
+    def _on_term(signum, frame):
+        raise Terminated()
+
+    try:
+        signal.signal(signal.SIGTERM, _on_term)
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+    except ValueError:  # not the main thread (e.g. called from a test runner's worker)
+        pass
 
 
 class TornTailsAsWarnings:

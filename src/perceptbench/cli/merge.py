@@ -7,7 +7,7 @@ from typing import List
 
 import typer
 
-from .errors import TornTailsAsWarnings, console, fail
+from .errors import Terminated, TornTailsAsWarnings, console, fail, signals_as_interrupts
 from .out_checks import check_out
 
 
@@ -19,7 +19,12 @@ def merge(
 
     Identical trials are kept once; conflicting trials are refused. Two records with one trial
     id must agree in every field but run_meta.run_id; records of different seeds are refused.
-    Score the result with `perceptbench score OUT`."""
+    Score the result with `perceptbench score OUT`.  Atomic: the merged run is written into a
+    hidden folder beside OUT and renamed onto it, so an interrupted merge leaves no OUT (and
+    no partial records.jsonl) and its rerun starts afresh."""
+    import os
+    import shutil
+
     from ..core.rundir import RunDir
     from ..records import RecordError, RecordStore
     from ..runs import load_runs, records_path
@@ -35,9 +40,21 @@ def merge(
         fail(e)
     rd = RunDir(out)
     seed = merged[0].run_meta.seed
-    with RecordStore(rd.records) as store:
-        store.append(merged)
-        rd.start(seed, merged_from=[str(p.resolve()) for p in sources])  # under the records lock
+    building = RunDir(out.parent / f".{out.name}.merging-{os.getpid()}")
+    signals_as_interrupts()
+    try:
+        with RecordStore(building.records) as store:
+            store.append(merged)
+            building.start(seed, merged_from=[str(p.resolve()) for p in sources])  # under the records lock
+        os.replace(building.root, out)  # onto a new or empty --out: the whole run or nothing
+    except KeyboardInterrupt as e:
+        shutil.rmtree(building.root, ignore_errors=True)
+        console.print(f"{'terminated (SIGTERM)' if isinstance(e, Terminated) else 'interrupted'}: nothing was "
+                      f"merged into {out}; rerun the same command", highlight=False)
+        raise typer.Exit(143 if isinstance(e, Terminated) else 130)
+    except OSError as e:
+        shutil.rmtree(building.root, ignore_errors=True)
+        fail(f"cannot write the merged run {out}: {e}")
     n_in = sum(p.read_bytes().count(b"\n") for p in sources)
     console.print(f"merged {len(sources)} runs (seed {seed}): {len(merged)} distinct trials from {n_in} records "
                   f"into {rd.records}; score with: perceptbench score {out}", highlight=False)

@@ -19,9 +19,10 @@ def render(
     seed: int = typer.Option(0, help="The run seed: stimuli, splits and position shuffles are those a `run` with "
                                      "this --seed shows."),
 ) -> None:
-    """Write a task's test stimuli as PNGs (what a VLM is shown)."""
+    """Write a task's test stimuli as PNGs (what a VLM is shown): OUT/STIMULUS_ID.png, never outside OUT."""
     import json
 
+    from ..core.paths import PathEscapeError, confine
     from ..seeding import image_sha256
     from ..sources import SourceError
     from ..tasks import get_task
@@ -39,11 +40,17 @@ def render(
         from ..sources.fetch import cache_dir
 
         out = cache_dir() / "stimuli" / f"{re.sub(r'[^A-Za-z0-9._=@,-]+', '_', t.task_id)}-seed{seed}"
+    try:  # ids come from annotation files: every written path stays inside --out, checked before writing
+        paths = [confine(out, f"{s.stimulus_id}.png", f"{t.task_id}: stimulus id {s.stimulus_id!r}")
+                 for s in stimuli]
+    except PathEscapeError as e:
+        fail(e)
     out.mkdir(parents=True, exist_ok=True)
     index = []
-    for s in stimuli:
+    for s, path in zip(stimuli, paths):
         img = s.render()
-        img.save(out / f"{s.stimulus_id}.png")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        img.save(path)
         index.append({"stimulus_id": s.stimulus_id, "ground_truth": s.ground_truth,
                       "manipulated_value": s.manipulated_value, "stimulus_sha256": image_sha256(img),
                       **{k: v for k, v in s.meta.items() if isinstance(v, (str, int, float, list))}})

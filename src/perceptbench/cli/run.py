@@ -9,7 +9,7 @@ import typer
 from rich.markup import escape
 
 from ..core.progress import PROGRESS_EVERY_S
-from .errors import console, fail
+from .errors import Terminated, console, fail, os_error_line, signals_as_interrupts
 from .options import FAMILY_HELP, PARSER_HELP, check_parser, families_option
 from .out_checks import check_out
 from .tables import print_scores, print_signal_table
@@ -51,8 +51,6 @@ def run(
     family: Optional[List[str]] = typer.Option(None, "--family", help=FAMILY_HELP),
 ) -> None:
     """Run tasks x models; write records.jsonl and scores.csv."""
-    import signal
-
     from ..api import RayOptions, RunOptions, run as run_and_score
     from ..core.rundir import RunDir
     from ..models.base import ModelLoadError
@@ -72,27 +70,19 @@ def run(
     rd = RunDir(out)
     before = rd.count_records()
 
-    class _Terminated(KeyboardInterrupt):
-        """SIGTERM (kill, a scheduler's stop): handled as Ctrl-C, exit 143."""
-
-    def _on_term(signum, frame):
-        raise _Terminated()
-
-    try:
-        signal.signal(signal.SIGTERM, _on_term)
-    except ValueError:  # not the main thread (e.g. called from a test runner's worker)
-        pass
+    signals_as_interrupts()
     try:
         res = run_and_score(out, options, progress=progress, console=console, progress_every=progress_every)
     except KeyboardInterrupt as e:
         after = rd.count_records()
-        what = "terminated (SIGTERM)" if isinstance(e, _Terminated) else "interrupted"
+        what = "terminated (SIGTERM)" if isinstance(e, Terminated) else "interrupted"
         console.print(f"{what}: {after - before} records written in this run ({after} in {rd.records}); "
                       "every written trial is kept. Rerun the same command to resume where it stopped.",
                       highlight=False)
-        raise typer.Exit(143 if isinstance(e, _Terminated) else 130)
-    except (ValueError, KeyError, ModelLoadError, SourceError, RecordError, RuntimeError, OSError,
-            ImportError) as e:
+        raise typer.Exit(143 if isinstance(e, Terminated) else 130)
+    except OSError as e:  # a full disk, a read-only folder: the file and what to do (errno set by the OS)
+        fail(os_error_line(e, rd.records, resumes=True) if e.errno is not None else e)
+    except (ValueError, KeyError, ModelLoadError, SourceError, RecordError, RuntimeError, ImportError) as e:
         fail(e)
     summary, rows = res.summary, res.rows
     n_model = summary.written - summary.human_written

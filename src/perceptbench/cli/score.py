@@ -7,7 +7,7 @@ from typing import List, Optional
 
 import typer
 
-from .errors import TornTailsAsWarnings, console, fail
+from .errors import TornTailsAsWarnings, console, fail, os_error_line
 from .options import FAMILY_HELP, PARSER_HELP, check_parser, families_option
 from .out_checks import check_out
 from .tables import print_scores, print_signal_table
@@ -47,6 +47,8 @@ def score(
             rows = score_runs(files, csv_path, seed=seed, parser=parser, families=families)
     except (RecordError, ValueError, KeyError) as e:
         fail(e)
+    except OSError as e:  # a read-only run directory, a full disk
+        fail(os_error_line(e, csv_path) if e.errno is not None else e)
     print_scores(rows, all_rows, csv_path)
     print_signal_table(rows)
     console.print(f"scores: {csv_path}")

@@ -9,6 +9,7 @@ import typer
 from rich.markup import escape
 
 from ..core.rundir import RunDir, atomic_write
+from ..core.urls import redact_urls_in
 from .errors import console, fail
 
 
@@ -62,7 +63,7 @@ def show(
     no_image = ("condition" in meta and not meta.get("image_sha256s") and meta.get("stimulus_sha256") is None
                 and not (meta.get("vsi") or {}).get("image_sha256"))
     try:
-        task = get_task(rec.task_id)
+        task = get_task(rec.task_id, meta.get("data_location"))  # the image folder the trial read
         stim = next((s for s in task.stimuli(rec.run_meta.seed) if s.stimulus_id == rec.stimulus_id), None)
         if no_image:
             if stim is not None and rec.readout == "vlm_prompt":
@@ -84,7 +85,7 @@ def show(
     for k in ("task_id", "stimulus_id", "model", "model_family", "readout", "response", "ground_truth", "correct",
               "prompt_id", "prompt_hash"):
         console.print(f"{k}: {escape(json.dumps(getattr(rec, k), ensure_ascii=False))}", highlight=False)
-    console.print(f"model_version: {escape(rec.run_meta.model_version)}  seed: {rec.run_meta.seed}  "
+    console.print(f"model_version: {escape(redact_urls_in(rec.run_meta.model_version))}  seed: {rec.run_meta.seed}  "
                   f"run_id: {escape(rec.run_meta.run_id)}", highlight=False)
     if note:  # said up front: what is missing below, and why
         missing = "the prompt and the stimulus image" if rec.readout == "vlm_prompt" else "the stimulus image"

@@ -67,13 +67,14 @@ def atomic_write(path: str | os.PathLike, mode: str = "w", *, fsync: bool = Fals
     ``fsync``: flush the data to disk before the rename (survives a power loss, not only a
     crash).  The temporary name is ``.NAME.PID-THREAD.tmp`` (hidden, unique per writer), created
     with the default permissions (``0o666`` less the umask, as ``open`` would).  Creates the
-    parent directory.  Raises what ``open``/``os.replace`` raise (OSError)."""
+    parent directory.  Raises what ``open``/``os.replace`` raise (OSError), its ``filename``
+    always ``path`` (a full disk or a read-only folder then names the file meant)."""
     if mode not in ("w", "wb"):
         raise ValueError(f"atomic_write mode {mode!r}: must be 'w' or 'wb'")
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}-{threading.get_ident()}.tmp")
     try:
+        path.parent.mkdir(parents=True, exist_ok=True)
         kw = {} if mode == "wb" else {"encoding": encoding, "newline": newline}
         with open(tmp, mode, **kw) as f:
             yield f
@@ -81,6 +82,8 @@ def atomic_write(path: str | os.PathLike, mode: str = "w", *, fsync: bool = Fals
             if fsync:
                 os.fsync(f.fileno())
         os.replace(tmp, path)
+    except OSError as e:
+        raise OSError(e.errno, e.strerror or str(e), str(path)) from e
     finally:
         tmp.unlink(missing_ok=True)
 
@@ -219,13 +222,19 @@ class RunDir:
         non-empty directory holding neither ``run.json`` nor ``records.jsonl`` was not written
         by perceptbench: writing run files beside the user's own files is refused (the reason
         names one of them).  File-manager junk (:data:`OS_JUNK_FILES`, e.g. ``.DS_Store``) does
-        not count: a directory holding only such files is empty.  A file is refused too.
+        not count: a directory holding only such files is empty.  A file is refused too, and so
+        is a ``run.json`` or ``records.jsonl`` that is a symbolic link leaving ``root``.
         Raises OSError when the directory cannot be listed."""
         p = self.root
         if not p.exists():
             return None
         if not p.is_dir():
             return f"{p} is a file; a run directory must be a directory (a new one, or one this command wrote before)"
+        for m in RUN_DIR_MARKERS:  # never write through a link to a file outside the run directory
+            f = p / m
+            if f.is_symlink() and not f.resolve().is_relative_to(p.resolve()):
+                return (f"{f} is a symbolic link to {f.resolve()}, outside {p}: perceptbench writes only inside its "
+                        "run directory (copy the file in, or give a new --out)")
         if any((p / m).exists() for m in RUN_DIR_MARKERS):
             return None
         content = sorted(x.name for x in p.iterdir() if x.name.lower() not in OS_JUNK_FILES)

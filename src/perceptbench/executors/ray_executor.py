@@ -30,7 +30,33 @@ from ..respond import DEFAULT_CONDITION, Job, run_trials
 from ..respond.base import trial_stimuli
 from ..core.conditions import respondent_label
 
-__all__ = ["ShardWorker", "run_plan"]
+__all__ = ["ShardWorker", "run_plan", "start_cluster"]
+
+
+def start_cluster(address: str | None = None):
+    """Join (``address``) or start (None) the Ray cluster, once per process; returns the ``ray``
+    module.  The runner calls this before anything is written, so a cluster that cannot be
+    reached or a local node that does not start in time fails with nothing on disk.
+
+    Raises ImportError without the ``ray`` extra and RuntimeError (one line naming the address
+    and Ray's own first line) when Ray cannot start or connect."""
+    try:
+        import ray
+    except ImportError:
+        raise ImportError('--executor ray needs Ray: pip install "perceptbench[ray]"') from None
+    if not ray.is_initialized():
+        import logging
+
+        # Ray's own INFO/WARNING lines ("Started a local Ray instance", token-auth notice) stay out of
+        # perceptbench's output: logging_level sets the driver's "ray" logger (Ray docs, ray.init);
+        # errors still show; workers' logs are not forwarded (log_to_driver=False)
+        try:
+            ray.init(address=address, include_dashboard=False, log_to_driver=False, logging_level=logging.ERROR)
+        except Exception as e:  # noqa: BLE001 - ConnectionError, RuntimeError, TimeoutError ... all one to the user
+            why = (str(e).strip().splitlines() or [""])[0][:300]
+            raise RuntimeError(f"--executor ray: the Ray cluster {'at ' + address if address else '(local)'} "
+                               f"did not start ({type(e).__name__}: {why}); nothing was written") from None
+    return ray
 
 
 class _Collector:
@@ -76,13 +102,15 @@ class ShardWorker:
                 "generation_settings": dict(m.generation_settings) if isinstance(m, VLM) else {},
                 "family": m.family, "identity_warning": m.identity_warning if isinstance(m, Identified) else None}
 
-    def _task(self, task_id: str):
-        if task_id not in self._stimuli:
+    def _task(self, spec: str):
+        """The task of ``spec`` (:attr:`perceptbench.tasks.base.Task.spec`: its settings with
+        their paths, which the task id leaves out or names by content) and its stimuli."""
+        if spec not in self._stimuli:
             from ..tasks import get_task
 
-            task = get_task(task_id)
-            self._stimuli[task_id] = (task, task.stimuli(self.seed))
-        return self._stimuli[task_id]
+            task = get_task(spec)
+            self._stimuli[spec] = (task, task.stimuli(self.seed))
+        return self._stimuli[spec]
 
     def run_shard(self, task_id: str, stimulus_ids: list[str], extra_meta: dict, condition: str = DEFAULT_CONDITION
                   ) -> tuple[list[str], int, int]:
@@ -121,19 +149,9 @@ def run_plan(plan: list, *, store, seed: int, run_id: str, batch_size: int | Non
     are the same.  ``advance(plan_index, n)`` reports progress.  Returns ``{(task_id, name): (written, hits,
     requests)}``.  Raises ImportError without the ``ray`` extra, and whatever a shard raised
     once its retries are spent (``ray.exceptions.RayTaskError`` / ``ActorDiedError``)."""
-    try:
-        import ray
-    except ImportError:
-        raise ImportError('--executor ray needs Ray: pip install "perceptbench[ray]"') from None
     from ..records import parse_record_line
 
-    if not ray.is_initialized():
-        import logging
-
-        # Ray's own INFO/WARNING lines ("Started a local Ray instance", token-auth notice) stay out of
-        # perceptbench's output: logging_level sets the driver's "ray" logger (Ray docs, ray.init);
-        # errors still show; workers' logs are not forwarded (log_to_driver=False)
-        ray.init(address=address, include_dashboard=False, log_to_driver=False, logging_level=logging.ERROR)
+    ray = start_cluster(address)
     res = ray.cluster_resources()
     if workers is None:
         workers = int(res.get("GPU", 0) // gpus_per_model) if gpus_per_model else int(res.get("CPU", 1))
@@ -146,7 +164,7 @@ def run_plan(plan: list, *, store, seed: int, run_id: str, batch_size: int | Non
         by_model.setdefault(arg, []).append(i)
     for arg, idxs in by_model.items():
         name = plan[idxs[0]][3]
-        shards = [(i, plan[i][0].task_id, [s.stimulus_id for s in chunk], plan[i][5])
+        shards = [(i, plan[i][0].spec, [s.stimulus_id for s in chunk], plan[i][5])  # spec: paths included
                   for i in idxs for chunk in _chunks(plan[i][4], chunk_size or max(1, len(plan[i][4])))]
         pool = [Actor.remote(arg, seed, run_id, batch_size, str(out), cache_mode)
                 for _ in range(min(workers, max(1, len(shards))))]
@@ -167,7 +185,7 @@ def run_plan(plan: list, *, store, seed: int, run_id: str, batch_size: int | Non
                 a, i, tid, k = running.pop(ready[0])
                 lines, hits, reqs = ray.get(ready[0])
                 recs = [parse_record_line(ln, f"ray shard {tid}|{name}") for ln in lines]
-                acc = result[(tid, respondent_label(name, plan[i][5]))]
+                acc = result[(plan[i][0].task_id, respondent_label(name, plan[i][5]))]
                 acc[0] += store.append(recs)
                 acc[1] += hits
                 acc[2] += reqs

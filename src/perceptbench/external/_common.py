@@ -39,6 +39,19 @@ def check_files_exist(paths: Sequence[Path], benchmark: str, images_dir: Path, h
             f"(first: {missing[0]}); {how_to_get}")
 
 
+def refuse_duplicate_ids(ids: Sequence[object], where: str, what: str = "id") -> None:
+    """Raise ValueError (one line) naming ``where``, the ids that occur more than once (the first
+    three) and how many there are; a dataset that holds two questions under one id would
+    otherwise lose one (scored as n - 1) or load two stimuli as one."""
+    from collections import Counter
+
+    dups = [str(i) for i, n in Counter(ids).items() if n > 1]
+    if dups:
+        more = f" and {len(dups) - 3} more" if len(dups) > 3 else ""
+        raise ValueError(f"{where}: duplicate {what} {', '.join(repr(d) for d in dups[:3])}{more}: every "
+                         "stimulus needs its own id (fix or deduplicate the file)")
+
+
 def lazy_loader(obj, *, source: str, background=WHITE) -> Callable[[], Image.Image]:
     """A zero-argument callable that loads ``obj`` through :func:`load_image`."""
     return partial(load_image, obj, background=background, source=source)

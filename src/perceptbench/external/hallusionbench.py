@@ -24,8 +24,9 @@ import json
 from functools import partial
 from pathlib import Path
 
+from ..core.paths import confine
 from ..sources import resolve, source_file
-from ._common import check_files_exist, check_images_dir, lazy_loader, seeded_subset
+from ._common import check_files_exist, check_images_dir, lazy_loader, refuse_duplicate_ids, seeded_subset
 from .base import VQAStimulus
 from .phrases import principal_noun_phrase
 
@@ -37,6 +38,11 @@ _HOW_TO_GET = ("HallusionBench's images are distributed as hallusion_bench.zip (
                "that holds VD/ and VS/ (images=DIR)")
 _REQUIRED = ("category", "subcategory", "visual_input", "set_id", "figure_id", "question_id",
              "question", "gt_answer", "filename")
+
+
+def _stimulus_id(r: dict) -> str:
+    ids = "-".join(str(r[x]) for x in ("set_id", "figure_id", "question_id"))
+    return f"hallusionbench-{r['category']}-{r['subcategory']}-{ids}-v{r['visual_input']}"
 
 
 def load_hallusionbench(
@@ -69,7 +75,8 @@ def load_hallusionbench(
 
     Raises MissingExternalDataError (one line: what to download, where) for a missing folder
     or image; MissingSourceError / ChecksumError for the question file; ValueError naming the
-    record and field for a malformed record.
+    record and field for a malformed record or two questions under one stimulus id (naming it); :class:`~perceptbench.core.paths.PathEscapeError`
+    (a ValueError naming the record) for a ``filename`` that is absolute or holds ``..``.
     """
     from ..seeding import file_sha256
 
@@ -108,7 +115,10 @@ def load_hallusionbench(
             raise ValueError(f"{where}: visual_input {r['visual_input']!r} but no filename")
         if str(r["gt_answer"]) not in ("0", "1"):
             raise ValueError(f"{where}: gt_answer must be '0' or '1', got {r['gt_answer']!r}")
+        confine(root, str(r["filename"]).removeprefix("./"), f"{where}: filename")  # never outside images_dir
         picked.append((n, r))
+    refuse_duplicate_ids([_stimulus_id(r) for _, r in picked + blind], f"HallusionBench question file {qpath}",
+                         "category-subcategory-set_id-figure_id-question_id-visual_input")
     keep = seeded_subset(len(picked), limit, seed, "hallusionbench")
     chosen = [picked[k] for k in keep]
     if no_image:
@@ -119,8 +129,7 @@ def load_hallusionbench(
         blind_q = str(r["visual_input"]) == "0"
         rel = None if blind_q else str(r["filename"]).removeprefix("./")
         path = None if blind_q else root / rel
-        ids = "-".join(str(r[x]) for x in ("set_id", "figure_id", "question_id"))
-        sid = f"hallusionbench-{r['category']}-{r['subcategory']}-{ids}-v{r['visual_input']}"
+        sid = _stimulus_id(r)
         out.append(VQAStimulus(
             stimulus_id=sid,
             image_id=f"no-image/{r['category']}/{r['subcategory']}/{r['set_id']}" if blind_q

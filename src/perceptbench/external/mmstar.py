@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from ._common import lazy_loader, seeded_subset
+from ._common import lazy_loader, refuse_duplicate_ids, seeded_subset
 from ._hf import load_rows
 from .base import VQAStimulus, option_letters
 
@@ -79,7 +79,8 @@ def load_mmstar(
     meta_info, the raw question, ``whole_image_only=True`` and the origin.
 
     Raises ImportError without ``datasets``; MissingExternalDataError (one line naming what to
-    get and where); ValueError naming the row for a malformed row.
+    get and where); ValueError naming the row for a malformed row, and naming the ids for a
+    repeated ``index``.
     """
     from ..sources import get_source
 
@@ -88,6 +89,8 @@ def load_mmstar(
     ds, origin = load_rows(source, hub_id=HUB_ID, split=split, revision=revision, cache_dir=cache_dir,
                            benchmark="MMStar", how_to_get=_HOW_TO_GET)
     idx = list(range(len(ds)))
+    if "index" in ds.column_names:  # every row: two stimuli under one id would load as one
+        refuse_duplicate_ids([int(v) for v in ds["index"] if v is not None], f"MMStar ({origin})", "index")
     if categories is not None:
         cats = set(categories)
         if "category" not in ds.column_names:

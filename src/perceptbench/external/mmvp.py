@@ -27,7 +27,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from ._common import check_files_exist, lazy_loader, seeded_subset
+from ._common import check_files_exist, lazy_loader, refuse_duplicate_ids, seeded_subset
 from ._hf import load_rows
 from .base import VQAStimulus, option_letters
 from .phrases import principal_noun_phrase
@@ -106,6 +106,9 @@ def load_mmvp(
     ds, origin = load_rows(root / "Questions.csv" if csv_release else source, hub_id=HUB_ID, split=split,
                            revision=revision, cache_dir=cache_dir, benchmark="MMVP", how_to_get=_HOW_TO_GET)
     n_rows = len(ds)
+    index_col = next((c for c in ("Index", "lndex", "index") if c in ds.column_names), None)
+    if index_col is not None:  # every row, not only the subset: a repeated Index is a broken copy
+        refuse_duplicate_ids(ds[index_col], f"MMVP ({origin})", "Index")
     keep = seeded_subset(n_rows, limit, seed, "mmvp")
     out, paths = [], []
     for i in keep:
@@ -152,7 +155,5 @@ def load_mmvp(
         ))
     if csv_release:
         check_files_exist(paths, "MMVP", root / "MMVP Images", _HOW_TO_GET)  # type: ignore[operator]
-    ids = [s.stimulus_id for s in out]
-    if len(set(ids)) != len(ids):
-        raise ValueError(f"MMVP ({origin}): duplicate Index values")
+    refuse_duplicate_ids([s.stimulus_id for s in out], f"MMVP ({origin})", "stimulus id")
     return out

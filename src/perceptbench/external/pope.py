@@ -18,8 +18,9 @@ import json
 import re
 from pathlib import Path
 
+from ..core.paths import confine
 from ..sources import resolve, source_file
-from ._common import check_files_exist, check_images_dir, lazy_loader, seeded_subset
+from ._common import check_files_exist, check_images_dir, lazy_loader, refuse_duplicate_ids, seeded_subset
 from .base import VQAStimulus
 
 __all__ = ["SPLITS", "DATASETS", "TEMPLATE", "question_file", "read_questions", "object_phrase", "load_pope"]
@@ -121,7 +122,10 @@ def load_pope(
     Raises MissingExternalDataError (a FileNotFoundError; one line saying what to download and
     where) for a missing image folder or image files; MissingSourceError / ChecksumError from
     the sources registry for the question file; ValueError (naming file and line) for a
-    malformed record, a label other than yes/no, or a question off the template.
+    malformed record, a label other than yes/no, a question off the template or a repeated
+    ``question_id`` (naming it);
+    :class:`~perceptbench.core.paths.PathEscapeError` (a ValueError naming the file and record)
+    for an image path that is absolute or holds ``..`` (it would leave ``images_dir``).
     """
     from ..seeding import file_sha256
 
@@ -137,6 +141,9 @@ def load_pope(
             raise FileNotFoundError(f"POPE question file not found: {qpath}")
         sha = file_sha256(qpath)
     rows = read_questions(qpath)
+    for r in rows:  # a question file must not pick images outside the image folder (nor send them to an API)
+        confine(root, str(r["image"]), f"{qpath} record {r['_line']}: image")
+    refuse_duplicate_ids([r["question_id"] for r in rows], f"POPE question file {qpath}", "question_id")
     keep = seeded_subset(len(rows), limit, seed, "pope", dataset, split)
     out: list[VQAStimulus] = []
     for i in keep:

@@ -48,6 +48,7 @@ from scipy import ndimage
 from perceptbench.stimuli.images import load_image, load_mask
 from perceptbench.readouts.multilabel import SALBENCH_LABELS, SYNTHETIC_LABELS
 from perceptbench.stimuli.search_arrays import difficulty_of
+from ._common import refuse_duplicate_ids
 
 __all__ = [
     "HF_CONFIGS",
@@ -454,6 +455,7 @@ def load_p3_release(root: str | Path, feature: str | None = None, pattern: str =
         names = sorted(p.name for p in (folder / "images").glob(pattern) if p.suffix.lower() in IMAGE_EXTS)
         for name in names:
             items.append(_release_item(folder, name, "syn", frozenset({lab}), "release:P3", None, None, {}))
+    refuse_duplicate_ids([it.stimulus_id for it in items], f"P3 release {root}", "stimulus id (file name stem)")
     return items
 
 
@@ -502,6 +504,7 @@ def load_o3_release(
         n = _opt_int(row.get(count_col), f"{where} {count_col}") if count_col else None
         cat = (row.get(category_col) or None) if category_col else None
         items.append(_release_item(root, str(name), "nat", labels, "release:O3", n, cat, {}))
+    refuse_duplicate_ids([it.stimulus_id for it in items], f"O3 release {annotations}", "stimulus id")
     return items
 
 

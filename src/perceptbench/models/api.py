@@ -31,7 +31,9 @@ parts; images come before the text, as in the human-facing protocol (appendix B)
 Secrets: a key is read from its environment variable at request time only, never stored
 on the adapter, and never put into ``repr``, ``generation_settings``, ``model_version``,
 log messages or exception text (any echo of the key in a server's error body is
-redacted).  A content-moderation refusal that arrives as a successful response is
+redacted).  Credentials written into a URL (``http://user:secret@host/v1``) are sent with the
+request but redacted as pip does (``user:****@``, :mod:`perceptbench.core.urls`) in
+``model_version``, the identity, cache entries, log lines and messages (:attr:`shown_url`).  A content-moderation refusal that arrives as a successful response is
 returned as its (possibly empty) text: the parser turns it into a null response.
 """
 
@@ -54,6 +56,7 @@ import tenacity
 from PIL import Image
 
 from ..core.text import model_text
+from ..core.urls import redact_url, redact_urls_in, split_userinfo
 from .base import (ModelLoadError, NoLogprobs, NotSupportedByProvider, PartialAnswers, TokenDistribution,
                    VLMRequest)
 
@@ -74,14 +77,15 @@ RETRY_STATUS = frozenset({408, 409, 425, 429})
 class APIError(RuntimeError):
     """An API request failed for good (non-retryable status, or retries exhausted).
 
-    Attributes: ``provider``, ``url`` (no key in it), ``status`` (int or None for a
-    transport error), ``attempts`` (requests made).
+    Attributes: ``provider``, ``url`` (no key in it, its userinfo redacted), ``status`` (int
+    or None for a transport error), ``attempts`` (requests made).  URL credentials in the
+    message are redacted (:func:`perceptbench.core.urls.redact_urls_in`).
     """
 
     def __init__(self, message: str, *, provider: str, url: str, status: int | None, attempts: int):
-        super().__init__(message)
+        super().__init__(redact_urls_in(message))
         self.provider = provider
-        self.url = url
+        self.url = redact_url(url)
         self.status = status
         self.attempts = attempts
 
@@ -224,7 +228,13 @@ class _HTTPVLM(abc.ABC):
         key = self._key()
         if key:
             text = text.replace(key, "***")
-        return text
+        return redact_urls_in(text)
+
+    @property
+    def shown_url(self) -> str:
+        """The base URL as the user gave it, as records, caches and messages show it: userinfo
+        redacted (:func:`perceptbench.core.urls.redact_url`)."""
+        return self.__dict__.get("_shown_url") or redact_url(self.base_url)
 
     def __repr__(self) -> str:
         return (
@@ -318,7 +328,7 @@ class _HTTPVLM(abc.ABC):
             ),
             stop=tenacity.stop_after_attempt(self.max_retries + 1),
             wait=self._wait,
-            before_sleep=lambda rs: self._announce_retry(rs, url),
+            before_sleep=lambda rs: self._announce_retry(rs, redact_url(url)),
             reraise=True,
         )
         try:
@@ -435,7 +445,7 @@ class _HTTPVLM(abc.ABC):
         self.pinned_version = version or None
         self.identity_by_name_only = not self.pinned_version
         self.verify_cache_hits = False  # hosted APIs are not deterministic: a re-asked answer proves nothing
-        self.identity = {"kind": "api", "url": self.base_url, "model": self.model,
+        self.identity = {"kind": "api", "url": self.shown_url, "model": self.model,
                          "pinned_version": self.pinned_version}
         self.identity_warning = None if self.pinned_version else (
             f"{self.provider}:{self.model}: the provider may update the model behind this name; cached answers "
@@ -529,7 +539,10 @@ class OpenAICompatibleVLM(_HTTPVLM):
         version: str | None = None,
         query_server: bool = True,
     ) -> None:
-        self.base_url = str(base_url).rstrip("/")
+        given = str(base_url).rstrip("/")
+        # credentials in the URL go as Basic auth: the URL requested (and logged by httpx) has none
+        self.base_url, url_auth = split_userinfo(given)
+        self._shown_url = redact_url(given)
         self._provider_label = "openai" if httpx.URL(self.base_url).host == "api.openai.com" else self.provider
         self.max_tokens_field = max_tokens_field
         self.key_required = bool(require_key)
@@ -541,6 +554,8 @@ class OpenAICompatibleVLM(_HTTPVLM):
             extra_body=extra_body,
         )
         self.url = self.base_url + "/chat/completions"
+        if url_auth is not None:
+            self._client.auth = httpx.BasicAuth(*url_auth)
         self.generation_settings = self._settings(max_tokens_field=max_tokens_field)
         self._set_identity(version, self._fetch_model_entry() if query_server else (None, "not queried"))
 
@@ -585,9 +600,10 @@ class OpenAICompatibleVLM(_HTTPVLM):
         from .identity import server_model_identity
 
         entry, how = fetched
+        how = redact_urls_in(how)
         fields, distinguishing = server_model_identity(entry)
         self.pinned_version = version or None
-        mv = f"{self.base_url}#{self.model}"
+        mv = f"{self.shown_url}#{self.model}"
         if self.pinned_version:
             mv += f"@{self.pinned_version}"
         if distinguishing:
@@ -598,22 +614,22 @@ class OpenAICompatibleVLM(_HTTPVLM):
         # re-asking one cached request live tells a swapped model only where answers are deterministic:
         # self-hosted servers at temperature 0, not hosted APIs (they are not deterministic even at 0)
         self.verify_cache_hits = self.identity_by_name_only and not self.key_required and self.temperature == 0
-        self.identity = {"kind": "api", "url": self.base_url, "model": self.model,
+        self.identity = {"kind": "api", "url": self.shown_url, "model": self.model,
                          "pinned_version": self.pinned_version, "server_metadata": fields,
                          "server_metadata_distinguishing": distinguishing, "server_metadata_source": how}
         self.identity_warning = None
         if self.identity_by_name_only:
             self.identity_warning = (
-                f"{self.base_url}#{self.model}: the server reports nothing that tells one model from another "
+                f"{self.shown_url}#{self.model}: the server reports nothing that tells one model from another "
                 f"under this name ({'its /models entry: ' + json.dumps(fields) if entry else how}), so cached "
                 "answers are matched by name only; pin a version with "
-                f"openai-compatible:{self.base_url}#{self.model}@VERSION (change VERSION whenever the served "
+                f"openai-compatible:{self.shown_url}#{self.model}@VERSION (change VERSION whenever the served "
                 "model changes) or run with --refresh-cache"
                 + ("; each run re-asks one cached request and stops if the answer changed" if self.verify_cache_hits
                    else ""))
 
     def _base_for_repr(self) -> str:
-        return self.base_url
+        return self.shown_url
 
     def _label(self) -> str:
         return self._provider_label
@@ -688,7 +704,7 @@ class OpenAICompatibleVLM(_HTTPVLM):
             # servers that refuse the fields (e.g. ``transformers serve``: HTTP 422 naming them)
             if status in (400, 422) and "logprob" in text.lower():
                 raise NotSupportedByProvider(
-                    f"{self.provider} server at {self.base_url} (model {self.model!r}) refuses logprobs: "
+                    f"{self.provider} server at {self.shown_url} (model {self.model!r}) refuses logprobs: "
                     f"HTTP {status}: {self._redact(text[:200])}")
 
         def top(data: dict) -> list:
@@ -748,7 +764,7 @@ class AnthropicVLM(_HTTPVLM):
         self.generation_settings = self._settings(anthropic_version=self.API_VERSION)
 
     def _base_for_repr(self) -> str:
-        return self.base_url
+        return self.shown_url
 
     def _headers(self) -> dict:
         return {
@@ -826,7 +842,7 @@ class GeminiVLM(_HTTPVLM):
         self.generation_settings = self._settings()
 
     def _base_for_repr(self) -> str:
-        return self.base_url
+        return self.shown_url
 
     def _headers(self) -> dict:
         return {"Content-Type": "application/json", "x-goog-api-key": self._key() or ""}

@@ -103,8 +103,8 @@ _VLM_MODEL_TYPES = {"llava", "llava_next", "llava_onevision", "idefics2", "idefi
 
 
 def parse_model_arg(arg: str) -> tuple[str, ModelSpec]:
-    """``[SHORT=]SPEC`` -> (short name, spec).  Raises ValueError for an unknown kind, and for a
-    name ending in ``[word]``: that form names a model under a condition
+    """``[SHORT=]SPEC`` -> (short name, spec).  Raises ValueError for an unknown kind, for a name
+    holding ``|`` (the trial id separator), and for a name ending in ``[word]``: that form names a model under a condition
     (:func:`perceptbench.core.conditions.respondent_label`), so it would be read back as one."""
     short = None
     if "=" in arg and not arg.split("=", 1)[0].count(":"):
@@ -117,6 +117,9 @@ def parse_model_arg(arg: str) -> tuple[str, ModelSpec]:
             raise ValueError(f"unknown model {arg!r}; see `perceptbench models` for the syntax")
         spec = ModelSpec(kind, ref)
     name = short or default_short_name(spec)
+    if "|" in name:  # the trial id separator (perceptbench.records.make_trial_id)
+        raise ValueError(f"model name {name!r} contains '|', which joins the parts of a trial id (two trials "
+                         "could share one id); choose another name with SHORT=SPEC")
     if parse_respondent_label(name)[1] != DEFAULT_CONDITION:
         raise ValueError(f"model name {name!r} ends in [{parse_respondent_label(name)[1]}], the form of a "
                          "condition's respondent label (MODEL[condition]); choose another name with SHORT=SPEC")

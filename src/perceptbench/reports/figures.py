@@ -41,6 +41,13 @@ def style(i: int) -> dict:
     return {"color": OKABE_ITO[i % len(OKABE_ITO)], "marker": MARKERS[(i // len(OKABE_ITO)) % len(MARKERS)]}
 
 
+def legend_label(text: str | None) -> str | None:
+    """``text`` as a legend label that matplotlib shows: it leaves out every artist whose label
+    starts with ``_`` (its "no legend" convention), so a model named ``_hidden`` would vanish
+    from the legend; such a label gets a zero-width space (U+200B) in front, invisible on the page."""
+    return "\u200b" + text if text and text.startswith("_") else text
+
+
 def to_svg(fig) -> str:
     """The figure as an ``<svg>`` element (XML prologue and DOCTYPE stripped), closed."""
     buf = io.StringIO()
@@ -206,7 +213,7 @@ def dissociation(rows: list[ScoreRow], labelled: list[str] | None = None):
                 continue
             st = style(i)
             ax.errorbar(a.value, k.value, xerr=_err(a), yerr=_err(k), fmt=st["marker"], color=st["color"],
-                        ms=6, capsize=2, lw=1, label=m)
+                        ms=6, capsize=2, lw=1, label=legend_label(m))
         ax.set_xlim(-0.02, 1.02)
         ax.set_xlabel("accuracy on silhouettes (proportion correct, 16-way)")
         ax.set_ylabel("error consistency kappa (unitless)")
@@ -250,7 +257,7 @@ def ak_curves(rows: list[ScoreRow], only: list[str] | None = None):
                     lo = np.array([r.ci_low if _finite(r.ci_low) else np.nan for _, r in pts])
                     hi = np.array([r.ci_high if _finite(r.ci_high) else np.nan for _, r in pts])
                     eb = ax.errorbar(ks, v, yerr=[np.nan_to_num(v - lo), np.nan_to_num(hi - v)], color=st["color"],
-                                     marker=st["marker"], ms=4, lw=1.4, capsize=2, elinewidth=0.8, label=m)
+                                     marker=st["marker"], ms=4, lw=1.4, capsize=2, elinewidth=0.8, label=legend_label(m))
                     for c in eb[2]:
                         c.set_alpha(0.45)
                 cap = ix.get((tid, m, "capacity_k"))
@@ -318,7 +325,7 @@ def mark_color(rows: list[ScoreRow], only: list[str] | None = None):
                 st = style(i)
                 x = j - width / 2 + width * (i + 0.5) / max(len(models), 1) - 0.08
                 ax.errorbar([x], [r.value], yerr=_err(r), fmt=st["marker"], color=st["color"], capsize=2, ms=5,
-                            label=m if j == 0 and len(models) <= 12 else None)
+                            label=legend_label(m) if j == 0 and len(models) <= 12 else None)
         ax.set_xticks(range(len(tids)), tids, rotation=15, ha="right")
         ax.set_ylim(0, 1)
         ax.set_ylabel("B, agreement with the kernel (proportion)")
@@ -363,11 +370,12 @@ def salbench_shots(rows: list[ScoreRow], only: list[str] | None = None):
                     ys = [p[1].value for p in pts]
                     err = [[max(p[1].value - p[1].ci_low, 0) if _finite(p[1].ci_low) else 0 for p in pts],
                            [max(p[1].ci_high - p[1].value, 0) if _finite(p[1].ci_high) else 0 for p in pts]]
+                    first = row_i == 0 and col == 0
                     ax.errorbar(xs, ys, yerr=err, fmt=st["marker"] + "-", color=st["color"], capsize=2, ms=5,
-                                lw=1, label=f"{m} (every stimulus; null = empty set)" if row_i == 0 and col == 0 else None)
+                                lw=1, label=legend_label(f"{m} (every stimulus; null = empty set)") if first else None)
                     ye = [p[2].value if p[2] is not None else np.nan for p in pts]
                     ax.plot(xs + 0.06, ye, st["marker"], mfc="none", color=st["color"], ms=6,
-                            label=f"{m} (nulls excluded)" if row_i == 0 and col == 0 else None)
+                            label=legend_label(f"{m} (nulls excluded)") if first else None)
                 ax.set_xticks([0, 3, 5])
                 ax.set_xlim(-0.8, 5.8)
                 ax.set_ylim(-0.03, 1.05)
@@ -390,7 +398,7 @@ def _dodged_points(ax, i: int, n_models: int, rs: list, label: str | None) -> No
     ax.errorbar(xs[ok], [rs[j].value for j in ok],
                 yerr=[[max(rs[j].value - rs[j].ci_low, 0) if _finite(rs[j].ci_low) else 0 for j in ok],
                       [max(rs[j].ci_high - rs[j].value, 0) if _finite(rs[j].ci_high) else 0 for j in ok]],
-                fmt=st["marker"], color=st["color"], capsize=2, ms=5, label=label)
+                fmt=st["marker"], color=st["color"], capsize=2, ms=5, label=legend_label(label))
 
 
 def salbench_categories(rows: list[ScoreRow], only: list[str] | None = None):
@@ -498,7 +506,7 @@ def vsi_histogram_figure(rows: list[ScoreRow], only: list[str] | None = None, th
                 ins = next((x for x in rows if x.task_id == tid and x.model == m
                             and x.metric == f"insensitive_frac@{threshold:g}{cell}"), None)
                 lab = m + (f": {ins.value:.0%} below {threshold:g} nats" if ins is not None and _finite(ins.value) else "")
-                ax.stairs(frac, xs, color=style(i)["color"], lw=1.6, label=lab)
+                ax.stairs(frac, xs, color=style(i)["color"], lw=1.6, label=legend_label(lab))
             ax.axvline(threshold, color="black", ls="--", lw=1)
             ax.set_xscale("log")
             ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda x, _: f"{x:g}"))

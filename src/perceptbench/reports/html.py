@@ -21,6 +21,7 @@ from jinja2 import Environment, PackageLoader, select_autoescape
 from markupsafe import Markup
 
 from ..core.rundir import write_atomic
+from ..core.urls import redact_urls_in
 from .data import ReportData, finite, load_report_data
 from .headline import MARK_LEGEND, HeadlineRow, cell_text, fmt, headline_rows, value_text
 
@@ -281,6 +282,9 @@ def render_report(data: ReportData, title: str) -> tuple[str, str, int]:
 def write_report(run_dirs: list[str | os.PathLike], out: str | os.PathLike) -> ReportResult:
     """Write the HTML report to ``out`` and the Markdown summary to ``out`` with suffix
     ``.md``; both through a temporary file and a rename (a crash leaves no half page).
+    Credentials in URLs (``http://user:secret@host``, e.g. in the ``model_version`` of records
+    written before they were redacted) are redacted on the page
+    (:func:`perceptbench.core.urls.redact_urls_in`).
 
     Raises RecordError / ValueError (from :func:`load_report_data`) for unreadable or
     unmergeable run directories."""
@@ -290,6 +294,6 @@ def write_report(run_dirs: list[str | os.PathLike], out: str | os.PathLike) -> R
     html, md, n_fig = render_report(data, title)
     md_path = out.with_suffix(".md")
     for path, text in ((out, html), (md_path, md)):
-        write_atomic(path, text)
+        write_atomic(path, redact_urls_in(text))  # URL credentials of older records too
     models = {r.model for r in data.records if r.model_family != "human"}
     return ReportResult(out, md_path, len(models), len({r.task_id for r in data.records}), n_fig)

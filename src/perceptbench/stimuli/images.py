@@ -5,7 +5,9 @@ MMStar images and the mirrored silhouettes all pass through :func:`load_image`, 
 sees an image the way a person sees it in an image viewer:
 
 1. decoded completely (a corrupt or truncated file is an :class:`ImageLoadError` naming the
-   file, raised before anything is written);
+   file, raised before anything is written), after its size is read from the header: an
+   image of more than :data:`MAX_IMAGE_PIXELS` pixels (a "decompression bomb": a 12 KB PNG
+   can declare 100 megapixels) is an :class:`ImageLoadError` naming the file, never decoded;
 2. EXIF orientation applied (``PIL.ImageOps.exif_transpose``, EXIF tag 0x0112), *before*
    any box is drawn or region computed: annotations of released benchmarks are made on the
    displayed (rotated) image;
@@ -31,10 +33,42 @@ from typing import BinaryIO, Union
 import numpy as np
 from PIL import Image, ImageFile, ImageOps
 
-__all__ = ["ImageLoadError", "ImageInput", "load_image", "load_mask", "WHITE"]
+__all__ = ["ImageLoadError", "ImageInput", "load_image", "load_mask", "WHITE", "MAX_IMAGE_PIXELS",
+           "max_image_pixels"]
 
 #: default background for transparent pixels: white, as image viewers and the web show them
 WHITE: tuple[int, int, int] = (255, 255, 255)
+
+MAX_IMAGE_PIXELS: int = 50_000_000
+"""Most pixels (width x height) an image from outside the project may have: 50 megapixels,
+above the largest image of every benchmark perceptbench reads (COCO, GQA, HallusionBench,
+MMVP, MMStar, SalBench: at most a few megapixels) and of a 48-megapixel phone photo, and
+below Pillow's own warning threshold (``PIL.Image.MAX_IMAGE_PIXELS``, 89.5 megapixels), above
+which Pillow only warns.  The environment variable ``PERCEPTBENCH_MAX_IMAGE_PIXELS`` (a
+positive integer) replaces it (:func:`max_image_pixels`)."""
+
+
+def max_image_pixels() -> int:
+    """The pixel limit in force: ``PERCEPTBENCH_MAX_IMAGE_PIXELS`` when set, else
+    :data:`MAX_IMAGE_PIXELS`.  Raises ValueError naming the variable for a value that is not a
+    positive integer."""
+    raw = os.environ.get("PERCEPTBENCH_MAX_IMAGE_PIXELS", "").strip()
+    if not raw:
+        return MAX_IMAGE_PIXELS
+    if not (raw.isascii() and raw.isdigit()) or int(raw) < 1:
+        raise ValueError(f"PERCEPTBENCH_MAX_IMAGE_PIXELS must be a positive integer (pixels), got {raw!r}")
+    return int(raw)
+
+
+def _check_pixels(size: tuple[int, int], name: str) -> None:
+    w, h = size
+    limit = max_image_pixels()
+    if w * h > limit:
+        raise ImageLoadError(
+            f"image {name} is {w}x{h} = {w * h / 1e6:.1f} megapixels, above the limit of {limit / 1e6:g} "
+            "megapixels for images from outside the project (not decoded; set PERCEPTBENCH_MAX_IMAGE_PIXELS "
+            "to raise it if the image is genuine)")
+
 
 ImageInput = Union[str, os.PathLike, bytes, bytearray, memoryview, BinaryIO, Image.Image]
 
@@ -95,6 +129,7 @@ def _open(obj: ImageInput, name: str) -> Image.Image:
             "PIL.ImageFile.LOAD_TRUNCATED_IMAGES is True in this process: truncated images would "
             "load silently with grey bands; set it back to False")
     if isinstance(obj, Image.Image):
+        _check_pixels(obj.size, name)
         try:
             obj.load()
         except Exception as e:  # noqa: BLE001 - PIL raises OSError, SyntaxError, ValueError ...
@@ -109,8 +144,17 @@ def _open(obj: ImageInput, name: str) -> Image.Image:
         fp = io.BytesIO(bytes(obj))
     else:
         fp = obj
+    import warnings
+
     try:
-        with Image.open(fp) as im:  # type: ignore[arg-type]
+        with warnings.catch_warnings():  # the size is checked here, against our own limit
+            warnings.simplefilter("ignore", Image.DecompressionBombWarning)
+            im = Image.open(fp)  # type: ignore[arg-type]
+    except Exception as e:  # noqa: BLE001 - UnidentifiedImageError, DecompressionBombError, OSError
+        raise ImageLoadError(f"cannot decode image {name}: {type(e).__name__}: {e}") from e
+    with im:
+        _check_pixels(im.size, name)
+        try:
             im.load()
             out = im.copy()
             out.info = dict(im.info)
@@ -118,8 +162,8 @@ def _open(obj: ImageInput, name: str) -> Image.Image:
             if exif:
                 out.info["exif"] = exif.tobytes()
             return out
-    except Exception as e:  # noqa: BLE001 - UnidentifiedImageError, OSError (truncated), SyntaxError, DecompressionBombError
-        raise ImageLoadError(f"cannot decode image {name}: {type(e).__name__}: {e}") from e
+        except Exception as e:  # noqa: BLE001 - OSError (truncated), SyntaxError, ValueError
+            raise ImageLoadError(f"cannot decode image {name}: {type(e).__name__}: {e}") from e
 
 
 def load_image(
@@ -146,8 +190,8 @@ def load_image(
 
     Raises
     ------
-    ImageLoadError (a ValueError): missing, unreadable, corrupt or truncated file; the message
-    names the file (or ``source``).  ValueError: a malformed ``background``.
+    ImageLoadError (a ValueError): missing, unreadable, corrupt or truncated file, or more
+    pixels than :func:`max_image_pixels`; the message names the file (or ``source``).  ValueError: a malformed ``background``.
     """
     bg = _check_background(background)
     name = _name(path_or_bytes, source)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import abc
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Callable, ClassVar, Sequence
 
 from PIL import Image
@@ -60,6 +61,14 @@ class Task(abc.ABC):
     settings: ClassVar[dict[str, Setting]] = {}
     """Type and range per setting key (keys of ``defaults``); ``allowed`` entries are
     choice settings."""
+    location_settings: ClassVar[tuple[str, ...]] = ()
+    """Settings that say where data lie (e.g. an image folder): left out of ``task_id`` and of
+    ``run_meta.task_params``, recorded in ``run_meta.data_location`` instead, so that moving
+    the folder or running on another machine keeps the task's identity."""
+    content_settings: ClassVar[tuple[str, ...]] = ()
+    """Settings naming a data file or folder (e.g. a question file) that the task id names by
+    content: ``sha256:`` and the first 16 hex digits of its hash (:func:`content_id`); the path
+    itself goes to ``run_meta.data_location``."""
     owner: ClassVar[str] = "perceptbench"
     n_reps: ClassVar[int] = 1
     is_vsi: ClassVar[bool] = False
@@ -105,17 +114,52 @@ class Task(abc.ABC):
     def check_settings(self) -> None:
         """Checks across settings (subclasses); raise ValueError naming the settings."""
 
+    def check_images(self, seed: int) -> None:
+        """Decode every image from outside the project that the task shows at ``seed``, so that a
+        missing, corrupt, truncated or oversized file fails
+        (:class:`~perceptbench.stimuli.images.ImageLoadError` naming it) before the run directory
+        is created.  The runner calls this for every task before anything is written.  Default:
+        nothing (the task draws its stimuli itself or reads checksummed sources)."""
+
     def prepare_models(self, seed: int) -> None:
         """Load the models the task itself needs (e.g. VSI's grounding step) before any model
         under test is loaded and before anything is written; raises ``ModelLoadError``.
         Default: nothing."""
 
     @property
+    def identity_params(self) -> dict[str, str]:
+        """The settings that make the task what it is: ``params`` without
+        :attr:`location_settings`, with each :attr:`content_settings` value named by content
+        (:func:`content_id`; computed once).  ``task_id`` is built from these and they are
+        recorded as ``run_meta.task_params``."""
+        ident = self.__dict__.get("_identity_params")
+        if ident is None:
+            ident = {k: (content_id(v) if k in self.content_settings and v != self._defaults.get(k) else v)
+                     for k, v in self.params.items() if k not in self.location_settings}
+            self.__dict__["_identity_params"] = ident
+        return ident
+
+    @property
+    def data_location(self) -> dict[str, str]:
+        """Where the task's data lie (:attr:`location_settings` and the paths of
+        :attr:`content_settings`, non-default ones), recorded as ``run_meta.data_location``."""
+        return {k: v for k, v in sorted(self.params.items())
+                if k in self.location_settings + self.content_settings and v != self._defaults.get(k)}
+
+    @property
     def task_id(self) -> str:
-        extra = {k: v for k, v in sorted(self.params.items()) if self._defaults.get(k) != v}
+        extra = {k: v for k, v in sorted(self.identity_params.items()) if self._defaults.get(k) != v}
         if not extra:
             return self.base_id
         return self.base_id + "@" + ",".join(f"{k}={v}" for k, v in extra.items())
+
+    @property
+    def spec(self) -> str:
+        """``base_id@key=value,...`` with every non-default setting as given (paths included):
+        what :func:`perceptbench.tasks.get_task` rebuilds this very task from (e.g. on a Ray
+        worker).  Equal to ``task_id`` for a task without location or content settings."""
+        extra = {k: v for k, v in sorted(self.params.items()) if self._defaults.get(k) != v}
+        return self.base_id + ("@" + ",".join(f"{k}={v}" for k, v in extra.items()) if extra else "")
 
     @property
     def prompt_id(self) -> str:
@@ -182,6 +226,33 @@ class Task(abc.ABC):
         """Score rows from this task's trial records only; ``seed`` seeds the bootstrap."""
 
 
+CONTENT_ID_PREFIX = "sha256:"
+_DATA_SUFFIXES = (".parquet", ".csv", ".tsv", ".json", ".jsonl")
+
+
+def content_id(value: str) -> str:
+    """A data file or folder named by content: ``sha256:`` and the first 16 hex digits of the
+    sha256 of the file's bytes (a folder: of the sorted relative paths and sha256s of its
+    ``.parquet``/``.csv``/``.tsv``/``.json``/``.jsonl`` files; images are not hashed).  A value
+    that already is a content id (a task rebuilt from a record) is returned as is, and so is a
+    path that does not exist (the loader then says what is missing, in one line)."""
+    import hashlib
+
+    from ..seeding import file_sha256
+
+    if value.startswith(CONTENT_ID_PREFIX) or not value:
+        return value
+    p = Path(value).expanduser()
+    if p.is_file():
+        return CONTENT_ID_PREFIX + file_sha256(p)[:16]
+    if p.is_dir():
+        h = hashlib.sha256()
+        for f in sorted(x for x in p.rglob("*") if x.is_file() and x.suffix.lower() in _DATA_SUFFIXES):
+            h.update(f"{f.relative_to(p).as_posix()}\0{file_sha256(f)}\n".encode())
+        return CONTENT_ID_PREFIX + h.hexdigest()[:16]
+    return value
+
+
 def require_test_stimuli(task: Task, stimuli: list[Stimulus]) -> None:
     """Raise ValueError when ``stimuli`` has no ``"test"`` stimulus: such a task would run
     nothing and score an empty table (issue 7 item 7: an error, never an empty result)."""
@@ -211,5 +282,6 @@ def make_record(task: Task, *, stimulus_id: str, model: str, model_family: str, 
         raw_output=raw_output, rep=rep, n_reps=task.n_reps, prompt_id=prompt_id,
         prompt_hash=prompt_hash,
         run_meta={"model_version": model_version, "seed": seed, "run_id": run_id,
-                  "package_version": __version__, "task_params": task.params, **meta},
+                  "package_version": __version__, "task_params": task.identity_params,
+                  **({"data_location": task.data_location} if task.data_location else {}), **meta},
     )

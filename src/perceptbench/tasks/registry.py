@@ -44,10 +44,23 @@ def parse_task_id(task_id: str) -> tuple[str, dict[str, str]]:
     return base, params
 
 
-def get_task(task_id: str) -> Task:
-    """A task instance for a task id.  Raises KeyError naming the closest known task ids
-    (difflib) and listing them all."""
+def get_task(task_id: str, location: dict[str, str] | None = None) -> Task:
+    """A task instance for a task id (or a :attr:`~perceptbench.tasks.base.Task.spec`).
+    Raises KeyError naming the closest known task ids (difflib) and listing them all.
+
+    ``location``: a record's ``run_meta.data_location`` (where the task's data lay: image
+    folder, question file); its settings are added, so that the task can load its stimuli
+    again.  Raises ValueError when the data found there no longer make the same task id (a
+    question file changed since)."""
     base, params = parse_task_id(task_id)
+    if location:
+        rebuilt = get_task(task_id)
+        params.update({k: str(v) for k, v in location.items()})
+        task = get_task(base + "@" + ",".join(f"{k}={v}" for k, v in params.items()))
+        if task.task_id != rebuilt.task_id:
+            raise ValueError(f"{task_id}: the data recorded in run_meta.data_location ({location}) now make the "
+                             f"task {task.task_id}: a file changed since the run")
+        return task
     if base in NOT_RUNNABLE:
         raise KeyError(f"{base} is not runnable here: {NOT_RUNNABLE[base]}")
     if base not in TASKS:

@@ -370,6 +370,9 @@ class SalBenchTask(Task):
         src = self.params["source"]
         items = sn.load_hf(config="O3") if src == "hf" else sn.load_local(src, default_split="nat")
         items = [it for it in items if it.split == "nat"]
+        from ..external._common import refuse_duplicate_ids
+
+        refuse_duplicate_ids([it.stimulus_id for it in items], f"{self.base_id} source {src}", "stimulus id")
         from ..seeding import file_sha256
 
         source_sha = "hf:salbench-vlm/salbench" if src == "hf" else f"sha256:{file_sha256(src)}"
@@ -409,6 +412,13 @@ class SalBenchTask(Task):
             stim._source_image = it.load_image  # type: ignore[attr-defined]  # content before the box
             out.append(stim)
         return out
+
+    def check_images(self, seed: int) -> None:
+        """Natural split: decode every image of the annotation source once (ImageLoadError naming
+        the file before anything is written); the synthetic split draws its own."""
+        if self.split_name == "nat":
+            for st in self.stimuli(seed):
+                st._source_image()  # type: ignore[attr-defined]
 
     def _int_param(self, key: str, minimum: int) -> int:
         try:

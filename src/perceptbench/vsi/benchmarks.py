@@ -123,6 +123,8 @@ class VSIExternalTask(VSITask):
     human_data = ("no human answers: the benchmark's ground-truth labels; VSI compares the model's answers with "
                   "and without blur")
     prompt_text = "{question}\n[A. option ...]\n" + LETTER_SUFFIX + " | {question}\n" + YES_NO_SUFFIX
+    location_settings = ("images",)  # where the images lie: run_meta.data_location, not the task id
+    content_settings = ("questions", "source")  # named in the task id by the hash of their content
     grounding_defaults: ClassVar[dict[str, str]] = {"limit": "all", "detector": "IDEA-Research/grounding-dino-tiny",
                                                     "segmenter": "facebook/sam-vit-base", "box_threshold": "0.3"}
     settings = {**VSITask.settings, "limit": _N_ALL, "box_threshold": Setting("float", 0, 1),
@@ -170,6 +172,12 @@ class VSIExternalTask(VSITask):
                                          "reachable from here") from None
             g = self.__dict__["_grounder_models"] = tuple(loaded)
         return g
+
+    def check_images(self, seed: int) -> None:
+        """Decode every image of the benchmark's selected questions once (a corrupt or
+        oversized file is an ImageLoadError naming it and the question, before anything is written)."""
+        for vs in self.load(seed):
+            vs.load()
 
     def prepare_models(self, seed: int) -> None:
         """Load the grounding models (Grounding DINO + SAM) when some region-blur stimulus needs

@@ -189,6 +189,15 @@ class ProbeFeatures:
         self.directory = Path(directory)
         self._cache: dict[str, dict | None] = {}
 
+    @property
+    def present(self) -> bool:
+        """Whether the features folder exists (a records file copied without it: False)."""
+        return self.directory.is_dir()
+
+    def path(self, key: str) -> Path:
+        """The ``.npz`` file that holds (or would hold) the features of ``key``."""
+        return self.directory / (slug(key) + ".npz")
+
     def _meta(self, key: str) -> dict | None:
         p = self.directory / (slug(key) + ".json")
         return json.loads(p.read_text()) if p.exists() else None

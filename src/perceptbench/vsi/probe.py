@@ -48,12 +48,31 @@ def subsets(vsi: np.ndarray, sample_ids: Sequence[str], seed: int) -> tuple[np.n
     return low, ctrl
 
 
+_SUBSETS = ("low_vsi", "high_vsi")
+
+
+def _names(prefix: str) -> list[str]:
+    return [f"{prefix}probe_acc", f"{prefix}argmax_change", f"{prefix}gap"]
+
+
+def _absent_rows(task_id: str, model: str, sfx: str, prefix: str, store: ProbeFeatures, key: str,
+                 n: int) -> list[ScoreRow]:
+    """Every row of :func:`_gap_rows` as undefined (NaN, n = 0, all ``n`` samples missing), the
+    note naming the feature file it needs: a records file scored without its ``features/``."""
+    why = (f"needs {store.path(key)}, the probe features `perceptbench run` writes in features/ beside "
+           "records.jsonl; this records file was scored without that folder (score the run directory, or copy "
+           "features/ with it)")
+    return [ScoreRow(task_id, model, f"{prefix}probe_acc_all{sfx}", math.nan, None, None, 0, n, why)] + [
+        ScoreRow(task_id, model, f"{nm}_{sub}{sfx}", math.nan, None, None, 0, n, why)
+        for nm in _names(prefix) for sub in _SUBSETS]
+
+
 def _gap_rows(task_id, model, sfx, prefix, feats, cell, seed, note) -> list[ScoreRow]:
     keyed = [(s, feats.get((s.sample_id, s.perturbation, float(s.sigma)))) for s in cell]
     have = [(s, f) for s, f in keyed if f is not None]
     missing = len(cell) - len(have)
-    names = [f"{prefix}probe_acc", f"{prefix}argmax_change", f"{prefix}gap"]
-    subsets_ = ("low_vsi", "high_vsi")
+    names = _names(prefix)
+    subsets_ = _SUBSETS
 
     def nan_rows(why):
         return [ScoreRow(task_id, model, f"{nm}_{sub}{sfx}", math.nan, None, None, len(have), missing, why)
@@ -91,10 +110,16 @@ def probe_rows(samples: Sequence[VSISample], store: ProbeFeatures, *, seed: int 
     """Encoder-LLM gap rows (own tower, and the external witness where cached) for every
     (task, model, perturbation, sigma) cell of ``samples``; a ``skipped`` row (note: why) for
     a model whose features were not extractable or are not in the store, ``witness_skipped``
-    when the witness could not run.  Without a features folder no probe row is written."""
+    when the witness could not run.  When the store's folder does not exist (a records file
+    scored on its own), every probe row (own tower and witness) is written as undefined with a
+    note naming the feature file it needs."""
     rows: list[ScoreRow] = []
     for (task_id, bench, model, pert, sigma), cell in sorted(_cells(samples).items()):
         sfx = _suffix(pert, sigma)
+        if not store.present:
+            for prefix, who in (("", model), ("witness_", WITNESS)):
+                rows += _absent_rows(task_id, model, sfx, prefix, store, store_key(who, task_id), len(cell))
+            continue
         witness = store.get(store_key(WITNESS, task_id))
         why = store.skipped(store_key(model, task_id))
         if why:

@@ -7,7 +7,6 @@ image-withheld cell is scored per task only (:mod:`perceptbench.vsi.scoring`).""
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 from ..analyses.base import SUITE_ANALYSES, SuiteAnalysis
 from ..core.rows import ScoreRow
@@ -22,7 +21,9 @@ def vsi_analysis_rows(records: list[TrialRecord], seed: int | None = None,
                       families: dict[str, str] | None = None) -> list[ScoreRow]:
     """Seed 002 §2.3-§4 analyses over every VSI record of a blur condition (all tasks and models
     together): empty when there is none.  Seed: ``seed``, else the VSI records' unique seed
-    (ValueError if several).  Probe rows need ``features_dir`` (read with numpy; no torch)."""
+    (ValueError if several).  Probe rows need ``features_dir`` (read with numpy; no torch); when
+    it is given but does not exist (a records file copied without its run directory), the probe
+    rows are undefined and name the feature files they need."""
     samples = blur_samples(records)
     if not samples:
         return []
@@ -33,7 +34,7 @@ def vsi_analysis_rows(records: list[TrialRecord], seed: int | None = None,
         if len(seeds) != 1:
             raise ValueError(f"VSI records carry several seeds {sorted(seeds)}; pass --seed")
         s = seeds.pop()
-    probe = ProbeFeatures(features_dir) if features_dir is not None and Path(features_dir).is_dir() else None
+    probe = ProbeFeatures(features_dir) if features_dir is not None else None
     return score_vsi_analyses(samples, seed=s, probe=probe, families=families)
 
 

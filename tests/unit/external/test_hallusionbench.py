@@ -99,3 +99,26 @@ def test_no_image_questions_are_returned_flagged_and_follow_the_subset(tmp_path)
         got = {(s.meta["category"], s.meta["subcategory"], s.meta["set_id"], s.meta["question_id"])
                for s in both if s.meta.get("no_image")}
         assert got == {g for g in drawn if g[0] == "VS"}
+
+
+@pytest.mark.parametrize("filename", ["./../../etc/x.png", "/tmp/x.png", "VS/../../x.png"])
+def test_filename_outside_the_images_folder_is_refused_in_one_line(tmp_path, filename):
+    """Issue 20 item 7: image paths are confined to the images folder."""
+    bad = tmp_path / "hb.json"
+    rows = json.loads(FIX.read_text())
+    rows[5]["filename"] = filename
+    bad.write_text(json.dumps(rows))
+    with pytest.raises(ValueError) as e:
+        hb.load_hallusionbench(tmp_path, questions=bad, check_images=False)
+    msg = str(e.value)
+    assert f"{bad} record 5: filename" in msg and "would leave" in msg and "\n" not in msg
+
+
+def test_two_questions_under_one_id_are_refused_naming_it(tmp_path):
+    bad = tmp_path / "hb.json"
+    rows = json.loads(FIX.read_text())
+    rows.append(dict(rows[5], question="Is the left circle larger?"))
+    bad.write_text(json.dumps(rows))
+    with pytest.raises(ValueError) as e:
+        hb.load_hallusionbench(tmp_path, questions=bad, check_images=False)
+    assert "duplicate" in str(e.value) and "hallusionbench-VD-illusion-" in str(e.value) and "\n" not in str(e.value)

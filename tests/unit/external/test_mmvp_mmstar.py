@@ -98,3 +98,33 @@ def test_without_datasets_the_error_says_what_to_install(monkeypatch, tmp_path):
     monkeypatch.setitem(sys.modules, "datasets", None)
     with pytest.raises(ImportError, match=r"perceptbench\[external\]"):
         mmstar.load_mmstar(FIX / "mmstar" / "mmstar.parquet", cache_dir=tmp_path)
+
+
+def _duplicate_first_row(src, dst, column):
+    import pyarrow.parquet as pq
+    import pyarrow as pa
+
+    t = pq.read_table(src)
+    pq.write_table(pa.concat_tables([t, t.slice(0, 1)]), dst)
+    return t.column(column)[0].as_py()
+
+
+def test_mmstar_two_stimuli_under_one_index_are_refused_naming_it(tmp_path):
+    """Issue 20 item 3: MMStar loaded two stimuli under one id."""
+    idx = _duplicate_first_row(FIX / "mmstar" / "mmstar.parquet", tmp_path / "mmstar.parquet", "index")
+    with pytest.raises(ValueError) as e:
+        mmstar.load_mmstar(tmp_path / "mmstar.parquet", cache_dir=tmp_path / "c", limit=1)
+    msg = str(e.value)
+    assert f"duplicate index {str(idx)!r}" in msg and "mmstar.parquet" in msg and "\n" not in msg
+
+
+def test_mmvp_repeated_index_is_refused_naming_it(tmp_path):
+    import shutil
+
+    rel = tmp_path / "release"
+    shutil.copytree(FIX / "mmvp" / "release", rel)
+    lines = (rel / "Questions.csv").read_text().splitlines(keepends=True)
+    (rel / "Questions.csv").write_text("".join(lines + [lines[1]]))
+    with pytest.raises(ValueError) as e:
+        mmvp.load_mmvp(rel, cache_dir=tmp_path / "c")
+    assert "duplicate Index '1'" in str(e.value) and "\n" not in str(e.value)

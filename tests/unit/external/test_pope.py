@@ -5,6 +5,7 @@ Images are small synthetic JPEGs written here under COCO's file names (never the
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
@@ -102,3 +103,42 @@ def test_corrupt_image_fails_when_loaded_naming_file_and_question(tmp_path):
     stim = pope.load_pope("adversarial", tmp_path, questions=FIX)
     with pytest.raises(ImageLoadError, match=r"COCO_val2014_000000310196.jpg \(POPE question 1\)"):
         stim[0].load()
+
+
+@pytest.mark.parametrize("image", ["../secret.jpg", "sub/../../secret.jpg", "/etc/secret.jpg", "..\\secret.jpg",
+                                   "C:\\secret.jpg", ""])
+def test_image_path_outside_the_images_folder_is_refused_in_one_line(tmp_path, image):
+    """Issue 20 item 7: a downloaded question file could make perceptbench read (and send to an
+    API model) any image on disk; every record is checked, whether in the subset or not."""
+    (tmp_path / "secret.jpg").write_bytes(b"not yours")
+    imgs = tmp_path / "imgs"
+    _write_images(imgs, ["a.jpg"])
+    q = tmp_path / "q.json"
+    q.write_text(f'{{"question_id": 1, "image": "a.jpg", "text": "Is there a cat in the image?", "label": "yes"}}\n'
+                 f'{{"question_id": 2, "image": {json.dumps(image)}, "text": "Is there a dog in the image?", '
+                 f'"label": "no"}}\n')
+    with pytest.raises(ValueError) as e:
+        pope.load_pope("random", imgs, questions=q, limit=1, seed=0)
+    msg = str(e.value)
+    assert f"{q} record 2: image" in msg and repr(image) in msg and "would leave" in msg and "\n" not in msg
+
+
+def test_image_paths_in_subfolders_stay_allowed(tmp_path):
+    imgs = tmp_path / "imgs"
+    _write_images(imgs / "val", ["a.jpg"])
+    q = tmp_path / "q.json"
+    q.write_text('{"question_id": 1, "image": "val/a.jpg", "text": "Is there a cat in the image?", "label": "yes"}\n')
+    (s,) = pope.load_pope("random", imgs, questions=q)
+    assert s.load().size == (32, 24)
+
+
+def test_repeated_question_id_is_refused_naming_it(tmp_path):
+    """Issue 20 item 3: a repeated question_id silently dropped a question (3 scored as n = 2)."""
+    _write_images(tmp_path / "imgs", ["a.jpg", "b.jpg"])
+    q = tmp_path / "q.json"
+    rec = '{{"question_id": {}, "image": "{}", "text": "Is there a {} in the image?", "label": "yes"}}\n'
+    q.write_text(rec.format(1, "a.jpg", "cat") + rec.format(2, "b.jpg", "dog") + rec.format(2, "a.jpg", "cup"))
+    with pytest.raises(ValueError) as e:
+        pope.load_pope("random", tmp_path / "imgs", questions=q, limit=1)
+    msg = str(e.value)
+    assert str(q) in msg and "duplicate question_id '2'" in msg and "\n" not in msg

@@ -446,3 +446,40 @@ def test_a_batch_keeps_the_answers_that_arrived_when_one_request_fails_for_good(
     want = ["answer to prompt 0", None, None] if concurrency == 1 else ["answer to prompt 0", None,
                                                                         "answer to prompt 2"]
     assert e.answers == want and f"{3 - want.count(None)} of 3 answers" in str(e)
+
+
+def test_url_credentials_are_sent_but_redacted_everywhere(tmp_path, caplog):
+    """Issue 20 item 7: ``http://user:secret@host/...`` was copied into model_version (so every
+    record), the identity, cache entries and error messages."""
+    from perceptbench.models.response_cache import CachedVLM, ResponseCache
+
+    caplog.set_level("DEBUG")
+    pw = "s3cr3t-pw-42"
+    with Scripted([(200, {}, _chat_json("2")), (500, {}, {"error": "boom"})]) as srv:
+        url = srv.url.replace("http://", f"http://alice:{pw}@") + "/v1"
+        vlm = OpenAICompatibleVLM(url, "m", max_retries=1, **FAST)
+        cached = CachedVLM(vlm, ResponseCache(tmp_path / "cache"))
+        assert cached.generate([REQ]) == ["2"]
+        with pytest.raises(APIError) as ei:
+            vlm.generate([VLMRequest(images=(_image(1),), prompt="again")])
+    assert srv.requests[0]["headers"]["Authorization"].startswith("Basic ")  # the credentials were used
+    assert vlm.model_version.startswith(srv.url.replace("http://", "http://alice:****@") + "/v1#m")
+    cache_files = [p.read_text() for p in (tmp_path / "cache").rglob("*.json")]
+    assert cache_files
+    texts = [vlm.model_version, json.dumps(vlm.identity), repr(vlm), str(vlm.identity_warning), str(ei.value),
+             ei.value.url, caplog.text, *cache_files]
+    for t in texts:
+        assert pw not in t, t
+
+
+@pytest.mark.parametrize("url, shown", [
+    ("http://user:pw@host:8000/v1", "http://user:****@host:8000/v1"),
+    ("https://tok3n@host/v1", "https://****@host/v1"),
+    ("http://host/v1?next=a@b", "http://host/v1?next=a@b"),
+    ("http://host/v1", "http://host/v1"),
+])
+def test_redact_url_follows_pip(url, shown):
+    from perceptbench.core.urls import redact_url, redact_urls_in
+
+    assert redact_url(url) == shown
+    assert redact_urls_in(f"request to {url} failed; see {url}") == f"request to {shown} failed; see {shown}"

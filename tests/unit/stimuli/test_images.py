@@ -204,3 +204,37 @@ def test_red_box_drawn_after_orientation_lies_inside_the_image(tmp_path):
     draw_red_box(load_image(p), BBOX)  # the unrotated 80x120 image cannot hold this box
     with Image.open(p) as raw, pytest.raises(ValueError):
         draw_red_box(raw.convert("RGB"), BBOX)
+
+
+@pytest.fixture(scope="module")
+def bomb_png(tmp_path_factory):
+    """A ~12 KB bilevel PNG that decodes to 10000 x 10000 = 100 megapixels (issue 20 item 7)."""
+    p = tmp_path_factory.mktemp("bomb") / "bomb.png"
+    Image.new("1", (10_000, 10_000)).save(p, optimize=True)
+    assert p.stat().st_size < 50_000
+    return p
+
+
+def test_image_over_the_pixel_limit_is_a_one_line_error_naming_the_file(bomb_png, recwarn):
+    from perceptbench.stimuli.images import MAX_IMAGE_PIXELS
+
+    assert MAX_IMAGE_PIXELS < 100_000_000
+    for obj in (bomb_png, bomb_png.read_bytes()):
+        with pytest.raises(ImageLoadError) as e:
+            load_image(obj, source=None if obj is bomb_png else "bytes of bomb.png")
+        msg = str(e.value)
+        assert ("bomb.png" in msg and "10000x10000" in msg and "megapixels" in msg
+                and "PERCEPTBENCH_MAX_IMAGE_PIXELS" in msg and "\n" not in msg), msg
+    assert not [w for w in recwarn.list if issubclass(w.category, Image.DecompressionBombWarning)]
+
+
+def test_pixel_limit_applies_to_pil_images_and_follows_the_variable(tmp_path, monkeypatch):
+    big = Image.new("RGB", (200, 100))
+    monkeypatch.setenv("PERCEPTBENCH_MAX_IMAGE_PIXELS", "19999")
+    with pytest.raises(ImageLoadError, match="MMStar row 1 is 200x100"):
+        load_image(big, source="MMStar row 1")  # datasets hands decoded PIL images
+    monkeypatch.setenv("PERCEPTBENCH_MAX_IMAGE_PIXELS", "20000")
+    assert load_image(big).size == (200, 100)  # the limit itself is allowed
+    monkeypatch.setenv("PERCEPTBENCH_MAX_IMAGE_PIXELS", "lots")
+    with pytest.raises(ValueError, match="PERCEPTBENCH_MAX_IMAGE_PIXELS must be a positive integer"):
+        load_image(big)

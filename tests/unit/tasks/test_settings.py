@@ -171,3 +171,39 @@ def test_cli_run_refuses_before_writing(tmp_path, task_id, needle):
     assert needle in p.stdout and "wrote" not in p.stdout, p.stdout
     assert "Traceback" not in p.stderr
     assert not (out / "records.jsonl").exists() and not (out / "run.json").exists()
+
+
+def test_benchmark_task_id_names_its_data_by_content_not_location(tmp_path):
+    """Issue 20 item 3: a benchmark task's id held the absolute paths of its images and question
+    file, so moving the images (or another machine) made a second task with every metric twice."""
+    import shutil
+
+    from perceptbench.seeding import file_sha256
+    from helpers.paths import FIXTURES
+
+    q = FIXTURES / "pope" / "coco_pope_adversarial.json"
+    (tmp_path / "m2").mkdir()
+    q2 = shutil.copy(q, tmp_path / "m2" / "questions.json")
+    a = get_task(f"vsi.pope@images={tmp_path / 'imgs'},questions={q},limit=4")
+    b = get_task(f"vsi.pope@images=/elsewhere/val2014,questions={q2},limit=4")
+    assert a.task_id == b.task_id == f"vsi.pope@limit=4,questions=sha256:{file_sha256(q)[:16]}"
+    assert str(tmp_path) not in a.task_id
+    assert a.identity_params == b.identity_params and "images" not in a.identity_params
+    assert a.data_location == {"images": str(tmp_path / "imgs"), "questions": str(q)}
+    assert get_task(a.spec).params == a.params  # the spec rebuilds the very task (paths included)
+    assert get_task(a.task_id).task_id == a.task_id  # a task id read back from a record is stable
+    with open(q2, "a") as f:
+        f.write("\n")
+    assert get_task(f"vsi.pope@images=/x,questions={q2},limit=4").task_id != a.task_id  # other content, other task
+    assert get_task("vsi.pope").task_id == "vsi.pope"  # the registered question file, any images folder
+    assert get_task(f"vsi.pope@images={tmp_path}").task_id == "vsi.pope"
+
+
+def test_battery_task_ids_and_params_are_unchanged():
+    """Tasks without data-location settings: the id, the spec and the recorded params are what
+    they always were (pinned records and scores)."""
+    from perceptbench.tasks.registry import DEFAULT_BATTERY
+
+    for tid in DEFAULT_BATTERY + ("salbench.detection.syn@n=60,n_probe=60", f"{SC}@n_test=41"):
+        t = get_task(tid)
+        assert t.task_id == t.spec == tid and t.identity_params == t.params and t.data_location == {}
