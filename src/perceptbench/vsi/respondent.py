@@ -67,7 +67,7 @@ from ..seeding import image_sha256, text_hash
 from ..tasks.base import Stimulus
 from .features import cache_task_features
 from .protocol import CONF_MAX_NEW_TOKENS, CONFIDENCE_PROMPT, CONFIDENCE_TURN
-from .samples import answer_token_agrees, distribution_flags
+from .samples import answer_token_agrees, dist_keys, distribution_flags
 
 if TYPE_CHECKING:
     from ..respond.context import TrialContext
@@ -238,7 +238,7 @@ class _VSIModel:
         """(why the trial is skipped, or None; the flags to record) of one arrived distribution
         meta; ``text``: the greedy answer of a clean record (compared with the top token when the
         two come from separate API requests)."""
-        problem = distribution_problem(dist.get("token_ids") or dist["tokens"], dist["logprobs"])
+        problem = distribution_problem(dist_keys(dist), dist["logprobs"])
         if problem is not None:
             return f"invalid next-token distribution: {problem}", []
         flags = distribution_flags(dist)
