@@ -177,3 +177,17 @@ def test_a_non_answer_top_token_and_a_disagreeing_greedy_answer_are_flagged_per_
     for c in ("region_blur", "whole_blur"):
         assert "1 non_answer_position" in rows[f"n_flagged[{c},sigma=20]"].note
         assert rows[f"vsi_median[{c},sigma=20]"].n == 3
+
+
+def test_a_task_of_fewer_requests_than_the_threshold_all_without_logprobs_is_declared_unsupported_too(tmp_path):
+    def load(arg):
+        return OpenAICompatibleVLM(srv.url, "m", name="api", max_retries=2, query_server=False, **FAST)
+
+    with GlitchServer(Provider(lambda body, n, lps: _no_logprobs(body))) as srv:
+        cfg = RunConfig(out=tmp_path / "run", tasks=("vsi.salbench.syn@n=1,perturbation=whole,verbal_conf=0",),
+                        models=(f"api=openai-compatible:{srv.url}#m",), cache_mode="off")
+        run(cfg, progress=False, load_model=load)
+        n_asked = len(srv.requests)
+    recs = _recs(tmp_path / "run")
+    assert n_asked == 2 and len(recs) == 2
+    assert all("consistently: all 2 requests" in r.run_meta.model_extra["skipped"] for r in recs)
