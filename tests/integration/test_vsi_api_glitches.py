@@ -191,3 +191,29 @@ def test_a_task_of_fewer_requests_than_the_threshold_all_without_logprobs_is_dec
     recs = _recs(tmp_path / "run")
     assert n_asked == 2 and len(recs) == 2
     assert all("consistently: all 2 requests" in r.run_meta.model_extra["skipped"] for r in recs)
+
+
+def test_a_call_that_fails_for_good_keeps_the_finished_trials_of_its_chunk_and_the_rerun_asks_the_rest(tmp_path):
+    from perceptbench.models.base import PartialAnswers
+
+    state = {"bad": None, "on": True}
+
+    def glitch(body, n, lps):
+        if body.get("logprobs") or not state["on"]:
+            return None
+        key = json.dumps(body["messages"][0]["content"][0])
+        state["bad"] = state["bad"] or key  # the first greedy answer asked fails for good
+        return "" if key == state["bad"] else None  # an empty 200 body: malformed, retried, then an error
+
+    with GlitchServer(Provider(glitch)) as srv:
+        with pytest.raises(PartialAnswers, match="malformed after 3 attempts"):
+            _run(srv, tmp_path / "run")
+        first = _recs(tmp_path / "run")
+        assert len(first) == 3 and all(r.run_meta.model_extra["vsi"]["condition"] == "clean" for r in first)
+        state["on"] = False
+        before = len(srv.requests)
+        _run(srv, tmp_path / "run")
+        asked = srv.requests[before:]
+    assert len(_recs(tmp_path / "run")) == 12
+    # the failed clean trial (its distribution and answer) and the 8 perturbed distributions: nothing else
+    assert sum(not b.get("logprobs") for b in asked) == 1 and len(asked) == 1 + 1 + 8
