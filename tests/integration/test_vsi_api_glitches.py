@@ -177,3 +177,43 @@ def test_a_non_answer_top_token_and_a_disagreeing_greedy_answer_are_flagged_per_
     for c in ("region_blur", "whole_blur"):
         assert "1 non_answer_position" in rows[f"n_flagged[{c},sigma=20]"].note
         assert rows[f"vsi_median[{c},sigma=20]"].n == 3
+
+
+def test_a_task_of_fewer_requests_than_the_threshold_all_without_logprobs_is_declared_unsupported_too(tmp_path):
+    def load(arg):
+        return OpenAICompatibleVLM(srv.url, "m", name="api", max_retries=2, query_server=False, **FAST)
+
+    with GlitchServer(Provider(lambda body, n, lps: _no_logprobs(body))) as srv:
+        cfg = RunConfig(out=tmp_path / "run", tasks=("vsi.salbench.syn@n=1,perturbation=whole,verbal_conf=0",),
+                        models=(f"api=openai-compatible:{srv.url}#m",), cache_mode="off")
+        run(cfg, progress=False, load_model=load)
+        n_asked = len(srv.requests)
+    recs = _recs(tmp_path / "run")
+    assert n_asked == 2 and len(recs) == 2
+    assert all("consistently: all 2 requests" in r.run_meta.model_extra["skipped"] for r in recs)
+
+
+def test_a_call_that_fails_for_good_keeps_the_finished_trials_of_its_chunk_and_the_rerun_asks_the_rest(tmp_path):
+    from perceptbench.models.base import PartialAnswers
+
+    state = {"bad": None, "on": True}
+
+    def glitch(body, n, lps):
+        if body.get("logprobs") or not state["on"]:
+            return None
+        key = json.dumps(body["messages"][0]["content"][0])
+        state["bad"] = state["bad"] or key  # the first greedy answer asked fails for good
+        return "" if key == state["bad"] else None  # an empty 200 body: malformed, retried, then an error
+
+    with GlitchServer(Provider(glitch)) as srv:
+        with pytest.raises(PartialAnswers, match="malformed after 3 attempts"):
+            _run(srv, tmp_path / "run")
+        first = _recs(tmp_path / "run")
+        assert len(first) == 3 and all(r.run_meta.model_extra["vsi"]["condition"] == "clean" for r in first)
+        state["on"] = False
+        before = len(srv.requests)
+        _run(srv, tmp_path / "run")
+        asked = srv.requests[before:]
+    assert len(_recs(tmp_path / "run")) == 12
+    # the failed clean trial (its distribution and answer) and the 8 perturbed distributions: nothing else
+    assert sum(not b.get("logprobs") for b in asked) == 1 and len(asked) == 1 + 1 + 8

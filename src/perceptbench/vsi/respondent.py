@@ -67,7 +67,7 @@ from ..seeding import image_sha256, text_hash
 from ..tasks.base import Stimulus
 from .features import cache_task_features
 from .protocol import CONF_MAX_NEW_TOKENS, CONFIDENCE_PROMPT, CONFIDENCE_TURN
-from .samples import answer_token_agrees, distribution_flags
+from .samples import answer_token_agrees, dist_keys, distribution_flags
 
 if TYPE_CHECKING:
     from ..respond.context import TrialContext
@@ -80,8 +80,9 @@ log = logging.getLogger(__name__)
 NO_LOGPROBS_UNSUPPORTED_AFTER = 3
 """Distribution requests in a row whose responses carried no logprobs (each after the adapter's
 retries, where it retries) before a model that has not returned logprobs once in this run is
-declared unsupported.  Fewer, or any after one with logprobs, are glitches: their trials stay
-pending for the next run."""
+declared unsupported; a task that asks fewer, every one without logprobs, declares it too at its
+end.  Any other response without logprobs (fewer in a row, or after one with logprobs) is a
+glitch: its trial stays pending for the next run."""
 
 
 def vsi_job_context(job: Job, cached, readout: str = "vlm_vsi_clean"):
@@ -124,6 +125,7 @@ class _VSIModel:
         self.unsupported: str | None = None  # declared while running (consistently no logprobs)
         self.ever_ok = False  # a distribution arrived (or came from the cache) in this run
         self.no_logprobs_run = 0  # consecutive responses without logprobs
+        self.no_logprobs_message = ""  # the last such response's NoLogprobs message
         self.unanswered = 0  # requests left pending (no logprobs, a glitch)
         self.failure: BaseException | None = None  # a model call that failed for good in this chunk
 
@@ -140,6 +142,7 @@ class _VSIModel:
                 d = self.cached.next_token_distribution(r.images, r.prompt, top_k=self.top_k, image_sha256s=sh)
             except NoLogprobs as e:
                 self.no_logprobs_run += 1
+                self.no_logprobs_message = str(e)
                 if not self.ever_ok and self.no_logprobs_run >= NO_LOGPROBS_UNSUPPORTED_AFTER:
                     self.unsupported = (f"{e} (consistently: {self.no_logprobs_run} requests in a row, none with "
                                         "logprobs)")
@@ -238,7 +241,7 @@ class _VSIModel:
         """(why the trial is skipped, or None; the flags to record) of one arrived distribution
         meta; ``text``: the greedy answer of a clean record (compared with the top token when the
         two come from separate API requests)."""
-        problem = distribution_problem(dist.get("token_ids") or dist["tokens"], dist["logprobs"])
+        problem = distribution_problem(dist_keys(dist), dist["logprobs"])
         if problem is not None:
             return f"invalid next-token distribution: {problem}", []
         flags = distribution_flags(dist)
@@ -300,8 +303,15 @@ def run_vsi_task(ctx: "TrialContext", cached, sink, pending: list[Stimulus], bat
     def record(s: Stimulus, **kw):
         return vsi_record(ctx, m, s, **kw)
 
+    def skip_all(stimuli: list[Stimulus], why: str) -> int:
+        empty = {**EMPTY_DIST, "distribution_source": m.source}
+        return sink.append([record(s, readout="vlm_vsi_" + ("clean" if s.meta["vsi"]["condition"] == "clean"
+                                                           else "perturbed"), vsi_extra=empty, skipped=why)
+                            for s in stimuli])
+
     reason = m.check_supported()
     written = 0
+    left: list[Stimulus] = []  # trials asked in this run whose model calls did not all arrive
     step = batch_size * len(task.conditions)  # ~batch_size samples per chunk: full batches in every pass
     for i in range(0, len(pending), step):
         chunk = pending[i:i + step]
@@ -314,14 +324,16 @@ def run_vsi_task(ctx: "TrialContext", cached, sink, pending: list[Stimulus], bat
                 reason = str(e)
             reason = reason or m.unsupported
         if reason is not None:
-            empty = {**EMPTY_DIST, "distribution_source": m.source}
-            written += sink.append([record(s, readout="vlm_vsi_" + ("clean" if s.meta["vsi"]["condition"] == "clean"
-                                                                   else "perturbed"),
-                                           vsi_extra=empty, skipped=reason) for s in chunk
-                                    if s.stimulus_id not in done])
+            written += skip_all([s for s in chunk if s.stimulus_id not in done], reason)
+        else:
+            left += [s for s in chunk if s.stimulus_id not in done]
         advance(len(chunk))
         if m.failure is not None:  # the chunk's finished records are written: now stop
             raise m.failure
+    if reason is None and left and not m.ever_ok and m.unanswered == m.no_logprobs_run:
+        # fewer requests than NO_LOGPROBS_UNSUPPORTED_AFTER in the whole task, every one without logprobs
+        reason = f"{m.no_logprobs_message} (consistently: all {m.unanswered} requests, none with logprobs)"
+        written += skip_all(left, reason)
     if m.unanswered and reason is None:
         log.warning("%s: %d VSI trial(s) of %s not answered (responses without logprobs after retries); a rerun "
                     "asks them again", cached.name, m.unanswered, task.task_id)

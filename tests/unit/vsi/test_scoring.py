@@ -310,7 +310,7 @@ def test_the_same_distribution_on_the_same_image_is_not_flagged():
     assert {r.metric: r.value for r in task.score(recs, SEED)}["vsi_median[whole_blur,sigma=20]"] == 0.0
 
 
-def test_a_records_file_with_a_bad_distribution_still_scores_through_the_command(tmp_path):
+def test_a_records_file_with_a_bad_distribution_still_scores_and_reports_through_the_commands(tmp_path):
     """The issue's example: a stored positive log-probability (and a NaN, stored as null) made every
     later ``score`` fail naming no trial; now the other samples are scored and the bad ones counted."""
     from helpers.cli import cli
@@ -327,3 +327,5 @@ def test_a_records_file_with_a_bad_distribution_still_scores_through_the_command
     assert rows[("m", "n_flagged[whole_blur,sigma=20]")]["value"] == 1.0
     assert rows[("y", "n_flagged[whole_blur,sigma=20]")]["value"] == 1.0  # -inf, stored as null
     assert rows[("m", "vsi_median[whole_blur,sigma=20]")]["n"] == 3
+    p = cli("report", path.parent, "--out", tmp_path / "report.html", in_process=True)  # died the same way
+    assert p.returncode == 0 and (tmp_path / "report.html").exists(), p.stdout
