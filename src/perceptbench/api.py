@@ -126,12 +126,15 @@ def parse_families(specs: Sequence[str]) -> dict[str, str]:
     return families
 
 
-def run(out: str | Path, options: RunOptions, *, progress: bool = False, console=None) -> RunResult:
+def run(out: str | Path, options: RunOptions, *, progress: bool = False, console=None,
+        progress_every: float | None = None) -> RunResult:
     """Run ``options`` into the run directory ``out``, then score it.
 
     Writes ``run.json``, ``records.jsonl``, ``features/`` (VSI) and the scores table of the
     parser mode (``scores.csv``, or ``scores.MODE.csv``; ``.json`` beside it).  A rerun with
-    the same options resumes.  ``console``: a rich console for progress and warnings.
+    the same options resumes.  ``console``: a rich console for progress and warnings; when it is
+    not a terminal, progress is a plain line at most every ``progress_every`` seconds (default
+    :data:`perceptbench.core.progress.PROGRESS_EVERY_S`).
 
     Raises ValueError (a bad option; ``out`` an existing directory perceptbench did not
     write; settings that differ from the run in ``out``), KeyError (unknown task),
@@ -154,7 +157,8 @@ def run(out: str | Path, options: RunOptions, *, progress: bool = False, console
                     cache_mode=options.cache, allow_mixed=options.allow_mixed,
                     **({"conditions": tuple(options.conditions)} if options.conditions else {}))
     summary = run_tasks(cfg, progress=progress, console=console, executor=options.executor,
-                        ray_options=options.ray.as_kwargs() if options.executor == "ray" else None)
+                        ray_options=options.ray.as_kwargs() if options.executor == "ray" else None,
+                        **({} if progress_every is None else {"progress_every": progress_every}))
     scores_csv = rd.scores_for(options.parser)
     rows = score_file(rd.records, scores_csv, parser_mode=options.parser,
                       families=dict(options.families) if options.families else None)

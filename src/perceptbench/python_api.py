@@ -141,17 +141,18 @@ def score(*runs: str | Path, seed: int | None = None, parser: str = "default",
 def list_tasks() -> "pd.DataFrame":
     """The tasks: one row per task with ``task_id``, ``principle``, ``track``,
     ``response_space``, ``encoder_readout``, ``settings`` (dict of defaults),
-    ``human_ref_id``, ``default_run`` (bool), ``runnable`` (bool) and ``description``."""
+    ``human_data`` (in words: ``yes: ...`` or ``no: ...``), ``human_ref_id``, ``default_run`` (bool), ``runnable`` (bool) and ``description``."""
     import pandas as pd
 
     from .tasks.registry import DEFAULT_BATTERY, NOT_RUNNABLE, TASKS
 
     rows = [dict(task_id=c.base_id, principle=c.principle, track=c.track, response_space=c.response_space,
-                 encoder_readout=c.encoder_readout, settings=dict(c.defaults), human_ref_id=c().human_ref_id,
+                 encoder_readout=c.encoder_readout, settings=dict(c.defaults), human_data=c().human_data,
+                 human_ref_id=c().human_ref_id,
                  default_run=c.base_id in DEFAULT_BATTERY, runnable=True, description=c.description)
             for c in TASKS.values()]
     rows += [dict(task_id=t, principle=None, track=None, response_space=None, encoder_readout=None, settings={},
-                  human_ref_id=None, default_run=False, runnable=False, description=why)
+                  human_data=None, human_ref_id=None, default_run=False, runnable=False, description=why)
              for t, why in NOT_RUNNABLE.items()]
     return pd.DataFrame(rows)
 

@@ -361,23 +361,33 @@ class RecordStore:
         return size - keep
 
     def append(self, records: Iterable[TrialRecord]) -> int:
-        """Validate and append records whose trial_id is not yet stored; returns how many."""
-        lines = []
+        """Validate and append records whose trial_id is not yet stored; returns how many.
+
+        Raises :class:`RecordError` naming the file, the trial and the model when a record cannot
+        be serialised (e.g. text UTF-8 cannot encode); then nothing of the batch is written and
+        its trials stay pending."""
+        lines, ids = [], []
         for rec in records:
             if not isinstance(rec, TrialRecord):
                 rec = TrialRecord.model_validate(rec)
-            if rec.trial_id in self.done:
+            if rec.trial_id in self.done or rec.trial_id in ids:
                 continue
-            self.done.add(rec.trial_id)
-            lines.append(rec.to_json_line())
+            try:
+                lines.append((rec.to_json_line() + "\n").encode("utf-8"))
+            except (ValueError, TypeError) as e:  # UnicodeEncodeError is a ValueError
+                raise RecordError(f"{self.path}: cannot write the record of trial {rec.trial_id!r} "
+                                  f"(model {rec.model!r}): {type(e).__name__}: {e}; nothing of its batch "
+                                  "was written") from None
+            ids.append(rec.trial_id)
         if not lines:
             return 0
-        payload = ("\n".join(lines) + "\n").encode("utf-8")
+        payload = b"".join(lines)
         view = memoryview(payload)
         while view:
             n = os.write(self._fd, view)
             view = view[n:]
         os.fsync(self._fd)
+        self.done.update(ids)
         return len(lines)
 
     def close(self) -> None:

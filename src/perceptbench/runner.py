@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 
+from .core.progress import PROGRESS_EVERY_S, progress_for
 from .core.rundir import RunDir
 from .core.version import __version__
 from .models.base import Identified
@@ -262,8 +263,13 @@ def _vsi_features_cached(out: Path, name: str, task_id: str) -> bool:
 
 
 def run(cfg: RunConfig, *, progress: bool = True, load_model: Callable | None = None,
-        console=None, executor: str = "local", ray_options: dict | None = None) -> RunSummary:
+        console=None, executor: str = "local", ray_options: dict | None = None,
+        progress_every: float = PROGRESS_EVERY_S) -> RunSummary:
     """Run tasks x models into ``cfg.out``; returns what was written and skipped.
+
+    Progress: rich bars when ``console`` is a terminal; plain lines (task, model, done/total,
+    rate, ETA) at most every ``progress_every`` seconds when it is not (a log file, a batch job;
+    :class:`perceptbench.core.progress.PlainProgress`).
 
     ``executor``: ``local`` (this process) or ``ray`` (shards on a Ray cluster, records
     appended here; :func:`perceptbench.executors.ray_executor.run_plan`, whose keyword
@@ -277,7 +283,7 @@ def run(cfg: RunConfig, *, progress: bool = True, load_model: Callable | None = 
     it is written; ValueError for an unknown ``cfg.stimuli`` id; KeyError for an unknown
     task; ModelLoadError for a model; StaleCacheError (a RuntimeError) when a name-only
     model's re-asked cached answer changed."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+    from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
 
     from .models.registry import load_model as _load, parse_model_arg
 
@@ -376,8 +382,8 @@ def run(cfg: RunConfig, *, progress: bool = True, load_model: Callable | None = 
             _run_plan_on_ray(plan, cfg, store, run_id, out, extra_meta, gate, finished, summary,
                              console, ray_options or {})
             return summary
-        with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                      TimeElapsedColumn(), disable=not progress, console=console) as bar:
+        with progress_for(console, progress, progress_every, (TextColumn("{task.description}"), BarColumn(),
+                                                              MofNCompleteColumn(), TimeElapsedColumn())) as bar:
             bars = [bar.add_task(f"{task.task_id} | {respondent_label(name, c)}", total=len(pending))
                     for task, _, _, name, pending, c in plan]
             models: dict[str, object] = dict(preloaded)

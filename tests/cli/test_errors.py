@@ -2,6 +2,7 @@
 
 import pytest
 
+from perceptbench.tasks import get_task
 from helpers.cli import cli, one_line_error
 
 
@@ -46,6 +47,33 @@ def test_render_writes_pngs_and_index(tmp_path):
     index = json.loads((tmp_path / "index.json").read_text())
     assert [e["stimulus_id"] for e in index] == ["mark_0-1-2", "mark_0-1-3", "mark_0-1-4"]
     assert all((tmp_path / f"{e['stimulus_id']}.png").exists() for e in index)
+    # the prompt the VLM reads, beside each image; no few-shot examples on this task
+    assert (tmp_path / "mark_0-1-2.prompt.txt").read_text() == get_task("similarity.chart.mark_color").prompt_text + "\n"
+    assert all(e["prompt_file"] == f"{e['stimulus_id']}.prompt.txt" and e["example_images"] == [] for e in index)
+
+
+def test_render_of_a_few_shot_task_writes_the_whole_input_the_vlm_sees(tmp_path):
+    """Issue 24 item 4: render wrote only the query image of a few-shot trial."""
+    import json
+
+    from PIL import Image
+
+    task = get_task("salbench.detection.syn@shots=3,n=30,n_probe=10")
+    p = cli("render", task.task_id, "--out", str(tmp_path), "--limit", "2")
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "wrote 2 stimulus PNGs and 6 few-shot example PNGs" in " ".join(p.stdout.split())
+    index = json.loads((tmp_path / "index.json").read_text())
+    test = [s for s in task.stimuli(0) if s.split == "test"][:2]
+    for e, s in zip(index, test):
+        images, prompt, extra = task.vlm_request(s, 0)
+        assert e["example_images"] == [f"{s.stimulus_id}.example{i}.png" for i in (1, 2, 3)]
+        assert e["fewshot_stimulus_ids"] == extra["fewshot_stimulus_ids"]
+        # each example image as shown, in order, then the query; the prompt with the examples' answers
+        for name, shown in zip(e["example_images"] + [f"{s.stimulus_id}.png"], images):
+            assert Image.open(tmp_path / name).convert("RGB").tobytes() == shown.convert("RGB").tobytes()
+        assert (tmp_path / e["prompt_file"]).read_text() == prompt + "\n"
+        ex = task.fewshot_examples(0, s.stimulus_id)
+        assert all(", ".join(x.ground_truth) in prompt for x in ex)
 
 
 def test_missing_annotation_file_is_a_one_line_error(tmp_path):

@@ -18,7 +18,7 @@ from perceptbench.testing.synthetic_runs import write_synthetic_run
 
 from helpers.browser import chromium_path, load_page
 from helpers.cli import cli, one_line_error
-from helpers.records import plant_answers
+from helpers.records import plant_answers, plant_records
 
 XSS_MODEL = "<img src=x onerror=alert(1)>"
 XSS_RAW = "<script>alert(1)</script>"
@@ -517,6 +517,57 @@ def test_paired_difference_is_on_the_stimuli_both_answered():
     idx = resample_indices(6, 1000, 0)
     lo, hi = np.percentile(xa[idx].mean(1) - xb[idx].mean(1), [2.5, 97.5])
     assert (d.low, d.high) == pytest.approx((lo, hi), abs=1e-12)
+    # its two-sided bootstrap p from the same draws: 2 (min(#d <= 0, #d >= 0) + 1) / (B + 1)
+    dd = xa[idx].mean(1) - xb[idx].mean(1)
+    k = min(int((dd <= 0).sum()), int((dd >= 0).sum()))
+    assert d.p == pytest.approx(min(1.0, 2 * (k + 1) / 1001), abs=1e-15)
+    assert d.p_holm == d.p_bh == d.p  # a family of one
+
+
+def test_bootstrap_p_by_hand():
+    from perceptbench.reports.paired import bootstrap_p
+
+    # 10 draws, 3 at or below 0 (one exactly 0 counts on both sides), 8 at or above: 2 (3 + 1) / 11
+    d = np.array([-0.2, -0.1, 0.0, 0.1, 0.1, 0.2, 0.3, 0.3, 0.4, 0.5])
+    assert bootstrap_p(d) == pytest.approx(8 / 11)
+    assert bootstrap_p(np.r_[d, np.nan]) == pytest.approx(8 / 11)  # an undefined draw is left out
+    assert bootstrap_p(np.full(999, 0.3)) == pytest.approx(2 / 1000)  # never 0: at least 2 / (B + 1)
+    assert bootstrap_p(np.zeros(5)) == 1.0  # capped at 1
+    assert np.isnan(bootstrap_p(np.array([np.nan])))
+
+
+def test_holm_and_benjamini_hochberg_by_hand():
+    from perceptbench.reports.paired import adjust_p_values
+
+    p = [0.01, 0.04, np.nan, 0.03, 0.20]
+    holm, bh = adjust_p_values(p)
+    # Holm (m = 4 defined): sorted 0.01, 0.03, 0.04, 0.20 times 4, 3, 2, 1 -> 0.04, 0.09, 0.08, 0.20, made
+    # non-decreasing in that order -> 0.04, 0.09, 0.09, 0.20
+    assert holm[[0, 3, 1, 4]] == pytest.approx([0.04, 0.09, 0.09, 0.20])
+    # BH: p_(i) m / i -> 0.04, 0.06, 0.0533, 0.20, made non-increasing from the top -> 0.04, 0.0533, 0.0533, 0.20
+    assert bh[[0, 3, 1, 4]] == pytest.approx([0.04, 0.16 / 3, 0.16 / 3, 0.20])
+    assert np.isnan(holm[2]) and np.isnan(bh[2])
+
+
+def test_the_report_gives_p_values_adjusted_for_its_comparisons(tmp_path):
+    """Issue 24: 12 paired intervals, 7 marked 'excludes 0', and no correction for multiple comparisons."""
+    from perceptbench.reports.paired import paired_differences
+
+    runs = []
+    for name, right in (("a", range(0, 40)), ("b", range(0, 20)), ("c", range(10, 30))):
+        runs += plant_answers("similarity.chart.mark_color", name, {i: "right" if i in right else "wrong"
+                                                                    for i in range(40)})
+    plant_records(tmp_path / "run", runs)
+    out = tmp_path / "r.html"
+    p = cli("report", tmp_path / "run", "--out", out, columns=None)
+    assert p.returncode == 0, p.stdout + p.stderr
+    diffs, _ = paired_differences(runs)
+    assert len(diffs) == 3 and all(np.isfinite(d.p) and d.p_holm >= d.p and d.p_bh >= d.p for d in diffs)
+    html, md = out.read_text(), out.with_suffix(".md").read_text()
+    n_holm = sum(d.p_holm < 0.05 for d in diffs)
+    assert f"{n_holm} have a Holm-adjusted p &lt; 0.05" in html and "<th>p, Holm</th><th>p, BH</th>" in html
+    assert "The figure fills and the table marks the Holm-adjusted ones." in html
+    assert f"{n_holm} have a Holm-adjusted p < 0.05" in md and ", Holm " in md
 
 
 def test_disjoint_answered_sets_give_no_number():
@@ -566,6 +617,31 @@ def test_no_paired_difference_for_encoder_settings_the_scorer_skips():
             for m in ("e1", "e2") for r in plant_answers(base, m, {i: "right" for i in range(8)})]
     (d,), _ = paired_differences(recs)
     assert (d.diff, d.n) == (0.0, 8)
+
+
+def test_benchmark_native_tables_beside_the_vsi_rows(tmp_path):
+    """Issue 21: one table per external benchmark, one column per model (the comparison), values
+    with their CI and n; a row a model cannot have says why instead of a number."""
+    from perceptbench.records import read_records
+    from perceptbench.reports.data import ReportData
+    from perceptbench.reports.html import render_report
+    from perceptbench.scoring import score_records
+
+    d = write_synthetic_run(tmp_path / "v", ["vlm-a"], tasks=("similarity.chart.mark_color",))
+    recs = read_records(d / "records.jsonl")
+    pope, star = "vsi.pope@split=random", "vsi.mmstar"
+    rows = [ScoreRow(pope, "vlm-a", "pope.f1@nulls_excluded", 0.812, 0.79, 0.83, 3000, 4),
+            ScoreRow(pope, "vlm-b", "pope.f1@nulls_excluded", 0.701, 0.68, 0.72, 3000, 0),
+            ScoreRow(star, "vlm-a", "mmstar.multimodal_leakage", float("nan"), None, None, 0, None,
+                     "multi-modal leakage needs the base LLM's answers"),
+            ScoreRow(star, "vlm-a", "mmstar.accuracy[math]", 0.4, 0.3, 0.5, 250, 2)]
+    html, _, _ = render_report(ReportData([d], recs, score_records(recs) + rows, "test"), "native")
+    sec = html[html.index('id="vsi"'):html.index('id="cards"')]
+    assert 'id="native-pope"' in sec and 'id="native-mmstar"' in sec and 'id="native-mmvp"' not in sec
+    pope_table = sec[sec.index('id="native-pope"'):sec.index('id="native-mmstar"')]
+    assert "<th>vlm-a</th><th>vlm-b</th>" in pope_table and "0.812 [0.790, 0.830]" in pope_table
+    assert "0.701 [0.680, 0.720]" in pope_table and "n=3000" in pope_table
+    assert "n/a: multi-modal leakage needs the base LLM" in sec[sec.index('id="native-mmstar"'):]
 
 
 def test_report_redacts_url_credentials_of_older_records(tmp_path):

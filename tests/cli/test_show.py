@@ -47,3 +47,58 @@ def test_show_of_a_withheld_trial_names_no_stimulus_image_and_escapes_control_by
     assert not (d / "stimuli").exists()  # no image written for a trial that showed none
     assert "\\x04\\x19odd \\x1b[31m" in text and "\x1b" not in p.stdout and "\x04" not in p.stdout
     assert task.prompt_text.split()[0] in text  # the prompt it was asked is shown
+
+
+def _silhouette_run(d):
+    """The silhouette task's human records (10 observers) and one model answer to silh_boat5."""
+    task = get_task("closure.nat.silhouette")
+    humans = task.human_records(0, "planted", task.stimuli(0))
+    plant_records(d, humans + [plant_record(task, stimulus_id="silh_boat5", model="m", response="boat",
+                                            ground_truth="boat", raw_output="boat")])
+    return [h for h in humans if h.stimulus_id == "silh_boat5"]
+
+
+def test_show_names_a_trial_by_task_stimulus_and_model_and_prints_the_human_answers(tmp_path, mirror):
+    d = tmp_path / "run"
+    boat5 = _silhouette_run(d)
+    p = cli("show", d, "closure.nat.silhouette", "silh_boat5", "m", in_process=True)
+    text = " ".join(p.stdout.split())
+    assert p.returncode == 0, text
+    assert "closure.nat.silhouette|silh_boat5|m|rep0" in text
+    # each observer's answer, the modal answer and the human accuracy on this stimulus, from the records
+    assert f"human answers to this stimulus ({len(boat5)}): " in text and "human:subject-01=boat" in text
+    n_boat = sum(h.response == "boat" for h in boat5)
+    n_right = sum(bool(h.correct) for h in boat5)
+    assert f"modal human answer: boat ({n_boat} of {len(boat5)})" in text
+    assert f"human accuracy on this stimulus: {n_right / len(boat5):.2f} ({n_right} of {len(boat5)} correct)" in text
+    # the same trial by its number in the listing (the one model trial) and with its rep given
+    assert cli("show", d, "1", in_process=True).stdout == p.stdout
+    assert cli("show", d, "closure.nat.silhouette", "silh_boat5", "m", "0", in_process=True).stdout == p.stdout
+
+
+def test_show_refuses_a_trial_number_out_of_range_or_a_wrong_number_of_words(tmp_path, mirror):
+    d = tmp_path / "run"
+    _silhouette_run(d)
+    p = cli("show", d, "2", in_process=True)
+    assert p.returncode == 2 and "no trial number 2; the listing has 1 model trials (1 to 1)" in " ".join(p.stdout.split() + p.stderr.split())
+    p = cli("show", d, "closure.nat.silhouette", "silh_boat5", in_process=True)
+    out = " ".join(p.stdout.split() + p.stderr.split())
+    assert p.returncode == 2 and "show takes TRIAL_ID, N, or TASK STIMULUS MODEL [REP]; got 2 words" in out
+
+
+def test_show_says_first_what_it_could_not_rebuild_and_why(tmp_path, mirror):
+    d = tmp_path / "run"
+    task = get_task("similarity.chart.mark_color")
+    sid = next(s.stimulus_id for s in task.stimuli(0) if s.split == "test")
+    rec = plant_record(task, stimulus_id=sid, model="m", response=1, ground_truth=1, raw_output="1",
+                       readout="vlm_prompt")
+    plant_records(d, [rec])
+    empty = tmp_path / "no-mirror"
+    empty.mkdir()
+    p = cli("show", d, rec.trial_id, in_process=True, env={"PERCEPTBENCH_MIRROR": str(empty)})
+    assert p.returncode == 0, p.stdout + p.stderr
+    lines = p.stdout.splitlines()
+    at = next(i for i, ln in enumerate(lines) if ln.startswith("not rebuilt: the prompt and the stimulus image"))
+    assert at < next(i for i, ln in enumerate(lines) if ln.startswith("raw_output:"))  # up front
+    assert "cannot rebuild the stimulus" in " ".join(lines[at:at + 4])
+    assert "human answers to this stimulus: none in this run" in p.stdout

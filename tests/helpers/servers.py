@@ -60,3 +60,71 @@ def start_transformers_serve(model_dir: Path, port: int, log: Path, timeout: flo
     stop_process(proc)
     raise AssertionError(f"transformers serve did not become healthy (rc={proc.poll()}):\n"
                          f"{Path(log).read_text()[-3000:]}")
+
+
+def chat_json(text: str, logprobs: list | None = None) -> dict:
+    """An OpenAI chat-completions response body answering ``text``; ``logprobs``: the first
+    token's ``[(token, logprob), ...]`` top list (the first entry is the chosen token)."""
+    choice = {"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": text}}
+    if logprobs is not None:
+        choice["logprobs"] = {"content": [{"token": logprobs[0][0], "logprob": logprobs[0][1],
+                                           "top_logprobs": [{"token": t, "logprob": lp} for t, lp in logprobs]}]}
+    return {"id": "x", "object": "chat.completion", "model": "m", "choices": [choice]}
+
+
+class GlitchServer:
+    """A fake OpenAI-compatible server on 127.0.0.1 (a real HTTP server in a thread) whose
+    answers a test writes: ``respond(body, n)`` gets the request's JSON body and its 0-based
+    number and returns ``(status, payload)``; a ``str``/``bytes`` payload is sent as it is (so
+    truncated JSON and raw escapes such as a lone ``\\ud83d`` can be sent), anything else as
+    JSON.  ``GET .../models`` answers 404 (no model metadata).  ``requests`` holds every body.
+    Use as a context manager; ``url`` ends in ``/v1``."""
+
+    def __init__(self, respond):
+        import json
+        import threading
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        self.respond = respond
+        self.requests: list[dict] = []
+        self.lock = threading.Lock()
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *a):
+                pass
+
+            def _send(self, status: int, data: bytes) -> None:
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def do_GET(self):
+                self._send(404, b'{"error": "not found"}')
+
+            def do_POST(self):
+                body = json.loads(self.rfile.read(int(self.headers.get("content-length") or 0)) or b"{}")
+                with outer.lock:
+                    n = len(outer.requests)
+                    outer.requests.append(body)
+                status, payload = outer.respond(body, n)
+                if isinstance(payload, str):
+                    payload = payload.encode("utf-8")
+                elif not isinstance(payload, bytes):
+                    payload = json.dumps(payload).encode("utf-8")
+                self._send(status, payload)
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+
+    def __enter__(self) -> "GlitchServer":
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.server.shutdown()
+        self.server.server_close()

@@ -3,6 +3,7 @@ determinism.  These run the real model on CPU (a few minutes in all)."""
 
 import csv
 import json
+import re
 import signal
 import time
 from pathlib import Path
@@ -116,3 +117,16 @@ def test_kill_9_midway_then_resume_same_results_and_other_seed_refused(tmp_path,
     # another seed into the same directory is refused, not mixed
     p = cli("run", "--out", str(out), "--seed", "1", "--no-progress")
     assert p.returncode != 0 and "seed 0" in p.stdout
+
+
+def test_a_run_whose_output_is_not_a_terminal_prints_plain_progress_lines(tmp_path):
+    # stdout is a pipe here, as in a log file or a batch job: no bars at the end, lines as it goes
+    p = cli("run", "--out", str(tmp_path / "r"), "--task", "similarity.chart.mark_color", "--stimulus", "mark_0-1-2",
+            "--stimulus", "mark_0-1-3", "--batch-size", "1", "--progress-every", "0.001", columns=None)
+    assert p.returncode == 0, p.stdout + p.stderr
+    lines = [ln for ln in p.stdout.splitlines() if ln.startswith("progress: ")]
+    task = "similarity.chart.mark_color | efficientnet-lite0"
+    assert lines[0].startswith("progress: loading efficientnet-lite0 ...") or lines[0].startswith(f"progress: {task}")
+    assert any(ln.startswith(f"progress: {task} 1/2 (50%) ") and " ETA " in ln for ln in lines), lines
+    assert lines[-1].startswith(f"progress: {task} 2/2 (100%) ") and lines[-1].endswith(" done")
+    assert re.search(r"━+ \d+/\d+ ", p.stdout) is None  # no rich bar drawn into the log

@@ -280,6 +280,22 @@ def test_a_torn_tail_read_is_a_torn_tail_warning_naming_the_file_and_line(tmp_pa
         assert [x.stimulus_id for x in read_records(p, allow_torn_tail=True)] == ["a"]
 
 
+def test_a_record_that_cannot_be_written_names_the_trial_and_the_model_and_stays_pending(tmp_path):
+    """Issue 20 item 4: an error while writing a record names the file, the trial and the model;
+    nothing of its batch is written and the trials are not taken as done (a retry writes them)."""
+    p = tmp_path / "records.jsonl"
+    bad = rec("b", model="api-model", raw_output="half an emoji \ud83d")  # text that bypassed normalisation
+    with RecordStore(p) as s:
+        s.append([rec("a")])
+        with pytest.raises(RecordError) as ei:
+            s.append([rec("c"), bad])
+        msg = str(ei.value)
+        assert str(p) in msg and repr(bad.trial_id) in msg and "'api-model'" in msg and "surrogate" in msg
+        assert s.done == {make_trial_id("t", "a", "m", 0)}
+        assert s.append([rec("c"), rec("b", model="api-model", raw_output="half an emoji \ufffd")]) == 2
+    assert [r.stimulus_id for r in read_records(p, allow_torn_tail=False)] == ["a", "c", "b"]
+
+
 @pytest.mark.parametrize("content", [
     b"name,score\nalice,1\nbob,2",  # a foreign file whose last line has no newline
     b"{\"x\": 1}\n{\"trial_id\": \"half",  # a torn tail after a line that is no record

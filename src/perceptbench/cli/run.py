@@ -8,6 +8,7 @@ from typing import List, Optional
 import typer
 from rich.markup import escape
 
+from ..core.progress import PROGRESS_EVERY_S
 from .errors import Terminated, console, fail, os_error_line, signals_as_interrupts
 from .options import FAMILY_HELP, PARSER_HELP, check_parser, families_option
 from .out_checks import check_out
@@ -21,7 +22,10 @@ def run(
     seed: int = typer.Option(0, help="Seed for splits, shuffles, stimuli and bootstraps."),
     batch_size: Optional[int] = typer.Option(None, help="Images per encoder forward pass (default 8) / "
                                                      "requests per VLM batch (default 32)."),
-    progress: bool = typer.Option(True, help="Show a progress bar."),
+    progress: bool = typer.Option(True, help="Show a progress bar (plain lines when the output is not a terminal)."),
+    progress_every: float = typer.Option(PROGRESS_EVERY_S, "--progress-every", min=0.001, metavar="SECONDS",
+                                         help="When the output is not a terminal (a log file, a batch job): "
+                                              "seconds between two progress lines of a task."),
     all_rows: bool = typer.Option(False, "--all-rows", help="Print every score row, not only headline metrics."),
     parser: str = typer.Option("default", help=PARSER_HELP + " Scores under another mode go to scores.MODE.csv."),
     stimulus: Optional[List[str]] = typer.Option(None, "--stimulus",
@@ -68,7 +72,7 @@ def run(
 
     signals_as_interrupts()
     try:
-        res = run_and_score(out, options, progress=progress, console=console)
+        res = run_and_score(out, options, progress=progress, console=console, progress_every=progress_every)
     except KeyboardInterrupt as e:
         after = rd.count_records()
         what = "terminated (SIGTERM)" if isinstance(e, Terminated) else "interrupted"

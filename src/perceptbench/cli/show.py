@@ -15,14 +15,19 @@ from .errors import console, fail
 
 def show(
     run_dir: Path = typer.Argument(..., help="Run directory (holds records.jsonl)."),
-    trial_id: Optional[str] = typer.Argument(None, help="trial_id, e.g. 'closure.nat.silhouette|silh_bear1|mymodel|rep0'. "
-                                                        "Omit it to list the run's model trial ids."),
+    trial: Optional[list[str]] = typer.Argument(
+        None, metavar="[TRIAL_ID | N | TASK STIMULUS MODEL [REP]]",
+        help="The trial: its trial_id (e.g. 'closure.nat.silhouette|silh_bear1|mymodel|rep0', quoted), N (its "
+             "line in the listing, from 1), or its task, stimulus and model ids as separate words (and the rep, "
+             "default 0: no quoting needed).  Omit it to list the run's model trial ids."),
 ) -> None:
     """Print one trial, or list a run's model trial ids.
 
-    With TRIAL_ID: its prompt text, raw output, parse metadata, and the path of its rendered
-    stimulus image (written to RUN_DIR/stimuli/ if needed).  Without TRIAL_ID: the model
-    trial ids, one per line.  Imports no torch."""
+    With a trial: what could not be rebuilt (and why) first, then its prompt text, raw output,
+    parse metadata, the path of its rendered stimulus image (written to RUN_DIR/stimuli/ if
+    needed), and the human answers to the same stimulus in the run (each observer's response,
+    the modal answer, the per-stimulus human accuracy).  Without it: the model trial ids, one
+    per line.  Imports no torch."""
     import json
 
     from ..records import RecordError, read_records
@@ -35,13 +40,15 @@ def show(
         recs = read_records(path)
     except RecordError as e:
         fail(e)
-    if trial_id is None:
-        ids = [r.trial_id for r in recs if r.model_family != "human"]
-        for t in ids:
+    model_ids = [r.trial_id for r in recs if r.model_family != "human"]
+    if not trial:
+        for t in model_ids:
             console.print(escape(t), soft_wrap=True, highlight=False)
-        console.print(f"{len(ids)} model trials in {path} (human records left out); show one with: "
-                      f"perceptbench show {run_dir} 'TRIAL_ID'", highlight=False, soft_wrap=True)
+        console.print(f"{len(model_ids)} model trials in {path} (human records left out); show one with: "
+                      f"perceptbench show {run_dir} 'TRIAL_ID' (quoted), or N (its line above, from 1), or "
+                      "TASK STIMULUS MODEL [REP]", highlight=False, soft_wrap=True)
         return
+    trial_id = _trial_id(trial, model_ids, path)
     rec = next((r for r in recs if r.trial_id == trial_id), None)
     if rec is None:
         # suggest model trials first (what the listing shows), human records only if nothing else matches
@@ -51,12 +58,6 @@ def show(
         fail(f"{path}: no trial {trial_id!r}; e.g. {', '.join(repr(t) for t in near[:4])} ({len(model_ids)} model "
               f"trials; list them with: perceptbench show {run_dir})")
     meta = dict(rec.run_meta.model_extra or {})
-    console.print(f"[bold]{escape(rec.trial_id)}[/bold]", highlight=False)
-    for k in ("task_id", "stimulus_id", "model", "model_family", "readout", "response", "ground_truth", "correct",
-              "prompt_id", "prompt_hash"):
-        console.print(f"{k}: {escape(json.dumps(getattr(rec, k), ensure_ascii=False))}", highlight=False)
-    console.print(f"model_version: {escape(redact_urls_in(rec.run_meta.model_version))}  seed: {rec.run_meta.seed}  "
-                  f"run_id: {escape(rec.run_meta.run_id)}", highlight=False)
     prompt, images, note = None, [], ""
     # a condition that shows no image (image_withheld): no stimulus image to write or to name
     no_image = ("condition" in meta and not meta.get("image_sha256s") and meta.get("stimulus_sha256") is None
@@ -80,6 +81,15 @@ def show(
                 prompt = READOUT_SPECS.get(rec.readout)
     except (KeyError, ValueError, SourceError, OSError) as e:
         note = f"cannot rebuild the stimulus: {e}"
+    console.print(f"[bold]{escape(rec.trial_id)}[/bold]", highlight=False)
+    for k in ("task_id", "stimulus_id", "model", "model_family", "readout", "response", "ground_truth", "correct",
+              "prompt_id", "prompt_hash"):
+        console.print(f"{k}: {escape(json.dumps(getattr(rec, k), ensure_ascii=False))}", highlight=False)
+    console.print(f"model_version: {escape(redact_urls_in(rec.run_meta.model_version))}  seed: {rec.run_meta.seed}  "
+                  f"run_id: {escape(rec.run_meta.run_id)}", highlight=False)
+    if note:  # said up front: what is missing below, and why
+        missing = "the prompt and the stimulus image" if rec.readout == "vlm_prompt" else "the stimulus image"
+        console.print(f"[yellow]not rebuilt:[/yellow] {missing} ({escape(note)})", highlight=False, soft_wrap=True)
     if prompt is not None:
         same = rec.prompt_hash is None or text_hash(prompt) == rec.prompt_hash
         console.print("prompt" + ("" if same else " [red](re-built now; its hash differs from the record's "
@@ -111,8 +121,53 @@ def show(
     if no_image:
         console.print(f"stimulus image: none (condition {escape(str(meta['condition']))}: the question was asked "
                       "without an image)", highlight=False)
-    if note:
-        console.print(f"[yellow]note:[/yellow] {escape(note)}", highlight=False)
+    _print_human_answers(rec, recs)
+
+
+def _trial_id(words: list[str], model_ids: list[str], path: Path) -> str:
+    """The trial id that ``show``'s words name: one word is a trial id or N (1-based line of the
+    listing of ``model_ids``); three or four are TASK STIMULUS MODEL [REP].  Exits with a
+    one-line error for an N out of range or another number of words."""
+    if len(words) == 1:
+        w = words[0]
+        if w.isdigit():
+            if not 1 <= int(w) <= len(model_ids):
+                fail(f"{path}: no trial number {w}; the listing has {len(model_ids)} model trials (1 to "
+                     f"{len(model_ids)})")
+            return model_ids[int(w) - 1]
+        return w
+    if len(words) in (3, 4):
+        rep = words[3] if len(words) == 4 else "0"
+        rep = rep if rep.startswith("rep") else f"rep{rep}"
+        return "|".join([*words[:3], rep])
+    fail(f"show takes TRIAL_ID, N, or TASK STIMULUS MODEL [REP]; got {len(words)} words: {' '.join(words)}")
+    raise AssertionError  # fail exits
+
+
+def _print_human_answers(rec, recs) -> None:
+    """The human answers in the run to ``rec``'s stimulus: each observer's response, the modal answer
+    (most frequent non-null response; ties all named) and the per-stimulus human accuracy (share of
+    correct answers among the scored ones).  Says so when the run holds none."""
+    from collections import Counter
+
+    humans = [r for r in recs if r.model_family == "human" and r.task_id == rec.task_id
+              and r.stimulus_id == rec.stimulus_id and r.trial_id != rec.trial_id]
+    if not humans:
+        console.print("human answers to this stimulus: none in this run", highlight=False)
+        return
+    show = lambda v: "null" if v is None else str(v)  # noqa: E731
+    console.print(f"human answers to this stimulus ({len(humans)}): "
+                  + ", ".join(f"{escape(h.model)}={escape(show(h.response))}" for h in humans),
+                  highlight=False, soft_wrap=True)
+    counts = Counter(show(h.response) for h in humans if h.response is not None)
+    if counts:
+        top = max(counts.values())
+        modal = [v for v, c in counts.items() if c == top]
+        console.print(f"modal human answer: {escape(' / '.join(modal))} ({top} of {len(humans)})", highlight=False)
+    scored = [h.correct for h in humans if h.correct is not None]
+    if scored:
+        console.print(f"human accuracy on this stimulus: {sum(scored) / len(scored):.2f} "
+                      f"({sum(scored)} of {len(scored)} correct)", highlight=False)
 
 
 def _visible(text: str) -> str:

@@ -9,7 +9,8 @@ from .errors import console
 
 
 def tasks() -> None:
-    """List the tasks, their settings and human references.
+    """List the tasks, their settings, the human data each is scored against (in words and as the
+    reference id records carry) and whether the default run includes it.
 
     Task ids are never broken across lines, whatever the terminal width: a wide terminal
     gets a table whose id column does not wrap, a narrow one a list with each id on a line
@@ -21,18 +22,18 @@ def tasks() -> None:
         specs = {k: cls.setting_spec(cls, k) for k in cls.defaults}  # class-level specs, no instance needed
         settings = ", ".join(f"{k}={v} ({specs[k].describe() if specs[k] else 'any'})" for k, v in cls.defaults.items())
         rows.append((cls.base_id, f"{cls.principle}/{cls.track}", cls.response_space, cls.encoder_readout,
-                     settings or "-", cls().human_ref_id, "yes" if cls.base_id in DEFAULT_BATTERY else "",
+                     settings or "-", cls().human_data, cls().human_ref_id, "yes" if cls.base_id in DEFAULT_BATTERY else "",
                      cls.description))
     for tid, why in NOT_RUNNABLE.items():
-        rows.append((tid, "", "", "", "", "", "not runnable", why))
-    cols = ("task_id", "principle/track", "response", "encoder readout", "settings (default)", "human reference",
-            "default run", "description")
+        rows.append((tid, "", "", "", "", "", "", "not runnable", why))
+    cols = ("task_id", "principle/track", "response", "encoder readout", "settings (default)", "human data",
+            "human reference id", "default run", "description")
     id_width = max(len(r[0]) for r in rows)
     if console.width >= id_width + 150:
         t = Table(title="tasks")
         t.add_column(cols[0], no_wrap=True, min_width=id_width)
         for c in cols[1:]:
-            t.add_column(c, no_wrap=c == "human reference")  # the others wrap at word boundaries
+            t.add_column(c, no_wrap=c == "human reference id")  # the others wrap at word boundaries
         for r in rows:
             t.add_row(*(escape(x) for x in r))
         console.print(t)

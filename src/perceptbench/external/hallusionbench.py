@@ -9,8 +9,11 @@ image, ``"2"`` = edited image), ``set_id``, ``figure_id``, ``question_id``, ``qu
 ``gt_answer`` (``"1"`` = yes, ``"0"`` = no), ``gt_answer_details`` and ``filename`` (e.g.
 ``./VS/chart/0_1.png``, relative to the unzipped ``hallusion_bench`` image folder).
 
-Only questions with an image (``visual_input`` 1 or 2) are stimuli: a question asked without
-an image has nothing to perturb.  HallusionBench's annotations give no region (no boxes or
+Questions with an image (``visual_input`` 1 or 2) are the VSI stimuli.  The questions asked
+without an image (``visual_input`` 0, VS only: 178 in the release) belong to the benchmark's
+question-level population (aAcc) and its question groups (qAcc); with ``no_image=True`` they are
+returned too, flagged ``meta["no_image"]`` (their ``load`` raises: there is no image), to be
+asked under the image-withheld condition.  HallusionBench's annotations give no region (no boxes or
 masks in the release), so ``region`` is None; the object phrase comes from the documented
 rule of :mod:`perceptbench.external.phrases` (None -> whole-image fallback).
 """
@@ -18,6 +21,7 @@ rule of :mod:`perceptbench.external.phrases` (None -> whole-image fallback).
 from __future__ import annotations
 
 import json
+from functools import partial
 from pathlib import Path
 
 from ..core.paths import confine
@@ -49,6 +53,7 @@ def load_hallusionbench(
     seed: int = 0,
     questions: str | Path | None = None,
     check_images: bool = True,
+    no_image: bool = False,
 ) -> list[VQAStimulus]:
     """HallusionBench stimuli with an image, loaded lazily from ``images_dir``.
 
@@ -59,6 +64,9 @@ def load_hallusionbench(
     limit / seed: a seeded random subset (``rng_for(seed, "hallusionbench")``), file order kept.
     questions: a question file to use instead of the registered one (tests, local copies).
     check_images: check that every selected image exists before returning.
+    no_image: also return the questions asked without an image (after the image questions), all
+        of them, or with ``limit`` those of the question groups (category, subcategory, set_id,
+        question_id) the subset drew; the image questions drawn are the same either way.
 
     Returns :class:`VQAStimulus` records: ``answer_type="yes_no"`` (gt 1 -> "yes", 0 -> "no"),
     ``region=None``, ``object_phrase`` by :func:`principal_noun_phrase`, ``image_id`` = the
@@ -90,7 +98,7 @@ def load_hallusionbench(
     bad_cat = set(categories) - {"VD", "VS"}
     if bad_cat:
         raise ValueError(f"HallusionBench categories must be VD and/or VS, got {sorted(bad_cat)}")
-    picked = []
+    picked, blind = [], []
     for n, r in enumerate(rows):
         where = f"{qpath} record {n}"
         if not isinstance(r, dict):
@@ -98,7 +106,10 @@ def load_hallusionbench(
         for key in _REQUIRED:
             if key not in r:
                 raise ValueError(f"{where}: missing field {key!r}")
-        if str(r["visual_input"]) == "0" or r["category"] not in categories:
+        if r["category"] not in categories:
+            continue
+        if str(r["visual_input"]) == "0":
+            blind.append((n, r))
             continue
         if not r["filename"]:
             raise ValueError(f"{where}: visual_input {r['visual_input']!r} but no filename")
@@ -106,18 +117,24 @@ def load_hallusionbench(
             raise ValueError(f"{where}: gt_answer must be '0' or '1', got {r['gt_answer']!r}")
         confine(root, str(r["filename"]).removeprefix("./"), f"{where}: filename")  # never outside images_dir
         picked.append((n, r))
-    refuse_duplicate_ids([_stimulus_id(r) for _, r in picked], f"HallusionBench question file {qpath}",
+    refuse_duplicate_ids([_stimulus_id(r) for _, r in picked + blind], f"HallusionBench question file {qpath}",
                          "category-subcategory-set_id-figure_id-question_id-visual_input")
     keep = seeded_subset(len(picked), limit, seed, "hallusionbench")
+    chosen = [picked[k] for k in keep]
+    if no_image:
+        groups = {_question_group(r) for _, r in chosen}
+        chosen += [(n, r) for n, r in blind if limit is None or _question_group(r) in groups]
     out = []
-    for k in keep:
-        n, r = picked[k]
-        rel = str(r["filename"]).removeprefix("./")
-        path = root / rel
+    for n, r in chosen:
+        blind_q = str(r["visual_input"]) == "0"
+        rel = None if blind_q else str(r["filename"]).removeprefix("./")
+        path = None if blind_q else root / rel
+        sid = _stimulus_id(r)
         out.append(VQAStimulus(
-            stimulus_id=_stimulus_id(r),
-            image_id=str(Path(rel).with_suffix("")),
-            load=lazy_loader(path, source=f"{path} (HallusionBench record {n})"),
+            stimulus_id=sid,
+            image_id=f"no-image/{r['category']}/{r['subcategory']}/{r['set_id']}" if blind_q
+            else str(Path(rel).with_suffix("")),
+            load=partial(_no_image, sid) if blind_q else lazy_loader(path, source=f"{path} (HallusionBench record {n})"),
             question=str(r["question"]),
             answer="yes" if str(r["gt_answer"]) == "1" else "no",
             answer_type="yes_no",
@@ -128,8 +145,20 @@ def load_hallusionbench(
                   "figure_id": str(r["figure_id"]), "question_id": str(r["question_id"]),
                   "gt_answer_details": r.get("gt_answer_details"), "image_file": rel, "record": n,
                   "question_file": QUESTION_FILE if questions is None else str(qpath),
-                  "question_file_sha256": sha},
+                  "question_file_sha256": sha, **({"no_image": True} if blind_q else {})},
         ))
     if check_images:
-        check_files_exist([root / s.meta["image_file"] for s in out], "HallusionBench", root, _HOW_TO_GET)
+        check_files_exist([root / s.meta["image_file"] for s in out if not s.meta.get("no_image")], "HallusionBench",
+                          root, _HOW_TO_GET)
     return out
+
+
+def _question_group(r: dict) -> tuple[str, str, str, str]:
+    """A question's group across figures (HallusionBench ``utils.py``, ``get_eval_pair_all``: the
+    key category, subcategory, set_id, question_id)."""
+    return str(r["category"]), str(r["subcategory"]), str(r["set_id"]), str(r["question_id"])
+
+
+def _no_image(stimulus_id: str):
+    raise ValueError(f"{stimulus_id}: HallusionBench asks this question without an image (visual_input 0); "
+                     "it is asked only under --condition image_withheld")

@@ -3,13 +3,22 @@ question per image, read with the ``datasets`` library.
 
 Formats read (field names as released):
 
-* the hub dataset ``MMVP/MMVP`` (sources registry ``tong2024-mmvp``) or a local parquet copy
-  of it: columns ``Index`` (1-based), ``Question``, ``Options`` (``"(a) Open (b) Closed"``),
+* the hub dataset ``lmms-lab-eval/MMVP`` (default; sources registry ``tong2024-mmvp``: the
+  hub copy ``MMVP/MMVP`` is reported to hold the images only, without the question text), or a
+  local parquet copy in that format: columns ``Index`` (1-based), ``Question``, ``Options`` (``"(a) Open (b) Closed"``),
   ``Correct Answer`` (``"(a)"`` / ``"(b)"``) and ``image``;
 * the release folder (github.com/tsb0601/MMVP): ``Questions.csv`` with the same columns (the
   index column may be spelled ``lndex``) and images ``MMVP Images/<Index>.jpg``.
 
-Images ``2k-1`` and ``2k`` form pair ``k`` (``meta["pair"]``, 1-based).  MMVP has no region
+Images ``2k-1`` and ``2k`` form pair ``k`` (``meta["pair"]``, 1-based).  A pattern column
+(``Type`` / ``type`` / ``pattern``, one of the paper's nine visual patterns), when the copy has
+one, is kept as ``meta["pattern"]``; the released ``Questions.csv`` has none.
+
+Label corrections (``corrections=True``, the default): the answers of Index 99, 100, 279 and
+280 are swapped in the release (github.com/tsb0601/MMVP issues 14 and 30; lmms-eval applies
+the same four, EvolvingLMMs-Lab/lmms-eval issue 1018): :data:`LABEL_CORRECTIONS` sets them, the
+released answer is kept in ``meta["answer_released"]`` and ``meta["label_corrected"]`` says
+whether the loaded answer differs from it (the fix is idempotent on a copy already corrected).  MMVP has no region
 annotations; the object phrase comes from :func:`perceptbench.external.phrases.principal_noun_phrase`.
 """
 
@@ -23,9 +32,13 @@ from ._hf import load_rows
 from .base import VQAStimulus, option_letters
 from .phrases import principal_noun_phrase
 
-__all__ = ["HUB_ID", "parse_options", "parse_answer", "load_mmvp"]
+__all__ = ["HUB_ID", "LABEL_CORRECTIONS", "parse_options", "parse_answer", "load_mmvp"]
 
-HUB_ID = "MMVP/MMVP"
+HUB_ID = "lmms-lab-eval/MMVP"
+
+LABEL_CORRECTIONS = {99: "B", 100: "A", 279: "B", 280: "A"}
+"""Corrected answer letter by 1-based ``Index`` (elephant tusks 99/100: short/long; elderly
+person 279/280: sitting/standing), from tsb0601/MMVP issues 14 and 30."""
 _HOW_TO_GET = (f"with internet, omit source= to read {HUB_ID} from the Hugging Face hub (pip install "
                "'perceptbench[external]'); offline, download the MMVP benchmark folder (Questions.csv and "
                "'MMVP Images/', github.com/tsb0601/MMVP) or a parquet copy of the hub dataset and pass "
@@ -67,6 +80,7 @@ def load_mmvp(
     cache_dir: str | Path | None = None,
     limit: int | None = None,
     seed: int = 0,
+    corrections: bool = True,
 ) -> list[VQAStimulus]:
     """MMVP stimuli (two-option letter questions).
 
@@ -76,6 +90,7 @@ def load_mmvp(
         parquet file/folder in the hub's format, or the release folder with ``Questions.csv``.
     split / revision / cache_dir: passed to ``datasets.load_dataset`` for the hub.
     limit / seed: a seeded random subset (``rng_for(seed, "mmvp")``), dataset order kept.
+    corrections: apply :data:`LABEL_CORRECTIONS` (module docstring).
 
     Returns :class:`VQAStimulus` records: ``answer_type="letter"``, ``options`` parsed from
     ``Options``, ``answer`` ``"A"``/``"B"``, ``image_id = "mmvp-<Index>"``, ``region=None``,
@@ -111,6 +126,10 @@ def load_mmvp(
             answer = parse_answer(raw_ans, len(options))
         except ValueError as e:
             raise ValueError(f"{where}: {e}") from None
+        released = answer
+        if corrections and index in LABEL_CORRECTIONS:
+            answer = LABEL_CORRECTIONS[index]
+        pattern = next((row[k] for k in ("Type", "type", "pattern") if row.get(k) not in (None, "")), None)
         if csv_release:
             img = root / "MMVP Images" / f"{index}.jpg"  # type: ignore[operator]
             paths.append(img)
@@ -131,7 +150,8 @@ def load_mmvp(
             region=None,
             object_phrase=principal_noun_phrase(question),
             meta={"benchmark": "mmvp", "index": index, "pair": (index + 1) // 2, "options_raw": raw_opts,
-                  "answer_raw": raw_ans, "origin": origin, "revision": revision},
+                  "answer_raw": raw_ans, "answer_released": released, "label_corrected": answer != released,
+                  "origin": origin, "revision": revision, **({"pattern": str(pattern)} if pattern else {})},
         ))
     if csv_release:
         check_files_exist(paths, "MMVP", root / "MMVP Images", _HOW_TO_GET)  # type: ignore[operator]

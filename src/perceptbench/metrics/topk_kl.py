@@ -13,10 +13,51 @@ from typing import Hashable, Sequence
 
 import numpy as np
 
-__all__ = ["FLOOR", "kl_topk", "support_distributions"]
+__all__ = ["FLOOR", "LOGPROB_TOL", "MASS_TOL", "distribution_problem", "kl_topk", "support_distributions"]
 
 FLOOR = 1e-12
 """Smallest probability any support element gets before renormalising (keeps KL finite)."""
+
+LOGPROB_TOL = 1e-6
+"""Largest log-probability accepted (nats): 0 plus float rounding of a provider's or a
+log-softmax's certain token."""
+
+MASS_TOL = 1e-3
+"""Largest excess of a listed distribution's total probability over 1: sum exp(logprobs) <= 1 +
+MASS_TOL.  Float32 softmax and providers' rounded logprobs (e.g. 6 decimals, k = 20) stay
+orders of magnitude below it; a list that double-counts tokens or is not a distribution does not."""
+
+
+def distribution_problem(keys: Sequence[Hashable], logprobs: Sequence, k_asked: int | None = None) -> str | None:
+    """What makes a listed next-token distribution unusable, in one phrase, or None when it is fine.
+
+    ``keys``: token ids or strings; ``logprobs``: their natural-log probabilities.  Problems (the
+    first that applies): not a list of numbers of the keys' length; empty; a duplicate key; a
+    non-finite entry (NaN, +-inf, or null as JSON stores them); an entry above
+    :data:`LOGPROB_TOL`; a total probability above 1 + :data:`MASS_TOL`.  ``k_asked`` is not
+    used in the checks (the list may be shorter than asked).  Never raises."""
+    try:
+        lp = np.asarray([np.nan if x is None else x for x in logprobs], dtype=np.float64)
+        keys = list(keys)
+    except (TypeError, ValueError):
+        return "log-probabilities are not numbers"
+    if lp.ndim != 1 or len(keys) != lp.shape[0]:
+        return f"{len(keys)} keys but {lp.size} log-probabilities"
+    if not keys:
+        return "empty distribution"
+    try:
+        if len(set(keys)) != len(keys):
+            return "duplicate token keys"
+    except TypeError:
+        return "unhashable token keys"
+    bad = ~np.isfinite(lp) | (lp > LOGPROB_TOL)
+    if bad.any():
+        i = int(np.argmax(bad))
+        return f"log-probability {lp[i]:+.6g} at token {keys[i]!r}: log-probabilities must be finite and <= 0"
+    mass = float(np.exp(lp).sum())
+    if mass > 1.0 + MASS_TOL:
+        return f"total probability {mass:.6g} > 1 (tolerance {MASS_TOL:g})"
+    return None
 
 
 def support_distributions(p_keys: Sequence[Hashable], p_logprobs: Sequence[float],
@@ -35,8 +76,8 @@ def support_distributions(p_keys: Sequence[Hashable], p_logprobs: Sequence[float
     listed) assigns missing tokens the floor only.
 
     Returns (p, q, support) with p, q float64 arrays of shape (len(support),); the last
-    support element is the string ``"<rest>"``.  Raises ValueError for mismatched lengths,
-    duplicate keys, empty lists or positive / non-finite log-probabilities.
+    support element is the string ``"<rest>"``.  Raises ValueError naming the side (``p``/``q``)
+    and the :func:`distribution_problem` of a list that is not a distribution.
     """
     pk, pl = _check_side(p_keys, p_logprobs, "p")
     qk, ql = _check_side(q_keys, q_logprobs, "q")
@@ -53,16 +94,10 @@ def support_distributions(p_keys: Sequence[Hashable], p_logprobs: Sequence[float
 
 def _check_side(keys, logprobs, name) -> tuple[list, np.ndarray]:
     keys = list(keys)
-    lp = np.asarray(logprobs, dtype=np.float64)
-    if lp.ndim != 1 or len(keys) != lp.shape[0]:
-        raise ValueError(f"{name}: {len(keys)} keys but logprobs of shape {lp.shape}")
-    if not keys:
-        raise ValueError(f"{name}: empty distribution")
-    if len(set(keys)) != len(keys):
-        raise ValueError(f"{name}: duplicate token keys")
-    if not np.all(np.isfinite(lp)) or np.any(lp > 1e-6):
-        raise ValueError(f"{name}: log-probabilities must be finite and <= 0")
-    return keys, lp
+    problem = distribution_problem(keys, logprobs)
+    if problem is not None:
+        raise ValueError(f"{name}: {problem}")
+    return keys, np.asarray(logprobs, dtype=np.float64)
 
 
 def _on_support(keys: list, lp: np.ndarray, support: list, complete: bool, floor: float) -> np.ndarray:

@@ -8,10 +8,20 @@ of ``concurrency`` workers) and retry with ``tenacity``:
   connection / protocol errors; exponential backoff with jitter
   (``backoff_initial * 2**attempt``, at most ``backoff_max`` seconds); a ``Retry-After``
   header (seconds or HTTP date) replaces the backoff, capped at ``retry_after_max``;
+* retried the same way: a 200 response that is not a whole JSON object (truncated JSON), an
+  OpenAI-compatible response without ``choices[0].message`` (an empty ``choices`` list), and a
+  logprobs response without logprobs from a provider that has returned logprobs before in this
+  session (issue 20 item 2; retries exhausted, that one is a
+  :class:`~perceptbench.models.base.NoLogprobs`, not an :class:`APIError`; a provider that has
+  never returned them is told at once with ``NoLogprobs``, not retried: whether it is
+  unsupported is decided by the caller from consecutive such answers);
 * not retried: other 4xx (bad request, auth, not found);
 * after ``max_retries`` retries (``max_retries + 1`` attempts) an :class:`APIError` names
   the provider, the URL (never a key: every adapter sends keys in headers) and the last
-  status or transport error.
+  status, transport error or malformed response;
+* a batch (:meth:`generate`, :meth:`generate_follow_up`) in which some requests fail for good
+  raises :class:`~perceptbench.models.base.PartialAnswers` carrying the answers that arrived
+  (the response cache stores them and the respondents record them before the run stops).
 
 Decoding: temperature 0 where supported (seed 000 appendix D.4: "closed models ran
 once at temperature 0 where supported").  Images go as base64 PNG: OpenAI ``image_url``
@@ -45,8 +55,10 @@ import numpy as np
 import tenacity
 from PIL import Image
 
+from ..core.text import model_text
 from ..core.urls import redact_url, redact_urls_in, split_userinfo
-from .base import ModelLoadError, NotSupportedByProvider, TokenDistribution, VLMRequest
+from .base import (ModelLoadError, NoLogprobs, NotSupportedByProvider, PartialAnswers, TokenDistribution,
+                   VLMRequest)
 
 __all__ = [
     "APIError",
@@ -76,6 +88,17 @@ class APIError(RuntimeError):
         self.url = redact_url(url)
         self.status = status
         self.attempts = attempts
+
+
+class _Malformed(Exception):
+    """Internal: a 200 response that is not what the request asks for (truncated JSON, no
+    ``choices``, no logprobs after the provider returned them before): retried like a 5xx."""
+
+
+class _MissingLogprobs(_Malformed):
+    """Internal: a response without logprobs from a provider that returned them before; retried,
+    and after the retries a :class:`~perceptbench.models.base.NoLogprobs` (the caller leaves that
+    request unanswered), not an :class:`APIError`."""
 
 
 class _RetryableHTTP(Exception):
@@ -251,11 +274,15 @@ class _HTTPVLM(abc.ABC):
         return min(expo(retry_state) + jitter(retry_state), self.backoff_max)
 
     def _post_json(self, url: str, headers: dict, body: dict,
-                   on_error: Callable[[int, str], None] | None = None) -> dict:
-        """POST ``body`` as JSON with retries; returns the decoded JSON object.
+                   on_error: Callable[[int, str], None] | None = None,
+                   extract: Callable[[dict], Any] | None = None) -> Any:
+        """POST ``body`` as JSON with retries; returns the decoded JSON object, or what
+        ``extract(data)`` returns from it.
 
         ``on_error(status, body_text)`` may raise a more specific exception for a
-        non-retryable status before the generic :class:`APIError`.
+        non-retryable status before the generic :class:`APIError`.  ``extract`` raises
+        :class:`_Malformed` for a response that lacks what was asked (retried like a 5xx); a
+        200 response that is not a JSON object is retried the same way.
         """
         attempts = 0
 
@@ -289,15 +316,15 @@ class _HTTPVLM(abc.ABC):
             try:
                 data = resp.json()
             except ValueError:
-                raise APIError(
-                    self._redact(f"{self._label()} response from {url} is not JSON: {resp.text[:200]!r}"),
-                    provider=self.provider, url=url, status=resp.status_code, attempts=attempts,
-                ) from None
-            return data
+                data = None
+            if not isinstance(data, dict):  # truncated or not JSON at all
+                raise _Malformed(f"a response that is not a JSON object ({len(resp.content)} bytes: "
+                                 f"{self._redact(resp.text[:120])!r})")
+            return data if extract is None else extract(data)
 
         retrying = tenacity.Retrying(
             retry=tenacity.retry_if_exception_type(
-                (_RetryableHTTP, httpx.TimeoutException, httpx.TransportError)
+                (_RetryableHTTP, _Malformed, httpx.TimeoutException, httpx.TransportError)
             ),
             stop=tenacity.stop_after_attempt(self.max_retries + 1),
             wait=self._wait,
@@ -314,6 +341,15 @@ class _HTTPVLM(abc.ABC):
                 ),
                 provider=self.provider, url=url, status=e.status, attempts=attempts,
             ) from None
+        except _MissingLogprobs as e:
+            raise NoLogprobs(self._redact(f"{self._label()} response from {url} without logprobs after {attempts} "
+                                          f"attempts ({self.max_retries} retries): {e}")) from None
+        except _Malformed as e:
+            raise APIError(
+                self._redact(f"{self._label()} response from {url} was malformed after {attempts} attempts "
+                             f"({self.max_retries} retries): {e}"),
+                provider=self.provider, url=url, status=200, attempts=attempts,
+            ) from None
         except (httpx.TimeoutException, httpx.TransportError) as e:
             raise APIError(
                 self._redact(
@@ -322,6 +358,26 @@ class _HTTPVLM(abc.ABC):
                 ),
                 provider=self.provider, url=url, status=None, attempts=attempts,
             ) from None
+
+    # ------------------------------------------------------------- logprobs
+    def _logprobs_or_glitch(self, entries: Any, data: dict) -> list:
+        """``entries`` (a response's top-logprob list) when not empty.  Else, once this adapter
+        has received logprobs before, a glitch (:class:`_Malformed`, retried); before that,
+        :class:`~perceptbench.models.base.NoLogprobs` at once (a server that ignores ``logprobs``
+        is not asked ``max_retries`` more times per request)."""
+        if isinstance(entries, list) and entries:
+            return entries
+        if getattr(self, "_logprobs_seen", False):
+            raise _MissingLogprobs(f"no logprobs in a response (this server returned them before): "
+                             f"{self._redact(str(data)[:160])}")
+        raise NoLogprobs(f"{self._label()} server at {self._base_for_repr()} (model {self.model!r}) returned no "
+                         "logprobs for logprobs=true/top_logprobs; its next-token distribution is unavailable")
+
+    def _seen(self, d: TokenDistribution) -> TokenDistribution:
+        """``d``, noting that this provider returns logprobs (later responses without them are
+        glitches, retried)."""
+        self._logprobs_seen = True
+        return d
 
     # -------------------------------------------------------------- interface
     @abc.abstractmethod
@@ -340,29 +396,49 @@ class _HTTPVLM(abc.ABC):
         """Answers, one string per request, in order; ``concurrency`` requests in flight.
 
         ``batch_size`` is accepted for interface compatibility and ignored (each request
-        is one HTTP call).  Raises :class:`APIError` when a request fails for good.
+        is one HTTP call).  Raises :class:`APIError` when every request fails for good,
+        :class:`~perceptbench.models.base.PartialAnswers` when some do.
         """
-        reqs = list(requests)
-        if not reqs:
+        return self._each(self._generate_one, list(requests))
+
+    def _each(self, fn: Callable[[Any], str], jobs: list) -> list[str]:
+        """``fn`` over ``jobs``, ``concurrency`` in flight, answers in order.  When some fail for
+        good (:class:`APIError`) and others were answered: :class:`PartialAnswers` (in sequence,
+        the jobs after the first failure are not sent); when all fail: the first error."""
+        if not jobs:
             return []
-        if len(reqs) == 1 or self.concurrency == 1:
-            return [self._generate_one(r) for r in reqs]
-        with ThreadPoolExecutor(max_workers=min(self.concurrency, len(reqs))) as pool:
-            return list(pool.map(self._generate_one, reqs))
+        out: list = [None] * len(jobs)
+        first: APIError | None = None
+        if len(jobs) == 1 or self.concurrency == 1:
+            for i, job in enumerate(jobs):
+                try:
+                    out[i] = fn(job)
+                except APIError as e:
+                    first = e
+                    break
+        else:
+            with ThreadPoolExecutor(max_workers=min(self.concurrency, len(jobs))) as pool:
+                futures = [pool.submit(fn, job) for job in jobs]
+                for i, f in enumerate(futures):
+                    try:
+                        out[i] = f.result()
+                    except APIError as e:
+                        first = first or e
+        if first is not None:
+            if all(a is None for a in out):
+                raise first
+            raise PartialAnswers(out, first) from first
+        return out
 
     def generate_follow_up(self, requests: Sequence[VLMRequest], answers: Sequence[str], follow_up: str,
                            max_new_tokens: int = 8, batch_size: int = 8, answer_prefix: str = "") -> list[str]:
         """Answers to a follow-up user turn: the conversation ``user: [images] + request.prompt``,
         ``assistant: answer_prefix + answer.strip()``, ``user: follow_up`` (VSI's verbalised
         confidence, seed 002 appendix A).  One HTTP call per request, ``concurrency`` in flight;
-        ``batch_size`` is ignored.  Raises :class:`APIError` when a request fails for good."""
+        ``batch_size`` is ignored.  Raises as :meth:`generate`."""
         jobs = [(VLMRequest(r.images, r.prompt, max_new_tokens), answer_prefix + a.strip())
                 for r, a in zip(requests, answers)]
-        one = lambda job: self._generate_one(job[0], turns=((job[1], follow_up),))  # noqa: E731
-        if len(jobs) <= 1 or self.concurrency == 1:
-            return [one(j) for j in jobs]
-        with ThreadPoolExecutor(max_workers=min(self.concurrency, len(jobs))) as pool:
-            return list(pool.map(one, jobs))
+        return self._each(lambda job: self._generate_one(job[0], turns=((job[1], follow_up),)), jobs)
 
     def _pin(self, version: str | None) -> None:
         """Identity of a hosted model known by name (and an optional user pin) only."""
@@ -584,19 +660,22 @@ class OpenAICompatibleVLM(_HTTPVLM):
         return body
 
     def _generate_one(self, request: VLMRequest, turns: Sequence[tuple[str, str]] = ()) -> str:
-        data = self._post_json(self.url, self._headers(),
-                               self._body(request.images, request.prompt, self._budget(request), turns))
-        try:
-            msg = data["choices"][0]["message"]
-        except (KeyError, IndexError, TypeError):
-            raise APIError(
-                self._redact(f"{self.provider} response from {self.url} has no choices[0].message: {str(data)[:200]}"),
-                provider=self.provider, url=self.url, status=200, attempts=1,
-            ) from None
+        def message(data: dict) -> dict:
+            try:
+                msg = data["choices"][0]["message"]
+            except (KeyError, IndexError, TypeError):
+                msg = None
+            if not isinstance(msg, dict):
+                raise _Malformed(f"no choices[0].message in {self._redact(str(data)[:200])}")
+            return msg
+
+        msg = self._post_json(self.url, self._headers(),
+                              self._body(request.images, request.prompt, self._budget(request), turns),
+                              extract=message)
         content = msg.get("content")
         if isinstance(content, list):  # some servers return content parts
             content = "".join(p.get("text", "") for p in content if isinstance(p, dict))
-        return content if content else (msg.get("refusal") or "")
+        return model_text(content if content else (msg.get("refusal") or ""))
 
     def next_token_distribution(
         self, image: Image.Image, prompt: str, top_k: int | None = None
@@ -605,9 +684,11 @@ class OpenAICompatibleVLM(_HTTPVLM):
 
         Sends ``logprobs=true, top_logprobs=k`` (k = ``top_k`` or ``max_top_logprobs``),
         ``max_tokens=1``, temperature 0.  Raises ``ValueError`` if ``top_k`` exceeds
-        ``max_top_logprobs``; :class:`NotSupportedByProvider` if the server returns no
-        logprobs or refuses the fields with HTTP 400/422 naming them (``transformers serve``; vLLM
-        asked for more than its ``--max-logprobs``).  Entries whose token strings coincide are kept
+        ``max_top_logprobs``; :class:`NotSupportedByProvider` if the server refuses the fields with
+        HTTP 400/422 naming them (``transformers serve``; vLLM asked for more than its
+        ``--max-logprobs``); :class:`~perceptbench.models.base.NoLogprobs` (a subclass) if a
+        response carries none and no earlier one did (once one did, a response without them is
+        retried like a 5xx and, retries exhausted, an :class:`APIError`).  Entries whose token strings coincide are kept
         once (the more probable); an empty token string is dropped (see :func:`_distribution`), so
         the result can hold fewer than k tokens.
         """
@@ -626,17 +707,16 @@ class OpenAICompatibleVLM(_HTTPVLM):
                     f"{self.provider} server at {self.shown_url} (model {self.model!r}) refuses logprobs: "
                     f"HTTP {status}: {self._redact(text[:200])}")
 
-        data = self._post_json(self.url, self._headers(), body, on_error=on_error)
-        try:
-            entries = data["choices"][0]["logprobs"]["content"][0]["top_logprobs"]
-        except (KeyError, IndexError, TypeError):
-            entries = None
-        if not entries:
-            raise NotSupportedByProvider(
-                f"{self.provider} server at {self.shown_url} (model {self.model!r}) returned no "
-                "logprobs for logprobs=true/top_logprobs; its next-token distribution is unavailable"
-            )
-        return _distribution([(e.get("token", ""), e.get("logprob")) for e in entries], k)
+        def top(data: dict) -> list:
+            try:
+                entries = data["choices"][0]["logprobs"]["content"][0]["top_logprobs"]
+            except (KeyError, IndexError, TypeError):
+                entries = None
+            return self._logprobs_or_glitch(entries, data)
+
+        entries = self._post_json(self.url, self._headers(), body, on_error=on_error, extract=top)
+        return self._seen(_distribution([(e.get("token", ""), e.get("logprob")) for e in entries
+                                         if isinstance(e, dict)], k))
 
 
 class AnthropicVLM(_HTTPVLM):
@@ -713,7 +793,7 @@ class AnthropicVLM(_HTTPVLM):
     def _generate_one(self, request: VLMRequest, turns: Sequence[tuple[str, str]] = ()) -> str:
         data = self._post_json(self.url, self._headers(), self._body(request, turns))
         blocks = data.get("content") or []
-        return "".join(b.get("text", "") for b in blocks if isinstance(b, dict) and b.get("type") == "text")
+        return model_text("".join(b.get("text", "") for b in blocks if isinstance(b, dict) and b.get("type") == "text"))
 
 
 class GeminiVLM(_HTTPVLM):
@@ -793,7 +873,7 @@ class GeminiVLM(_HTTPVLM):
         if not cands:  # prompt blocked (promptFeedback.blockReason): a null response
             return ""
         parts = (cands[0].get("content") or {}).get("parts") or []
-        return "".join(p.get("text", "") for p in parts if isinstance(p, dict) and not p.get("thought"))
+        return model_text("".join(p.get("text", "") for p in parts if isinstance(p, dict) and not p.get("thought")))
 
     def next_token_distribution(self, image, prompt, top_k=None) -> TokenDistribution:
         """Top-k log-probabilities of the first generated token (``complete=False``)."""
@@ -811,22 +891,24 @@ class GeminiVLM(_HTTPVLM):
                     f"gemini model {self.model!r} does not support logprobs: HTTP 400: {self._redact(text[:200])}"
                 )
 
-        data = self._post_json(self.url, self._headers(), body, on_error=on_error)
-        try:
-            top = data["candidates"][0]["logprobsResult"]["topCandidates"][0]["candidates"]
-        except (KeyError, IndexError, TypeError):
-            top = None
-        if not top:
-            raise NotSupportedByProvider(
-                f"gemini model {self.model!r} returned no logprobsResult; next-token distribution unavailable"
-            )
-        return _distribution([(c.get("token", ""), c.get("logProbability")) for c in top], k)
+        def candidates(data: dict) -> list:
+            try:
+                top = data["candidates"][0]["logprobsResult"]["topCandidates"][0]["candidates"]
+            except (KeyError, IndexError, TypeError):
+                top = None
+            return self._logprobs_or_glitch(top, data)
+
+        top = self._post_json(self.url, self._headers(), body, on_error=on_error, extract=candidates)
+        return self._seen(_distribution([(c.get("token", ""), c.get("logProbability")) for c in top
+                                         if isinstance(c, dict)], k))
 
 
 def _distribution(pairs: list[tuple[str, Any]], k: int) -> TokenDistribution:
     """Provider top-k (token, logprob) pairs -> a sorted, de-duplicated TokenDistribution.
 
-    Entries with the same token string are kept once (the more probable).  An entry whose token
+    Token strings are normalised first (:func:`~perceptbench.core.text.model_text`: a lone
+    surrogate, a byte fragment some servers escape as one, becomes U+FFFD).  Entries with the
+    same token string are kept once (the more probable).  An entry whose token
     string is empty is dropped when any other entry remains: it names no token.  llama.cpp's
     Python server (llama-cpp-python 0.3.x) decodes each top token on its own with
     ``errors="ignore"`` and keys the top list by that string, so byte fragments of multi-byte
@@ -841,11 +923,11 @@ def _distribution(pairs: list[tuple[str, Any]], k: int) -> TokenDistribution:
         if lp is None:
             continue
         lp = float(lp)
-        tok = "" if tok is None else str(tok)
+        tok = "" if tok is None else model_text(str(tok))
         if tok not in best or lp > best[tok]:
             best[tok] = lp
     if not best:
-        raise NotSupportedByProvider("provider returned top-logprob entries without log-probabilities")
+        raise NoLogprobs("provider returned top-logprob entries without log-probabilities")
     if "" in best and len(best) > 1:
         del best[""]
     items = sorted(best.items(), key=lambda t: -t[1])[:k]

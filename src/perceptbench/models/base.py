@@ -41,6 +41,27 @@ class NotSupportedByProvider(NotImplementedError):
     """The provider cannot do what was asked (e.g. Anthropic returns no logprobs)."""
 
 
+class NoLogprobs(NotSupportedByProvider):
+    """One response carried no logprobs although they were asked for.  On its own this says
+    nothing about the provider (a glitch, retried by the API adapters once the provider has
+    returned logprobs before); a caller declares the provider unsupported only when it happens
+    consistently (:data:`perceptbench.vsi.respondent.NO_LOGPROBS_UNSUPPORTED_AFTER`)."""
+
+
+class PartialAnswers(RuntimeError):
+    """Some requests of a batch failed for good, others were answered.
+
+    ``answers``: one entry per request, in order, the answer (``str``) or None where the request
+    failed or was not sent; ``error``: the first failure (also the ``__cause__``).  Callers keep
+    the answers that arrived (cache them, record them) and then raise ``error`` on."""
+
+    def __init__(self, answers: list, error: BaseException):
+        n = sum(a is not None for a in answers)
+        super().__init__(f"{error} ({n} of {len(answers)} answers of the batch arrived and are kept)")
+        self.answers = list(answers)
+        self.error = error
+
+
 @runtime_checkable
 class Encoder(Protocol):
     """An image encoder.

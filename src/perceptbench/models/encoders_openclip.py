@@ -109,6 +109,8 @@ class OpenCLIPEncoder:
                 raise ModelLoadError(f"open_clip local-dir {str(local)!r} does not exist")
             self.model_version = local_dir_version(local)  # raises if no weight file
         kwargs = dict(device=self.device, precision="fp32", cache_dir=cache_dir)
+        if schema == "hf-hub" or pretrained is not None:
+            check_pretrained_reachable(model_name, pretrained, cache_dir)
         try:
             if pretrained is None and schema is None:
                 with torch.random.fork_rng(devices=[]):
@@ -233,3 +235,50 @@ def _cached_commit(repo_id: str, filename: str, cache_dir) -> str | None:
         if m:
             return m.group(1)
     return None
+
+
+def check_pretrained_reachable(model_name: str, pretrained: str | None, cache_dir: str | None = None) -> None:
+    """Fail at once when open_clip would have to download weights from an unreachable hub.
+
+    The weights of ``model_name@pretrained`` (open_clip's pretrained table: its ``hf_hub``
+    entry, ``open_clip_pytorch_model.bin`` or its ``open_clip_model.safetensors`` alternative) or
+    of an ``hf-hub:ORG/NAME`` model are looked up in the Hugging Face cache; when they are not
+    there and :func:`~perceptbench.models.hub.hub_unreachable_reason` gives a reason, raises
+    :class:`ModelLoadError` naming the weights, the reason and the local alternatives, instead
+    of waiting on the hub client's retries (open_clip tries two files, each with retries).
+    Returns None when loading may proceed: weights cached, hub reachable, ``pretrained`` a
+    local file, or a tag open_clip downloads from a URL or does not know (it names it then)."""
+    import os
+
+    import open_clip.pretrained as ocp
+
+    from .hub import hub_unreachable_reason
+
+    if model_name.startswith("hf-hub:"):
+        repo, files = model_name.split(":", 1)[1], ("open_clip_config.json",)
+        label = model_name
+    else:
+        if pretrained is None or os.path.isfile(os.path.expanduser(pretrained)):
+            return
+        hub = (ocp.get_pretrained_cfg(model_name, pretrained) or {}).get("hf_hub", "")
+        if not hub:
+            return
+        repo, fname = os.path.split(hub)
+        files = (fname or "open_clip_pytorch_model.bin", "open_clip_model.safetensors")
+        label = f"{model_name}@{pretrained}"
+    try:
+        from huggingface_hub import try_to_load_from_cache
+    except ImportError:  # pragma: no cover - open_clip needs it for hub weights
+        return
+    for f in files:
+        try:
+            if isinstance(try_to_load_from_cache(repo, f, cache_dir=cache_dir), str):
+                return
+        except Exception:
+            continue
+    why = hub_unreachable_reason()
+    if why:
+        raise ModelLoadError(
+            f"open_clip:{label}: pretrained weights ({repo}) are not in the Hugging Face cache and {why}; download "
+            "them where the hub is reachable, or pass a local copy: --model open_clip:local-dir:/path/to/model or "
+            "--model open_clip:ARCH@/path/to/weights.bin")

@@ -41,9 +41,10 @@ from typing import Any, ClassVar, Sequence
 import numpy as np
 from PIL import Image
 
+from ..core.text import model_text
 from ..seeding import image_sha256
 from .base import (FOLLOW_UP_TURN, VLM, AnswerBudget, BatchedDistributions, DistributionAndFollowUp, Encoder,
-                   FirstTokenDistribution, FollowUpTurn, Identified, TextEncoder, TokenDistribution,
+                   FirstTokenDistribution, FollowUpTurn, Identified, PartialAnswers, TextEncoder, TokenDistribution,
                    TopLogprobsLimit, VerifiesCacheHits, VisionFeatures, VLMRequest, answer_budget)
 
 __all__ = ["SCHEMA_VERSION", "CACHE_MODES", "CACHE_ENV", "ResponseCache", "CachedVLM", "StaleCacheError",
@@ -72,7 +73,7 @@ def dist_to_meta(d: TokenDistribution, source: str) -> dict:
     """A distribution as JSON-able keys (ids, tokens, logprobs, complete, ``distribution_source``):
     the ``run_meta.vsi`` fields of a VSI record and the text of a cached distribution."""
     return {"token_ids": None if d.token_ids is None else [int(i) for i in d.token_ids],
-            "tokens": [str(t) for t in d.tokens], "logprobs": [float(x) for x in np.asarray(d.logprobs)],
+            "tokens": [model_text(str(t)) for t in d.tokens], "logprobs": [float(x) for x in np.asarray(d.logprobs)],
             "complete": bool(d.complete), "distribution_source": source}
 
 
@@ -385,7 +386,12 @@ class _Answering:
         ``image_sha256s``: optional per-request lists of stimulus sha256s (as recorded by the
         stimulus pipeline) to key on instead of pixel hashes.  ``budget_in_key``: key the budget
         used too (VSI clean answers, see the class docstring).  Identical requests are sent to
-        the inner model once; misses go in chunks of ``chunk_size``, stored after each chunk."""
+        the inner model once; misses go in chunks of ``chunk_size``, stored after each chunk.  The
+        inner model's texts are normalised (:func:`~perceptbench.core.text.model_text`) before they
+        are stored or returned, so the cache and the records hold the same text.  When the inner
+        model raises :class:`~perceptbench.models.base.PartialAnswers`, the answers that arrived
+        are stored and a ``PartialAnswers`` over *these* requests is raised (None where no answer
+        is known: failed, or in a chunk not sent)."""
         reqs = list(requests)
         shas = _per_request(reqs, image_sha256s)
         keys = [self._budget_key(r, s, "") if budget_in_key else
@@ -404,11 +410,18 @@ class _Answering:
         pending = list(todo.items())
         for start in range(0, len(pending), self.chunk_size):
             chunk = pending[start : start + self.chunk_size]
-            texts = self.inner.generate([reqs[i] for _, i in chunk], batch_size=batch_size)
+            failed = None
+            try:
+                texts = self.inner.generate([reqs[i] for _, i in chunk], batch_size=batch_size)
+            except PartialAnswers as e:  # keep (store) what arrived, then say what failed
+                texts, failed = e.answers, e.error
+            texts = [None if t is None else model_text(t) for t in texts]
             if len(texts) != len(chunk):
                 raise RuntimeError(f"inner model returned {len(texts)} answers for {len(chunk)} requests")
-            self.calls += len(chunk)
+            self.calls += sum(t is not None for t in texts)
             for (k, i), text in zip(chunk, texts):
+                if text is None:
+                    continue
                 r = reqs[i]
                 if budget_in_key:
                     meta = {"model_version": self.inner.model_version}
@@ -420,10 +433,12 @@ class _Answering:
                 for j, kj in enumerate(keys):
                     if kj == k and out[j] is None:
                         out[j] = text
+            if failed is not None:
+                raise PartialAnswers(out, failed) from failed
         return [x if x is not None else "" for x in out]
 
     def _verify(self, request: VLMRequest, cached: str) -> None:
-        live = self.inner.generate([request], batch_size=1)
+        live = [model_text(t) for t in self.inner.generate([request], batch_size=1)]
         self.calls += 1
         self.verified += 1
         if len(live) != 1 or live[0] != cached:

@@ -115,15 +115,32 @@ _MARKERS = _SEED_MARKERS + r"|pick|picks|picked|choose|chooses|chose|select|sele
 _VLMEVAL_PUNCT = re.compile(r"[.()\[\],:;!*#{}]")
 
 
-def _is_word(m: re.Match, text: str, lower_too: bool = False) -> bool:
+def _is_word(m: re.Match, text: str) -> bool:
     """True if the letter matched in group 2 (brackets in groups 1 and 3) is an English word
-    rather than an option letter: unbracketed, an ``A``/``a``/``I`` (with ``lower_too``: any
-    lower-case letter), then a space and a word on the same line that is not a subject word."""
+    rather than an option letter: unbracketed, an ``A``/``a``/``I``/``i`` (the article, the
+    pronoun), then a space and a word on the same line that is not a subject word.  Other
+    letters are never words ("I'd pick b because it is red" is B)."""
     letter = m.group(2)
-    if m.group(1) or m.group(3) or not (letter.lower() in _WORD_LETTERS or (lower_too and letter.islower())):
+    if m.group(1) or m.group(3) or letter.lower() not in _WORD_LETTERS:
         return False
     nxt = _NEXT_WORD.match(text, m.end())
     return nxt is not None and nxt.group(1).lower() not in _SUBJECT_WORDS
+
+
+#: "B or C", "B and C", "B/C", "B, C": a letter followed by another one that it is offered beside
+_ALTERNATIVE = r"[*_`]*\s*(?:or|and|/|,)\s*[*_`]*([\(\[]?)({alt})([\)\]]?)(?![A-Za-z])"
+
+
+def _alternatives(t: str, end: int, allowed: Sequence[str], alt: str) -> list[str]:
+    """The letters offered beside the letter that ends at ``end`` ("B or C", "B, C or D"), in
+    order, as spelled in ``allowed``; empty when the letter stands alone.  An article or pronoun
+    is no letter ("B, a red circle" is B alone)."""
+    found, pat = [], re.compile(_ALTERNATIVE.format(alt=alt), re.IGNORECASE)
+    m = pat.match(t, end)
+    while m and not _is_word(m, t):
+        found.append(_in_set(m.group(2), allowed))
+        m = pat.match(t, m.end())
+    return found
 
 
 def _in_set(letter: str, allowed: Sequence[str]) -> str:
@@ -154,12 +171,16 @@ def parse_letter(text: str | None, letters: Sequence[str] = ("A", "B", "C", "D")
        ignored), or contains exactly one option's text as a whole phrase (several: null,
        ``ambiguous``).
 
-    A letter that is also an English word (``A``/``a``: the article; ``I``: the pronoun; in
-    rules 1-2 any lower-case letter), not bracketed and followed by a space and a word on
-    the same line, is that word ("A cat is on the mat." and "I think so." are null, "The
-    answer is a red circle." is no letter) unless the word is one of
-    :data:`_SUBJECT_WORDS` ("A is correct", "A or B").  In ``default`` an ambiguous rule-2
-    answer keeps the first letter; ``strict`` makes every ambiguous answer null.
+    A letter that is also an English word (``A``/``a``: the article; ``I``/``i``: the
+    pronoun), not bracketed and followed by a space and a word on the same line, is that word
+    ("A cat is on the mat." and "I think so." are null, "The answer is a red circle." is no
+    letter) unless the word is one of :data:`_SUBJECT_WORDS` ("A is correct").  Other letters
+    are letters in either case ("I'd pick b because it is red" is B); in rules 1-2 a
+    lower-case letter followed by a full stop and a letter is an abbreviation ("e.g. the red
+    one" is no E).  A letter offered beside others ("B or C", "B/C", "B, C or D") chooses
+    none: rule 1 reads it as null, ``ambiguous``, naming every letter (as rule 3 reads "It is B
+    or C."); rule 2 counts every letter named.  In ``default`` an ambiguous rule-2 answer
+    keeps the first letter; ``strict`` makes every ambiguous answer null.
 
     ``seed``: rules 1 (upper case only), 2 (markers ``answer (is)`` / ``option`` /
     ``choice``) and 4 on the raw output.  Null when no rule fires.  Never raises on model
@@ -179,14 +200,21 @@ def _letter_rules(t: str, allowed: list[str], options: Sequence[str] | None, ext
         return ParseResult(None, False, "none")
     alt = "|".join(re.escape(x) for x in allowed)
     case = re.IGNORECASE if extended else 0
-    m = re.match(rf"^[\s*_`\"']*([\(\[]?)({alt})([\)\]]?)(?![A-Za-z])", t, flags=case)
-    if m and not _is_word(m, t, lower_too=extended):
-        return ParseResult(_in_set(m.group(2), allowed), False, "leading_letter", (_in_set(m.group(2), allowed),))
+    # extended: a lower-case letter followed by a full stop and a letter is an abbreviation ("e.g.")
+    after = r"(?![A-Za-z]|\.[A-Za-z])" if extended else r"(?![A-Za-z])"
+    m = re.match(rf"^[\s*_`\"']*([\(\[]?)({alt})([\)\]]?){after}", t, flags=case)
+    if m and not _is_word(m, t):
+        first = _in_set(m.group(2), allowed)
+        others = [x for x in _alternatives(t, m.end(), allowed, alt) if x != first] if extended else []
+        if others:  # "B or C": two options offered, none chosen (as rule 3 reads "It is B or C.")
+            return ParseResult(None, True, "none", tuple(dict.fromkeys([first, *others])))
+        return ParseResult(first, False, "leading_letter", (first,))
     md = r"[*_`]*" if extended else ""
     markers = _MARKERS if extended else _SEED_MARKERS
-    marked = [mm.group(2) for mm in re.finditer(
-        rf"(?<![A-Za-z])(?:{markers})\s*[:\-]?\s*{md}([\(\[]?)({alt})([\)\]]?){md}(?![A-Za-z])", t,
-        flags=re.IGNORECASE) if not _is_word(mm, t, lower_too=extended)] if extended else [
+    marked = [x for mm in re.finditer(
+        rf"(?<![A-Za-z])(?:{markers})\s*[:\-]?\s*{md}([\(\[]?)({alt})([\)\]]?){md}{after}", t,
+        flags=re.IGNORECASE) if not _is_word(mm, t)
+        for x in [mm.group(2), *_alternatives(t, mm.end(), allowed, alt)]] if extended else [
         mm.group(2) for mm in re.finditer(
             rf"(?:{markers})\s*[:\-]?\s*([\(\[]?)({alt})([\)\]]?)(?![A-Za-z])", t, flags=re.IGNORECASE)
         if not _is_word(mm, t)]

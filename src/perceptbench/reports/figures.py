@@ -521,8 +521,9 @@ def vsi_histogram_figure(rows: list[ScoreRow], only: list[str] | None = None, th
 # ------------------------------------------------------------------ 8. model vs model
 
 def paired_forest(diffs, max_rows: int = 40):
-    """Forest plot of paired differences (a - b) with 95% CIs; differences whose interval
-    excludes 0 are drawn filled, the others open.  At most ``max_rows`` rows (the largest
+    """Forest plot of paired differences (a - b) with 95% CIs; differences with a Holm-adjusted
+    p below 0.05 (:attr:`~perceptbench.reports.paired.PairedDiff.significant`) are drawn filled,
+    the others open.  At most ``max_rows`` rows (the largest
     |difference| first); returns None without differences."""
     if not diffs:
         return None
@@ -531,7 +532,7 @@ def paired_forest(diffs, max_rows: int = 40):
     with plt.rc_context(RC):
         fig, ax = plt.subplots(figsize=(8.5, 0.9 + 0.26 * len(ds)))
         for y, d in enumerate(ds):
-            ex = d.excludes_zero
+            ex = d.significant
             c = OKABE_ITO[0] if ex else HUMAN_GREY
             if _finite(d.low):
                 ax.plot([d.low, d.high], [y, y], color=c, lw=1.5)
@@ -541,5 +542,5 @@ def paired_forest(diffs, max_rows: int = 40):
                       fontsize=7)
         ax.invert_yaxis()
         ax.set_xlabel("paired difference a - b (metric units; proportion or kappa)")
-        ax.set_title("Model vs model, paired bootstrap 95% CI (filled: excludes 0)")
+        ax.set_title("Model vs model, paired bootstrap 95% CI (filled: Holm-adjusted p < 0.05)")
         return to_svg(fig)

@@ -334,6 +334,13 @@ def fmt(x, digits: int = 3, sign: bool = False) -> str:
     return s
 
 
+def fmt_p(p) -> str:
+    """A p-value for a table: '-' for None or NaN, '< 0.001' below 0.001, else three decimals."""
+    if p is None or (isinstance(p, float) and math.isnan(p)):
+        return "-"
+    return "< 0.001" if p < 0.001 else f"{p:.3f}"
+
+
 def value_text(h: HeadlineRow) -> str:
     """'0.684 [0.577, 0.787]' (value and its 95% bootstrap CI)."""
     if h.metric == "skipped":

@@ -23,7 +23,7 @@ from markupsafe import Markup
 from ..core.rundir import write_atomic
 from ..core.urls import redact_urls_in
 from .data import ReportData, finite, load_report_data
-from .headline import MARK_LEGEND, HeadlineRow, cell_text, fmt, headline_rows, value_text
+from .headline import MARK_LEGEND, HeadlineRow, cell_text, fmt, fmt_p, headline_rows, value_text
 
 PRIMARY = {"closure.nat.silhouette": ("B", "kappa_pairwise"), "similarity.chart.mark_color": ("B",),
            "similarity.chart.series_count": ("accuracy",)}
@@ -151,7 +151,10 @@ def markdown_summary(data: ReportData, heads: list[HeadlineRow], diffs, title: s
     lines += [""] + [f"- {_md_cell(t)} {_md_cell(m)}: {_md_cell(r)}" for (t, m), r in refs.items()]
     excl = [d for d in diffs if d.excludes_zero]
     if diffs:
-        lines += ["", f"Paired differences: {len(excl)} of {len(diffs)} exclude 0."]
+        lines += ["", f"Paired differences: {len(excl)} of {len(diffs)} have a 95% interval that excludes 0 "
+                      f"(unadjusted); {sum(d.significant for d in diffs)} have a Holm-adjusted p < 0.05 and "
+                      f"{sum(d.p_bh < 0.05 for d in diffs)} a Benjamini-Hochberg-adjusted "
+                      f"p < 0.05 (family: these {len(diffs)} differences)."]
     else:  # never "0 of 0"
         per_task = defaultdict(set)
         for r in data.records:
@@ -163,7 +166,8 @@ def markdown_summary(data: ReportData, heads: list[HeadlineRow], diffs, title: s
             "fewer than two models on any task, nothing to compare.")]
     for d in excl[:30]:
         lines.append(f"- {_md_cell(d.task_id)} {_md_cell(d.metric)}: {_md_cell(d.a)} - {_md_cell(d.b)} = "
-                     f"{fmt(d.diff, sign=True)} [{fmt(d.low, sign=True)}, {fmt(d.high, sign=True)}] {_md_cell(d.basis)}")
+                     f"{fmt(d.diff, sign=True)} [{fmt(d.low, sign=True)}, {fmt(d.high, sign=True)}], p = {fmt_p(d.p)}, "
+                     f"Holm {fmt_p(d.p_holm)}, BH {fmt_p(d.p_bh)} {_md_cell(d.basis)}")
     if len(excl) > 30:
         lines.append(f"- ... {len(excl) - 30} more in the HTML report")
     recs = data.records
@@ -216,6 +220,7 @@ def unpaired_task_notes(records, diffs) -> list[str]:
 def render_report(data: ReportData, title: str) -> tuple[str, str, int]:
     """(html, markdown, number of figures) for ``data``."""
     from . import figures as F
+    from .native import native_tables
     from .paired import paired_differences
 
     heads = headline_rows(data.scores)
@@ -240,6 +245,7 @@ def render_report(data: ReportData, title: str) -> tuple[str, str, int]:
             sig, _, rest = r.metric[len("signal_auroc["):].partition(",")
             signal[(r.task_id, r.model, rest.rstrip("]"))][sig] = r.value
     signal_names = sorted({k for v in signal.values() for k in v})
+    native = native_tables(vsi_rows)
     few = models[:MAX_FIGURE_MODELS]
     figs = dict(
         fig_matrix=F.matrix(heads, models, cols), fig_dissociation=F.dissociation(data.scores, few),
@@ -267,6 +273,9 @@ def render_report(data: ReportData, title: str) -> tuple[str, str, int]:
                    "that declare both; models without such a column last, then by name",
         signal=sorted(signal.items()), signal_names=signal_names,
         cards=cards, diffs=diffs, diffs_shown=shown, n_excl=len(excl), diff_notes=diff_notes, vsi_rows=vsi_rows,
+        n_holm=sum(d.significant for d in diffs), n_bh=sum(d.p_bh < 0.05 for d in diffs),
+        fmt_p=fmt_p,
+        native=native,
         run_dirs=[str(d) for d in data.run_dirs], n_examples=N_EXAMPLES,
         few_note=(f"Figures 2-5 draw the first {len(few)} of the {len(models)} models in the matrix order "
                   "(one Okabe-Ito colour each, yellow left out: weak on white); the matrix, the cards and the tables give every model."

@@ -7,7 +7,10 @@ recomputed on that common set and every bootstrap draw resamples the same common
 for both (:func:`perceptbench.metrics.bootstrap.resample_indices` on the common set, seed of
 the task), so ``stat_a(draw) - stat_b(draw)`` is the paired bootstrap of the difference
 (seed 000 D.5).  The interval is the 2.5th-97.5th percentile of the defined differences; a
-difference "excludes 0" when both bounds lie on the same side of 0.  With fewer than
+difference "excludes 0" when both bounds lie on the same side of 0 (unadjusted).  Each
+difference also has its two-sided bootstrap p-value (:func:`bootstrap_p`) and that p-value
+adjusted for the multiple comparisons of the whole report, Holm (family-wise) and
+Benjamini-Hochberg (false discovery rate) (:func:`adjust_p_values`).  With fewer than
 :data:`MIN_COMMON` common stimuli no number is given, only a note.  (Subtracting each
 model's own score row would compare B on different stimulus sets.)
 
@@ -27,7 +30,7 @@ from __future__ import annotations
 
 import itertools
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -51,10 +54,56 @@ class PairedDiff:
     n: int
     n_draws: int
     basis: str = ""  # which stimuli and how nulls are handled, e.g. "on the 4 stimuli both answered (nulls excluded)"
+    p: float = float("nan")
+    """Two-sided paired-bootstrap p-value of ``diff`` (:func:`bootstrap_p`)."""
+    p_holm: float = float("nan")
+    """``p`` Holm-adjusted over every difference of the report (:func:`adjust_p_values`)."""
+    p_bh: float = float("nan")
+    """``p`` Benjamini-Hochberg-adjusted (false discovery rate) over every difference of the report."""
 
     @property
     def excludes_zero(self) -> bool:
         return bool(np.isfinite(self.low) and (self.low > 0 or self.high < 0))
+
+    @property
+    def significant(self) -> bool:
+        """Holm-adjusted p below :data:`ALPHA`: what the report's figure fills and its table marks."""
+        return bool(np.isfinite(self.p_holm) and self.p_holm < ALPHA)
+
+
+ALPHA = 0.05
+"""Significance level of the report's model-vs-model marks (Holm-adjusted p-values)."""
+
+
+def bootstrap_p(draws: np.ndarray) -> float:
+    """Two-sided p-value of "the difference is 0" from paired-bootstrap draws of a difference
+    (shape ``(n_draws,)``, float; NaN draws, undefined on a resample, are left out):
+    ``min(1, 2 (min(#{d <= 0}, #{d >= 0}) + 1) / (B + 1))`` over the B defined draws, the
+    percentile-bootstrap test that matches the percentile interval (Davison & Hinkley 1997,
+    *Bootstrap Methods and their Application*, §4.4-4.5; the +1 keeps a p-value of a finite
+    resample from being 0: its smallest value is 2 / (B + 1)).  NaN when no draw is defined."""
+    d = np.asarray(draws, float)
+    d = d[np.isfinite(d)]
+    if d.size == 0:
+        return float("nan")
+    k = min(int(np.sum(d <= 0)), int(np.sum(d >= 0)))
+    return float(min(1.0, 2.0 * (k + 1) / (d.size + 1)))
+
+
+def adjust_p_values(p: list[float]) -> tuple[np.ndarray, np.ndarray]:
+    """(Holm, Benjamini-Hochberg) adjusted p-values of ``p`` (one family: every paired difference
+    of a report), by ``statsmodels.stats.multitest.multipletests`` (``holm``: Holm 1979,
+    family-wise error; ``fdr_bh``: Benjamini & Hochberg 1995, false discovery rate).  NaN
+    entries stay NaN and do not count in the family."""
+    from statsmodels.stats.multitest import multipletests
+
+    p = np.asarray(p, float)
+    holm, bh = np.full(p.shape, np.nan), np.full(p.shape, np.nan)
+    ok = np.isfinite(p)
+    if ok.any():
+        holm[ok] = multipletests(p[ok], method="holm")[1]
+        bh[ok] = multipletests(p[ok], method="fdr_bh")[1]
+    return holm, bh
 
 
 def _mode(responses):
@@ -279,5 +328,7 @@ def paired_differences(records: list[TrialRecord]) -> tuple[list[PairedDiff], li
                 ok = np.isfinite(d)
                 lo, hi = np.percentile(d[ok], [2.5, 97.5]) if ok.any() else (np.nan, np.nan)
                 out.append(PairedDiff(tid, metric, a, b, point, float(lo), float(hi), n, d.shape[0],
-                                      f"on the {n} {what}"))
+                                      f"on the {n} {what}", bootstrap_p(d)))
+    holm, bh = adjust_p_values([x.p for x in out])
+    out = [replace(x, p_holm=float(h), p_bh=float(f)) for x, h, f in zip(out, holm, bh)]
     return out, notes

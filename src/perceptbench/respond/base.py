@@ -121,8 +121,10 @@ class Respondent(abc.ABC):
 
     @classmethod
     def trial_stimuli(cls, task: Task, stimuli: list[Stimulus]) -> list[Stimulus]:
-        """The stimuli this respondent records, from the task's stimuli: its test stimuli."""
-        return [s for s in stimuli if s.split == "test"]
+        """The stimuli this respondent records, from the task's stimuli: its test stimuli, less
+        those a benchmark asks without an image (``meta["no_image"]``: only a condition that
+        asks without images records them, :mod:`perceptbench.respond.withheld`)."""
+        return [s for s in stimuli if s.split == "test" and not s.meta.get("no_image")]
 
     def first_step(self, job: Job) -> str:
         """What happens before the first record is written (the progress line)."""

@@ -6,7 +6,7 @@ again for the same (model revision, prompt, stimulus, generation settings)."""
 
 from __future__ import annotations
 
-from ..models.base import VLMRequest, default_batch_size
+from ..models.base import PartialAnswers, VLMRequest, default_batch_size
 from ..seeding import image_sha256, text_hash
 from ..tasks.base import Stimulus, Task
 from .base import RESPONDENTS, Job, Respondent, Result
@@ -53,7 +53,9 @@ class PromptRespondent(Respondent):
     def run(self, job: Job) -> Result:
         """Returns (records written, answers from the cache, answers requested).  Raises
         :class:`~perceptbench.models.response_cache.StaleCacheError` when a re-asked cached
-        answer of a name-only model differs from its live answer."""
+        answer of a name-only model differs from its live answer, and a model's error (e.g.
+        :class:`~perceptbench.models.api.APIError`) after the answers of its batch that arrived
+        (:class:`~perceptbench.models.base.PartialAnswers`) are recorded."""
         task, seed = job.task, job.seed
         cached = cached_model(job)
         bs = default_batch_size(job.batch_size, "vlm")
@@ -73,15 +75,23 @@ class PromptRespondent(Respondent):
             built = [self.request(task, s, seed) for s in chunk]
             hashes = [[image_sha256(im) for im in imgs] for imgs, _, _ in built]
             reqs = [VLMRequest(tuple(imgs), prompt) for imgs, prompt, _ in built]
-            texts = cached.generate(reqs, batch_size=bs, image_sha256s=hashes)
+            failed = None
+            try:
+                texts = cached.generate(reqs, batch_size=bs, image_sha256s=hashes)
+            except PartialAnswers as e:  # record the answers that arrived, then stop with the error
+                texts, failed = e.answers, e
             settings = {**cached.generation_settings, "request_max_new_tokens": reqs[0].max_new_tokens}
             recs = []
             for s, (imgs, prompt, extra), hs, text in zip(chunk, built, hashes, texts):
+                if text is None:
+                    continue
                 response, parse_meta = task.parse_answer(text)
                 recs.append(ctx.record(s, response=response, raw_output=text, prompt_hash=text_hash(prompt),
                                        settings=settings, stimulus_sha256=hs[-1] if hs else None, image_sha256s=hs,
                                        parse=parse_meta, **extra, **s.meta))
             written += job.sink.append(recs)
-            job.advance(len(chunk))
+            job.advance(len(recs))
+            if failed is not None:
+                raise failed
         hits = cached.hits - hits0
         return Result(written, hits, hits + (cached.calls - calls0))

@@ -7,9 +7,13 @@ pooled with the image trials) and ``run_meta.condition = "image_withheld"``.
 * Battery tasks: the prompt of :meth:`~perceptbench.tasks.base.Task.vlm_request` without its
   images (few-shot examples included: they are images too), answered and parsed like an
   image trial (readout ``vlm_prompt``, ``stimulus_sha256`` and ``image_sha256s`` empty).
-* VSI tasks: per sample, the clean question with no image, a prefill-only first-answer-token
-  distribution recorded like a perturbed condition's (readout ``vlm_vsi_perturbed``,
-  ``run_meta.vsi.condition = "image_withheld"``, ``sigma_px`` 0, ``image_sha256`` null).
+* VSI tasks: per sample, the clean question with no image: one greedy answer (the task's token
+  budget, parsed like the clean answer: ``raw_output``, ``response``, ``correct``) whose first
+  step gives the first-answer-token distribution, recorded like a perturbed condition's
+  (readout ``vlm_vsi_perturbed``, ``run_meta.vsi.condition = "image_withheld"``, ``sigma_px``
+  0, ``image_sha256`` null).  The answer is what the benchmark-native rows without the image
+  read (MMStar's multi-modal gain and leakage, HallusionBench's no-image questions:
+  :mod:`perceptbench.vsi.native`).
 
 Scoring pairs the VSI records with the clean records of ``{model}`` (same task, same sample):
 the ``[image_withheld]`` VSI cell of :mod:`perceptbench.vsi.scoring`, KL(p_clean || p without
@@ -44,10 +48,11 @@ class ImageWithheld(PromptRespondent):
     @classmethod
     def trial_stimuli(cls, task: Task, stimuli: list[Stimulus]) -> list[Stimulus]:
         """Battery tasks: the test stimuli; VSI tasks: one ``{sample}~image_withheld`` stimulus
-        per sample, made from its clean stimulus."""
+        per sample, made from its clean stimulus.  Stimuli a benchmark asks without an image
+        (``meta["no_image"]``) are included: this condition is where they are asked."""
         from .base import task_kind
 
-        test = super().trial_stimuli(task, stimuli)
+        test = [s for s in stimuli if s.split == "test"]  # with the questions asked without an image
         if task_kind(task) != "vsi":
             return test
         return [_as_withheld(s) for s in test if s.meta["vsi"]["condition"] == "clean"]
@@ -65,7 +70,8 @@ class ImageWithheld(PromptRespondent):
         return self._run_vsi(job) if task_kind(job.task) == "vsi" else super().run(job)
 
     def _run_vsi(self, job: Job) -> Result:
-        from ..vsi.respondent import EMPTY_DIST, vsi_context, vsi_job_context, vsi_model, vsi_record
+        from ..vsi.respondent import (EMPTY_DIST, flag_meta, skip_trial_record, vsi_context, vsi_job_context,
+                                      vsi_model, vsi_record)
 
         cached = cached_model(job)
         m = vsi_model(cached, job.task)
@@ -73,23 +79,37 @@ class ImageWithheld(PromptRespondent):
         bs = default_batch_size(job.batch_size, "vlm")
         hits0, calls0 = cached.hits, cached.calls
         reason, written = m.check_supported(), 0
+        record = lambda s, **kw: vsi_record(ctx, m, s, **kw)  # noqa: E731
         for i in range(0, len(job.pending), bs):
             chunk = job.pending[i:i + bs]
+            recs: dict = {}
             if reason is None:
-                reqs = [VLMRequest((), s.meta["vsi_prompt"], 1) for s in chunk]
+                reqs = [VLMRequest((), s.meta["vsi_prompt"], job.task.max_new_tokens) for s in chunk]
                 try:
-                    dists = m.prefill(reqs, [[] for _ in chunk], bs)
-                    recs = [vsi_record(ctx, m, s, prompt=r.prompt, vsi_extra={
-                        **d, "image_sha256": None, "max_prob": None, "verbal_conf": None, "verbal_raw": None})
-                        for s, r, d in zip(chunk, reqs, dists)]
+                    answered = m.clean(reqs, [[] for _ in chunk], bs, False)
                 except NotSupportedByProvider as e:
-                    reason = str(e)
+                    reason, answered = str(e), []
+                for s, r, a in zip(chunk, reqs, answered):
+                    if a is None:  # not answered: pending for the next run (or skipped below)
+                        continue
+                    text, d = a[0], a[1]
+                    why, flags = m.checked(d, text)
+                    if why:
+                        recs[s.stimulus_id] = skip_trial_record(record, s, m, why, None, r.prompt)
+                        continue
+                    response, parse_meta = job.task.parse_for(s, text)
+                    recs[s.stimulus_id] = record(s, response=response, raw=text, prompt=r.prompt, parse=parse_meta,
+                                                 vsi_extra={**d, "image_sha256": None, "max_prob": None,
+                                                            "verbal_conf": None, "verbal_raw": None,
+                                                            **flag_meta(flags)})
+                reason = reason or m.unsupported
             if reason is not None:
-                recs = [vsi_record(ctx, m, s, vsi_extra={**EMPTY_DIST, "distribution_source":
-                                                                             m.source}, skipped=reason)
-                        for s in chunk]
-            written += job.sink.append(recs)
+                recs.update({s.stimulus_id: record(s, vsi_extra={**EMPTY_DIST, "distribution_source": m.source},
+                                                   skipped=reason) for s in chunk if s.stimulus_id not in recs})
+            written += job.sink.append(list(recs.values()))
             job.advance(len(chunk))
+            if m.failure is not None:  # the chunk's finished records are written: now stop
+                raise m.failure
         hits = cached.hits - hits0
         return Result(written, hits, hits + (cached.calls - calls0))
 

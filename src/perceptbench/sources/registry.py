@@ -125,12 +125,12 @@ _META = {
     "tong2024-mmvp": dict(
         folder="mmvp",
         prefixes=(),
-        title="MMVP: 300 images in 150 CLIP-blind pairs, two-option questions (hub dataset MMVP/MMVP)",
+        title="MMVP: 300 images in 150 CLIP-blind pairs, two-option questions (hub dataset lmms-lab-eval/MMVP)",
         citation=("S. Tong, Z. Liu, Y. Zhai, Y. Ma, Y. LeCun, S. Xie. Eyes wide shut? Exploring the "
                   "visual shortcomings of multimodal LLMs. CVPR 2024. tsb0601/MMVP"),
-        license="see the MMVP/MMVP dataset card and tsb0601/MMVP (not verified offline)",
+        license="see the lmms-lab-eval/MMVP dataset card and tsb0601/MMVP (not verified offline)",
         homepage="https://github.com/tsb0601/MMVP",
-        hub_dataset="MMVP/MMVP",
+        hub_dataset="lmms-lab-eval/MMVP",
         hub_revision=None,
     ),
     "chen2024-mmstar": dict(

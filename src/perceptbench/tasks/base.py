@@ -172,6 +172,11 @@ class Task(abc.ABC):
     human_ref_id: ClassVar[str]
     """Id of the human reference trials are scored against (a class attribute or property)."""
 
+    human_data: ClassVar[str] = ""
+    """In plain words, the human data this task is scored against, starting ``yes:`` (what the
+    humans gave, how many, whose study) or ``no:`` (what stands in for it: a published band,
+    ground truth by construction); shown by ``perceptbench tasks`` (a class attribute or property)."""
+
     @abc.abstractmethod
     def options(self) -> tuple:
         """The response options a parser may return (labels, positions or counts)."""

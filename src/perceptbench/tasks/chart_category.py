@@ -69,6 +69,7 @@ class CategoryMeanTask(Task):
     prompt_text = ("Which category has the highest average based on the y-values? The categories are the "
                    "colored circles numbered 1 to {k} under the plot. Answer with the number of the category.")
     human_ref_id = "tseng2023.category_mean.trials"
+    human_data = "yes: 3,822 per-trial answers of Tseng et al. (2023)'s participants to the same scatterplots"
     defaults = {"probe_batches": "3", "n_test": "all", "n_probe": "all"}
     settings = {"probe_batches": Setting("int", 1, 9), "n_test": Setting("int", 1, choices=("all",)),
                 "n_probe": Setting("int", 1, choices=("all",))}

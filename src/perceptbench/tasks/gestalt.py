@@ -50,6 +50,7 @@ class SilhouetteTask(Task):
     prompt_text = ("What object is shown in this black silhouette? Choose exactly one: "
                    + ", ".join(silhouettes.CLASSES) + ".")
     human_ref_id = "geirhos2019.silhouette.modal"
+    human_data = "yes: each of 10 observers' answer to every silhouette (Geirhos et al. 2019, raw trials)"
 
     def options(self) -> tuple:
         return silhouettes.CLASSES
@@ -167,6 +168,9 @@ class MarkColorTask(Task):
                    "one out (least similar in color to the other two)? Answer 1, 2, or 3.")
     defaults = {"kernel": "tm"}
     allowed = {"kernel": KERNELS}
+
+    human_data = ("yes: a perceptual kernel, the pairwise distances of the 10 colours from crowd judgments "
+                  "(Demiralp et al. 2014; setting kernel picks the elicitation method), not per-trial answers")
 
     @property
     def human_ref_id(self) -> str:
@@ -302,6 +306,8 @@ class SeriesCountTask(Task):
     prompt_text = ("How many distinct color series (groups of same-colored points) are in this "
                    "scatterplot? Answer with a single integer.")
     human_ref_id = "capacity-band.healey1996-ware2013"
+    human_data = ("no per-trial answers: a published capacity band, 6-12 distinguishable colour series "
+                  "(Healey 1996; Ware 2013), that the model's a(k) curve is compared with")
     defaults = {"n_test": "40", "n_probe": "150"}
     settings = {"n_test": Setting("int", 1, 100_000), "n_probe": Setting("int", 0, 100_000)}
 

@@ -27,12 +27,17 @@ OSF release and images are supplied, and refuses with a one-line error otherwise
 
 
 def parse_task_id(task_id: str) -> tuple[str, dict[str, str]]:
-    """Split ``base@k=v,k2=v2`` into (base, params).  Raises ValueError on bad syntax."""
+    """Split ``base@k=v,k2=v2`` into (base, params).  Whitespace around the base id and each key is
+    ignored (``"x@n=60, n_probe=60"`` is ``x@n=60,n_probe=60``); a value is kept verbatim (an
+    answer prefix's spaces are tokens; number settings ignore spaces when they normalise).  Raises
+    ValueError on bad syntax."""
     base, _, rest = task_id.partition("@")
+    base = base.strip()
     params = {}
-    if rest:
+    if rest.strip():
         for part in rest.split(","):
             k, eq, v = part.partition("=")
+            k = k.strip()
             if not eq or not k or not v:
                 raise ValueError(f"bad task setting {part!r} in {task_id!r}; expected key=value")
             params[k] = v

@@ -175,6 +175,9 @@ class SalBenchTask(Task):
                              f"(few-shot examples come from the probe-train split), got n_probe="
                              f"{self.params['n_probe']}")
 
+    human_data = ("no human answers: each stimulus's ground truth (the odd items, known by construction in "
+                  "P3, annotated in O3)")
+
     @property
     def human_ref_id(self) -> str:
         return "salbench.p3-generated" if self.split_name == "syn" else "salbench.o3"

@@ -48,6 +48,8 @@ class ThingsOddOneOutTask(Task):
     prompt_text = ("Three objects are shown, numbered 1, 2 and 3. Which one is the odd one out (least similar "
                    "to the other two)? Answer 1, 2, or 3.")
     human_ref_id = "hebart2023.things-ooo.testset2.modal"
+    human_data = ("yes: the modal human choice on each repeated test triplet and its test-retest ceiling "
+                  "(Hebart et al. 2023)")
     defaults = {"n": "500"}
     settings = {"n": Setting("int", 1)}
     """``n``: sampled triplet types; more than the release's types with a modal choice is

@@ -48,6 +48,8 @@ class VSISalBenchSyn(VSITask):
     description = "VSI on P3-style search arrays; exact region = the odd target's bounding box (seed 002)"
     prompt_text = SALBENCH_PROMPT
     human_ref_id = "salbench.p3-generated"
+    human_data = ("no human answers: the odd target is known by construction; VSI compares the model's answers "
+                  "with and without blur")
     defaults = {**VSITask.base_defaults, "n": "300"}
     settings = {**VSITask.settings, "n": Setting("int", 1)}
 
@@ -118,6 +120,8 @@ class VSIExternalTask(VSITask):
     track = "nat"
     response_space = "choice"
     human_ref_id = "none:vsi"
+    human_data = ("no human answers: the benchmark's ground-truth labels; VSI compares the model's answers with "
+                  "and without blur")
     prompt_text = "{question}\n[A. option ...]\n" + LETTER_SUFFIX + " | {question}\n" + YES_NO_SUFFIX
     location_settings = ("images",)  # where the images lie: run_meta.data_location, not the task id
     content_settings = ("questions", "source")  # named in the task id by the hash of their content
@@ -141,6 +145,11 @@ class VSIExternalTask(VSITask):
         if n < 1:
             raise ValueError(f"{self.base_id}: limit must be 'all' or an integer >= 1, got {v!r}")
         return n
+
+    def _box_threshold(self) -> float:
+        """The ``box_threshold`` setting as a float (0 allowed); only tasks that ground regions have it."""
+        v = self.params["box_threshold"]
+        return _positive_float(self.base_id, "box_threshold", v) if v != "0" else 0.0
 
     @abc.abstractmethod
     def load(self, seed: int) -> list:
@@ -183,8 +192,7 @@ class VSIExternalTask(VSITask):
     def samples(self, seed: int) -> list[dict]:
         from ..external.base import Region
 
-        thr = _positive_float(self.base_id, "box_threshold", self.params["box_threshold"]) \
-            if self.params["box_threshold"] != "0" else 0.0
+        thr = self._box_threshold() if self.region_perturbation else None  # MMStar: no grounding, no threshold
         out = []
         for vs in self.load(seed):
             if not self.region_perturbation:
@@ -201,6 +209,7 @@ class VSIExternalTask(VSITask):
             else:
                 region_fn, source = (lambda: Region.whole("no object phrase")), "fallback_whole"
             out.append({"sample_id": vs.stimulus_id, "image_id": vs.image_id, "render": vs.load,
+                        "no_image": bool(vs.meta.get("no_image")),
                         "prompt": vqa_prompt(vs.question, vs.answer_type, vs.options), "ground_truth": vs.answer,
                         "region_box": None, "region": region_fn, "region_source": source,
                         "meta": {"vsi_answer": {"type": vs.answer_type, "options": list(vs.options or ())},
@@ -242,6 +251,12 @@ class VSIPope(VSIExternalTask):
         d = self.params["dataset"]
         return f"pope.{self.params['split']}" if d == "coco" else f"pope.{d}.{self.params['split']}"
 
+    def score(self, records: list, seed: int) -> list:
+        """The VSI rows, then POPE's own (:func:`perceptbench.vsi.native.pope_rows`)."""
+        from .native import pope_rows
+
+        return super().score(records, seed) + pope_rows(self.task_id, records, seed)
+
     def load(self, seed: int) -> list:
         from ..external.pope import load_pope
 
@@ -250,45 +265,82 @@ class VSIPope(VSIExternalTask):
 
 
 class VSIHallusionBench(VSIExternalTask):
-    """``vsi.hallusionbench``: HallusionBench yes/no questions with an image (``images=DIR``)."""
+    """``vsi.hallusionbench``: HallusionBench yes/no questions with an image (``images=DIR``), and
+    (setting ``no_image`` [1]) the questions the benchmark asks without one, asked only under
+    ``--condition image_withheld`` (they belong to aAcc and qAcc, :mod:`perceptbench.vsi.native`)."""
 
     base_id = "vsi.hallusionbench"
     benchmark = "hallusionbench"
     max_new_tokens = 64  # seed 002 D.1
-    description = "VSI on HallusionBench (yes/no; images=DIR of the unzipped hallusion_bench folder)"
-    defaults = {**VSITask.base_defaults, **VSIExternalTask.grounding_defaults, "images": "", "questions": ""}
+    description = ("VSI on HallusionBench (yes/no; images=DIR of the unzipped hallusion_bench folder; the no-image "
+                   "questions under --condition image_withheld)")
+    defaults = {**VSITask.base_defaults, **VSIExternalTask.grounding_defaults, "images": "", "questions": "",
+                "no_image": "1"}
+    allowed = {**VSIExternalTask.allowed, "no_image": ("0", "1")}
+
+    def score(self, records: list, seed: int) -> list:
+        """The VSI rows, then HallusionBench's aAcc / fAcc / qAcc
+        (:func:`perceptbench.vsi.native.hallusionbench_rows`)."""
+        from .native import hallusionbench_rows
+
+        return super().score(records, seed) + hallusionbench_rows(self.task_id, records, seed,
+                                                                  self.params["no_image"] == "1")
 
     def load(self, seed: int) -> list:
         from ..external.hallusionbench import load_hallusionbench
 
         return load_hallusionbench(self.params["images"] or None, limit=self._limit(), seed=seed,
-                                   questions=self.params["questions"] or None)
+                                   questions=self.params["questions"] or None, no_image=self.params["no_image"] == "1")
 
 
 class VSIMMVP(VSIExternalTask):
-    """``vsi.mmvp``: MMVP two-option questions (hub dataset, or ``source=DIR`` for a local copy)."""
+    """``vsi.mmvp``: MMVP two-option questions (hub dataset ``lmms-lab-eval/MMVP``, or ``source=DIR``
+    for a local copy); setting ``corrections`` [1]: the four known label corrections
+    (:data:`perceptbench.external.mmvp.LABEL_CORRECTIONS`), 0 = the answers as released."""
 
     base_id = "vsi.mmvp"
     benchmark = "mmvp"
-    description = "VSI on MMVP (two options; datasets library or source=DIR; grounding regions)"
-    defaults = {**VSITask.base_defaults, **VSIExternalTask.grounding_defaults, "source": ""}
+    description = ("VSI on MMVP (two options; datasets library or source=DIR; grounding regions; corrections=1: "
+                   "the four known label fixes)")
+    defaults = {**VSITask.base_defaults, **VSIExternalTask.grounding_defaults, "source": "", "corrections": "1"}
+    allowed = {**VSIExternalTask.allowed, "corrections": ("0", "1")}
+
+    def score(self, records: list, seed: int) -> list:
+        """The VSI rows, then MMVP's pair, question and per-pattern accuracy
+        (:func:`perceptbench.vsi.native.mmvp_rows`)."""
+        from .native import mmvp_rows
+
+        return super().score(records, seed) + mmvp_rows(self.task_id, records, seed)
 
     def load(self, seed: int) -> list:
         from ..external.mmvp import load_mmvp
 
-        return load_mmvp(self.params["source"] or None, limit=self._limit(), seed=seed)
+        return load_mmvp(self.params["source"] or None, limit=self._limit(), seed=seed,
+                         corrections=self.params["corrections"] == "1")
 
 
 class VSIMMStar(VSIExternalTask):
     """``vsi.mmstar``: MMStar multiple choice, whole-image perturbation only (seed 002 §3: diagram and
-    chart layouts make localized region detection unreliable)."""
+    chart layouts make localized region detection unreliable).  Setting ``base_llm`` [""]: the
+    name (``--model NAME=...``) of the LVLM's base language model in the same run, asked under
+    ``--condition image_withheld``, for the multi-modal leakage (Chen et al. 2024 Eq. 2)."""
 
     base_id = "vsi.mmstar"
     benchmark = "mmstar"
     region_perturbation = False
     allowed = VSITask.whole_only
     description = "VSI on MMStar (lettered options; whole-image blur only, as seed 002 does)"
-    defaults = {**VSITask.base_defaults, "perturbation": "whole", "limit": "all", "source": ""}
+    defaults = {**VSITask.base_defaults, "perturbation": "whole", "limit": "all", "source": "", "base_llm": ""}
+    settings = {**VSIExternalTask.settings,
+                "base_llm": Setting("text", text="the --model name of the base LLM (its image_withheld answers)")}
+
+    def score(self, records: list, seed: int) -> list:
+        """The VSI rows, then MMStar's accuracies, multi-modal gain and leakage and seed 002's
+        per-category AUROC of -VSI (:func:`perceptbench.vsi.native.mmstar_rows`)."""
+        from .native import mmstar_rows
+
+        return super().score(records, seed) + mmstar_rows(self.task_id, records, seed, self.params["base_llm"],
+                                                          self.sigma)
 
     def load(self, seed: int) -> list:
         from ..external.mmstar import load_mmstar

@@ -151,7 +151,12 @@ class VSITask(Task):
         image as declared by the task) or, for benchmarks that need the grounding step, a
         ``region`` callable ``image -> external.base.Region`` evaluated when the region-blur
         stimulus is first rendered; rendering then writes the region's source, box and fallback
-        flag into the stimulus's ``meta["vsi"]`` (the record is built after rendering)."""
+        flag into the stimulus's ``meta["vsi"]`` (the record is built after rendering).
+
+        A sample marked ``no_image`` (a question the benchmark asks without an image:
+        HallusionBench's ``visual_input`` 0) has one clean stimulus with ``meta["no_image"]``;
+        only the image-withheld condition asks it
+        (:meth:`perceptbench.respond.base.Respondent.trial_stimuli`)."""
         cache = self.__dict__.setdefault("_stimuli_cache", {})
         if seed in cache:
             return cache[seed]
@@ -162,7 +167,7 @@ class VSITask(Task):
             clean = lru_cache(maxsize=1)(smp["render"])
             box, region_fn = smp.get("region_box"), smp.get("region")
             region_fn = lru_cache(maxsize=1)(region_fn) if region_fn is not None else None
-            for cond in self.conditions:
+            for cond in ("clean",) if smp.get("no_image") else self.conditions:
                 sigma = 0.0 if cond == "clean" else self.sigma
                 source = smp["region_source"]
                 vsi = {"sample_id": smp["sample_id"], "image_id": smp["image_id"], "benchmark": self.benchmark,
@@ -190,7 +195,8 @@ class VSITask(Task):
                 mv = "clean" if cond == "clean" else f"{cond}:sigma={sigma:g}"
                 out.append(Stimulus(f"{smp['sample_id']}~{cond}", "test", render=render,
                                     ground_truth=smp["ground_truth"], manipulated_value=mv,
-                                    meta={"vsi": vsi, "vsi_prompt": smp["prompt"], **smp.get("meta", {})}))
+                                    meta={"vsi": vsi, "vsi_prompt": smp["prompt"], **smp.get("meta", {}),
+                                          **({"no_image": True} if smp.get("no_image") else {})}))
         cache[seed] = out
         return out
 
@@ -273,4 +279,6 @@ def battery_vsi(base_cls: type[Task]) -> type[VSITask]:
         "track": base_cls.track, "response_space": base_cls.response_space,
         "description": f"VSI on the {name} stimuli (whole image declared as the question-relevant region)",
         "prompt_text": base_cls.prompt_text, "human_ref_id": property(lambda self: self._base().human_ref_id),
+        "human_data": property(lambda self: f"{self._base().human_data} (clean answers); VSI itself compares the "
+                                            "model's answers with and without blur"),
         "__doc__": f"``vsi.{name}``: VSI on the {name} test stimuli, whole-image blur only."})

@@ -19,8 +19,9 @@ image-withheld condition (``perceptbench run --condition image_withheld``,
 * ``manipulated_value`` = ``"clean"`` or ``"{condition}:sigma={sigma_px:g}"`` (e.g.
   ``"region_blur:sigma=20"``).
 * ``readout`` = ``"vlm_vsi_clean"`` (greedy answer + first-token distribution) or
-  ``"vlm_vsi_perturbed"`` (prefill only: first-token distribution, no generation; its
-  ``response``/``raw_output`` are null).
+  ``"vlm_vsi_perturbed"`` (blurs: prefill only, first-token distribution, no generation, its
+  ``response``/``raw_output`` null; ``image_withheld``: a greedy answer without the image,
+  parsed like a clean one, whose first step gives the distribution).
 * Clean record: ``raw_output`` the greedy answer, ``response`` its parse (``"yes"``/``"no"``,
   an option letter, or the base task's response; null when unparseable), ``ground_truth`` and
   ``correct`` as usual.
@@ -56,8 +57,38 @@ image-withheld condition (``perceptbench run --condition image_withheld``,
   verbal_raw            the confidence answer text (clean only)
   ===================== =================================================================
 
-A record whose ``run_meta`` carries ``skipped`` (a provider without logprobs) holds no
-distribution and yields no :class:`VSISample`.
+Optional keys: ``flags`` (a list, written only when not empty: ``non_answer_position``,
+``uninformative``, ``answer_token_mismatch``; see "Guards" below).
+
+A record whose ``run_meta`` carries ``skipped`` holds no distribution and yields no
+:class:`VSISample`.  ``run_meta.skip_scope = "trial"`` marks a skip of that trial alone (its
+distribution was not a distribution: :func:`perceptbench.metrics.topk_kl.distribution_problem`);
+without it the skip is the model's (a provider without logprobs) and the task scores one
+``skipped`` row for the model.
+
+Guards (documented in ``docs/metrics.md``, "What is never scored as a VSI")
+-------------------------------------------------------------------------
+A (clean, perturbed) pair yields no :class:`VSISample` but a :class:`VSIFlagged` with the first
+reason of :data:`FLAG_REASONS` that applies (:func:`vsi_flagged`; the task's score rows count them
+per cell):
+
+* ``skipped_trial``: either record is a trial-level skip;
+* ``invalid_distribution``: either list is not a distribution (non-finite or positive entry,
+  duplicate token, total probability above 1 + ``MASS_TOL``); records written before the check
+  existed are caught here, so one bad record never stops the scoring of the others;
+* ``non_answer_position``: either distribution's most probable token is not an answer token: it
+  is empty or whitespace only after stripping, or it begins with a reasoning-open tag
+  (:data:`perceptbench.readouts.extract.REASONING_STYLES`, e.g. ``<think>``): the distribution
+  was measured before the answer;
+* ``uninformative``: either distribution carries no ranking: a single listed token with
+  probability >= 1 - ``MASS_TOL`` (a one-hot: a provider returning the chosen token only), or two
+  or more listed tokens whose log-probabilities are all equal;
+* ``identical_across_conditions``: the two lists are identical, token for token and bit for bit in
+  every log-probability, with at least two tokens listed, while the records' ``image_sha256``
+  differ (or one is null: the image withheld).  Distinct images give bit-identical lists of
+  floats only when the distribution does not come from the image (a provider that
+  post-processes or caches its logprobs, an image that never reaches the model); such a pair would
+  otherwise be scored as a VSI of exactly 0.
 
 Support of truncated distributions (documented in ``docs/metrics.md``)
 ----------------------------------------------------------------------
@@ -66,14 +97,16 @@ See :func:`perceptbench.metrics.topk_kl.kl_topk`, the one KL formula.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any, Iterable
 
 from ..core.conditions import parse_respondent_label
 from ..metrics.topk_kl import kl_topk
 
-__all__ = ["VSISample", "VSI_META_KEYS", "CONDITIONS", "PERTURBATIONS", "BLURS", "dist_keys", "vsi_samples",
-           "vsi_of_records"]
+__all__ = ["VSISample", "VSIFlagged", "VSI_META_KEYS", "CONDITIONS", "PERTURBATIONS", "BLURS", "FLAG_REASONS",
+           "dist_keys", "trial_skipped", "vsi_samples", "vsi_flagged", "vsi_of_records", "distribution_flags", "non_answer_token",
+           "answer_token_agrees"]
 
 CONDITIONS = ("clean", "region_blur", "whole_blur")
 
@@ -116,6 +149,98 @@ class VSISample:
     region_source: str
 
 
+FLAG_REASONS = ("skipped_trial", "invalid_distribution", "non_answer_position", "uninformative",
+                "identical_across_conditions")
+"""Why a (clean, perturbed) pair is left out of VSI, in the order they are tested (module docstring)."""
+
+
+@dataclass(frozen=True)
+class VSIFlagged:
+    """A (task, model, sample, perturbation, sigma) pair left out of VSI and why (one of
+    :data:`FLAG_REASONS`)."""
+
+    task_id: str
+    model: str
+    sample_id: str
+    perturbation: str
+    sigma: float
+    reason: str
+
+
+def non_answer_token(token: str) -> bool:
+    """Whether a most-probable first token is not an answer token: empty or whitespace only
+    after stripping, or beginning with a reasoning-open tag of
+    :data:`perceptbench.readouts.extract.REASONING_STYLES` (case-insensitive)."""
+    import re
+
+    from ..readouts.extract import REASONING_STYLES
+
+    t = str(token).strip()
+    return not t or any(re.match(o, t, re.I) for o, _ in REASONING_STYLES.values())
+
+
+def _uninformative(lps: list) -> bool:
+    from ..metrics.topk_kl import MASS_TOL
+
+    if len(lps) == 1:
+        return math.exp(float(lps[0])) >= 1.0 - MASS_TOL
+    return len(lps) >= 2 and all(float(x) == float(lps[0]) for x in lps)
+
+
+def distribution_flags(meta: dict) -> list[str]:
+    """The reasons of :data:`FLAG_REASONS` one record's distribution (``run_meta.vsi`` keys
+    ``tokens``/``token_ids``/``logprobs``) shows on its own: ``invalid_distribution``,
+    ``non_answer_position``, ``uninformative`` (in that order; an invalid list is not tested
+    further).  Never raises on a malformed list (it is invalid)."""
+    from ..metrics.topk_kl import distribution_problem
+
+    try:
+        keys, lps = dist_keys(meta), list(meta["logprobs"])
+    except (KeyError, TypeError):
+        return ["invalid_distribution"]
+    if distribution_problem(keys, lps) is not None:
+        return ["invalid_distribution"]
+    out = []
+    if non_answer_token(list(meta.get("tokens") or [""])[0]):
+        out.append("non_answer_position")
+    if _uninformative(lps):
+        out.append("uninformative")
+    return out
+
+
+def answer_token_agrees(text: str | None, token: str) -> bool:
+    """Whether a greedy answer ``text`` and a distribution's most probable first token describe the
+    same answer token: after stripping leading whitespace from both, one starts with the other
+    (a null or empty text, or a non-answer token, agrees: nothing to compare)."""
+    if not text or non_answer_token(token):
+        return True
+    a, b = text.lstrip(), str(token).lstrip()
+    return a.startswith(b) or b.startswith(a)
+
+
+def _identical(cm: dict, pm: dict) -> bool:
+    if cm.get("image_sha256") is not None and cm.get("image_sha256") == pm.get("image_sha256"):
+        return False
+    ck, pk = dist_keys(cm), dist_keys(pm)
+    return len(ck) >= 2 and ck == pk and [float(x) for x in cm["logprobs"]] == [float(x) for x in pm["logprobs"]]
+
+
+def _pair_flag(cr, cm: dict, pr, pm: dict) -> str | None:
+    if trial_skipped(cr) or trial_skipped(pr):
+        return "skipped_trial"
+    found = set(distribution_flags(cm)) | set(distribution_flags(pm))
+    for reason in FLAG_REASONS[1:4]:
+        if reason in found:
+            return reason
+    return "identical_across_conditions" if _identical(cm, pm) else None
+
+
+def trial_skipped(r) -> bool:
+    """Whether record ``r`` is a trial-level skip (``run_meta.skip_scope == "trial"``)."""
+    extra = _meta(r)
+    return bool(extra.get("skipped")) and extra.get("skip_scope") == "trial"
+
+
 def dist_keys(meta: dict) -> list:
     """The keys a record's distribution is compared by: token ids when present, else tokens."""
     ids = meta.get("token_ids")
@@ -136,10 +261,21 @@ def _meta(r) -> dict:
 
 
 def vsi_samples(records: Iterable[Any]) -> list[VSISample]:
+    """The per-sample VSI table: the pairs of :func:`_pairs` that no guard flags (module
+    docstring, "Guards"; the flagged ones are :func:`vsi_flagged`)."""
+    return [s for s in _pairs(records) if isinstance(s, VSISample)]
+
+
+def vsi_flagged(records: Iterable[Any]) -> list[VSIFlagged]:
+    """The pairs left out of :func:`vsi_samples`, each with its reason, sorted as the samples."""
+    return [s for s in _pairs(records) if isinstance(s, VSIFlagged)]
+
+
+def _pairs(records: Iterable[Any]) -> list:
     """The per-sample VSI table from trial records (any iterable of :class:`TrialRecord`).
 
-    Records without ``run_meta["vsi"]`` (non-VSI tasks, human records) and skipped records
-    are ignored.  Each perturbed record is paired with the clean record of the same task_id
+    Records without ``run_meta["vsi"]`` (non-VSI tasks, human records) and records skipped for
+    the model are ignored; trial-level skips pair (and are flagged).  Each perturbed record is paired with the clean record of the same task_id
     and sample_id whose ``model`` is the perturbed record's model under the default condition
     (:func:`~perceptbench.core.conditions.parse_respondent_label`): a blur of ``M`` with the
     clean record of ``M``, and the withheld record of ``M[image_withheld]`` with the clean
@@ -153,7 +289,7 @@ def vsi_samples(records: Iterable[Any]) -> list[VSISample]:
     for r in records:
         extra = _meta(r)
         m = extra.get("vsi")
-        if not isinstance(m, dict) or extra.get("skipped"):
+        if not isinstance(m, dict) or (extra.get("skipped") and not trial_skipped(r)):
             continue
         missing = [k for k in VSI_META_KEYS if k not in m]
         if missing:
@@ -170,6 +306,11 @@ def vsi_samples(records: Iterable[Any]) -> list[VSISample]:
         if key not in clean:
             continue
         cr, cm = clean[key]
+        flag = _pair_flag(cr, cm, r, m)
+        if flag is not None:
+            out.append(VSIFlagged(r.task_id, r.model, str(m["sample_id"]), PERTURBATIONS[m["condition"]],
+                                  float(m["sigma_px"]), flag))
+            continue
         v, changed = vsi_of_records(cm, m)
         vc = cm.get("verbal_conf")
         out.append(VSISample(

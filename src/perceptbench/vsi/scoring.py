@@ -14,7 +14,7 @@ rows are the same whether or not the withheld condition was run."""
 from __future__ import annotations
 
 import json
-from collections import defaultdict
+from collections import Counter, defaultdict
 
 import numpy as np
 
@@ -25,7 +25,7 @@ from ..core.rows import ScoreRow
 from ..metrics.bootstrap import N_BOOT_B
 from ..records import TrialRecord
 from .cells import HIST_EDGES, INSENSITIVE_THRESHOLDS, cell_summary
-from .samples import PERTURBATIONS, VSISample, vsi_samples
+from .samples import FLAG_REASONS, PERTURBATIONS, VSIFlagged, VSISample, trial_skipped, vsi_flagged, vsi_samples
 
 
 def score_task(task, records: list[TrialRecord], seed: int) -> list[ScoreRow]:
@@ -44,13 +44,16 @@ def score_task(task, records: list[TrialRecord], seed: int) -> list[ScoreRow]:
     for r in records:
         by_model[r.model].append(r)
     rows: list[ScoreRow] = []
+    flagged_all = vsi_flagged(records)
     for m, rs in sorted(by_model.items()):
-        skipped = {(r.run_meta.model_extra or {}).get("skipped") for r in rs} - {None}
+        skipped = {(r.run_meta.model_extra or {}).get("skipped") for r in rs if not trial_skipped(r)} - {None}
         if skipped:
             rows.append(ScoreRow(tid, m, "skipped", float("nan"), None, None, len(rs), None,
                                  "; ".join(sorted(skipped))))
             continue
-        clean = sorted((r for r in rs if r.readout == "vlm_vsi_clean"), key=lambda r: r.stimulus_id)
+        flagged = [f for f in flagged_all if f.model == m]
+        clean = sorted((r for r in rs if r.readout == "vlm_vsi_clean" and not trial_skipped(r)),
+                       key=lambda r: r.stimulus_id)
         n_null = sum(r.response is None for r in clean)
         ok = [r for r in clean if r.correct is not None]
         if clean:
@@ -69,11 +72,19 @@ def score_task(task, records: list[TrialRecord], seed: int) -> list[ScoreRow]:
                                      None, len(clean), n_null,
                                      "clean samples whose confidence answer holds no integer 0-100 "
                                      "(dropped from confidence analyses, seed 002 appendix A)"))
+            mismatch = sum("answer_token_mismatch" in ((r.run_meta.model_extra or {}).get("vsi", {}).get("flags")
+                                                       or ()) for r in clean)
+            if mismatch:
+                rows.append(ScoreRow(tid, m, "n_answer_token_mismatch", float(mismatch), None, None, len(clean),
+                                     n_null, "clean records whose greedy answer does not begin with the most "
+                                     "probable first token of their distribution (two API requests disagreed)"))
         model, condition = parse_respondent_label(m)
         if condition != DEFAULT_CONDITION:
             if condition in PERTURBATIONS:
                 clean_of_model = [r for r in by_model.get(model, []) if r.readout == "vlm_vsi_clean"]
                 rows += _condition_cell_rows(tid, m, model, condition, rs, clean_of_model, seed)
+                rows += _flagged_rows(tid, m, f"[{condition}]", [f for f in flagged
+                                                                 if f.perturbation == PERTURBATIONS[condition]])
             continue
         samples = vsi_samples(rs)
         fb = defaultdict(int)
@@ -92,7 +103,20 @@ def score_task(task, records: list[TrialRecord], seed: int) -> list[ScoreRow]:
                                      "threshold; seed 002 appendix A)"))
             if cell:
                 rows += _cell_rows(tid, m, tag, cell, seed)
+            rows += _flagged_rows(tid, m, tag, [f for f in flagged if f.perturbation == pert
+                                               and f.sigma == task.sigma])
     return rows
+
+
+def _flagged_rows(tid: str, m: str, tag: str, flagged: list[VSIFlagged]) -> list[ScoreRow]:
+    """``n_flagged{tag}``: the samples of a cell left out of its VSI, by reason
+    (:data:`~perceptbench.vsi.samples.FLAG_REASONS`); no row when there is none."""
+    if not flagged:
+        return []
+    counts = Counter(f.reason for f in flagged)
+    by = ", ".join(f"{counts[r]} {r}" for r in FLAG_REASONS if counts[r])
+    return [ScoreRow(tid, m, "n_flagged" + tag, float(len(flagged)), None, None, len(flagged), None,
+                     f"samples left out of this cell's VSI: {by} (docs/metrics.md, what is never scored as a VSI)")]
 
 
 def _condition_cell_rows(tid: str, label: str, model: str, condition: str, records: list[TrialRecord],

@@ -80,6 +80,27 @@ def test_principal_noun_phrase_rule(q, phrase):
     assert principal_noun_phrase(q) == phrase
 
 
+def test_no_image_questions_are_returned_flagged_and_follow_the_subset(tmp_path):
+    rows = json.loads(FIX.read_text())
+    _images(tmp_path, [r["filename"].removeprefix("./") for r in rows if r["filename"]])
+    full = hb.load_hallusionbench(tmp_path, questions=FIX, no_image=True)
+    blind = [s for s in full if s.meta.get("no_image")]
+    assert len(full) == 9 and len(blind) == 4 and {s.meta["visual_input"] for s in blind} == {"0"}
+    assert blind[0].image_id == "no-image/VS/chart/0"
+    with pytest.raises(ValueError, match="without an image"):
+        blind[0].load()
+    # a subset draws the same image questions as without no_image, and only the no-image questions of the
+    # question groups (category, subcategory, set_id, question_id) it drew
+    for seed in range(6):
+        img = hb.load_hallusionbench(tmp_path, questions=FIX, limit=2, seed=seed)
+        both = hb.load_hallusionbench(tmp_path, questions=FIX, limit=2, seed=seed, no_image=True)
+        assert [s.stimulus_id for s in both if not s.meta.get("no_image")] == [s.stimulus_id for s in img]
+        drawn = {(s.meta["category"], s.meta["subcategory"], s.meta["set_id"], s.meta["question_id"]) for s in img}
+        got = {(s.meta["category"], s.meta["subcategory"], s.meta["set_id"], s.meta["question_id"])
+               for s in both if s.meta.get("no_image")}
+        assert got == {g for g in drawn if g[0] == "VS"}
+
+
 @pytest.mark.parametrize("filename", ["./../../etc/x.png", "/tmp/x.png", "VS/../../x.png"])
 def test_filename_outside_the_images_folder_is_refused_in_one_line(tmp_path, filename):
     """Issue 20 item 7: image paths are confined to the images folder."""

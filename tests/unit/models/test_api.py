@@ -21,7 +21,7 @@ from PIL import Image
 
 from perceptbench.models.api import APIError, AnthropicVLM, GeminiVLM, OpenAICompatibleVLM, png_base64
 from perceptbench.models.base import FirstTokenDistribution, ModelLoadError, NotSupportedByProvider, VLM, VLMRequest
-from helpers.servers import free_port as _free_port  # noqa: E402
+from helpers.servers import chat_json as _chat_json, free_port as _free_port  # noqa: E402
 
 SECRET = "sk-test-SECRET-0123456789abcdef"
 FAST = dict(backoff_initial=0.01, backoff_max=0.05, retry_after_max=0.2)
@@ -77,14 +77,6 @@ def test_real_server_has_no_logprobs(served_model):
 # ---------------------------------------------------------------------------------------
 # scripted local HTTP servers
 # ---------------------------------------------------------------------------------------
-
-
-def _chat_json(text: str, logprobs: list | None = None) -> dict:
-    choice = {"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": text}}
-    if logprobs is not None:
-        choice["logprobs"] = {"content": [{"token": logprobs[0][0], "logprob": logprobs[0][1],
-                                           "top_logprobs": [{"token": t, "logprob": lp} for t, lp in logprobs]}]}
-    return {"id": "x", "object": "chat.completion", "model": "m", "choices": [choice]}
 
 
 class Scripted:
@@ -371,6 +363,89 @@ def test_key_never_leaks(monkeypatch, caplog, kind, status):
         assert SECRET not in t
     assert "***" in str(err)  # the echoed key was redacted, not dropped silently
     assert f"HTTP {status}" in str(err) and srv.url in str(err)
+
+
+# ---------------------------------------------------------------------------------------
+# transient glitches in 200 responses (issue 20 item 2), on the fake server of tests/helpers
+# ---------------------------------------------------------------------------------------
+
+from helpers.servers import GlitchServer  # noqa: E402
+from perceptbench.models.base import NoLogprobs, PartialAnswers  # noqa: E402
+
+TOP = [(" 2", -0.1), (" 3", -2.5), (" 1", -3.0)]
+TRUNCATED = json.dumps(_chat_json("The odd one out is 2."))[:37]
+
+
+@pytest.mark.parametrize("glitch", [
+    (200, TRUNCATED),                                                # truncated JSON
+    (200, {"id": "x", "object": "chat.completion", "choices": []}),  # an empty choices list
+    (200, {"id": "x", "choices": [{"index": 0}]}),                   # a choice without its message
+    (200, "[]"),                                                     # JSON, but not an object
+    (200, ""),                                                       # nothing at all
+])
+def test_a_malformed_200_response_is_retried_like_a_5xx(glitch):
+    with GlitchServer(lambda body, n: glitch if n < 2 else (200, _chat_json("2"))) as srv:
+        vlm = OpenAICompatibleVLM(srv.url, "m", max_retries=3, query_server=False, **FAST)
+        assert vlm.generate([REQ]) == ["2"]
+    assert len(srv.requests) == 3
+
+
+def test_a_malformed_response_that_persists_is_an_api_error_after_the_retries():
+    with GlitchServer(lambda body, n: (200, TRUNCATED)) as srv:
+        vlm = OpenAICompatibleVLM(srv.url, "m", max_retries=2, query_server=False, **FAST)
+        with pytest.raises(APIError, match="malformed after 3 attempts") as ei:
+            vlm.generate([REQ])
+    assert len(srv.requests) == 3 and ei.value.attempts == 3 and "not a JSON object" in str(ei.value)
+
+
+def test_one_response_without_logprobs_is_retried_once_the_server_has_returned_them():
+    def respond(body, n):
+        return 200, _chat_json("2", logprobs=None if n in (1, 2) else TOP)
+
+    with GlitchServer(respond) as srv:
+        vlm = OpenAICompatibleVLM(srv.url, "m", max_retries=3, query_server=False, **FAST)
+        first = vlm.next_token_distribution(_image(0), "Which?", top_k=3)
+        second = vlm.next_token_distribution(_image(1), "Which?", top_k=3)  # two glitches, then logprobs
+    assert first.tokens == second.tokens == (" 2", " 3", " 1") and len(srv.requests) == 4
+
+
+def test_a_server_that_never_returned_logprobs_is_told_at_once_not_retried():
+    with GlitchServer(lambda body, n: (200, _chat_json("2"))) as srv:
+        vlm = OpenAICompatibleVLM(srv.url, "m", max_retries=3, query_server=False, **FAST)
+        with pytest.raises(NoLogprobs, match="returned no logprobs"):
+            vlm.next_token_distribution(_image(0), "Which?", top_k=3)
+    assert len(srv.requests) == 1  # the caller decides whether this is consistent
+
+
+def test_gemini_logprobs_glitch_is_retried(monkeypatch):
+    monkeypatch.setenv("GEMINI_API_KEY", SECRET)
+    with_lp = {"candidates": [{"content": {"parts": [{"text": "2"}]}, "logprobsResult": {"topCandidates": [
+        {"candidates": [{"token": "2", "logProbability": -0.2}, {"token": "3", "logProbability": -1.9}]}]}}]}
+    without = {"candidates": [{"content": {"parts": [{"text": "2"}]}}]}
+    with GlitchServer(lambda body, n: (200, without if n == 1 else with_lp)) as srv:
+        vlm = GeminiVLM("g", base_url=srv.url[:-3], max_retries=2, **FAST)
+        assert vlm.next_token_distribution(_image(0), "Which?", top_k=2).tokens == ("2", "3")
+        assert vlm.next_token_distribution(_image(0), "Which?", top_k=2).tokens == ("2", "3")
+    assert len(srv.requests) == 3
+
+
+@pytest.mark.parametrize("concurrency", [1, 3])
+def test_a_batch_keeps_the_answers_that_arrived_when_one_request_fails_for_good(concurrency):
+    def respond(body, n):
+        prompt = body["messages"][0]["content"][-1]["text"]
+        return (500, {"error": "boom"}) if prompt == "prompt 1" else (200, _chat_json(f"answer to {prompt}"))
+
+    with GlitchServer(respond) as srv:
+        vlm = OpenAICompatibleVLM(srv.url, "m", max_retries=1, concurrency=concurrency, query_server=False, **FAST)
+        reqs = [VLMRequest(images=(_image(i),), prompt=f"prompt {i}") for i in range(3)]
+        with pytest.raises(PartialAnswers) as ei:
+            vlm.generate(reqs)
+    e = ei.value
+    assert isinstance(e.error, APIError) and e.error.status == 500 and "HTTP 500" in str(e)
+    # in sequence the requests after the failure are not sent; concurrently all are
+    want = ["answer to prompt 0", None, None] if concurrency == 1 else ["answer to prompt 0", None,
+                                                                        "answer to prompt 2"]
+    assert e.answers == want and f"{3 - want.count(None)} of 3 answers" in str(e)
 
 
 def test_url_credentials_are_sent_but_redacted_everywhere(tmp_path, caplog):

@@ -501,3 +501,43 @@ def test_loading_a_hf_model_prints_no_progress_bar_or_info_log(tmp_path, capfd):
         assert tl.get_verbosity() == 20 and tl.is_progress_bar_enabled()  # restored afterwards
     finally:
         tl.set_verbosity(before[0])
+
+
+def test_openclip_fails_at_once_when_its_weights_need_an_unreachable_hub(tmp_path, monkeypatch):
+    """Before: open_clip tried two weight files, each with the hub client's retries (149 s offline)."""
+    import huggingface_hub.constants as c
+    import open_clip
+
+    from perceptbench.models import encoders_openclip as eo
+
+    cache = tmp_path / "hf"
+    cache.mkdir()
+    monkeypatch.setattr(c, "HF_HUB_OFFLINE", False)
+    monkeypatch.setattr(c, "HF_HUB_CACHE", str(cache))
+    monkeypatch.setattr("perceptbench.models.hub.hub_unreachable_reason",
+                        lambda timeout=3.0: "huggingface.co:443 is not reachable (test)")
+
+    def would_download(*a, **k):
+        raise AssertionError("open_clip was asked to download")
+
+    monkeypatch.setattr(open_clip, "create_model_and_transforms", would_download)
+    want = ("open_clip:ViT-B-32@laion2b_s34b_b79k: pretrained weights (laion/CLIP-ViT-B-32-laion2B-s34B-b79K) are "
+            "not in the Hugging Face cache and huggingface.co:443 is not reachable (test); download them")
+    with pytest.raises(ModelLoadError, match=re.escape(want)):
+        OpenCLIPEncoder("ViT-B-32", pretrained="laion2b_s34b_b79k")
+    with pytest.raises(ModelLoadError, match=re.escape("open_clip:hf-hub:org/clip: pretrained weights (org/clip)")):
+        OpenCLIPEncoder("hf-hub:org/clip")
+    # weights in the cache (either file name): loading proceeds, whatever the hub
+    snap = cache / "models--laion--CLIP-ViT-B-32-laion2B-s34B-b79K" / "snapshots" / ("a" * 40)
+    snap.mkdir(parents=True)
+    (snap.parents[1] / "refs").mkdir()
+    (snap.parents[1] / "refs" / "main").write_text("a" * 40)
+    (snap / "open_clip_model.safetensors").write_bytes(b"x")
+    assert eo.check_pretrained_reachable("ViT-B-32", "laion2b_s34b_b79k") is None
+    with pytest.raises(ModelLoadError, match="AssertionError: open_clip was asked to download"):
+        OpenCLIPEncoder("ViT-B-32", pretrained="laion2b_s34b_b79k")  # got past the check to open_clip
+    # a local weights file or a reachable hub: nothing to check
+    (tmp_path / "w.bin").write_bytes(b"x")
+    assert eo.check_pretrained_reachable("ViT-B-32", str(tmp_path / "w.bin")) is None
+    monkeypatch.setattr("perceptbench.models.hub.hub_unreachable_reason", lambda timeout=3.0: None)
+    assert eo.check_pretrained_reachable("ViT-B-16", "laion2b_s34b_b88k") is None

@@ -368,3 +368,14 @@ def test_default_chunk_is_64_requests(tmp_path):
     inner = _ScriptedVLM()
     CachedVLM(inner, ResponseCache(tmp_path), mode="off").generate([_req(i) for i in range(65)])
     assert [len(p) for p, _ in inner.batches] == [64, 1]
+
+
+def test_a_lone_surrogate_from_the_model_is_stored_and_served_normalised(tmp_path):
+    """Issue 20 item 4: a model's text with half an emoji is stored in the cache (a failed cache
+    write used to abort every rerun the same way) and returned as the cache serves it."""
+    inner = _ScriptedVLM(answer=lambda p: f"2 \ud83d {p}")
+    c = CachedVLM(inner, ResponseCache(tmp_path))
+    first = c.generate([_req(1), _req(2)])
+    assert first == ["2 \ufffd p1", "2 \ufffd p2"]
+    again = CachedVLM(inner, ResponseCache(tmp_path)).generate([_req(1), _req(2)])
+    assert again == first and len(inner.batches) == 1  # served from the cache, the same text

@@ -160,7 +160,21 @@ LETTER_RESULTS = [
     (("(c)", "seed"), (None, False, "none", (), "no_option")),  # seed: upper-case leading letters only
     (("The answer is B.", "seed"), ("B", False, "marked_letter", ("B",), None)),  # seed rule 2 on the raw text
     (("I'd pick **c**", "default"), ("C", False, "marked_letter", ("C",), None)),  # rule 2 through markdown
-    (("d then nothing", "default"), (None, False, "none", (), "no_option")),  # lower-case letter + word: a word
+    (("d then nothing", "default"), ("D", False, "leading_letter", ("D",), None)),  # only a/i are words
+    (("I'd pick b because it is red", "default"), ("B", False, "marked_letter", ("B",), None)),  # b is no word
+    (("The answer is a red circle.", "default"), ("A", False, "option_text", ("A",), None)),  # "a": the article; "red": A
+    (("The answer is B or C.", "default"), (None, True, "none", ("B", "C"), "no_option")),  # offered, not chosen
+    (("The answer is B or C.", "strict"), (None, True, "ambiguous", ("B", "C"), "ambiguous")),
+    (("The answer is B or C.", "seed"), ("B", False, "marked_letter", ("B",), None)),  # seed: the literal rule
+    (("b/c", "default"), (None, True, "none", ("B", "C"), "no_option")),  # rule 1: any joiner, either case
+    (("B, C or D", "default"), (None, True, "none", ("B", "C", "D"), "no_option")),  # a list of three
+    (("B or B", "default"), ("B", False, "leading_letter", ("B",), None)),  # one letter named twice
+    (("B, a red circle", "default"), ("B", False, "leading_letter", ("B",), None)),  # the article is no letter
+    (("B, because it is red", "default"), ("B", False, "leading_letter", ("B",), None)),  # a word after the comma
+    (("I'd pick B or (C)", "default"), ("B", True, "marked_letter", ("B", "C"), None)),  # rule 2 counts both
+    (("I'd pick B or (C)", "strict"), (None, True, "ambiguous", ("B", "C"), "ambiguous")),
+    (("Answer: **B** and **C**", "default"), (None, True, "none", ("B", "C"), "no_option")),  # through markdown
+    (("e.g. the green one", "default"), ("B", False, "option_text", ("B",), None)),  # no E: an abbreviation
     (("not A, it is B", "default"), ("B", False, "standalone_letter", ("B",), None)),  # rule 3: negated A not counted
     (("not B, it is C", "default"), ("C", False, "standalone_letter", ("C",), None)),  # negation read before the letter
     (("I think it is green.", "default"), ("B", False, "option_text", ("B",), None)),  # rule 4: one phrase
@@ -182,6 +196,6 @@ def test_yes_no_parse_result_fields(args, want):
 @pytest.mark.parametrize("args, want", LETTER_RESULTS)
 def test_letter_parse_result_fields(args, want):
     text, mode = args
-    p = parse_letter(text, ("A", "B", "C", "D"), options=OPTIONS, mode=mode)
+    p = parse_letter(text, ("A", "B", "C", "D", "E"), options=OPTIONS, mode=mode)
     assert (p.response, p.ambiguous, p.rule, p.mentions, p.meta["null_reason"]) == want
     assert p.meta["mode"] == mode

@@ -86,6 +86,6 @@ def test_external_benchmark_sources_are_registered():
     assert all(f.url.startswith("https://raw.githubusercontent.com/AoiDragon/POPE/08d957b") for f in pope.files)
     hb = get_source("guan2024-hallusionbench")
     assert {f.path for f in hb.files} == {"hallusionbench/HallusionBench.json", "hallusionbench/LICENSE.md"}
-    assert get_source("tong2024-mmvp").hub_dataset == "MMVP/MMVP"
+    assert get_source("tong2024-mmvp").hub_dataset == "lmms-lab-eval/MMVP"
     mmstar = get_source("chen2024-mmstar")
     assert mmstar.hub_dataset == "Lin-Chen/MMStar" and len(mmstar.hub_revision) == 40 and not mmstar.files

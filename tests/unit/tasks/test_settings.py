@@ -65,6 +65,10 @@ def test_bad_setting_is_one_line_naming_setting_value_and_range(task_id, names, 
     (f"{CM}@probe_batches=+04,n_probe=0100", f"{CM}@n_probe=100,probe_batches=4"),
     (f"{THINGS}@n=040", f"{THINGS}@n=40"),
     (f"salbench.detection.nat@source= {FIXTURE}", f"salbench.detection.nat@source={FIXTURE}"),
+    # whitespace around the separators, keys and values, as typed in a shell
+    ("salbench.detection.syn@n=60, n_probe=60", "salbench.detection.syn@n=60,n_probe=60"),
+    ("salbench.detection.syn @ n = 60 , shots=3", "salbench.detection.syn@shots=3,n=60"),
+    (f" {SC}@ n_test=41", f"{SC}@n_test=41"),
 ])
 def test_one_setting_one_task_id(a, b):
     assert get_task(a).task_id == get_task(b).task_id
@@ -108,7 +112,7 @@ def _listed_settings() -> dict[str, str]:
     for tid, lines in blocks.items():
         text = " ".join(lines)
         start = text.index("settings (default):") + len("settings (default):")
-        out[tid] = " ".join(text[start:text.index("human reference:")].split())
+        out[tid] = " ".join(text[start:text.index("human data:")].split())
     return out
 
 

@@ -216,9 +216,10 @@ def test_complete_side_gives_missing_tokens_only_the_floor():
 
 
 def test_slightly_positive_logprob_is_clipped_to_probability_one():
-    # lp 1e-7 (allowed rounding) -> p = 1 exactly; with .5: [1, .5, floor] normalised by 1.5 + 1e-12
-    p, _, _ = vm_kl.support_distributions(["a", "b"], [1e-7, LN_HALF], ["a"], [0.0])
-    np.testing.assert_allclose(p, np.array([1.0, 0.5, 1e-12]) / (1.5 + 1e-12), rtol=1e-13, atol=0)
+    # lp 1e-7 (allowed rounding) -> p = 1 exactly; with 1e-4 (total 1.0001, within MASS_TOL):
+    # [1, 1e-4, floor] normalised by 1.0001 + 1e-12
+    p, _, _ = vm_kl.support_distributions(["a", "b"], [1e-7, math.log(1e-4)], ["a"], [0.0])
+    np.testing.assert_allclose(p, np.array([1.0, 1e-4, 1e-12]) / (1.0001 + 1e-12), rtol=1e-12, atol=0)
 
 
 def _kl(p, q):
@@ -332,8 +333,8 @@ def test_vsi_samples_error_messages():
 def test_check_side_logprob_bounds_and_missing_values():
     # 1e-6 (rounding) is the largest accepted log-probability; one step above is an error
     assert vm_kl.kl_topk(["a"], [1e-6], ["a"], [0.0]) == pytest.approx(0.0, abs=1e-12)
-    with pytest.raises(ValueError, match=r"^p: log-probabilities must be finite and <= 0$"):
+    with pytest.raises(ValueError, match=r"^p: log-probability \+1\.1e-06 at token 'a': log-probabilities must be finite and <= 0$"):
         vm_kl.kl_topk(["a"], [1.1e-6], ["a"], [0.0])
     # a missing log-probability (JSON null) is the same clear error, not a TypeError
-    with pytest.raises(ValueError, match=r"^q: log-probabilities must be finite and <= 0$"):
+    with pytest.raises(ValueError, match=r"^q: log-probability \+nan at token 'a': log-probabilities must be finite and <= 0$"):
         vm_kl.kl_topk(["a"], [0.0], ["a"], [None])

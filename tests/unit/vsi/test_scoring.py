@@ -248,3 +248,84 @@ def test_withheld_records_without_the_models_clean_records_give_one_row_that_say
     assert [r.metric for r in rows] == ["vsi_median[image_withheld]"]
     assert (rows[0].task_id, rows[0].n) == (task.task_id, 0)
     assert math.isnan(rows[0].value) and "no clean record of m" in rows[0].note
+
+
+# ----------------------------------------------------------- guards (issue 20 item 1)
+
+GOOD = [float(x) for x in L([0.6, 0.3, 0.05])]
+OTHER = [float(x) for x in L([0.5, 0.3, 0.1])]
+
+
+def _guard_records(task, planted):
+    """Samples s0..s3 of model "m", clean and whole blur, on distinct images: s0 is planted as
+    ``planted`` says (condition -> keyword arguments of plant_vsi_record), s1..s3 are good."""
+    recs = []
+    for i in range(4):
+        for cond, lps in (("clean", GOOD), ("whole_blur", OTHER)):
+            kw = dict(ids=[1, 2, 3], lps=lps, image_sha256=f"{cond}-{i}")
+            if i == 0:
+                kw.update(planted.get(cond, {}))
+            ids, lps = kw.pop("ids"), kw.pop("lps")
+            recs.append(plant_vsi_record(task, cond, f"s{i}", ids, lps, **kw))
+    recs.append(plant_vsi_record(task, "clean", "s0", [1, 2], GOOD[:2], model="z"))  # a later model
+    recs.append(plant_vsi_record(task, "whole_blur", "s0", [2, 1], GOOD[:2], model="z", image_sha256="y"))
+    return recs
+
+
+@pytest.mark.parametrize("planted, reason", [
+    ({"clean": {"lps": [0.7, -1.0, -2.0]}}, "invalid_distribution"),             # positive: max_prob 2.01
+    ({"whole_blur": {"lps": [float("nan"), -1.0, -2.0]}}, "invalid_distribution"),  # NaN
+    ({"clean": {"lps": [-0.1, -0.2, -0.3]}}, "invalid_distribution"),            # total probability 2.46
+    ({"clean": {"ids": [1, 1, 3]}}, "invalid_distribution"),                      # a token listed twice
+    ({"clean": {"tokens": ["\n", "2", "3"]}}, "non_answer_position"),            # whitespace first
+    ({"whole_blur": {"tokens": ["<think>", "2", "3"]}}, "non_answer_position"),  # a reasoning tag first
+    ({"clean": {"ids": [1], "lps": [0.0]}, "whole_blur": {"ids": [1], "lps": [0.0]}}, "uninformative"),  # one-hot
+    ({"whole_blur": {"lps": [-1.5, -1.5, -1.5]}}, "uninformative"),               # no ranking
+    ({"whole_blur": {"lps": GOOD}}, "identical_across_conditions"),               # other image, same floats
+    ({"clean": {"skipped": "invalid next-token distribution: x", "skip_scope": "trial"}}, "skipped_trial"),
+])
+def test_a_guarded_sample_is_left_out_counted_in_its_cell_and_the_rest_is_scored(planted, reason):
+    from perceptbench.vsi.samples import vsi_flagged, vsi_samples
+
+    task = get_task("vsi.salbench.syn@n=4,perturbation=whole")
+    recs = _guard_records(task, planted)
+    assert [(f.sample_id, f.reason) for f in vsi_flagged(recs)] == [("s0", reason)]
+    assert sorted(s.sample_id for s in vsi_samples(recs) if s.model == "m") == ["s1", "s2", "s3"]
+    rows = {(r.model, r.metric): r for r in task.score(recs, SEED)}  # before: ValueError, nothing scored
+    tag = "[whole_blur,sigma=20]"
+    flagged = rows[("m", "n_flagged" + tag)]
+    assert (flagged.value, flagged.n) == (1.0, 1) and f"1 {reason}" in flagged.note
+    assert rows[("m", "vsi_median" + tag)].n == 3 and ("m", "skipped") not in rows
+    assert rows[("z", "vsi_median" + tag)].n == 1 and ("z", "n_flagged" + tag) not in rows
+
+
+def test_the_same_distribution_on_the_same_image_is_not_flagged():
+    """Identical lists are a finding (VSI 0) when the blurred image did not change: same hash."""
+    from perceptbench.vsi.samples import vsi_flagged
+
+    task = get_task("vsi.salbench.syn@n=4,perturbation=whole")
+    recs = [plant_vsi_record(task, "clean", "s0", [1, 2, 3], GOOD, image_sha256="same"),
+            plant_vsi_record(task, "whole_blur", "s0", [1, 2, 3], GOOD, image_sha256="same")]
+    assert vsi_flagged(recs) == []
+    assert {r.metric: r.value for r in task.score(recs, SEED)}["vsi_median[whole_blur,sigma=20]"] == 0.0
+
+
+def test_a_records_file_with_a_bad_distribution_still_scores_and_reports_through_the_commands(tmp_path):
+    """The issue's example: a stored positive log-probability (and a NaN, stored as null) made every
+    later ``score`` fail naming no trial; now the other samples are scored and the bad ones counted."""
+    from helpers.cli import cli
+    from helpers.records import plant_records
+
+    task = get_task("vsi.salbench.syn@n=4,perturbation=whole")
+    recs = _guard_records(task, {"clean": {"lps": [0.7, -1.0, -2.0]}})
+    recs.append(plant_vsi_record(task, "clean", "s0", [1, 2], [float("-inf"), -1.0], model="y"))
+    recs.append(plant_vsi_record(task, "whole_blur", "s0", [1, 2], [-0.5, -1.0], model="y", image_sha256="q"))
+    path = plant_records(tmp_path / "run", recs)
+    p = cli("score", path, "--out", tmp_path / "scores.csv", in_process=True)
+    assert p.returncode == 0, p.stdout
+    rows = {(r["model"], r["metric"]): r for r in json.loads((tmp_path / "scores.json").read_text())}
+    assert rows[("m", "n_flagged[whole_blur,sigma=20]")]["value"] == 1.0
+    assert rows[("y", "n_flagged[whole_blur,sigma=20]")]["value"] == 1.0  # -inf, stored as null
+    assert rows[("m", "vsi_median[whole_blur,sigma=20]")]["n"] == 3
+    p = cli("report", path.parent, "--out", tmp_path / "report.html", in_process=True)  # died the same way
+    assert p.returncode == 0 and (tmp_path / "report.html").exists(), p.stdout

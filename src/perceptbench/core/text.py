@@ -1,0 +1,30 @@
+"""Text a model returns, made storable: one normalisation for every answer, token and cache entry.
+
+A Python ``str`` decoded from JSON may hold *lone surrogates* (code points U+D800-U+DFFF that are
+not half of a pair), e.g. ``"\\ud83d"`` when a streaming server split an emoji between two chunks
+and escaped each half.  UTF-8 cannot encode them ("surrogates not allowed"), so such a text
+could be neither written to ``records.jsonl`` nor to the response cache.
+"""
+
+from __future__ import annotations
+
+__all__ = ["model_text"]
+
+
+def model_text(text: str) -> str:
+    """``text`` in a form UTF-8 can encode, changed only where it could not be.
+
+    The normalisation (documented in README, "Any text a model returns is stored"): a
+    surrogate *pair* written as two code points (high U+D800-U+DBFF then low U+DC00-U+DFFF) is
+    joined into the one character it encodes (UTF-16, RFC 2781 §2.2); every other surrogate, a
+    lone half, becomes U+FFFD REPLACEMENT CHARACTER (one per surrogate).  Every other character
+    is kept as it is (no Unicode normalisation form, no stripping).  A text without surrogates
+    is returned unchanged (the same object).  Raises ``TypeError`` for a non-``str``.
+    """
+    if not isinstance(text, str):
+        raise TypeError(f"model text must be str, got {type(text).__name__}")
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+    return text

@@ -1,0 +1,46 @@
+"""``perceptbench tasks`` says plainly which tasks are scored against human data, and which are not
+and what stands in (issue 24 item 4)."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from perceptbench.tasks import get_task
+from perceptbench.tasks.registry import TASKS
+
+from helpers.cli import cli
+
+
+@pytest.mark.parametrize("base_id", sorted(TASKS))
+def test_every_task_says_in_words_whether_human_data_score_it(base_id):
+    words = get_task(base_id).human_data
+    assert re.match(r"^(yes|no)[: ]", words), words  # a plain yes or no first
+    assert len(words) > 40 and "none:" not in words  # then what, whose, or what stands in
+
+
+@pytest.mark.parametrize("base_id, first", [
+    ("closure.nat.silhouette", "yes: each of 10 observers' answer"),
+    ("similarity.chart.mark_color", "yes: a perceptual kernel"),
+    ("similarity.chart.series_count", "no per-trial answers: a published capacity band"),
+    ("similarity.chart.category_mean", "yes: 3,822 per-trial answers"),
+    ("salbench.detection.syn", "no human answers"),
+    ("vsi.pope", "no human answers: the benchmark's ground-truth labels"),
+    ("vsi.closure.nat.silhouette", "yes: each of 10 observers' answer"),  # the clean answers, as the base task
+])
+def test_human_data_names_what_each_family_is_scored_against(base_id, first):
+    words = get_task(base_id).human_data
+    assert words.startswith(first), words
+    assert ("VSI" in words) == base_id.startswith("vsi.")
+
+
+def test_the_tasks_listing_shows_the_human_data_column():
+    p = cli("tasks", columns=100)
+    assert p.returncode == 0, p.stderr
+    out = p.stdout
+    block = out[out.index("closure.nat.silhouette"):out.index("similarity.chart.mark_color")]
+    assert "human data: yes: each of 10 observers' answer to every silhouette" in " ".join(block.split())
+    assert "human reference id: geirhos2019.silhouette.modal" in block
+    sal = out[out.index("salbench.detection.syn\n"):]
+    assert "human data: no human answers" in " ".join(sal.split()[:60])
