@@ -19,9 +19,11 @@ def render(
     seed: int = typer.Option(0, help="The run seed: stimuli, splits and position shuffles are those a `run` with "
                                      "this --seed shows."),
 ) -> None:
-    """Write a task's test stimuli as a VLM is shown them: OUT/STIMULUS_ID.png, the prompt text beside it
-    (STIMULUS_ID.prompt.txt, with the few-shot examples' answers when the task shows examples) and
-    each few-shot example's image (STIMULUS_ID.exampleN.png, in the order shown); never outside OUT."""
+    """Write a task's test stimuli as a VLM is shown them.
+
+    OUT/STIMULUS_ID.png, the prompt text beside it (STIMULUS_ID.prompt.txt, with the few-shot
+    examples' answers when the task shows examples) and each few-shot example's image
+    (STIMULUS_ID.exampleN.png, in the order shown); never outside OUT."""
     import json
 
     from ..core.paths import PathEscapeError, confine

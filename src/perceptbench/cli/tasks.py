@@ -9,9 +9,10 @@ from .errors import console
 
 
 def tasks() -> None:
-    """List the tasks, their settings, the human data each is scored against (in words and as the
-    reference id records carry) and whether the default run includes it.
+    """List the tasks, their settings and the human data behind each.
 
+    For each task: the human data in words and as the reference id records carry, and whether
+    the default run includes it.
     Task ids are never broken across lines, whatever the terminal width: a wide terminal
     gets a table whose id column does not wrap, a narrow one a list with each id on a line
     of its own."""
