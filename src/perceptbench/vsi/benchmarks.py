@@ -175,9 +175,11 @@ class VSIExternalTask(VSITask):
 
     def check_images(self, seed: int) -> None:
         """Decode every image of the benchmark's selected questions once (a corrupt or
-        oversized file is an ImageLoadError naming it and the question, before anything is written)."""
+        oversized file is an ImageLoadError naming it and the question, before anything is written).
+        Questions the benchmark asks without an image (``meta["no_image"]``) have none to decode."""
         for vs in self.load(seed):
-            vs.load()
+            if not vs.meta.get("no_image"):
+                vs.load()
 
     def prepare_models(self, seed: int) -> None:
         """Load the grounding models (Grounding DINO + SAM) when some region-blur stimulus needs
