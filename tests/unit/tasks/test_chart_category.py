@@ -444,3 +444,17 @@ def test_category_mean_six_observer_cell_levels_with_a_gap_and_a_silent_model():
     with pytest.raises(ValueError, match=r"^similarity.chart.category_mean: m answered tseng_ZZZZZZZZZZ_00_Tab10, "
                                          r"which has no human trial$"):
         t.score(recs + stray, SEED)
+
+
+def test_category_mean_position_floor_counts_answer_positions_above_three():
+    """The floor is the share of the most frequent answer position among all k positions: here
+    position 5 (3 of 4 stimuli), which a three-position floor would not see."""
+    from perceptbench.tasks.chart_category import CategoryMeanTask, stimulus_id_for
+
+    t = CategoryMeanTask()
+    sids = [stimulus_id_for("DDDDDDDDDD", i, "Tab10") for i in range(4)]
+    gts = [5, 5, 5, 1]
+    recs = [_cm_rec(t, "human:o1", s, 1, gt, 6) for s, gt in zip(sids, gts)]
+    recs += [_cm_rec(t, "m", s, 1, gt, 6, family="encoder") for s, gt in zip(sids, gts)]
+    rows = {(r.model, r.metric): r for r in t.score(recs, SEED)}
+    assert rows[("m", "position_floor")].value == 0.75
