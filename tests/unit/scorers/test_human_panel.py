@@ -97,3 +97,25 @@ def test_human_rows_hash_reads_every_value_of_a_large_matrix():
     other[2, 300] = 1.0
     assert _human_hash(["h1"], obs) == _human_hash(["h1"], obs.copy())
     assert _human_hash(["h1"], obs) != _human_hash(["h1"], other)
+
+
+def test_panel_scorer_reuses_no_human_side_value_across_seeds():
+    """The human ceilings of a model block are bootstrapped on the seed's draws: a task scored
+    with one seed and then another gives the second seed's rows, as a fresh task does."""
+    from helpers.score_rows import assert_rows
+
+    task = get_task("closure.nat.silhouette")
+    panel = {"s0": ("cat", ["cat", "cat", "dog"]), "s1": ("dog", ["dog", "cat", "dog"]),
+             "s2": ("car", ["car", "car", "car"]), "s3": ("bear", ["cat", "bear", "bear"]),
+             "s4": ("bird", ["bird", "dog", "cat"])}
+    model = {"s0": "cat", "s1": "cat", "s2": "car", "s3": "bear", "s4": "dog"}
+
+    def rec(sid, who, family, response, gt):
+        return plant_record(task, stimulus_id=sid, model=who, model_family=family, readout="vlm_prompt",
+                            response=response, ground_truth=gt, manipulated_value=None, raw_output=response,
+                            prompt_id="p", prompt_hash="h", model_version="v", seed=0, run_id="r")
+
+    recs = [rec(s, f"human:h{j}", "human", r[j], gt) for s, (gt, r) in panel.items() for j in range(3)]
+    recs += [rec(s, "m", "vlm", a, panel[s][0]) for s, a in model.items()]
+    task.score(recs, 1)
+    assert_rows(task.score(recs, 2), get_task("closure.nat.silhouette").score(recs, 2))
