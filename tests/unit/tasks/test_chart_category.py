@@ -458,3 +458,19 @@ def test_category_mean_position_floor_counts_answer_positions_above_three():
     recs += [_cm_rec(t, "m", s, 1, gt, 6, family="encoder") for s, gt in zip(sids, gts)]
     rows = {(r.model, r.metric): r for r in t.score(recs, SEED)}
     assert rows[("m", "position_floor")].value == 0.75
+
+
+def test_category_mean_leave_one_out_interval_resamples_participants_on_its_own_stream():
+    """Twelve participants in one cell: twelve distinct leave-one-out kappas, enough that the
+    interval depends on the resampling stream (``loo@all``), which is the pairs' stream's sibling."""
+    from perceptbench.tasks.chart_category import CategoryMeanTask, stimulus_id_for
+
+    t = CategoryMeanTask()
+    sids = [stimulus_id_for("EEEEEEEEEE", i, "Tab10") for i in range(10)]
+    o = np.random.default_rng(7).integers(0, 2, size=(12, 10)).astype(float)
+    recs = [_cm_rec(t, f"human:o{j:02d}", s, o[j, i], 2, 3) for j in range(12) for i, s in enumerate(sids)]
+    loo = np.array([_kap(o[j], (o.sum(0) - o[j]) / 11) for j in range(12)])
+    ref, other = _pct_ref(loo, "loo@all"), _pct_ref(loo, "XXlooXX@all")
+    assert (ref.low, ref.high) != (other.low, other.high)  # the stream shows in the interval
+    r = {(x.model, x.metric): x for x in t.score(recs, SEED)}[("human:panel", "ceiling_kappa_loo_mean@all")]
+    assert (r.value, r.ci_low, r.ci_high) == pytest.approx((ref.estimate, ref.low, ref.high), abs=1e-12)
