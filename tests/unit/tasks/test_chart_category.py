@@ -474,3 +474,16 @@ def test_category_mean_leave_one_out_interval_resamples_participants_on_its_own_
     assert (ref.low, ref.high) != (other.low, other.high)  # the stream shows in the interval
     r = {(x.model, x.metric): x for x in t.score(recs, SEED)}[("human:panel", "ceiling_kappa_loo_mean@all")]
     assert (r.value, r.ci_low, r.ci_high) == pytest.approx((ref.estimate, ref.low, ref.high), abs=1e-12)
+
+
+def test_category_ceilings_pool_the_leave_one_out_kappas_of_every_cell_of_three():
+    from perceptbench.tasks.chart_category import CategoryMeanTask
+
+    cells = {"a": np.array([[1, 0, 1, 0], [0, 1, 1, 0], [1, 1, 0, 1]], float),
+             "b": np.array([[1, 0, 0, 1], [0, 0, 1, 1], [1, 1, 0, 0]], float)}
+    humans = {f"human:{c}{j}": {f"{c}{i}": o[j, i] for i in range(4)} for c, o in cells.items() for j in range(3)}
+    pw, loo = CategoryMeanTask().scorer._ceilings(humans, {f"{c}{i}" for c in cells for i in range(4)})
+    # cell a's three observers, then cell b's (cells in observer-name order), each vs the mean of the other two
+    want = [_kap(o[j], (o.sum(0) - o[j]) / 2) for o in cells.values() for j in range(3)]
+    np.testing.assert_allclose(loo, want, equal_nan=True)
+    assert pw.size == 6
