@@ -89,7 +89,7 @@ class CellPanelScorer:
         for name, sel in (("test", np.array([split[s] == "test" for s in stim])),
                           ("all", np.ones(len(stim), bool))):
             if sel.any():
-                rows += self._panel_rows(humans, stim, col, n_obs, n_cor, sel, kval, name, seed)
+                rows += self._panel_rows(humans, stim, n_obs, n_cor, sel, kval, name, seed)
         for m, rs in sorted(models.items()):
             rows += self._model_rows(m, rs, humans, col, n_obs, n_cor, seed)
         return rows
@@ -116,7 +116,7 @@ class CellPanelScorer:
                 loo += cell_loo.tolist()
         return np.array(pw), np.array(loo)
 
-    def _panel_rows(self, humans, stim, col, n_obs, n_cor, sel, kval, name, seed) -> list[ScoreRow]:
+    def _panel_rows(self, humans, stim, n_obs, n_cor, sel, kval, name, seed) -> list[ScoreRow]:
         tid, m, s = self.task_id, "human:panel", f"@{name}"
         idx = np.flatnonzero(sel)
         num, den = n_cor[idx], n_obs[idx]
@@ -209,7 +209,7 @@ class CellPanelScorer:
                 per_obs.append(float(kappa(np.array([resp[s][0] for s in common], float),
                                            np.array([d[s] for s in common]))))
         kp = pct_boot(np.array(per_obs), N_BOOT_KAPPA, seed, f"pairwise|{m}")
-        n_def = int(np.isfinite(per_obs).sum()) if per_obs else 0
+        n_def = int(np.isfinite(per_obs).sum())  # 0 for no participant
         rows.append(ScoreRow.from_boot(tid, m, "kappa_pairwise", kp, n_def, n_null,
                                        f"mean over {n_def} participants of kappa(model, participant) on the "
                                        f"stimuli both answered ({len(per_obs) - n_def} undefined left out); "

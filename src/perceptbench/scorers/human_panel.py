@@ -327,10 +327,9 @@ class HumanPanelScorer:
             ScoreRow(tid, m, "observer_accuracy_max" + s, float(acc.max()), None, None, n, 0),
             ScoreRow.from_boot(tid, m, "ceiling_kappa_pairwise_mean" + s, pw_b, n, 0, why(pw_b.estimate, pw_note)),
         ]
-        for metric, vals, fn, note in (("ceiling_kappa_pairwise_min", pw, np.min, ""),
-                                       ("ceiling_kappa_pairwise_max", pw, np.max, "")):
-            v = nan_extreme(vals, fn)
-            rows.append(ScoreRow(tid, m, metric + s, v, None, None, n, 0, why(v, note)))
+        for metric, fn in (("ceiling_kappa_pairwise_min", np.min), ("ceiling_kappa_pairwise_max", np.max)):
+            v = nan_extreme(pw, fn)
+            rows.append(ScoreRow(tid, m, metric + s, v, None, None, n, 0, why(v)))
         rows.append(ScoreRow.from_boot(tid, m, "ceiling_kappa_loo_mean" + s, loo_b, n, 0,
                                        why(loo_b.estimate, loo_note)))
         for metric, fn in (("ceiling_kappa_loo_min", np.min), ("ceiling_kappa_loo_max", np.max)):

@@ -67,3 +67,55 @@ def test_scoring_with_one_human_observer_emits_no_numpy_warning():
         rows = score_records(one + plant_answers(sil, "m", {i: "right" for i in range(10)}))
     loo = [r for r in rows if r.model == first and r.metric.startswith("kappa_loo")]
     assert loo and all(math.isnan(r.value) for r in loo)
+
+
+def test_human_side_caches_keep_the_most_recent_entries_by_seed_and_human_data():
+    from perceptbench.scorers.human_panel import _HumanSideCache, _RowCache
+
+    made = []
+    rows = _RowCache(size=2)
+    for key in (1, 2, 1, 3, 2, 1):
+        assert rows.get(key, lambda: made.append(key) or [key]) == [key]
+    # 1 and 2 computed; 1 a hit (now the most recent); 3 evicts 2, the least recent; 2 evicts 1; 1 evicts 3
+    assert made == [1, 2, 3, 2, 1]
+    made.clear()
+    sides = _HumanSideCache(size=2)
+    obs, resp = np.zeros((2, 1)), [["cat", "dog"]]
+    for seed in (1, 2, 1, 3, 2, 1):
+        assert sides.get(seed, obs, resp, [0], lambda: made.append(seed) or {"seed": seed})["seed"] == seed
+    assert made == [1, 2, 3, 2, 1]
+    # another correctness matrix, other responses or other columns are other human data: never a hit
+    for args in ((np.ones((2, 1)), resp, [0]), (obs, [["cat", "cat"]], [0]), (obs, resp, [1])):
+        assert sides.get(1, *args, lambda: {"new": True}) == {"new": True}
+
+
+def test_human_rows_hash_reads_every_value_of_a_large_matrix():
+    from perceptbench.scorers.human_panel import _human_hash
+
+    obs = np.zeros((4, 600))  # more values than numpy prints: a printed form would hide the change below
+    other = obs.copy()
+    other[2, 300] = 1.0
+    assert _human_hash(["h1"], obs) == _human_hash(["h1"], obs.copy())
+    assert _human_hash(["h1"], obs) != _human_hash(["h1"], other)
+
+
+def test_panel_scorer_reuses_no_human_side_value_across_seeds():
+    """The human ceilings of a model block are bootstrapped on the seed's draws: a task scored
+    with one seed and then another gives the second seed's rows, as a fresh task does."""
+    from helpers.score_rows import assert_rows
+
+    task = get_task("closure.nat.silhouette")
+    panel = {"s0": ("cat", ["cat", "cat", "dog"]), "s1": ("dog", ["dog", "cat", "dog"]),
+             "s2": ("car", ["car", "car", "car"]), "s3": ("bear", ["cat", "bear", "bear"]),
+             "s4": ("bird", ["bird", "dog", "cat"])}
+    model = {"s0": "cat", "s1": "cat", "s2": "car", "s3": "bear", "s4": "dog"}
+
+    def rec(sid, who, family, response, gt):
+        return plant_record(task, stimulus_id=sid, model=who, model_family=family, readout="vlm_prompt",
+                            response=response, ground_truth=gt, manipulated_value=None, raw_output=response,
+                            prompt_id="p", prompt_hash="h", model_version="v", seed=0, run_id="r")
+
+    recs = [rec(s, f"human:h{j}", "human", r[j], gt) for s, (gt, r) in panel.items() for j in range(3)]
+    recs += [rec(s, "m", "vlm", a, panel[s][0]) for s, a in model.items()]
+    task.score(recs, 1)
+    assert_rows(task.score(recs, 2), get_task("closure.nat.silhouette").score(recs, 2))

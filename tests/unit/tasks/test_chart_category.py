@@ -444,3 +444,46 @@ def test_category_mean_six_observer_cell_levels_with_a_gap_and_a_silent_model():
     with pytest.raises(ValueError, match=r"^similarity.chart.category_mean: m answered tseng_ZZZZZZZZZZ_00_Tab10, "
                                          r"which has no human trial$"):
         t.score(recs + stray, SEED)
+
+
+def test_category_mean_position_floor_counts_answer_positions_above_three():
+    """The floor is the share of the most frequent answer position among all k positions: here
+    position 5 (3 of 4 stimuli), which a three-position floor would not see."""
+    from perceptbench.tasks.chart_category import CategoryMeanTask, stimulus_id_for
+
+    t = CategoryMeanTask()
+    sids = [stimulus_id_for("DDDDDDDDDD", i, "Tab10") for i in range(4)]
+    gts = [5, 5, 5, 1]
+    recs = [_cm_rec(t, "human:o1", s, 1, gt, 6) for s, gt in zip(sids, gts)]
+    recs += [_cm_rec(t, "m", s, 1, gt, 6, family="encoder") for s, gt in zip(sids, gts)]
+    rows = {(r.model, r.metric): r for r in t.score(recs, SEED)}
+    assert rows[("m", "position_floor")].value == 0.75
+
+
+def test_category_mean_leave_one_out_interval_resamples_participants_on_its_own_stream():
+    """Twelve participants in one cell: twelve distinct leave-one-out kappas, enough that the
+    interval depends on the resampling stream (``loo@all``), which is the pairs' stream's sibling."""
+    from perceptbench.tasks.chart_category import CategoryMeanTask, stimulus_id_for
+
+    t = CategoryMeanTask()
+    sids = [stimulus_id_for("EEEEEEEEEE", i, "Tab10") for i in range(10)]
+    o = np.random.default_rng(7).integers(0, 2, size=(12, 10)).astype(float)
+    recs = [_cm_rec(t, f"human:o{j:02d}", s, o[j, i], 2, 3) for j in range(12) for i, s in enumerate(sids)]
+    loo = np.array([_kap(o[j], (o.sum(0) - o[j]) / 11) for j in range(12)])
+    ref, other = _pct_ref(loo, "loo@all"), _pct_ref(loo, "XXlooXX@all")
+    assert (ref.low, ref.high) != (other.low, other.high)  # the stream shows in the interval
+    r = {(x.model, x.metric): x for x in t.score(recs, SEED)}[("human:panel", "ceiling_kappa_loo_mean@all")]
+    assert (r.value, r.ci_low, r.ci_high) == pytest.approx((ref.estimate, ref.low, ref.high), abs=1e-12)
+
+
+def test_category_ceilings_pool_the_leave_one_out_kappas_of_every_cell_of_three():
+    from perceptbench.tasks.chart_category import CategoryMeanTask
+
+    cells = {"a": np.array([[1, 0, 1, 0], [0, 1, 1, 0], [1, 1, 0, 1]], float),
+             "b": np.array([[1, 0, 0, 1], [0, 0, 1, 1], [1, 1, 0, 0]], float)}
+    humans = {f"human:{c}{j}": {f"{c}{i}": o[j, i] for i in range(4)} for c, o in cells.items() for j in range(3)}
+    pw, loo = CategoryMeanTask().scorer._ceilings(humans, {f"{c}{i}" for c in cells for i in range(4)})
+    # cell a's three observers, then cell b's (cells in observer-name order), each vs the mean of the other two
+    want = [_kap(o[j], (o.sum(0) - o[j]) / 2) for o in cells.values() for j in range(3)]
+    np.testing.assert_allclose(loo, want, equal_nan=True)
+    assert pw.size == 6

@@ -282,6 +282,22 @@ def test_salbench_nat_retrieval_rows_by_hand():
     assert_rows(task.score(recs, SEED), want)
 
 
+def test_salbench_retrieval_breaks_cosine_ties_in_category_order():
+    """Tied cosines rank in the order of SEVEN (a stable sort): numpy's default argsort
+    need not keep it (its SIMD sorting networks reorder ties, as on AVX-512 machines)."""
+    from perceptbench.tasks.salbench import SEVEN
+
+    task = get_task("salbench.detection.nat")
+    # d: Location and Pattern tie at the top -> Location first (top-1 hit on Location)
+    # e: Orientation, Focus, Size, Pattern tie at 0.2 -> top-3 Orientation, Focus, Size (hit on Size; top-1 miss)
+    cos = {"d": [0.0, 0.0, 0.0, 0.0, 0.0, 0.5, 0.5], "e": [0.2, 0.1, 0.2, 0.1, 0.2, 0.1, 0.2]}
+    truth = {"d": ["Location"], "e": ["Size"]}
+    recs = [_sal_rec(task, "clip", s, truth[s], truth[s], 3, readout="zero_shot_retrieval",
+                     raw=json.dumps({"cosine": dict(zip(SEVEN, cos[s]))})) for s in ("d", "e")]
+    by = {r.metric: r.value for r in task.score(recs, SEED)}
+    assert (by["retrieval_top1"], by["retrieval_top3"]) == (0.5, 1.0)
+
+
 def test_distractor_group_bins_and_unknown():
     from perceptbench.tasks.salbench import distractor_group
 
