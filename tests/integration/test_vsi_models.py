@@ -23,7 +23,7 @@ from perceptbench.tasks import get_task
 from perceptbench.vsi.protocol import CONFIDENCE_PROMPT
 from perceptbench.testing.tiny_vlm import build_tiny_llava
 from helpers.cli import cli
-from perceptbench.vsi.samples import vsi_samples
+from perceptbench.vsi.samples import vsi_flagged, vsi_samples
 
 TASK = "vsi.salbench.syn@n=9"
 TOL_ABS, TOL_REL = 1e-3, 1e-2
@@ -121,12 +121,18 @@ def test_image_ignoring_model_has_zero_vsi_image_dependent_has_positive(vlm, tmp
     models = {f"{blind.name}=hf:/blind": blind, f"{vlm.name}=hf:/seeing": vlm}
     cfg = RunConfig(out=tmp_path / "run", tasks=(TASK,), models=tuple(models), batch_size=4)
     run(cfg, progress=False, load_model=lambda a: models[a])
-    ss = vsi_samples(read_records(tmp_path / "run" / "records.jsonl"))
+    recs = list(read_records(tmp_path / "run" / "records.jsonl"))
+    ss, flagged = vsi_samples(recs), vsi_flagged(recs)
     blind_s = [s for s in ss if s.model == blind.name]
+    blind_f = [f for f in flagged if f.model == blind.name]
     seeing = [s for s in ss if s.model == vlm.name]
-    assert len(blind_s) == len(seeing) == 18
+    assert len(seeing) == 18 and not [f for f in flagged if f.model == vlm.name]
     # identical inputs: the clean (generation's first step) and perturbed (prefill) distributions
-    # agree to float rounding, so VSI is 0 to 1e-9 nats on every sample
+    # agree to float rounding.  Where they agree bit for bit although the records' images differ,
+    # the pair is flagged (the distribution does not come from the image), never scored as a VSI
+    # of exactly 0; where rounding differs, VSI is 0 to 1e-9 nats.  Every pair is one or the other.
+    assert len(blind_s) + len(blind_f) == 18 and blind_s and blind_f
+    assert {f.reason for f in blind_f} == {"identical_across_conditions"}
     assert max(s.vsi for s in blind_s) < 1e-9
     assert not any(s.argmax_changed for s in blind_s)
     assert sum(s.vsi > 1e-6 for s in seeing) >= 0.8 * len(seeing)
@@ -187,7 +193,7 @@ def test_rescore_without_torch_identical(cli_run, tmp_path):
     code = ("import sys\nclass _B:\n    def find_spec(self, name, path=None, target=None):\n"
             "        if name.split('.')[0] == 'torch': raise ImportError('torch blocked')\n"
             "sys.meta_path.insert(0, _B())\n"
-            "from perceptbench.vsi.samples import vsi_samples\nfrom perceptbench.records import read_records\n"
+            "from perceptbench.vsi.samples import vsi_flagged, vsi_samples\nfrom perceptbench.records import read_records\n"
             f"print('N', len(vsi_samples(read_records({str(out / 'records.jsonl')!r}))))\n"
             "assert 'torch' not in sys.modules\nprint('NO_TORCH_OK')")
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
