@@ -20,6 +20,8 @@ executor           ``--executor``, ``--ray-*``,          ``executor=``, ``ray_ad
 allow mixed        ``--allow-mixed``                     ``allow_mixed=``
 conditions         ``--condition`` (repeatable)          ``conditions=[...]``
 families           ``--family MODEL=FAMILY``             ``families={"MODEL": "FAMILY"}``
+device, dtype,     ``--device``, ``--dtype``,            ``device=``, ``dtype=``,
+attention          ``--attn-implementation``             ``attn_implementation=``
 =================  ====================================  ===========================================
 
 Imports no torch (the runner loads model back-ends only for the models a run needs).
@@ -85,6 +87,10 @@ class RunOptions:
     conditions: Sequence[str] | None = None
     """How each model is asked (:func:`perceptbench.respond.conditions`); ``None``: the task as
     designed (``image``)."""
+    device: str = "cpu"
+    dtype: str | None = None
+    attn_implementation: str | None = None
+    """Where and in what precision local models run (:mod:`perceptbench.models.runtime`)."""
 
     def check(self) -> None:
         """ValueError (one line naming the option and the value) for a bad parser mode,
@@ -94,6 +100,13 @@ class RunOptions:
             raise ValueError(f"cache mode {self.cache!r}: must be one of {', '.join(CACHE_MODES)}")
         if self.executor not in EXECUTORS:
             raise ValueError(f"--executor {self.executor!r}: not 'local' or 'ray'")
+        self.runtime().check_names()
+
+    def runtime(self):
+        """The :class:`perceptbench.models.runtime.Runtime` of these options."""
+        from .models.runtime import Runtime
+
+        return Runtime(self.device, self.dtype, self.attn_implementation)
 
 
 @dataclass
@@ -154,7 +167,7 @@ def run(out: str | Path, options: RunOptions, *, progress: bool = False, console
     cfg = RunConfig(out=rd.root, tasks=tuple(options.tasks) if options.tasks is not None else DEFAULT_BATTERY,
                     models=tuple(options.models) if options.models is not None else ("efficientnet-lite0",),
                     seed=options.seed, batch_size=options.batch_size, stimuli=tuple(options.stimuli),
-                    cache_mode=options.cache, allow_mixed=options.allow_mixed,
+                    cache_mode=options.cache, allow_mixed=options.allow_mixed, runtime=options.runtime(),
                     **({"conditions": tuple(options.conditions)} if options.conditions else {}))
     summary = run_tasks(cfg, progress=progress, console=console, executor=options.executor,
                         ray_options=options.ray.as_kwargs() if options.executor == "ray" else None,

@@ -49,6 +49,14 @@ def run(
     chunk_size: int = typer.Option(0, "--chunk-size", help="Test stimuli per Ray shard (--executor ray); 0: one "
                                                         "shard per task and model (records identical to local)."),
     family: Optional[List[str]] = typer.Option(None, "--family", help=FAMILY_HELP),
+    device: str = typer.Option("cpu", "--device", help="Torch device of local models: cpu, cuda, cuda:1, mps. "
+                                                     "Recorded in every record."),
+    dtype: Optional[str] = typer.Option(None, "--dtype", help="Precision of local hf: VLMs: float32 (default), "
+                                                            "bfloat16 or float16; image encoders always run in "
+                                                            "float32. Recorded in every record."),
+    attn_implementation: Optional[str] = typer.Option(None, "--attn-implementation",
+                                                      help="transformers attention of local hf: VLMs (eager, sdpa, "
+                                                           "flash_attention_2, ...); default: the model's own."),
 ) -> None:
     """Run tasks x models; write records.jsonl and scores.csv."""
     from ..api import RayOptions, RunOptions, run as run_and_score
@@ -65,7 +73,8 @@ def run(
                          cache="off" if no_cache else "refresh" if refresh_cache else "use",
                          executor=executor, ray=RayOptions(ray_address, gpus_per_model, ray_workers, chunk_size),
                          allow_mixed=allow_mixed, families=families_option(family),
-                         conditions=tuple(condition) if condition else None)
+                         conditions=tuple(condition) if condition else None, device=device, dtype=dtype,
+                         attn_implementation=attn_implementation)
     check_out(out, "run")
     rd = RunDir(out)
     before = rd.count_records()
