@@ -38,9 +38,12 @@ class HumanRespondent(Respondent):
 
     def run(self, job: Job) -> Result:
         """Append the human records of every stimulus in ``job.pending`` (all of the task's
-        stimuli; ``job.stimulus_ids`` restricts the records when not empty).  ``Result.already``
-        counts the records that were in the store already (a resume)."""
+        stimuli; ``job.stimulus_ids`` restricts the records when not empty), then the release's
+        published model records.  ``Result.already`` counts the records that were in the store
+        already (a resume), ``Result.published`` the published model records written."""
         hr = human_records(job.task, job.seed, job.run_id, job.pending, job.stimulus_ids)
-        written = job.sink.append(hr)
-        job.advance(written)
-        return Result(written, already=len(hr) - written)
+        published = [r for r in hr if r.model_family == "published"]
+        written = job.sink.append([r for r in hr if r.model_family != "published"])
+        n_published = job.sink.append(published) if published else 0
+        job.advance(written + n_published)
+        return Result(written + n_published, already=len(hr) - written - n_published, published=n_published)

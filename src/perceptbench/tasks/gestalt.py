@@ -25,7 +25,7 @@ from ..stimuli import edges, geirhos, render, silhouettes
 from ..stimuli.geirhos import GeirhosExperiment
 from .base import Stimulus, Task, make_record
 
-__all__ = ["GeirhosClassificationTask", "SilhouetteTask", "EdgeTask", "MarkColorTask", "SeriesCountTask", "KERNELS", "TABLEAU10", "TAB20", "SERIES_K",
+__all__ = ["GeirhosClassificationTask", "SilhouetteTask", "EdgeTask", "PANEL_CLASSIFICATION_TASKS", "MarkColorTask", "SeriesCountTask", "KERNELS", "TABLEAU10", "TAB20", "SERIES_K",
            "load_color_kernel", "kernel_odd_one_out", "render_series_stimulus"]
 
 # --------------------------------------------------------------------------- closure
@@ -157,6 +157,11 @@ class EdgeTask(GeirhosClassificationTask):
                   "the paper's AlexNet, GoogLeNet, VGG-16, ResNet-50 (IN and SIN) trials as published:* records")
     human_prompt_id = "geirhos2019.edge-experiment"
     human_raw_ref_id = "geirhos2019.edges.raw"
+
+
+PANEL_CLASSIFICATION_TASKS: tuple[str, ...] = (SilhouetteTask.base_id, EdgeTask.base_id)
+"""Base ids of the :class:`GeirhosClassificationTask` definitions: the tasks whose headline,
+report matrix, paired differences and accuracy-vs-kappa figure follow the human-panel rows."""
 
 
 # --------------------------------------------------------------------------- mark colour
