@@ -64,6 +64,7 @@ class RunSummary:
     run_id: str
     written: int = 0
     human_written: int = 0
+    published_written: int = 0  # a release's published model trials (model_family "published")
     skipped: int = 0
     human_skipped: int = 0  # human records already in the file (a resume), not written again
     cache_hits: int = 0
@@ -379,7 +380,8 @@ def run(cfg: RunConfig, *, progress: bool = True, load_model: Callable | None = 
             res = run_trials(Job(task, HUMAN_PANEL, HUMAN_PANEL.name, list(stimuli), [], store, cfg.seed, run_id, out,
                                  stimulus_ids=frozenset(wanted)))
             summary.written += res.written
-            summary.human_written += res.written
+            summary.human_written += res.written - res.published
+            summary.published_written += res.published
             summary.human_skipped += res.already
             chosen = [s for s in stimuli if s.split == "test" and (not wanted or s.stimulus_id in wanted)]
             for condition in cfg.conditions:

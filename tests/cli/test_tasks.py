@@ -22,6 +22,7 @@ def test_every_task_says_in_words_whether_human_data_score_it(base_id):
 
 @pytest.mark.parametrize("base_id, first", [
     ("closure.nat.silhouette", "yes: each of 10 observers' answer"),
+    ("closure.nat.edges", "yes: each of 10 observers' answer to every line drawing"),
     ("similarity.chart.mark_color", "yes: a perceptual kernel"),
     ("similarity.chart.series_count", "no per-trial answers: a published capacity band"),
     ("similarity.chart.category_mean", "yes: 3,822 per-trial answers"),
@@ -44,3 +45,14 @@ def test_the_tasks_listing_shows_the_human_data_column():
     assert "human reference id: geirhos2019.silhouette.modal" in block
     sal = out[out.index("salbench.detection.syn\n"):]
     assert "human data: no human answers" in " ".join(sal.split()[:60])
+
+
+def test_the_edge_task_is_listed_with_its_human_data_and_is_not_in_the_default_run():
+    p = cli("tasks", columns=100)
+    assert p.returncode == 0, p.stderr
+    out = p.stdout
+    silh = out[out.index("closure.nat.silhouette\n"):out.index("closure.nat.edges\n")]
+    edges = out[out.index("closure.nat.edges\n"):out.index("similarity.chart.mark_color")]
+    assert "default run: yes" in silh and "default run" not in edges  # opt-in: --task closure.nat.edges
+    assert "human reference id: geirhos2019.edges.modal" in edges
+    assert "published:* records" in " ".join(edges.split())

@@ -94,9 +94,11 @@ def run(
     except (ValueError, KeyError, ModelLoadError, SourceError, RecordError, RuntimeError, ImportError) as e:
         fail(e)
     summary, rows = res.summary, res.rows
-    n_model = summary.written - summary.human_written
+    n_model = summary.written - summary.human_written - summary.published_written
+    published = f", {summary.published_written} published model trials" if summary.published_written else ""
     console.print(f"{summary.run_id}: wrote {summary.written} records ({n_model} model "
-                  f"{'trial' if n_model == 1 else 'trials'}, {summary.human_written} human), skipped {summary.skipped} "
+                  f"{'trial' if n_model == 1 else 'trials'}, {summary.human_written} human{published}), "
+                  f"skipped {summary.skipped} "
                   "finished trials"
                   + (f" ({summary.human_skipped} human records already written)" if summary.human_skipped else ""))
     for d in summary.mixed:

@@ -163,11 +163,15 @@ def matrix(heads: list[HeadlineRow], models: list[str], cols: list[tuple[str, st
 
 # ------------------------------------------------------------------ 2. accuracy vs kappa
 
-def dissociation(rows: list[ScoreRow], labelled: list[str] | None = None):
-    """Silhouette accuracy (x) vs error consistency kappa (y), 95% CIs both ways; the
+PANEL_STIMULI = {"closure.nat.silhouette": "silhouettes", "closure.nat.edges": "line drawings"}
+"""What the x axis of :func:`dissociation` names, per human-panel classification task."""
+
+
+def dissociation(rows: list[ScoreRow], labelled: list[str] | None = None, task: str = "closure.nat.silhouette"):
+    """Accuracy (x) vs error consistency kappa (y) on a human-panel classification ``task``
+    (a base id of :data:`PANEL_STIMULI`; default the silhouettes), 95% CIs both ways; the
     observers as grey points (accuracy@test, kappa_loo@test); the pairwise human ceiling
-    as a band (its bootstrap CI) and a line (its mean)."""
-    task = "closure.nat.silhouette"
+    as a band (its bootstrap CI) and a line (its mean).  None when no rows of ``task``."""
     tids = sorted({r.task_id for r in rows if r.task_id.split("@")[0] == task})
     if not tids:
         return None
@@ -215,9 +219,9 @@ def dissociation(rows: list[ScoreRow], labelled: list[str] | None = None):
             ax.errorbar(a.value, k.value, xerr=_err(a), yerr=_err(k), fmt=st["marker"], color=st["color"],
                         ms=6, capsize=2, lw=1, label=legend_label(m))
         ax.set_xlim(-0.02, 1.02)
-        ax.set_xlabel("accuracy on silhouettes (proportion correct, 16-way)")
+        ax.set_xlabel(f"accuracy on {PANEL_STIMULI[task]} (proportion correct, 16-way)")
         ax.set_ylabel("error consistency kappa (unitless)")
-        ax.set_title("Accuracy vs error consistency (closure.nat.silhouette, test split)")
+        ax.set_title(f"Accuracy vs error consistency ({task}, test split)")
         ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1), frameon=False)
         return to_svg(fig)
 

@@ -40,6 +40,7 @@ from dataclasses import dataclass, field
 from typing import Iterable
 
 from ..core.rows import ScoreRow
+from ..tasks.gestalt import PANEL_CLASSIFICATION_TASKS
 
 MIN_N = 30
 """Rows scored on fewer trials are flagged ``small n`` (CI half-width bound 1.96/(2 sqrt 30) = 0.179, seed 000 D.1)."""
@@ -178,7 +179,7 @@ def _make(ix: _Index, task_id: str, model: str, metric: str, label: str, *, floo
                        trials)
 
 
-def _silhouette(ix: _Index, tid: str, m: str) -> list[HeadlineRow | None]:
+def _panel_classification(ix: _Index, tid: str, m: str) -> list[HeadlineRow | None]:
     s = _split_suffix(ix, tid, m)
     chance = 1 / 16
     return [
@@ -293,7 +294,7 @@ def _vsi(ix: _Index, tid: str, m: str) -> list[HeadlineRow | None]:
 
 
 TASK_RULES = {
-    "closure.nat.silhouette": _silhouette,
+    **{base: _panel_classification for base in PANEL_CLASSIFICATION_TASKS},
     "similarity.chart.mark_color": _mark_color,
     "similarity.chart.series_count": _series,
 }

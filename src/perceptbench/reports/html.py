@@ -22,10 +22,11 @@ from markupsafe import Markup
 
 from ..core.rundir import write_atomic
 from ..core.urls import redact_urls_in
+from ..tasks.gestalt import PANEL_CLASSIFICATION_TASKS
 from .data import ReportData, finite, load_report_data
 from .headline import MARK_LEGEND, HeadlineRow, cell_text, fmt, fmt_p, headline_rows, value_text
 
-PRIMARY = {"closure.nat.silhouette": ("B", "kappa_pairwise"), "similarity.chart.mark_color": ("B",),
+PRIMARY = {**{base: ("B", "kappa_pairwise") for base in PANEL_CLASSIFICATION_TASKS}, "similarity.chart.mark_color": ("B",),
            "similarity.chart.series_count": ("accuracy",)}
 """Headline metrics shown in the model x task matrix (SalBench: exact_match; VSI: its first headline metric)."""
 
@@ -249,6 +250,7 @@ def render_report(data: ReportData, title: str) -> tuple[str, str, int]:
     few = models[:MAX_FIGURE_MODELS]
     figs = dict(
         fig_matrix=F.matrix(heads, models, cols), fig_dissociation=F.dissociation(data.scores, few),
+        fig_dissociation_edges=F.dissociation(data.scores, few, task="closure.nat.edges"),
         fig_ak=F.ak_curves(data.scores, few), fig_mark=F.mark_color(data.scores, few),
         fig_sal_shots=F.salbench_shots(data.scores, few), fig_sal_cats=F.salbench_categories(data.scores, few),
         fig_sal_break=F.salbench_breakdowns(data.scores, few), fig_forest=F.paired_forest(diffs),

@@ -8,6 +8,7 @@ from __future__ import annotations
 import itertools
 import json
 from functools import cached_property
+from typing import ClassVar
 
 import numpy as np
 
@@ -20,81 +21,101 @@ from ..scorers.human_panel import HumanPanelScorer
 from ..scorers.kernel import KernelOddOneOutScorer, kernel_odd_one_out
 from ..seeding import rng_for, text_hash
 from ..sources import get_source, resolve
-from ..stimuli import render, silhouettes
+from ..stimuli import edges, geirhos, render, silhouettes
+from ..stimuli.geirhos import GeirhosExperiment
 from .base import Stimulus, Task, make_record
 
-__all__ = ["SilhouetteTask", "MarkColorTask", "SeriesCountTask", "KERNELS", "TABLEAU10", "TAB20", "SERIES_K",
+__all__ = ["GeirhosClassificationTask", "SilhouetteTask", "EdgeTask", "PANEL_CLASSIFICATION_TASKS", "MarkColorTask", "SeriesCountTask", "KERNELS", "TABLEAU10", "TAB20", "SERIES_K",
            "load_color_kernel", "kernel_odd_one_out", "render_series_stimulus"]
 
 # --------------------------------------------------------------------------- closure
 
 
-class SilhouetteTask(Task):
-    """``closure.nat.silhouette``: 16-way shape-only recognition of Geirhos et al.'s filled
-    silhouettes (seed 000 §2.1).
+class GeirhosClassificationTask(Task):
+    """16-way shape-only recognition of one Geirhos et al. (2019) experiment against its 10
+    observers (seed 000 §2.1).  A definition sets :attr:`experiment` (a
+    :class:`~perceptbench.stimuli.geirhos.GeirhosExperiment`), the ids and the prompt; the
+    stimuli, split, human records, published-model records and scoring are this class's.
 
     Split: per class, a seeded permutation (``rng_for(seed, base_id, "split", class)``) of
     the 10 images; the first 5 are probe-train, the other 5 test (80/80).
     Human reference: the modal response of the 10 observers per image, ``na`` excluded
     from the vote; an image whose mode is tied has no modal reference (excluded from B,
-    counted as ``n_tied_mode``; 4 of 160 images).  ``na`` counts as incorrect.
+    counted as ``n_tied_mode``).  ``na`` counts as incorrect.
     Encoder readout: nearest class prototype (cosine to the mean probe-train embedding).
-    """
+    Published models (the experiment's ``published``): the paper's own trials, written by the
+    task's release respondent beside the observers' as records of ``model =
+    "published:<name>"``, ``model_family = "published"``, on the test split, so that they are
+    scored as models on the same stimuli as every model run."""
 
-    base_id = "closure.nat.silhouette"
     principle = "closure"
     track = "nat"
     response_space = "choice"
     encoder_readout = "prototype_cosine"
-    description = "16-way forced choice on Geirhos et al. filled silhouettes vs 10 observers"
-    prompt_text = ("What object is shown in this black silhouette? Choose exactly one: "
-                   + ", ".join(silhouettes.CLASSES) + ".")
-    human_ref_id = "geirhos2019.silhouette.modal"
-    human_data = "yes: each of 10 observers' answer to every silhouette (Geirhos et al. 2019, raw trials)"
+    experiment: ClassVar[GeirhosExperiment]
+    human_prompt_id: ClassVar[str]
+    """The ``prompt_id`` of the observers' records (the source experiment)."""
+    human_raw_ref_id: ClassVar[str]
+    """The ``human_ref_id`` of the observers' records."""
 
     def options(self) -> tuple:
-        return silhouettes.CLASSES
+        return geirhos.CLASSES
 
     def split(self, seed: int) -> dict[str, str]:
         """stimulus_id -> ``"probe_train"`` | ``"test"``."""
         out = {}
-        for label in silhouettes.CLASSES:
+        for label in geirhos.CLASSES:
             perm = rng_for(seed, self.base_id, "split", label).permutation(10) + 1
             for pos, idx in enumerate(perm):
-                out[silhouettes.stimulus_id_for(label, int(idx))] = "probe_train" if pos < 5 else "test"
+                out[self.experiment.stimulus_id_for(label, int(idx))] = "probe_train" if pos < 5 else "test"
         return out
 
     def stimuli(self, seed: int) -> list[Stimulus]:
         split = self.split(seed)
         out = []
-        for s in silhouettes.silhouette_images():
+        for s in self.experiment.images():
             out.append(Stimulus(
                 s.stimulus_id, split[s.stimulus_id],
-                render=(lambda p=s.path: silhouettes.load_image(p)),
+                render=(lambda p=s.path: geirhos.load_image(p)),
                 ground_truth=s.label, meta={"source_sha256": s.source_sha256}))
         return out
 
+    def _trial_record(self, t: geirhos.ObserverTrial, split: str, seed: int, run_id: str, *, model: str,
+                      family: str, readout: str, human_ref_id: str, **meta) -> TrialRecord:
+        """One release trial as a record: provenance is its file (``prompt_hash`` of the path,
+        ``run_meta.source_file``) and that file's sha256 (``model_version``)."""
+        return make_record(
+            self, stimulus_id=t.stimulus_id, model=model, model_family=family,
+            readout=readout, response=t.response, ground_truth=t.category,
+            manipulated_value=None, raw_output=t.response, prompt_id=self.human_prompt_id,
+            prompt_hash=text_hash(t.source_path), model_version=f"sha256:{t.source_sha256}",
+            seed=seed, run_id=run_id, human_ref_id=human_ref_id,
+            split=split, source_file=t.source_path, trial=t.trial, **meta)
+
     def human_records(self, seed: int, run_id: str, stimuli: list[Stimulus]) -> list[TrialRecord]:
         split = {s.stimulus_id: s.split for s in stimuli}
-        out = []
-        for t in silhouettes.observer_trials():
-            out.append(make_record(
-                self, stimulus_id=t.stimulus_id, model=f"human:{t.subject}", model_family="human",
-                readout="human_trial", response=t.response, ground_truth=t.category,
-                manipulated_value=None, raw_output=t.response,
-                prompt_id="geirhos2019.silhouette-filled-experiment",
-                prompt_hash=text_hash(t.source_path), model_version=f"sha256:{t.source_sha256}",
-                seed=seed, run_id=run_id, human_ref_id="geirhos2019.silhouette.raw",
-                split=split[t.stimulus_id], source_file=t.source_path, trial=t.trial, rt_s=t.rt_s))
-        return out
+        return [self._trial_record(t, split[t.stimulus_id], seed, run_id, model=f"human:{t.subject}",
+                                   family="human", readout="human_trial", human_ref_id=self.human_raw_ref_id,
+                                   rt_s=t.rt_s)
+                for t in self.experiment.observer_trials()]
 
+    def published_records(self, seed: int, run_id: str, stimuli: list[Stimulus]) -> list[TrialRecord]:
+        """The paper's own model trials on the test stimuli among ``stimuli``
+        (``readout = "published_trial"``, ``run_meta.published_model`` in words)."""
+        split = {s.stimulus_id: s.split for s in stimuli}
+        about = {p.name: p.description for p in self.experiment.published}
+        return [self._trial_record(t, "test", seed, run_id, model=f"published:{name}", family="published",
+                                   readout="published_trial", human_ref_id=self.human_ref_id,
+                                   published_model=about[name])
+                for name, trials in self.experiment.published_trials().items()
+                for t in trials if split.get(t.stimulus_id) == "test"]
 
     # -- scoring
     @cached_property
     def scorer(self) -> HumanPanelScorer:
         """This task's human-panel scorer (``na`` is no answer); its human-side caches live
         as long as this task instance."""
-        return HumanPanelScorer(self.task_id, no_answer=silhouettes.NO_ANSWER)
+        return HumanPanelScorer(self.task_id, no_answer=geirhos.NO_ANSWER)
 
     def score(self, records: list[TrialRecord], seed: int) -> list[ScoreRow]:
         """:meth:`score_columns` of the records' columns."""
@@ -103,6 +124,44 @@ class SilhouetteTask(Task):
     def score_columns(self, c: TaskColumns, seed: int) -> list[ScoreRow]:
         """Score rows from the task's records as columns (:meth:`HumanPanelScorer.score`)."""
         return self.scorer.score(c, seed)
+
+
+class SilhouetteTask(GeirhosClassificationTask):
+    """``closure.nat.silhouette``: Geirhos et al.'s filled silhouettes (seed 000 §2.1); 4 of
+    160 images have a tied modal response."""
+
+    base_id = "closure.nat.silhouette"
+    experiment = silhouettes.EXPERIMENT
+    description = "16-way forced choice on Geirhos et al. filled silhouettes vs 10 observers"
+    prompt_text = ("What object is shown in this black silhouette? Choose exactly one: "
+                   + ", ".join(geirhos.CLASSES) + ".")
+    human_ref_id = "geirhos2019.silhouette.modal"
+    human_data = "yes: each of 10 observers' answer to every silhouette (Geirhos et al. 2019, raw trials)"
+    human_prompt_id = "geirhos2019.silhouette-filled-experiment"
+    human_raw_ref_id = "geirhos2019.silhouette.raw"
+
+
+class EdgeTask(GeirhosClassificationTask):
+    """``closure.nat.edges``: Geirhos et al.'s edge stimuli, line drawings of the same 16
+    classes (Geirhos et al. 2019 §2, Fig. 2 "edges"), with the paper's five CNNs' trials as
+    published models (:mod:`perceptbench.stimuli.edges`).  Not in the default run."""
+
+    base_id = "closure.nat.edges"
+    experiment = edges.EXPERIMENT
+    description = ("16-way forced choice on Geirhos et al. edge line drawings vs 10 observers, "
+                   "with the paper's CNN trials as published:* respondents")
+    prompt_text = ("What object is shown in this line drawing? Choose exactly one: "
+                   + ", ".join(geirhos.CLASSES) + ".")
+    human_ref_id = "geirhos2019.edges.modal"
+    human_data = ("yes: each of 10 observers' answer to every line drawing (Geirhos et al. 2019, raw trials); "
+                  "the paper's AlexNet, GoogLeNet, VGG-16, ResNet-50 (IN and SIN) trials as published:* records")
+    human_prompt_id = "geirhos2019.edge-experiment"
+    human_raw_ref_id = "geirhos2019.edges.raw"
+
+
+PANEL_CLASSIFICATION_TASKS: tuple[str, ...] = (SilhouetteTask.base_id, EdgeTask.base_id)
+"""Base ids of the :class:`GeirhosClassificationTask` definitions: the tasks whose headline,
+report matrix, paired differences and accuracy-vs-kappa figure follow the human-panel rows."""
 
 
 # --------------------------------------------------------------------------- mark colour

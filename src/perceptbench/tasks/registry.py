@@ -9,12 +9,12 @@ from __future__ import annotations
 
 from .base import Task
 from .chart_category import CategoryMeanTask
-from .gestalt import MarkColorTask, SeriesCountTask, SilhouetteTask
+from .gestalt import EdgeTask, MarkColorTask, SeriesCountTask, SilhouetteTask
 from .salbench import SALBENCH_TASKS
 from .things_ooo import ThingsOddOneOutTask
 from ..vsi.benchmarks import VSI_TASKS
 
-TASKS: dict[str, type[Task]] = {t.base_id: t for t in (SilhouetteTask, MarkColorTask, SeriesCountTask,
+TASKS: dict[str, type[Task]] = {t.base_id: t for t in (SilhouetteTask, EdgeTask, MarkColorTask, SeriesCountTask,
                                                        CategoryMeanTask, ThingsOddOneOutTask, *SALBENCH_TASKS,
                                                        *VSI_TASKS)}
 
