@@ -15,8 +15,7 @@ def models(
     roster: Optional[str] = typer.Option(None, "--roster", help="Show this roster's models with their declared "
                                          "metadata: a packaged roster's name or a roster file (.toml)."),
 ) -> None:
-    """List the model adapters, the packaged rosters and how to name a model; with --roster, a
-    roster's models and their declared metadata (imports no torch)."""
+    """List the model adapters, the rosters and how to name a model."""
     from ..models.roster import RosterError, load_roster
 
     if roster is not None:
