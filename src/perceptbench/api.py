@@ -45,7 +45,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from .runner import RunSummary
 
 __all__ = ["CACHE_MODES", "EXECUTORS", "RayOptions", "RunOptions", "RunResult", "run", "score",
-           "parse_families", "declared_families_of", "write_models_table"]
+           "parse_families", "declared_models_of", "declared_families_of", "write_models_table"]
 
 CACHE_MODES = ("use", "refresh", "off")
 """VLM response cache modes: ``use`` (read and write), ``refresh`` (ask again, overwrite),
@@ -203,16 +203,22 @@ def _declared_models(rd: RunDir) -> dict:
     return models if isinstance(models, dict) else {}
 
 
+def declared_models_of(records_files: Sequence[Path]) -> dict[str, dict]:
+    """The declared metadata (``run.json``'s ``models``) of the runs beside ``records_files``,
+    merged, later files winning for a model declared twice."""
+    out: dict[str, dict] = {}
+    for f in records_files:
+        out.update(_declared_models(RunDir.beside(f)))
+    return out
+
+
 def declared_families_of(records_files: Sequence[Path]) -> dict[str, str]:
     """``{model: family}`` declared in the ``run.json`` beside each records file
-    (:func:`perceptbench.models.metadata.declared_families`: the architecture line where
-    declared, else the family), later files winning for a model declared twice."""
+    (:func:`declared_models_of`, :func:`perceptbench.models.metadata.declared_families`: the
+    architecture line where declared, else the family)."""
     from .models.metadata import declared_families
 
-    out: dict[str, str] = {}
-    for f in records_files:
-        out.update(declared_families(_declared_models(RunDir.beside(f))))
-    return out
+    return declared_families(declared_models_of(records_files))
 
 
 def _families(declared: Mapping[str, str], override: Mapping[str, str] | None) -> dict[str, str] | None:

@@ -155,3 +155,14 @@ def test_vsi_family_means_read_the_declared_families(tmp_path):
     rows = _family_rows(out, "--family", "a=intern-vl")  # now three lines: every pair across
     assert rows["vsi_rho_mean_cross_family[region,sigma=20]"]["n"] == "3"
     assert rows["vsi_rho_mean_same_family[region,sigma=20]"]["value"] == "nan"
+
+
+def test_merge_keeps_the_declared_metadata(tmp_path):
+    declared = {"a": {"architecture": "qwen-vl"}, "b": {"architecture": "qwen-vl"}, "c": {"architecture": "llava"}}
+    one, two, merged = tmp_path / "one", tmp_path / "two", tmp_path / "merged"
+    _vsi_run(one, declared)
+    _vsi_run(two, None)
+    p = cli("merge", one, two, "--out", merged, in_process=True)
+    assert p.returncode == 0, p.stdout
+    assert json.loads((merged / "run.json").read_text())["models"] == declared
+    assert _family_rows(merged)["vsi_rho_mean_same_family[region,sigma=20]"]["n"] == "1"
