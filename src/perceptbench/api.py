@@ -197,7 +197,7 @@ def _declared_models(rd: RunDir) -> dict:
     declared metadata is optional to scoring, which reads records alone)."""
     try:
         data = rd.read_run_json() or {}
-    except ValueError:
+    except (ValueError, OSError):  # not JSON, not UTF-8, unreadable: scoring goes on from the records
         return {}
     models = data.get("models")
     return models if isinstance(models, dict) else {}
