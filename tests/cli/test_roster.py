@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from perceptbench.core.rundir import RunDir
+from perceptbench.records import read_records
 from perceptbench.tasks import get_task
 
 from helpers.cli import cli, one_line_error
@@ -166,3 +167,27 @@ def test_merge_keeps_the_declared_metadata(tmp_path):
     assert p.returncode == 0, p.stdout
     assert json.loads((merged / "run.json").read_text())["models"] == declared
     assert _family_rows(merged)["vsi_rho_mean_same_family[region,sigma=20]"]["n"] == "1"
+
+
+def test_a_user_roster_runs_its_models_with_their_metadata(tmp_path, mirror, echo_loader):
+    for d in ("m1", "m2"):
+        (tmp_path / d).mkdir()
+    roster = tmp_path / "lab.toml"
+    roster.write_text(f'[roster]\nname = "lab"\nsource = "our lab"\n'
+                      f'[[model]]\nname = "one"\nseed_name = "Model One"\nspec = "hf:{tmp_path / "m1"}"\n'
+                      f'family = "clip-like"\nparams = "150M"\n'
+                      f'[[model]]\nname = "two"\nspec = "hf:{tmp_path / "m2"}"\nfamily = "open-vlm"\n'
+                      f'architecture = "llava"\n')
+    out = tmp_path / "run"
+    p = cli("run", "--roster", roster, "--model", "extra=hf:/nonexistent", "--out", out, "--task",
+            "closure.nat.silhouette", "--stimulus", "silh_airplane1", "--no-progress", in_process=True)
+    assert p.returncode == 0, p.stdout
+    models = {r.model for r in read_records(out / "records.jsonl") if r.model_family != "human"}
+    assert models == {"one", "two", "extra"}  # the roster's models and the --model one
+    declared = json.loads((out / "run.json").read_text())["models"]
+    assert set(declared) == {"one", "two"}
+    assert declared["one"] == {"spec": f"hf:{tmp_path / 'm1'}", "revision": "unpinned", "roster": "lab",
+                               "seed_name": "Model One", "family": "clip-like", "objective": None,
+                               "params": 150_000_000, "vision_tower": None, "access": None, "architecture": None}
+    rows = {r["model"]: r for r in csv.DictReader(open(RunDir(out).models_csv))}
+    assert rows["two"]["family"] == "open-vlm" and rows["two"]["access"] == "" and rows["two"]["roster"] == "lab"
