@@ -144,3 +144,15 @@ def test_cached_and_local_entries_pass_and_api_keys_are_named(offline_empty_hf_c
     msg = str(e.value)
     assert "2 of 4 models" in msg and "c: set ANTHROPIC_API_KEY" in msg and "d: download hf:Org/D" in msg
     assert " a: " not in msg and " b: " not in msg
+
+
+def test_an_api_entry_whose_host_cannot_be_reached_is_named(tmp_path, monkeypatch):
+    import perceptbench.models.roster as roster
+
+    monkeypatch.setenv("OPENAI_API_KEY", "k")
+    monkeypatch.setitem(roster._API, "openai", ("OPENAI_API_KEY", "http://127.0.0.1:1"))  # nothing listens on port 1
+    p = _write(tmp_path, '[[model]]\nname = "g"\nspec = "openai:gpt-x"\n[[model]]\nname = "h"\nspec = "openai:gpt-y"\n')
+    with pytest.raises(ModelLoadError) as e:
+        check_available(load_roster(p))
+    msg = str(e.value)
+    assert "2 of 2 models" in msg and msg.count("127.0.0.1:1 is not reachable") == 2 and "\n" not in msg
