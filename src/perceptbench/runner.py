@@ -57,6 +57,10 @@ class RunConfig:
     allow_mixed: bool = False
     conditions: Sequence[str] = (DEFAULT_CONDITION,)
     runtime: Runtime = field(default_factory=Runtime)
+    model_meta: dict = field(default_factory=dict)
+    """``{short name: declared metadata}`` (:func:`perceptbench.models.roster.declared_models`),
+    written into ``run.json`` under ``models`` once the run starts (an entry of the same name
+    from an earlier run is replaced)."""
 
 
 @dataclass
@@ -354,6 +358,8 @@ def run(cfg: RunConfig, *, progress: bool = True, load_model: Callable | None = 
         # run.json under the lock the store holds for the whole run: a second run started into the
         # same new --out is refused by the lock before it can write its own run.json (issue 20 item 6)
         _check_run_json(out, cfg)
+        if cfg.model_meta:
+            RunDir(out).update_run_json(lambda data: data.setdefault("models", {}).update(cfg.model_meta))
         finished: list = []
         if store.done:
             from .records import read_records

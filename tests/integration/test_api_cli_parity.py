@@ -29,7 +29,8 @@ def test_every_run_option_is_a_python_argument_and_a_cli_flag():
                "executor": ("executor", "--executor"), "allow_mixed": ("allow_mixed", "--allow-mixed"),
                "families": ("families", "--family"), "conditions": ("conditions", "--condition"),
                "device": ("device", "--device"), "dtype": ("dtype", "--dtype"),
-               "attn_implementation": ("attn_implementation", "--attn-implementation")}
+               "attn_implementation": ("attn_implementation", "--attn-implementation"),
+               "roster": ("roster", "--roster")}
     ray = {"address": ("ray_address", "--ray-address"), "gpus_per_model": ("gpus_per_model", "--gpus-per-model"),
            "workers": ("ray_workers", "--ray-workers"), "chunk_size": ("chunk_size", "--chunk-size")}
     fields = {f for f in RunOptions.__dataclass_fields__ if f != "ray"}

@@ -18,7 +18,13 @@ from .tables import print_scores, print_signal_table
 def run(
     out: Path = typer.Option(Path("runs/default"), help="Run directory (records.jsonl, scores.csv)."),
     task: Optional[List[str]] = typer.Option(None, "--task", help="Task id (repeatable). Default: the Gestalt battery."),
-    model: Optional[List[str]] = typer.Option(None, "--model", help="[SHORT=]SPEC (repeatable). Default: efficientnet-lite0."),
+    model: Optional[List[str]] = typer.Option(None, "--model", help="[SHORT[KEY=VALUE,...]=]SPEC (repeatable; the "
+                                              "bracket declares family, objective, params, vision_tower, access, "
+                                              "architecture). Default: efficientnet-lite0."),
+    roster: Optional[str] = typer.Option(None, "--roster", help="A packaged roster (seed000, seed001, "
+                                         "seed001-backbones, seed002; `perceptbench models` lists them) or a roster "
+                                         "file (.toml): its models, with their declared metadata, run before any "
+                                         "--model."),
     seed: int = typer.Option(0, help="Seed for splits, shuffles, stimuli and bootstraps."),
     batch_size: Optional[int] = typer.Option(None, help="Images per encoder forward pass (default 8) / "
                                                      "requests per VLM batch (default 32)."),
@@ -74,7 +80,7 @@ def run(
                          executor=executor, ray=RayOptions(ray_address, gpus_per_model, ray_workers, chunk_size),
                          allow_mixed=allow_mixed, families=families_option(family),
                          conditions=tuple(condition) if condition else None, device=device, dtype=dtype,
-                         attn_implementation=attn_implementation)
+                         attn_implementation=attn_implementation, roster=roster)
     check_out(out, "run")
     rd = RunDir(out)
     before = rd.count_records()

@@ -105,7 +105,12 @@ _VLM_MODEL_TYPES = {"llava", "llava_next", "llava_onevision", "idefics2", "idefi
 def parse_model_arg(arg: str) -> tuple[str, ModelSpec]:
     """``[SHORT=]SPEC`` -> (short name, spec).  Raises ValueError for an unknown kind, for a name
     holding ``|`` (the trial id separator), and for a name ending in ``[word]``: that form names a model under a condition
-    (:func:`perceptbench.core.conditions.respondent_label`), so it would be read back as one."""
+    (:func:`perceptbench.core.conditions.respondent_label`), so it would be read back as one.
+    ``SHORT[KEY=VALUE,...]=SPEC`` declares the model's metadata (:func:`parse_model_meta`), which
+    this function leaves aside."""
+    from .metadata import split_inline_meta
+
+    arg, _ = split_inline_meta(arg)
     short = None
     if "=" in arg and not arg.split("=", 1)[0].count(":"):
         short, arg = arg.split("=", 1)
@@ -124,6 +129,15 @@ def parse_model_arg(arg: str) -> tuple[str, ModelSpec]:
         raise ValueError(f"model name {name!r} ends in [{parse_respondent_label(name)[1]}], the form of a "
                          "condition's respondent label (MODEL[condition]); choose another name with SHORT=SPEC")
     return name, spec
+
+
+def parse_model_meta(arg: str):
+    """The metadata a ``SHORT[KEY=VALUE,...]=SPEC`` argument declares
+    (:class:`~perceptbench.models.metadata.ModelMeta`), or None for an argument without it.
+    Raises ValueError (one line naming the argument and the field) for a bad key or value."""
+    from .metadata import split_inline_meta
+
+    return split_inline_meta(arg)[1]
 
 
 def split_pinned_version(model: str) -> tuple[str, str | None]:
