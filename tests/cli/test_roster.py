@@ -85,7 +85,7 @@ def echo_loader(monkeypatch, tmp_path):
     import perceptbench.models.registry as registry
 
     monkeypatch.setenv("PERCEPTBENCH_RESPONSE_CACHE", str(tmp_path / "cache"))
-    monkeypatch.setattr(registry, "load_model", lambda arg: _Echo(registry.parse_model_arg(arg)[0]))
+    monkeypatch.setattr(registry, "load_model", lambda arg, runtime=None: _Echo(registry.parse_model_arg(arg)[0]))
 
 
 def test_inline_metadata_goes_to_run_json_and_models_csv(tmp_path, mirror, echo_loader):
