@@ -114,3 +114,92 @@ def test_mark_color_order_is_seeded():
     assert a != [s.meta["order"] for s in t.stimuli(1)]
     gts = np.array([s.ground_truth for s in t.stimuli(0)])
     assert set(np.unique(gts)) == {1, 2, 3}
+
+
+# ---- the other palettes of the kernel study (issue 23 item 1): shape, size, the 4x4 bivariate sets
+
+MARK_TASKS = {"similarity.chart.mark_shape": ("shape", 10), "similarity.chart.mark_size": ("size", 10),
+              "similarity.chart.mark_shape_color": ("shapecolor", 16),
+              "similarity.chart.mark_size_color": ("sizecolor", 16),
+              "similarity.chart.mark_shape_size": ("shapesize", 16)}
+
+
+def kernel_by_hand(mirror, palette, name):
+    """The kernel file read as text: rows of comma-separated floats."""
+    text = (mirror / "perceptual-kernels" / "data" / "kernels" / f"{palette}-{name}.txt").read_text()
+    return [[float(x) for x in line.split(",")] for line in text.strip().splitlines()]
+
+
+def odd_by_hand(k, i, j, l):
+    """The item outside the least dissimilar pair, None on a tie (Demiralp et al. 2014)."""
+    pairs = {(i, j): k[i][j], (i, l): k[i][l], (j, l): k[j][l]}
+    lo = min(pairs.values())
+    at = [p for p, v in pairs.items() if v == lo]
+    return None if len(at) > 1 else [x for x in (i, j, l) if x not in at[0]][0]
+
+
+@pytest.mark.parametrize("task_id", sorted(MARK_TASKS))
+def test_mark_task_targets_are_the_kernel_odd_one_out_by_hand(task_id, mirror):
+    palette, n = MARK_TASKS[task_id]
+    t = get_task(task_id)
+    st = t.stimuli(0)
+    assert len(st) == n * (n - 1) * (n - 2) // 6
+    k = kernel_by_hand(mirror, palette, "tm")
+    assert len(k) == n
+    for s in st[:25] + st[-5:]:  # a slice of the triplets, by hand
+        i, j, l = (int(x) for x in s.stimulus_id[len("mark_"):].split("-"))
+        assert sorted(s.meta["order"]) == [i, j, l]
+        odd = odd_by_hand(k, i, j, l)
+        assert s.ground_truth == s.meta["order"].index(odd) + 1
+    assert t.human_ref_id == f"demiralp2014.{palette}-tm"
+
+
+# inter-kernel spread: (min, max) over the 10 kernel pairs of the triplets whose odd one out differs,
+# and the ties (triplets without a human answer) per kernel
+MARK_SPREAD = {"similarity.chart.mark_shape": ((2, 32), {"l5": 2}),
+               "similarity.chart.mark_size": ((6, 24), {"l5": 3}),
+               "similarity.chart.mark_shape_color": ((3, 140), {"l5": 3, "l9": 1}),
+               "similarity.chart.mark_size_color": ((31, 278), {"l5": 6}),
+               "similarity.chart.mark_shape_size": ((15, 33), {"l5": 5})}
+
+
+@pytest.mark.parametrize("task_id", sorted(MARK_SPREAD))
+def test_mark_task_inter_kernel_spread_and_ties_by_hand(task_id, mirror):
+    import itertools
+
+    palette, n = MARK_TASKS[task_id]
+    trips = list(itertools.combinations(range(n), 3))
+    answers = {}
+    for name in KERNELS:
+        k = kernel_by_hand(mirror, palette, name)
+        answers[name] = [odd_by_hand(k, *x) for x in trips]
+    ties = {name: sum(a is None for a in v) for name, v in answers.items() if any(a is None for a in v)}
+    diffs = {(a, b): sum(x != y for x, y in zip(answers[a], answers[b])) for a, b in itertools.combinations(KERNELS, 2)}
+    spread, pinned_ties = MARK_SPREAD[task_id]
+    assert (min(diffs.values()), max(diffs.values())) == spread and ties == pinned_ties
+    # the same through the task's records and its scorer
+    t = get_task(task_id)
+    st = t.stimuli(0)
+    rows = t.score(t.human_records(0, "r", st), 0)
+    h = rows_by(rows, "human:kernels")
+    assert (h["n_differ_min"].value, h["n_differ_max"].value) == spread
+    assert all(h[f"n_differ[{a}~{b}]"].value == d for (a, b), d in diffs.items())
+    # counterbalanced positions: every triplet answered under tm, ceil(m/3)/m
+    m = len(trips)
+    assert h["n_no_human_ref"].value == 0
+    assert h["position_floor"].value == pytest.approx(-(-m // 3) / m)
+    assert np.bincount([s.ground_truth for s in st], minlength=4)[1:].max() == -(-m // 3)
+    # each other kernel's B against tm, by hand: matches over the triplets where both answer
+    for name in ("l5", "sa"):
+        both = [(x, y) for x, y in zip(answers[name], answers["tm"]) if x is not None and y is not None]
+        assert rows_by(rows, f"human:kernel-{name}")["B"].value == pytest.approx(
+            sum(x == y for x, y in both) / len(both))
+
+
+def test_l5_shape_kernel_ties_leave_two_triplets_without_a_target():
+    t = get_task("similarity.chart.mark_shape@kernel=l5")
+    st = t.stimuli(0)
+    assert sum(s.ground_truth is None for s in st) == 2
+    rows = t.score(t.human_records(0, "r", st), 0)
+    assert rows_by(rows, "human:kernels")["n_no_human_ref"].value == 2
+    assert rows_by(rows, "human:kernels")["position_floor"].value == pytest.approx(40 / 118)

@@ -40,6 +40,7 @@ from dataclasses import dataclass, field
 from typing import Iterable
 
 from ..core.rows import ScoreRow
+from ..tasks.gestalt import MARK_KERNEL_IDS
 
 MIN_N = 30
 """Rows scored on fewer trials are flagged ``small n`` (CI half-width bound 1.96/(2 sqrt 30) = 0.179, seed 000 D.1)."""
@@ -294,7 +295,7 @@ def _vsi(ix: _Index, tid: str, m: str) -> list[HeadlineRow | None]:
 
 TASK_RULES = {
     "closure.nat.silhouette": _silhouette,
-    "similarity.chart.mark_color": _mark_color,
+    **{base: _mark_color for base in MARK_KERNEL_IDS},  # every kernel odd-one-out task, one rule
     "similarity.chart.series_count": _series,
 }
 

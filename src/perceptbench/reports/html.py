@@ -24,8 +24,9 @@ from ..core.rundir import write_atomic
 from ..core.urls import redact_urls_in
 from .data import ReportData, finite, load_report_data
 from .headline import MARK_LEGEND, HeadlineRow, cell_text, fmt, fmt_p, headline_rows, value_text
+from ..tasks.gestalt import MARK_KERNEL_IDS
 
-PRIMARY = {"closure.nat.silhouette": ("B", "kappa_pairwise"), "similarity.chart.mark_color": ("B",),
+PRIMARY = {"closure.nat.silhouette": ("B", "kappa_pairwise"), **{base: ("B",) for base in MARK_KERNEL_IDS},
            "similarity.chart.series_count": ("accuracy",)}
 """Headline metrics shown in the model x task matrix (SalBench: exact_match; VSI: its first headline metric)."""
 
