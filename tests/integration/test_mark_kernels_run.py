@@ -35,7 +35,7 @@ def test_encoder_and_tiny_vlm_run_every_new_kernel_task(tmp_path):
     assert p.returncode == 0, p.stdout + p.stderr
     recs = read_records(out / "records.jsonl", allow_torn_tail=False)
     rows = score_file(out / "records.jsonl")
-    heads = {(h.task_id, h.model) for h in headline_rows(rows)}
+    heads = {(h.task_id, h.model, h.metric) for h in headline_rows(rows)}
     for tid in NEW:
         task = get_task(tid)
         stimuli = {s.stimulus_id: s for s in task.stimuli(0)}
@@ -53,5 +53,9 @@ def test_encoder_and_tiny_vlm_run_every_new_kernel_task(tmp_path):
         for m in ("efficientnet-lite0", "tiny-llava"):
             assert by[(m, "B")].n + by[(m, "B")].n_null == len(STIMULI)
             assert (m, "position_floor") in by
-            assert (tid, m) in heads  # the headline table and report show them like mark colour
+            assert (tid, m, "B") in heads  # the headline table and report show them like mark colour
+            # against the 20 subjects' raw judgments: error consistency beside the ceiling
+            assert by[(m, "kappa_pairwise")].n + by[(m, "kappa_pairwise")].n_null == len(STIMULI)
+            assert (tid, m, "kappa_pairwise") in heads and (m, "B_subject_mode") in by
         assert ("human:kernels", "n_differ_max") in by and ("human:kernel-tm", "B") not in by
+        assert by[("human:panel", "ceiling_kappa_pairwise_mean@all")].n == len(STIMULI)  # humans: the run's stimuli

@@ -206,7 +206,11 @@ def _mark_color(ix: _Index, tid: str, m: str) -> list[HeadlineRow | None]:
     return [_make(ix, tid, m, "B", "B (odd-one-out agreement)", floor=ix.value(tid, m, "position_floor"),
                   floor_label="position floor", ceiling=ceiling,
                   ceiling_label=f"mean B of the other {len(kernels)} kernels", extra=extra,
-                  source="seed 000 D.1, D.3")]
+                  source="seed 000 D.1, D.3"),
+            # with the study's per-subject raw judgments (issue 23): error consistency with the subjects
+            _make(ix, tid, m, "kappa_pairwise", "error consistency kappa (vs the subjects)", floor=0.0,
+                  floor_label="chance 0", ceiling_row=ix.get(tid, "human:panel", "ceiling_kappa_pairwise_mean@test"),
+                  ceiling_label="mean pairwise subject kappa", proportion=False, source="seed 000 Eq. 2, D.2")]
 
 
 def _series(ix: _Index, tid: str, m: str) -> list[HeadlineRow | None]:

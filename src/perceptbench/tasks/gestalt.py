@@ -23,7 +23,7 @@ from ..scorers.human_panel import HumanPanelScorer
 from ..scorers.kernel import KernelOddOneOutScorer, kernel_odd_one_out
 from ..seeding import rng_for, text_hash
 from ..sources import resolve, source_file
-from ..stimuli import marks, render, silhouettes
+from ..stimuli import kernel_triplets, marks, render, silhouettes
 from ..stimuli.marks import TABLEAU10
 from .base import Stimulus, Task, make_record
 
@@ -186,6 +186,13 @@ class MarkKernelTask(Task):
     cosine-similar pair (exact float ties: the first pair in the order (1,2), (1,3), (2,3)).
     The other four kernels are written as ``human:kernel-<name>`` records so their
     agreement with the task's kernel (the inter-kernel spread) is scored from records.
+
+    Setting ``subjects`` (default ``td``; ``none`` leaves them out): the 20 subjects' raw
+    triplet-discrimination answers of the release (:mod:`perceptbench.stimuli.kernel_triplets`)
+    are written as ``human:subject-NN`` records (response: the position of the subject's odd one
+    out in the shown order; correct: it is the kernel's), and the models are also scored against
+    them (:meth:`KernelOddOneOutScorer.panel_rows`: human–human agreement and accuracy per
+    triplet, error consistency, ceilings computed like the silhouette panel's).
     """
 
     channel: ClassVar[MarkChannel]
@@ -193,14 +200,17 @@ class MarkKernelTask(Task):
     track = "chart"
     response_space = "position"
     encoder_readout = "odd_one_out_cosine"
-    defaults = {"kernel": "tm"}
-    allowed = {"kernel": KERNELS}
+    defaults = {"kernel": "tm", "subjects": "td"}
+    allowed = {"kernel": KERNELS, "subjects": ("td", "none")}
 
     @property
     def human_data(self) -> str:
-        return (f"yes: a perceptual kernel, the pairwise distances of the {self.channel.n} {self.channel.noun} "
-                "from crowd judgments (Demiralp et al. 2014; setting kernel picks the elicitation method), "
-                "not per-trial answers")
+        words = (f"yes: a perceptual kernel, the pairwise distances of the {self.channel.n} {self.channel.noun} "
+                 "from crowd judgments (Demiralp et al. 2014; setting kernel picks the elicitation method)")
+        if self.params.get("subjects", "none") == "td":
+            return words + (", and each of 20 subjects' odd-one-out answer to every triplet "
+                            "(the release's raw td trials)")
+        return words + ", not per-trial answers"
 
     @property
     def human_ref_id(self) -> str:
@@ -271,6 +281,29 @@ class MarkKernelTask(Task):
                     prompt_id=f"demiralp2014.{self.channel.palette}-{name}", prompt_hash=text_hash(sha),
                     model_version=f"sha256:{sha}", seed=seed, run_id=run_id,
                     split=s.split, order=order))
+        if self.params.get("subjects", "none") == "td":
+            out += self.subject_records(seed, run_id, stimuli)
+        return out
+
+    def subject_records(self, seed: int, run_id: str, stimuli: list[Stimulus]) -> list[TrialRecord]:
+        """One ``human:subject-NN`` record per subject and triplet from the release's raw
+        triplet-discrimination file (:func:`~perceptbench.stimuli.kernel_triplets.read_td_judgments`):
+        response = the 1-based position of the subject's odd one out in the shown order."""
+        path = kernel_triplets.raw_td_path(self.channel.palette)
+        sha = source_file(path).sha256
+        by_id = {s.stimulus_id: s for s in stimuli}
+        out = []
+        for j in kernel_triplets.read_td_judgments(self.channel.palette, self.channel.n):
+            s = by_id[f"mark_{j.triplet[0]}-{j.triplet[1]}-{j.triplet[2]}"]
+            order = s.meta["order"]
+            out.append(make_record(
+                self, stimulus_id=s.stimulus_id, model=f"human:subject-{j.subject:02d}", model_family="human",
+                readout="human_trial", response=order.index(j.odd) + 1, ground_truth=s.ground_truth,
+                manipulated_value=None, raw_output=json.dumps({"odd_palette_index": j.odd, "order": order}),
+                prompt_id=f"demiralp2014.{self.channel.palette}-td-raw", prompt_hash=text_hash(sha),
+                model_version=f"sha256:{sha}", seed=seed, run_id=run_id,
+                human_ref_id=f"demiralp2014.{self.channel.palette}-td-raw",
+                split=s.split, order=order, source_file=path, trial=j.trial))
         return out
 
     @cached_property
@@ -296,9 +329,13 @@ looks the most different", ``exp/*/td/*-td.html``), naming neither channel."""
 
 class MarkColorTask(MarkKernelTask):
     """``similarity.chart.mark_color``: the 10 Tableau-10 colours as filled chips
-    (``color10``; the chip scale is perceptbench's, :func:`perceptbench.stimuli.render.color_chip`)."""
+    (``color10``; the chip scale is perceptbench's, :func:`perceptbench.stimuli.render.color_chip`).
+    It has no ``subjects`` setting: its settings, records and the default run's pinned scores stay
+    as they were before the other palettes came (issue 23)."""
 
     base_id = "similarity.chart.mark_color"
+    defaults = {"kernel": "tm"}
+    allowed = {"kernel": KERNELS}
     channel = MarkChannel("color", 10, lambda i: render.color_chip(TABLEAU10[i]), TABLEAU10, "colours", "colors")
     description = "odd-one-out over Tableau-10 mark colours vs the perceptual kernel"
     prompt_text = _ODD_PROMPT.format(what="colored chart marks", which="least similar in color to the other two")
