@@ -297,3 +297,16 @@ def test_subjects_none_leaves_the_raw_judgments_out():
     assert {r.model for r in hr} == {f"human:kernel-{k}" for k in KERNELS}
     assert "human:panel" not in {r.model for r in t.score(hr, 0)}
     assert t.human_data.endswith("not per-trial answers")
+
+
+def test_subject_panel_leaves_out_the_triplets_a_tied_kernel_cannot_answer():
+    from helpers.records import plant_record
+
+    t = get_task("similarity.chart.mark_shape@kernel=l5")
+    st = t.stimuli(0)
+    model = [plant_record(t, stimulus_id=s.stimulus_id, response=1, ground_truth=s.ground_truth, split="test")
+             for s in st]
+    rows = t.score(t.human_records(0, "r", st) + model, 0)
+    p, m = rows_by(rows, "human:panel"), rows_by(rows, "m")
+    assert p["ceiling_kappa_pairwise_mean@all"].n == 118 and m["kappa_pairwise"].n == 118  # 120 - 2 tied under l5
+    assert m["B"].n == 118 and rows_by(rows, "human:kernels")["n_no_human_ref"].value == 2
