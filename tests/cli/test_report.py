@@ -673,3 +673,26 @@ def test_model_named_with_a_leading_underscore_keeps_its_legend_label(tmp_path):
     for svg in (F.dissociation(rows, ["_hidden", "model-a"]), F.ak_curves(rows, ["_hidden", "model-a"])):
         legend = svg[svg.index('id="legend_1"'):]
         assert "_hidden" in legend and "model-a" in legend
+
+
+def test_mark_figure_has_one_panel_per_kernel_channel(monkeypatch):
+    """Issue 23: the similarity principle covers colour, shape and size on the same footing."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from perceptbench.core.rows import ScoreRow
+    from perceptbench.reports import figures as F
+
+    monkeypatch.setattr(F, "to_svg", lambda fig: fig)
+    rows = []
+    for tid, model in (("similarity.chart.mark_color", "a"), ("similarity.chart.mark_shape", "b"),
+                       ("similarity.chart.mark_shape_size@kernel=td", "a")):
+        rows += [ScoreRow(tid, model, "B", 0.5, 0.4, 0.6, 120, 0),
+                 ScoreRow(tid, model, "position_floor", 0.33, None, None, 120, 0),
+                 ScoreRow(tid, "human:kernel-l5", "B", 0.8, None, None, 120, 0)]
+    fig = F.mark_color(rows)
+    assert [ax.get_title() for ax in fig.axes[:3]] == ["mark_color", "mark_shape", "mark_shape_size"]
+    labels = fig.axes[2].get_legend().get_texts()
+    assert {"a", "b"} <= {t.get_text() for t in labels}  # model b answered the shape panel only
+    only_colour = F.mark_color(rows[:3])
+    assert len(only_colour.axes) == 1 and only_colour.axes[0].get_title().startswith("Mark colour odd-one-out")

@@ -25,6 +25,7 @@ import numpy as np  # noqa: E402
 
 from ..core.rows import ScoreRow  # noqa: E402
 from .headline import CAPACITY_BAND, MIN_N, HeadlineRow, cell_mark, fmt  # noqa: E402
+from ..tasks.gestalt import MARK_KERNEL_IDS  # noqa: E402
 
 OKABE_ITO = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000", "#F0E442")
 """Okabe-Ito colours, most distinguishable first (yellow last: weak on white)."""
@@ -293,48 +294,69 @@ def ak_curves(rows: list[ScoreRow], only: list[str] | None = None):
         return to_svg(fig)
 
 
-# ------------------------------------------------------------------ 4. mark colour
+# ------------------------------------------------------------------ 4. mark kernels (colour, shape, size, ...)
+
+def _kernel_panel(ax, ix, tids: list[str], models: list[str]) -> None:
+    """One channel's panel: per task variant, B per model (95% CI), the position floor as a
+    line and the other kernels' B against the task's kernel as grey labelled ticks."""
+    width = 0.7
+    for j, tid in enumerate(tids):
+        fl = next((r for (t, m, met), r in ix.items() if t == tid and met == "position_floor"), None)
+        if fl is not None:
+            ax.plot([j - 0.45, j + 0.45], [fl.value] * 2, color="black", ls="--", lw=1,
+                    label="position floor" if j == 0 else None)
+        kern = [(m, r) for (t, m, met), r in ix.items() if t == tid and m.startswith("human:kernel-") and met == "B"]
+        label_y = []  # labels at least 0.05 apart (B units), so close kernels (l5 0.870, l9 0.874) stay legible
+        for _, r in sorted(kern, key=lambda x: x[1].value):
+            label_y.append(r.value if not label_y else max(r.value, label_y[-1] + 0.05))
+        for q, (m, r) in enumerate(sorted(kern, key=lambda x: x[1].value)):
+            ax.scatter([j + 0.38], [r.value], color=HUMAN_GREY, marker="_", s=120,
+                       label="other kernels vs this kernel (reference spread)" if j == 0 and q == 0 else None)
+            ax.annotate(m.removeprefix("human:kernel-"), (j + 0.38, r.value), xytext=(j + 0.47, label_y[q]),
+                        textcoords="data", fontsize=6, color="#555555", va="center",
+                        arrowprops=dict(arrowstyle="-", color="#bbbbbb", lw=0.5, shrinkA=0, shrinkB=0))
+        for i, m in enumerate(models):
+            r = ix.get((tid, m, "B"))
+            if r is None:
+                continue
+            st = style(i)
+            x = j - width / 2 + width * (i + 0.5) / max(len(models), 1) - 0.08
+            ax.errorbar([x], [r.value], yerr=_err(r), fmt=st["marker"], color=st["color"], capsize=2, ms=5,
+                        label=legend_label(m) if j == 0 and len(models) <= 12 else None)
+    ax.set_xticks(range(len(tids)), tids, rotation=15, ha="right")
+    ax.set_ylim(0, 1)
+
 
 def mark_color(rows: list[ScoreRow], only: list[str] | None = None):
-    """B per model (95% CI) per mark-colour task variant, the position floor as a line, and
-    the other kernels' B against the task's kernel as grey points: the reference's own
-    spread."""
-    tids = sorted({r.task_id for r in rows if r.task_id.split("@")[0] == "similarity.chart.mark_color"})
+    """The kernel odd-one-out tasks (mark colour, and shape, size and the bivariate sets where
+    the rows hold them), one panel per channel: B per model (95% CI) per task variant, the
+    position floor as a line, and the other kernels' B against the task's kernel as grey
+    points: the reference's own spread.  None without kernel-task rows."""
+    tids = sorted({r.task_id for r in rows if r.task_id.split("@")[0] in MARK_KERNEL_IDS})
     if not tids:
         return None
     ix = _index(rows)
     models = _models(rows, lambda t: t in tids, only)
+    channels = [b for b in MARK_KERNEL_IDS if any(t.split("@")[0] == b for t in tids)]
     with plt.rc_context(RC):
-        fig, ax = plt.subplots(figsize=(max(5.0, 1.2 + 1.6 * len(tids)), 3.8))
-        width = 0.7
-        for j, tid in enumerate(tids):
-            fl = next((r for (t, m, met), r in ix.items() if t == tid and met == "position_floor"), None)
-            if fl is not None:
-                ax.plot([j - 0.45, j + 0.45], [fl.value] * 2, color="black", ls="--", lw=1,
-                        label="position floor" if j == 0 else None)
-            kern = [(m, r) for (t, m, met), r in ix.items() if t == tid and m.startswith("human:kernel-") and met == "B"]
-            label_y = []  # labels at least 0.05 apart (B units), so close kernels (l5 0.870, l9 0.874) stay legible
-            for _, r in sorted(kern, key=lambda x: x[1].value):
-                label_y.append(r.value if not label_y else max(r.value, label_y[-1] + 0.05))
-            for q, (m, r) in enumerate(sorted(kern, key=lambda x: x[1].value)):
-                ax.scatter([j + 0.38], [r.value], color=HUMAN_GREY, marker="_", s=120,
-                           label="other kernels vs this kernel (reference spread)" if j == 0 and q == 0 else None)
-                ax.annotate(m.removeprefix("human:kernel-"), (j + 0.38, r.value), xytext=(j + 0.47, label_y[q]),
-                            textcoords="data", fontsize=6, color="#555555", va="center",
-                            arrowprops=dict(arrowstyle="-", color="#bbbbbb", lw=0.5, shrinkA=0, shrinkB=0))
-            for i, m in enumerate(models):
-                r = ix.get((tid, m, "B"))
-                if r is None:
-                    continue
-                st = style(i)
-                x = j - width / 2 + width * (i + 0.5) / max(len(models), 1) - 0.08
-                ax.errorbar([x], [r.value], yerr=_err(r), fmt=st["marker"], color=st["color"], capsize=2, ms=5,
-                            label=legend_label(m) if j == 0 and len(models) <= 12 else None)
-        ax.set_xticks(range(len(tids)), tids, rotation=15, ha="right")
-        ax.set_ylim(0, 1)
-        ax.set_ylabel("B, agreement with the kernel (proportion)")
-        ax.set_title("Mark colour odd-one-out: B vs the position floor and the kernels' spread")
-        ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1), frameon=False)
+        widths = [max(1.6 * sum(t.split("@")[0] == b for t in tids), 2.4) for b in channels]
+        fig, axes = plt.subplots(1, len(channels), figsize=(max(5.0, 1.2 + sum(widths)), 3.8), sharey=True,
+                                 squeeze=False, gridspec_kw={"width_ratios": widths})
+        for ax, base in zip(axes[0], channels):
+            _kernel_panel(ax, ix, [t for t in tids if t.split("@")[0] == base], models)
+            if len(channels) > 1:
+                ax.set_title(base.removeprefix("similarity.chart."), fontsize=9)
+        axes[0][0].set_ylabel("B, agreement with the kernel (proportion)")
+        if len(channels) == 1 and channels[0] == "similarity.chart.mark_color":
+            fig.axes[0].set_title("Mark colour odd-one-out: B vs the position floor and the kernels' spread")
+        else:
+            fig.suptitle("Mark odd-one-out per channel: B vs the position floor and the kernels' spread")
+        legend = {}  # every panel's labelled artists, each label once (a model may answer one channel only)
+        for ax in axes[0]:
+            for h, lab in zip(*ax.get_legend_handles_labels()):
+                legend.setdefault(lab, h)
+        axes[0][-1].legend(list(legend.values()), list(legend), loc="upper left", bbox_to_anchor=(1.01, 1),
+                           frameon=False)
         return to_svg(fig)
 
 

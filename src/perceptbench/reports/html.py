@@ -22,11 +22,12 @@ from markupsafe import Markup
 
 from ..core.rundir import write_atomic
 from ..core.urls import redact_urls_in
-from ..tasks.gestalt import PANEL_CLASSIFICATION_TASKS
+from ..tasks.gestalt import MARK_KERNEL_IDS, PANEL_CLASSIFICATION_TASKS
 from .data import ReportData, finite, load_report_data
 from .headline import MARK_LEGEND, HeadlineRow, cell_text, fmt, fmt_p, headline_rows, value_text
 
-PRIMARY = {**{base: ("B", "kappa_pairwise") for base in PANEL_CLASSIFICATION_TASKS}, "similarity.chart.mark_color": ("B",),
+PRIMARY = {**{base: ("B", "kappa_pairwise") for base in PANEL_CLASSIFICATION_TASKS},
+           **{base: ("B",) for base in MARK_KERNEL_IDS},
            "similarity.chart.series_count": ("accuracy",)}
 """Headline metrics shown in the model x task matrix (SalBench: exact_match; VSI: its first headline metric)."""
 

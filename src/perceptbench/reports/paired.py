@@ -36,7 +36,7 @@ import numpy as np
 
 from ..metrics.bootstrap import N_BOOT_B, N_BOOT_KAPPA, resample_indices
 from ..records import TrialRecord
-from ..tasks.gestalt import PANEL_CLASSIFICATION_TASKS
+from ..tasks.gestalt import MARK_KERNEL_IDS, PANEL_CLASSIFICATION_TASKS
 
 
 @dataclass(frozen=True)
@@ -212,7 +212,7 @@ def _stats(base: str, rs: list[TrialRecord], humans: dict[str, list[TrialRecord]
         return {"accuracy": acc,
                 "B": _Stat(match, valid & has, N_BOOT_B),
                 "kappa_pairwise": _Stat(correct, valid, N_BOOT_KAPPA, obs)}
-    if base == "similarity.chart.mark_color":
+    if base in MARK_KERNEL_IDS:
         return {"B": acc}
     if base == "similarity.chart.series_count":
         return {"accuracy": acc}

@@ -72,8 +72,9 @@ _META = {
     ),
     "demiralp2014-kernels": dict(
         folder="perceptual-kernels",
-        prefixes=("perceptual-kernels/data/kernels/color-",),
-        title="Perceptual kernels for Tableau-10 mark colors (l5, l9, sa, td, tm)",
+        prefixes=("perceptual-kernels/data/kernels/", "perceptual-kernels/data/raw/"),
+        title=("Perceptual kernels (l5, l9, sa, td, tm) for mark colour, shape, size and the shape x colour, "
+               "size x colour and shape x size sets, and 20 subjects' raw triplet judgments (td, tm)"),
         citation=("C. Demiralp, M. S. Bernstein, J. Heer. Learning perceptual kernels for "
                   "visualization design. IEEE TVCG 20(12):1933-1942, 2014. "
                   "uwdata/perceptual-kernels@eda46ab"),
