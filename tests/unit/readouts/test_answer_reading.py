@@ -183,6 +183,9 @@ LETTER_RESULTS = [
     (("I'd pick B", "seed"), (None, False, "none", (), "no_option")),  # seed: no choice verbs
     (("The answer is b because", "seed"), ("B", False, "marked_letter", ("B",), None)),  # seed: any letter after a marker
     (("adoption B", "seed"), ("B", False, "marked_letter", ("B",), None)),  # seed: the marker may end a word (literal rule)
+    (("B.Because", "seed"), ("B", False, "leading_letter", ("B",), None)),  # seed: no abbreviation rule after a letter
+    (("B.Because", "default"), ("B", False, "standalone_letter", ("B",), None)),  # default: "B." read as a letter by rule 3
+    (("BOTH look alike", "seed"), (None, False, "none", (), "no_option")),  # seed: a capital word is no letter
 ]
 
 
