@@ -811,13 +811,15 @@ def test_figure_type_is_7_to_9_points(figure_files):
 
 
 def test_no_figure_text_runs_off_the_page(hostile_run):
-    """Before: the a(k) title, centred over a narrower axes, was cut at the figure's left edge."""
+    """Before: the a(k) and VSI titles, centred over a narrower axes, were cut at the figure's
+    left edge; the forest plot's x label ran past its right edge."""
     from perceptbench.reports import figures as F
     from perceptbench.reports.data import load_report_data
     from perceptbench.reports.html import build_report
 
     _, _, drawn, _ = build_report(load_report_data([hostile_run]), "t")
     assert len(drawn) >= 8
+    drawn.append(F.draw_vsi_histograms(_vsi_rows("llava-1.5-7b") + _vsi_rows("idefics2-8b-with-a-long-name")))
     for d in drawn:
         fig = d.fig
         fig.canvas.draw()

@@ -692,7 +692,7 @@ def draw_vsi_histograms(rows: list[ScoreRow], only: list[str] | None = None,
             ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())  # mathtext is off: plain labels
             ax.set_xlabel("VSI = KL(p_clean || p_blurred) (nats, log scale; outer bins open)")
             ax.set_ylabel("share of samples (proportion)")
-            ax.set_title(f"{tid} {cell}: VSI per sample; dashed: {threshold:g} nats")
+            ax.set_title(f"{tid} {cell}: VSI per sample; dashed: {threshold:g} nats", loc="left")
             ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1), frameon=False)
         return d.done(fig)
 
