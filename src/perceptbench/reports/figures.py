@@ -401,6 +401,7 @@ def draw_ak_curves(rows: list[ScoreRow], only: list[str] | None = None) -> Drawn
             ax.tick_params(labelbottom=False)
             axc.set_yticks(range(len(models)), labels[::-1], fontsize=MIN_FONT_PT)
             axc.yaxis.tick_right()
+            axc.tick_params(axis="y", length=0)  # the labels name the lines; a tick beside them is noise
             axc.set_ylim(-0.6, len(models) - 0.4)
             axc.spines["left"].set_visible(False)
             axc.set_xlabel("rendered series count k (number of colour series); lower panel: capacity_k, 95% CI")
