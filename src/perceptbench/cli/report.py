@@ -25,11 +25,12 @@ def report(
              "two-column paper (7.16 in or 3.5 in wide, 7-8 pt type); file names say what each shows, e.g. "
              "accuracy_vs_error_consistency.pdf. Same figures as the HTML page; byte-identical on a re-run."),
 ) -> None:
-    """Write an HTML report (figures inline) and a Markdown summary; with --figures DIR, the
-    figures and tables as files for a manuscript too.
+    """Write an HTML report (figures inline) and a Markdown summary.
 
     One self-contained page from trial records and scores alone (imports no torch, runs no
-    model)."""
+    model).
+
+    --figures DIR: its figures (PDF, SVG, PNG, CSV) and tables (CSV, LaTeX) as files too."""
     from ..records import RecordError
     from ..reports.html import write_report
 
