@@ -791,12 +791,20 @@ def test_tables_as_csv_and_latex_with_the_same_rows(figure_files, hostile_run):
 
 
 def test_figure_files_are_byte_identical_on_a_second_run(figure_files, hostile_run, tmp_path):
+    """A second report (another process) into a copy of DIR: it overwrites the files it wrote
+    (the manifest lists them) with the same bytes."""
+    import shutil
+
     _, figs, _ = figure_files
     again = tmp_path / "again"
+    shutil.copytree(figs, again)
+    for x in again.iterdir():
+        os.utime(x, ns=(0, 0))  # 1970: a file written again has a later time
     p = cli("report", str(hostile_run), "--out", str(tmp_path / "r.html"), "--figures", str(again))
     assert p.returncode == 0, p.stdout + p.stderr
     names = sorted(x.name for x in figs.iterdir())
-    assert names == sorted(x.name for x in again.iterdir())
+    assert names == sorted(x.name for x in again.iterdir()) and "perceptbench-figures.sha256" in names
+    assert all((again / n).stat().st_mtime_ns > 0 for n in names)  # every file written again
     differ = [n for n in names if (figs / n).read_bytes() != (again / n).read_bytes()]
     assert differ == []
     assert b"CreationDate" not in (figs / "accuracy_vs_error_consistency.pdf").read_bytes()
