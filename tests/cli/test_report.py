@@ -713,12 +713,16 @@ def test_figures_dir_has_pdf_svg_png_and_csv_of_every_figure_the_page_shows(figu
     for s in stems:
         for ext in ("pdf", "svg", "png", "csv"):
             assert (figs / f"{s}.{ext}").stat().st_size > 0, (s, ext)
-        assert (figs / f"{s}.pdf").read_bytes().startswith(b"%PDF-")
+        pdf = (figs / f"{s}.pdf").read_bytes()
+        assert pdf.startswith(b"%PDF-")
+        assert b"/FontFile2" in pdf and b"/Type3" not in pdf, s  # TrueType embedded: editable text, no Type 3
+        pdf_w = float(re.search(rb"/MediaBox \[ *0 0 ([0-9.]+) ", pdf).group(1)) / 72
         assert (figs / f"{s}.svg").read_text().lstrip().startswith("<?xml")
         with Image.open(figs / f"{s}.png") as im:
             assert [round(x) for x in im.info["dpi"]] == [300, 300], s
             width_in = im.size[0] / 300
         # a page column or the text width (the matrix may grow beyond it with many columns)
+        assert pdf_w == pytest.approx(width_in, abs=0.01), s  # the PDF page is the figure, no margin added
         assert width_in == pytest.approx(SINGLE_COLUMN_IN, abs=0.01) or \
             (s == "model_by_task_headline_matrix" and width_in >= DOUBLE_COLUMN_IN - 0.01) or \
             width_in == pytest.approx(DOUBLE_COLUMN_IN, abs=0.01), (s, width_in)
