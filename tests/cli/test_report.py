@@ -117,6 +117,8 @@ def test_report_in_headless_chromium(hostile_run, tmp_path):
         "dollar": "document.body.innerText.includes('model-$c$')",
         "cards": "document.querySelectorAll('#cards ~ h3').length",
         "height": "document.documentElement.scrollHeight",
+        "matrix_px": "document.querySelector('figure svg').getBoundingClientRect().width",
+        "page_px": "document.documentElement.scrollWidth",
     })
     assert res.console_errors == [], res.console_errors
     assert res.dialogs == []
@@ -125,6 +127,8 @@ def test_report_in_headless_chromium(hostile_run, tmp_path):
     assert v["scripts"] == 0 and v["imgs"] == 0 and v["onerror"] == 0
     assert v["text_model"] and v["text_raw"] and v["dollar"]  # rendered as text
     assert v["figures"] >= 7  # matrix, dissociation, a(k), mark colour, 3 SalBench, forest
+    # drawn at print size (7.16 in = 687 px), shown 1.35x on screen, within the page
+    assert 900 < v["matrix_px"] <= v["page_px"], (v["matrix_px"], v["page_px"])
     from PIL import Image
 
     img = Image.open(io.BytesIO(res.screenshot)).convert("L")
