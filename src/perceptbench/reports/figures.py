@@ -680,8 +680,8 @@ def draw_vsi_histograms(rows: list[ScoreRow], only: list[str] | None = None,
                 lab = m + (f": {ins.value:.0%} below {threshold:g} nats" if ins is not None and _finite(ins.value) else "")
                 for j, share in enumerate(frac):
                     d.add(task_id=tid, model=m, role="model", metric=r.metric, plotted_as="bin", panel=f"{tid} {cell}",
-                          x=f"[{edges[j] if edges[j] is not None else 0:g}, "
-                            f"{edges[j + 1] if j + 1 < len(edges) and edges[j + 1] is not None else 'inf'})",
+                          x=f"[{edges[j] or 0:g}, "
+                            f"{format(edges[j + 1], 'g') if j + 1 < len(edges) and edges[j + 1] is not None else 'inf'})",
                           value=float(share), n=int(counts[j]), n_null=r.n_null,
                           value_source="share of samples in the bin, from the row's note (edges_nats, counts)")
                 if ins is not None:
