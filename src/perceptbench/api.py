@@ -20,7 +20,16 @@ executor           ``--executor``, ``--ray-*``,          ``executor=``, ``ray_ad
 allow mixed        ``--allow-mixed``                     ``allow_mixed=``
 conditions         ``--condition`` (repeatable)          ``conditions=[...]``
 families           ``--family MODEL=FAMILY``             ``families={"MODEL": "FAMILY"}``
+device, dtype,     ``--device``, ``--dtype``,            ``device=``, ``dtype=``,
+attention          ``--attn-implementation``             ``attn_implementation=``
+roster             ``--roster NAME|FILE.toml``           ``roster="seed002"``
 =================  ====================================  ===========================================
+
+A roster (:mod:`perceptbench.models.roster`) adds its models, with their declared metadata, before
+any ``--model``; ``SHORT[KEY=VALUE,...]=SPEC`` declares one model's metadata inline.  The
+declared metadata goes into ``run.json`` (``models``) and ``models.csv``, and the VSI same- vs
+cross-family means read the declared families (:func:`declared_families_of`); ``families``
+overrides them model by model.
 
 Imports no torch (the runner loads model back-ends only for the models a run needs).
 """
@@ -38,7 +47,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from .runner import RunSummary
 
 __all__ = ["CACHE_MODES", "EXECUTORS", "RayOptions", "RunOptions", "RunResult", "run", "score",
-           "parse_families"]
+           "parse_families", "declared_models_of", "declared_families_of", "write_models_table"]
 
 CACHE_MODES = ("use", "refresh", "off")
 """VLM response cache modes: ``use`` (read and write), ``refresh`` (ask again, overwrite),
@@ -85,6 +94,13 @@ class RunOptions:
     conditions: Sequence[str] | None = None
     """How each model is asked (:func:`perceptbench.respond.conditions`); ``None``: the task as
     designed (``image``)."""
+    device: str = "cpu"
+    dtype: str | None = None
+    attn_implementation: str | None = None
+    """Where and in what precision local models run (:mod:`perceptbench.models.runtime`)."""
+    roster: str | None = None
+    """A packaged roster's name or a roster file (:func:`perceptbench.models.roster.load_roster`):
+    its models run before ``models``."""
 
     def check(self) -> None:
         """ValueError (one line naming the option and the value) for a bad parser mode,
@@ -94,6 +110,13 @@ class RunOptions:
             raise ValueError(f"cache mode {self.cache!r}: must be one of {', '.join(CACHE_MODES)}")
         if self.executor not in EXECUTORS:
             raise ValueError(f"--executor {self.executor!r}: not 'local' or 'ray'")
+        self.runtime().check_names()
+
+    def runtime(self):
+        """The :class:`perceptbench.models.runtime.Runtime` of these options."""
+        from .models.runtime import Runtime
+
+        return Runtime(self.device, self.dtype, self.attn_implementation)
 
 
 @dataclass
@@ -136,7 +159,13 @@ def run(out: str | Path, options: RunOptions, *, progress: bool = False, console
     not a terminal, progress is a plain line at most every ``progress_every`` seconds (default
     :data:`perceptbench.core.progress.PROGRESS_EVERY_S`).
 
-    Raises ValueError (a bad option; ``out`` an existing directory perceptbench did not
+    With ``options.roster``, the roster's models come first and, in a new run directory, every
+    entry that cannot load here (weights not cached while the hub is unreachable, an API key
+    not set) fails at once in one line before anything is written
+    (:func:`perceptbench.models.roster.check_available`).
+
+    Raises ValueError (a bad option; a bad roster file, as
+    :class:`~perceptbench.models.roster.RosterError`; ``out`` an existing directory perceptbench did not
     write; settings that differ from the run in ``out``), KeyError (unknown task),
     :class:`~perceptbench.models.base.ModelLoadError`, :class:`~perceptbench.sources.SourceError`,
     :class:`~perceptbench.records.RecordError`, RuntimeError (another process writes ``out``),
@@ -146,23 +175,85 @@ def run(out: str | Path, options: RunOptions, *, progress: bool = False, console
     from .scoring import score_file
     from .tasks.registry import DEFAULT_BATTERY
 
+    from .models.roster import check_available, declared_models, load_roster
+
     options.check()
     rd = RunDir(out)
     why = rd.foreign_reason()
     if why:
         raise ValueError(why)
+    roster = load_roster(options.roster) if options.roster else None
+    models = tuple(options.models) if options.models is not None else (() if roster else ("efficientnet-lite0",))
+    if roster is not None:
+        models = tuple(roster.model_args()) + models
+    meta = declared_models(models, roster)
+    if roster is not None and not rd.has_records():  # a new run loads every model: all missing ones in one line
+        check_available(roster)
     cfg = RunConfig(out=rd.root, tasks=tuple(options.tasks) if options.tasks is not None else DEFAULT_BATTERY,
-                    models=tuple(options.models) if options.models is not None else ("efficientnet-lite0",),
-                    seed=options.seed, batch_size=options.batch_size, stimuli=tuple(options.stimuli),
-                    cache_mode=options.cache, allow_mixed=options.allow_mixed,
+                    models=models, seed=options.seed, batch_size=options.batch_size, stimuli=tuple(options.stimuli),
+                    cache_mode=options.cache, allow_mixed=options.allow_mixed, model_meta=meta,
+                    runtime=options.runtime(),
                     **({"conditions": tuple(options.conditions)} if options.conditions else {}))
     summary = run_tasks(cfg, progress=progress, console=console, executor=options.executor,
                         ray_options=options.ray.as_kwargs() if options.executor == "ray" else None,
                         **({} if progress_every is None else {"progress_every": progress_every}))
     scores_csv = rd.scores_for(options.parser)
+    declared = _declared_models(rd)
+    if declared:
+        write_models_table(declared, rd.models_csv)
     rows = score_file(rd.records, scores_csv, parser_mode=options.parser,
-                      families=dict(options.families) if options.families else None)
+                      families=_families(declared_families_of([rd.records]), options.families))
     return RunResult(summary, rows, rd, scores_csv)
+
+
+def _declared_models(rd: RunDir) -> dict:
+    """``run.json``'s ``models`` object, ``{}`` when there is none or run.json cannot be read (the
+    declared metadata is optional to scoring, which reads records alone)."""
+    try:
+        data = rd.read_run_json() or {}
+    except (ValueError, OSError):  # not JSON, not UTF-8, unreadable: scoring goes on from the records
+        return {}
+    models = data.get("models")
+    return models if isinstance(models, dict) else {}
+
+
+def declared_models_of(records_files: Sequence[Path]) -> dict[str, dict]:
+    """The declared metadata (``run.json``'s ``models``) of the runs beside ``records_files``,
+    merged, later files winning for a model declared twice."""
+    out: dict[str, dict] = {}
+    for f in records_files:
+        out.update(_declared_models(RunDir.beside(f)))
+    return out
+
+
+def declared_families_of(records_files: Sequence[Path]) -> dict[str, str]:
+    """``{model: family}`` declared in the ``run.json`` beside each records file
+    (:func:`declared_models_of`, :func:`perceptbench.models.metadata.declared_families`: the
+    architecture line where declared, else the family)."""
+    from .models.metadata import declared_families
+
+    return declared_families(declared_models_of(records_files))
+
+
+def _families(declared: Mapping[str, str], override: Mapping[str, str] | None) -> dict[str, str] | None:
+    """The families the VSI means use: the declared ones, each overridden by ``--family``."""
+    fam = {**declared, **(override or {})}
+    return fam or None
+
+
+def write_models_table(models: Mapping[str, Mapping], path: Path) -> Path:
+    """Write ``models.csv`` (:data:`perceptbench.models.metadata.MODELS_TABLE_COLUMNS`, one row per
+    declared model, :func:`perceptbench.models.metadata.models_table_rows`) atomically."""
+    import csv
+
+    from .core.rundir import atomic_write
+    from .models.metadata import MODELS_TABLE_COLUMNS, models_table_rows
+
+    with atomic_write(path, newline="") as f:
+        w = csv.writer(f)
+        w.writerow(MODELS_TABLE_COLUMNS)
+        w.writerows(models_table_rows(models))
+    return path
 
 
 def score(records_files: Sequence[Path], out: str | Path | None = None, *, seed: int | None = None,
@@ -173,12 +264,13 @@ def score(records_files: Sequence[Path], out: str | Path | None = None, *, seed:
     by trial id first (:func:`perceptbench.runs.load_runs`; no features).  ``out``: the
     scores CSV to write (``.json`` beside it); ``None`` writes nothing.  Raises
     :class:`~perceptbench.records.RecordError`, ValueError (bad parser mode, ``out`` a
-    directory), KeyError (unknown task in the records)."""
+    directory), KeyError (unknown task in the records).  The VSI same- vs cross-family means
+    use the families declared in each run's ``run.json``, overridden by ``families``."""
     from .runs import load_runs
     from .scoring import score_file, score_records, write_scores
 
     check_parser(parser)
-    fam = dict(families) if families else None
+    fam = _families(declared_families_of(records_files), families)
     if len(records_files) == 1 and out is not None:
         return score_file(records_files[0], out, seed, parser, fam)
     features = RunDir.beside(records_files[0]).features if len(records_files) == 1 else None

@@ -42,8 +42,9 @@ class Difference:
 
     def message(self, out: str) -> str:
         """One line: what changed, for how many trials, and how to proceed."""
+        old, new = _changed_keys(self.old, self.new)
         head = (f"{out}: cannot resume: {self.what} changed for {self.n} finished trial(s) of {self.task_id} "
-                f"({self.model}): {_short(self.old)} -> {_short(self.new)}")
+                f"({self.model}): {_short(old)} -> {_short(new)}")
         if not self.allowable:
             return head + ("; resume with the same weights, or give this model another short name (SHORT=SPEC) "
                            "or another --out")
@@ -52,6 +53,16 @@ class Difference:
     def as_json(self) -> dict:
         return {"what": self.what, "task_id": self.task_id, "model": self.model, "old": self.old, "new": self.new,
                 "n": self.n}
+
+
+def _changed_keys(old: Any, new: Any) -> tuple[Any, Any]:
+    """Two dicts cut to the keys whose values differ (a settings dict says what changed, e.g.
+    ``{'dtype': 'float32'} -> {'dtype': 'bfloat16'}``); anything else as given."""
+    if isinstance(old, dict) and isinstance(new, dict):
+        keys = [k for k in dict.fromkeys([*old, *new]) if old.get(k) != new.get(k)]
+        if keys:
+            return {k: old.get(k) for k in keys}, {k: new.get(k) for k in keys}
+    return old, new
 
 
 def _short(v: Any) -> str:

@@ -53,7 +53,8 @@ def run(out: str | Path, tasks: Sequence[str] | None = None, models: Sequence[st
         parser: str = "default", cache: str = "use", executor: str = "local", ray_address: str | None = None,
         gpus_per_model: float = 0, ray_workers: int | None = None, chunk_size: int = 0,
         allow_mixed: bool = False, families: Mapping[str, str] | None = None,
-        conditions: Sequence[str] | None = None) -> "pd.DataFrame":
+        conditions: Sequence[str] | None = None, device: str = "cpu", dtype: str | None = None,
+        attn_implementation: str | None = None, roster: str | None = None) -> "pd.DataFrame":
     """Run tasks x models into the run directory ``out``, score it, return the scores.
 
     The same orchestration as ``perceptbench run`` (:func:`perceptbench.api.run`), with the
@@ -70,7 +71,11 @@ def run(out: str | Path, tasks: Sequence[str] | None = None, models: Sequence[st
     ``gpus_per_model``, ``ray_workers``, ``chunk_size`` (``--ray-address`` ...);
     ``allow_mixed`` (``--allow-mixed``); ``families``: ``{model: family}`` for the VSI
     agreement means (``--family``); ``conditions``: how each model is asked (``--condition``:
-    ``image``, the default, or e.g. ``image_withheld``).
+    ``image``, the default, or e.g. ``image_withheld``); ``device``, ``dtype`` (``float32``,
+    ``bfloat16``, ``float16``; local ``hf:`` VLMs, encoders run in float32),
+    ``attn_implementation`` (``--device``, ``--dtype``, ``--attn-implementation``;
+    :mod:`perceptbench.models.runtime`); ``roster``: a packaged roster's name
+    or a roster file (``--roster``), whose models run before ``models``.
 
     Returns the scores as a DataFrame (:func:`scores_frame`).  Raises KeyError (unknown
     task), ValueError (bad option or setting, a different seed than ``out`` holds, ``out`` an
@@ -83,7 +88,8 @@ def run(out: str | Path, tasks: Sequence[str] | None = None, models: Sequence[st
     options = RunOptions(tasks=tasks, models=models, seed=seed, batch_size=batch_size, stimuli=tuple(stimuli),
                          parser=parser, cache=cache, executor=executor,
                          ray=RayOptions(ray_address, gpus_per_model, ray_workers, chunk_size),
-                         allow_mixed=allow_mixed, families=families, conditions=conditions)
+                         allow_mixed=allow_mixed, families=families, conditions=conditions, device=device,
+                         dtype=dtype, attn_implementation=attn_implementation, roster=roster)
     return scores_frame(run_and_score(out, options, progress=progress).rows)
 
 

@@ -23,6 +23,7 @@ the file and line (:class:`~perceptbench.records.RecordError`).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 from dataclasses import dataclass
@@ -271,6 +272,12 @@ class TaskColumns:
             np.array([r.rep for r in records], np.int64), np.array([r.run_meta.seed for r in records], np.int64),
             vocab["model"].values, vocab["family"].values, vocab["stimulus"].values, vocab["readout"].values,
             vocab["split"].values, vocab["version"].values, values.values)
+
+    def subset(self, keep: np.ndarray) -> "TaskColumns":
+        """The records where ``keep`` (bool (n,)) is True, with the same code vocabularies."""
+        per_record = ("row", "model", "family", "stimulus", "readout", "split", "version", "response",
+                      "ground_truth", "manipulated_value", "correct", "rep", "seed")
+        return dataclasses.replace(self, **{f: getattr(self, f)[keep] for f in per_record})
 
     def take(self, rows: np.ndarray) -> dict[str, np.ndarray]:
         """The per-record arrays at positions ``rows`` (a dict by field name)."""

@@ -16,10 +16,14 @@ stimulus_id       stable id of the human-facing stimulus (e.g. ``silh_airplane1`
 manipulated_value the value of the manipulated stimulus variable (e.g. the rendered series
                   count k), or null when the task manipulates none.
 model             the short name the user gave (``efficientnet-lite0``), or
-                  ``human:subject-01`` / ``human:kernel-l5`` for human data.
-model_family      ``encoder``, ``vlm`` (local), ``api`` or ``human``.
+                  ``human:subject-01`` / ``human:kernel-l5`` for human data,
+                  ``published:<name>`` for a release's published model trials.
+model_family      ``encoder``, ``vlm`` (local), ``api``, ``human``, or ``published``: a model's
+                  trials that a human-data release itself published (e.g. Geirhos et al.'s
+                  CNNs, ``published:alexnet``), read from the release, not run.
 readout           how a response was obtained: ``prototype_cosine``, ``odd_one_out_cosine``,
-                  ``ridge_round``, ``vlm_prompt``, ``human_trial``, ``human_kernel``.
+                  ``ridge_round``, ``vlm_prompt``, ``human_trial``, ``human_kernel``,
+                  ``published_trial``.
 owner             who maintains the task definition (``perceptbench``).
 response_space    ``choice`` (a class label), ``position`` (1..3 in the shown order) or
                   ``count`` (an integer); ``multilabel`` for set-valued answers.
@@ -59,7 +63,7 @@ SCHEMA_FIELDS: tuple[str, ...] = (
 )
 """The top-level fields of a trial record, in the order of seed 000 appendix C."""
 
-MODEL_FAMILIES = ("encoder", "vlm", "api", "human")
+MODEL_FAMILIES = ("encoder", "vlm", "api", "human", "published")
 RESPONSE_SPACES = ("choice", "position", "count", "multilabel")
 
 JSONScalar = str | int | float | bool | None

@@ -7,6 +7,7 @@ skips every trial already in ``records.jsonl``; a crashed run resumes where it s
 
 from __future__ import annotations
 
+import functools
 import os
 import time
 from dataclasses import dataclass, field
@@ -17,7 +18,8 @@ from typing import Callable, Sequence
 from .core.progress import PROGRESS_EVERY_S, progress_for
 from .core.rundir import RunDir
 from .core.version import __version__
-from .models.base import Identified
+from .models.base import Identified, RuntimeDeclared
+from .models.runtime import Runtime, check_runtime
 from .readouts.encoder import READOUT_SPECS
 from .records import RecordStore, make_trial_id
 from .respond import (DEFAULT_CONDITION, HUMAN_PANEL, Job, conditions, model_kind, prompt_version, respondent_for,
@@ -40,7 +42,10 @@ class RunConfig:
     family's default (:func:`perceptbench.models.base.default_batch_size`: 8 images, 32
     requests).  Responses do not depend on it; records carry the value used.  ``conditions``:
     how each model is asked (:func:`perceptbench.respond.conditions`: ``image``, the task as
-    designed; ``image_withheld``, the question without the image), each its own respondent."""
+    designed; ``image_withheld``, the question without the image), each its own respondent.
+    ``runtime``: device, dtype and attention implementation of the local models
+    (:class:`perceptbench.models.runtime.Runtime`; default CPU, float32), recorded in every
+    model record's ``run_meta.settings``."""
 
     out: Path
     tasks: Sequence[str] = DEFAULT_BATTERY
@@ -51,6 +56,11 @@ class RunConfig:
     cache_mode: str = "use"
     allow_mixed: bool = False
     conditions: Sequence[str] = (DEFAULT_CONDITION,)
+    runtime: Runtime = field(default_factory=Runtime)
+    model_meta: dict = field(default_factory=dict)
+    """``{short name: declared metadata}`` (:func:`perceptbench.models.roster.declared_models`),
+    written into ``run.json`` under ``models`` once the run starts (an entry of the same name
+    from an earlier run is replaced)."""
 
 
 @dataclass
@@ -58,6 +68,7 @@ class RunSummary:
     run_id: str
     written: int = 0
     human_written: int = 0
+    published_written: int = 0  # a release's published model trials (model_family "published")
     skipped: int = 0
     human_skipped: int = 0  # human records already in the file (a resume), not written again
     cache_hits: int = 0
@@ -149,21 +160,28 @@ def _static_differences(task: Task, stimuli: list[Stimulus], finished: list, see
     return diffs
 
 
-def _model_differences(name: str, model, finished: list) -> list:
+def _model_differences(name: str, model, finished: list, kind: str | None = None) -> list:
     """What differs between a model's finished trials and the loaded model: model_version (never
-    allowed: other weights under one short name are another model) and generation settings."""
+    allowed: other weights under one short name are another model), a VLM's generation settings
+    (dtype, device type and attention implementation among them) and an encoder's runtime
+    settings (device type).  ``kind``: the model's :func:`~perceptbench.respond.model_kind` when
+    ``model`` is a description of a model loaded elsewhere (a Ray worker's ``model_info``)."""
     from .provenance import compare
 
+    kind = kind or model_kind(model)
     gs = dict(getattr(model, "generation_settings", None) or {})
     cur = {"model_version": model.model_version}
-    if gs and model_kind(model) != "encoder":
-        cur["generation settings"] = gs
+    what = "generation settings"
+    if kind == "encoder":  # where it runs (device type, float32): RuntimeDeclared
+        gs, what = (dict(model.runtime_settings) if isinstance(model, RuntimeDeclared) else {}), "runtime settings"
+    if gs:
+        cur[what] = gs
 
     def get(r):
         vals = {"model_version": r.run_meta.model_version}
         old = r.run_meta.model_extra.get("settings")
-        if "generation settings" in cur and r.readout == "vlm_prompt" and isinstance(old, dict):
-            vals["generation settings"] = {**gs, **{k: old[k] for k in gs if k in old}}
+        if what in cur and isinstance(old, dict):  # every readout (answers, VSI distributions, embeddings)
+            vals[what] = {**gs, **{k: old[k] for k in gs if k in old}}
         return vals
 
     tasks = sorted({r.task_id for r in finished})
@@ -287,7 +305,8 @@ def run(cfg: RunConfig, *, progress: bool = True, load_model: Callable | None = 
 
     from .models.registry import load_model as _load, parse_model_arg
 
-    load_model = load_model or _load
+    check_runtime(cfg.runtime)  # a device that is not there, a dtype it cannot run: before anything is written
+    load_model = load_model or functools.partial(_load, runtime=cfg.runtime)
     out = Path(cfg.out)
     run_id = f"run-{time.strftime('%Y%m%d-%H%M%S', time.gmtime())}-{os.getpid()}"
     summary = RunSummary(run_id)
@@ -339,6 +358,8 @@ def run(cfg: RunConfig, *, progress: bool = True, load_model: Callable | None = 
         # run.json under the lock the store holds for the whole run: a second run started into the
         # same new --out is refused by the lock before it can write its own run.json (issue 20 item 6)
         _check_run_json(out, cfg)
+        if cfg.model_meta:
+            RunDir(out).update_run_json(lambda data: data.setdefault("models", {}).update(cfg.model_meta))
         finished: list = []
         if store.done:
             from .records import read_records
@@ -365,7 +386,8 @@ def run(cfg: RunConfig, *, progress: bool = True, load_model: Callable | None = 
             res = run_trials(Job(task, HUMAN_PANEL, HUMAN_PANEL.name, list(stimuli), [], store, cfg.seed, run_id, out,
                                  stimulus_ids=frozenset(wanted)))
             summary.written += res.written
-            summary.human_written += res.written
+            summary.human_written += res.written - res.published
+            summary.published_written += res.published
             summary.human_skipped += res.already
             chosen = [s for s in stimuli if s.split == "test" and (not wanted or s.stimulus_id in wanted)]
             for condition in cfg.conditions:
@@ -431,7 +453,7 @@ def _run_plan_on_ray(plan, cfg, store, run_id, out, extra_meta, gate, finished, 
     from .executors.ray_executor import run_plan
 
     def model_gate(name: str, info) -> None:
-        gate(_model_differences(name, info, _finished_of(finished, name)))
+        gate(_model_differences(name, info, _finished_of(finished, name), kind=info.kind))
         if info.identity_warning:
             summary.warnings.append(info.identity_warning)
             if console is not None:
@@ -440,7 +462,8 @@ def _run_plan_on_ray(plan, cfg, store, run_id, out, extra_meta, gate, finished, 
                 console.print(f"[yellow]warning:[/yellow] {escape(info.identity_warning)}", highlight=False)
 
     res = run_plan(plan, store=store, seed=cfg.seed, run_id=run_id, batch_size=cfg.batch_size, out=out,
-                   cache_mode=cfg.cache_mode, extra_meta=extra_meta, gate=model_gate, **ray_options)
+                   cache_mode=cfg.cache_mode, extra_meta=extra_meta, gate=model_gate, runtime=cfg.runtime,
+                   **ray_options)
     for key, (n, hits, reqs) in res.items():
         summary.written += n
         summary.cache_hits += hits

@@ -712,7 +712,7 @@ def test_figures_dir_has_pdf_svg_png_and_csv_of_every_figure_the_page_shows(figu
     html = out.read_text()
     stems = sorted(p.stem for p in figs.glob("*.pdf"))
     assert len(stems) == len(_inline_svgs(html)) >= 8, stems  # one file set per figure on the page
-    assert "accuracy_vs_error_consistency" in stems and "model_vs_model_paired_differences" in stems
+    assert "accuracy_vs_error_consistency_silhouettes" in stems and "model_vs_model_paired_differences" in stems
     assert not any(re.fullmatch(r"fig\d*", s) for s in stems)
     for s in stems:
         for ext in ("pdf", "svg", "png", "csv"):
@@ -767,7 +767,7 @@ def test_figure_csv_numbers_are_those_of_scores_csv(figure_files, hostile_run):
                 [want[c] for c in ("value", "ci_low", "ci_high", "n", "n_null")], (path.name, r)
             n_checked += 1
     assert n_checked > 100
-    models = {r["model"] for r in _csv_rows(figs / "accuracy_vs_error_consistency.csv") if r["role"] == "model"}
+    models = {r["model"] for r in _csv_rows(figs / "accuracy_vs_error_consistency_silhouettes.csv") if r["role"] == "model"}
     assert models == {"model-a", XSS_MODEL, "model-$c$"}  # labels as written, not escaped for HTML
 
 
@@ -815,7 +815,7 @@ def test_figure_files_are_byte_identical_on_a_second_run(figure_files, hostile_r
     assert all((again / n).stat().st_mtime_ns > 0 for n in names)  # every file written again
     differ = [n for n in names if (figs / n).read_bytes() != (again / n).read_bytes()]
     assert differ == []
-    assert b"CreationDate" not in (figs / "accuracy_vs_error_consistency.pdf").read_bytes()
+    assert b"CreationDate" not in (figs / "accuracy_vs_error_consistency_silhouettes.pdf").read_bytes()
 
 
 def test_figure_type_is_7_to_9_points(figure_files):
@@ -871,3 +871,24 @@ def test_unwritable_figures_dir_is_named(tmp_path, monkeypatch):
 def test_report_help_documents_figures():
     p = cli("report", "--help", columns=200)
     assert p.returncode == 0 and "--figures" in p.stdout and "300-dpi PNG" in p.stdout and "LaTeX" in p.stdout
+def test_mark_figure_has_one_panel_per_kernel_channel(monkeypatch):
+    """Issue 23: the similarity principle covers colour, shape and size on the same footing."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from perceptbench.core.rows import ScoreRow
+    from perceptbench.reports import figures as F
+
+    monkeypatch.setattr(F, "to_svg", lambda fig: fig)
+    rows = []
+    for tid, model in (("similarity.chart.mark_color", "a"), ("similarity.chart.mark_shape", "b"),
+                       ("similarity.chart.mark_shape_size@kernel=td", "a")):
+        rows += [ScoreRow(tid, model, "B", 0.5, 0.4, 0.6, 120, 0),
+                 ScoreRow(tid, model, "position_floor", 0.33, None, None, 120, 0),
+                 ScoreRow(tid, "human:kernel-l5", "B", 0.8, None, None, 120, 0)]
+    fig = F.mark_color(rows)
+    assert [ax.get_title() for ax in fig.axes[:3]] == ["mark_color", "mark_shape", "mark_shape_size"]
+    labels = fig.legends[0].get_texts()  # one legend under the panels
+    assert {"a", "b"} <= {t.get_text() for t in labels}  # model b answered the shape panel only
+    only_colour = F.mark_color(rows[:3])
+    assert len(only_colour.axes) == 1 and only_colour.axes[0].get_title().startswith("Mark colour odd-one-out")

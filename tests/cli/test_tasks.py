@@ -22,6 +22,7 @@ def test_every_task_says_in_words_whether_human_data_score_it(base_id):
 
 @pytest.mark.parametrize("base_id, first", [
     ("closure.nat.silhouette", "yes: each of 10 observers' answer"),
+    ("closure.nat.edges", "yes: each of 10 observers' answer to every line drawing"),
     ("similarity.chart.mark_color", "yes: a perceptual kernel"),
     ("similarity.chart.series_count", "no per-trial answers: a published capacity band"),
     ("similarity.chart.category_mean", "yes: 3,822 per-trial answers"),
@@ -44,3 +45,31 @@ def test_the_tasks_listing_shows_the_human_data_column():
     assert "human reference id: geirhos2019.silhouette.modal" in block
     sal = out[out.index("salbench.detection.syn\n"):]
     assert "human data: no human answers" in " ".join(sal.split()[:60])
+
+
+def test_the_edge_task_is_listed_with_its_human_data_and_is_not_in_the_default_run():
+    p = cli("tasks", columns=100)
+    assert p.returncode == 0, p.stderr
+    out = p.stdout
+    silh = out[out.index("closure.nat.silhouette\n"):out.index("closure.nat.edges\n")]
+    edges = out[out.index("closure.nat.edges\n"):out.index("similarity.chart.mark_color")]
+    assert "default run: yes" in silh and "default run" not in edges  # opt-in: --task closure.nat.edges
+    assert "human reference id: geirhos2019.edges.modal" in edges
+    assert "published:* records" in " ".join(edges.split())
+
+
+@pytest.mark.parametrize("base_id, ref", [
+    ("similarity.chart.mark_shape", "demiralp2014.shape-tm"), ("similarity.chart.mark_size", "demiralp2014.size-tm"),
+    ("similarity.chart.mark_shape_color", "demiralp2014.shapecolor-tm"),
+    ("similarity.chart.mark_size_color", "demiralp2014.sizecolor-tm"),
+    ("similarity.chart.mark_shape_size", "demiralp2014.shapesize-tm")])
+def test_the_kernel_tasks_are_listed_opt_in_with_their_kernel(base_id, ref):
+    p = cli("tasks", columns=100)
+    assert p.returncode == 0, p.stderr
+    out = p.stdout
+    start = out.index(base_id + "\n")
+    block = out[start:out.index("\n", out.index("description:", start))]
+    assert "human data: yes: a perceptual kernel" in " ".join(block.split())
+    assert f"human reference id: {ref}" in block
+    assert "default run" not in block  # opt-in: the colour task alone is in the default run
+    assert "default run: yes" in out[out.index("similarity.chart.mark_color\n"):]

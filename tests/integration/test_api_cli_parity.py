@@ -27,7 +27,10 @@ def test_every_run_option_is_a_python_argument_and_a_cli_flag():
                "batch_size": ("batch_size", "--batch-size"), "stimuli": ("stimuli", "--stimulus"),
                "parser": ("parser", "--parser"), "cache": ("cache", "--no-cache"),
                "executor": ("executor", "--executor"), "allow_mixed": ("allow_mixed", "--allow-mixed"),
-               "families": ("families", "--family"), "conditions": ("conditions", "--condition")}
+               "families": ("families", "--family"), "conditions": ("conditions", "--condition"),
+               "device": ("device", "--device"), "dtype": ("dtype", "--dtype"),
+               "attn_implementation": ("attn_implementation", "--attn-implementation"),
+               "roster": ("roster", "--roster")}
     ray = {"address": ("ray_address", "--ray-address"), "gpus_per_model": ("gpus_per_model", "--gpus-per-model"),
            "workers": ("ray_workers", "--ray-workers"), "chunk_size": ("chunk_size", "--chunk-size")}
     fields = {f for f in RunOptions.__dataclass_fields__ if f != "ray"}
@@ -41,7 +44,13 @@ def test_every_run_option_is_a_python_argument_and_a_cli_flag():
 
 @pytest.mark.parametrize("bad, message", [({"parser": "loose"}, "--parser 'loose'"),
                                           ({"cache": "sometimes"}, "cache mode 'sometimes'"),
-                                          ({"executor": "slurm"}, "--executor 'slurm'")])
+                                          ({"executor": "slurm"}, "--executor 'slurm'"),
+                                          ({"dtype": "float8"}, "--dtype 'float8': must be one of float32, "
+                                                                "bfloat16, float16"),
+                                          ({"attn_implementation": "fast"}, "--attn-implementation 'fast'"),
+                                          ({"device": "tpu9"}, "--device 'tpu9': not a torch device"),
+                                          ({"device": "cuda", "models": ["efficientnet-lite0"]},
+                                           "--device cuda: CUDA is not available here")])
 def test_python_run_refuses_a_bad_option_before_writing(tmp_path, bad, message):
     with pytest.raises(ValueError, match=message):
         pb.run(tmp_path / "r", tasks=[TASK], **bad)

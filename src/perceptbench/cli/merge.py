@@ -19,12 +19,14 @@ def merge(
 
     Identical trials are kept once; conflicting trials are refused. Two records with one trial
     id must agree in every field but run_meta.run_id; records of different seeds are refused.
-    Score the result with `perceptbench score OUT`.  Atomic: the merged run is written into a
+    Score the result with `perceptbench score OUT`.  The runs' declared model metadata
+    (run.json ``models``) is merged into OUT's run.json.  Atomic: the merged run is written into a
     hidden folder beside OUT and renamed onto it, so an interrupted merge leaves no OUT (and
     no partial records.jsonl) and its rerun starts afresh."""
     import os
     import shutil
 
+    from ..api import declared_models_of
     from ..core.rundir import RunDir
     from ..records import RecordError, RecordStore
     from ..runs import load_runs, records_path
@@ -40,12 +42,14 @@ def merge(
         fail(e)
     rd = RunDir(out)
     seed = merged[0].run_meta.seed
+    declared = declared_models_of(sources)  # the models' declared metadata goes along
     building = RunDir(out.parent / f".{out.name}.merging-{os.getpid()}")
     signals_as_interrupts()
     try:
         with RecordStore(building.records) as store:
             store.append(merged)
-            building.start(seed, merged_from=[str(p.resolve()) for p in sources])  # under the records lock
+            building.start(seed, merged_from=[str(p.resolve()) for p in sources],  # under the records lock
+                           **({"models": declared} if declared else {}))
         os.replace(building.root, out)  # onto a new or empty --out: the whole run or nothing
     except KeyboardInterrupt as e:
         shutil.rmtree(building.root, ignore_errors=True)

@@ -18,7 +18,13 @@ from .tables import print_scores, print_signal_table
 def run(
     out: Path = typer.Option(Path("runs/default"), help="Run directory (records.jsonl, scores.csv)."),
     task: Optional[List[str]] = typer.Option(None, "--task", help="Task id (repeatable). Default: the Gestalt battery."),
-    model: Optional[List[str]] = typer.Option(None, "--model", help="[SHORT=]SPEC (repeatable). Default: efficientnet-lite0."),
+    model: Optional[List[str]] = typer.Option(None, "--model", help="[SHORT[KEY=VALUE,...]=]SPEC (repeatable; the "
+                                              "bracket declares family, objective, params, vision_tower, access, "
+                                              "architecture). Default: efficientnet-lite0."),
+    roster: Optional[str] = typer.Option(None, "--roster", help="A packaged roster (seed000, seed001, "
+                                         "seed001-backbones, seed002; `perceptbench models` lists them) or a roster "
+                                         "file (.toml): its models, with their declared metadata, run before any "
+                                         "--model."),
     seed: int = typer.Option(0, help="Seed for splits, shuffles, stimuli and bootstraps."),
     batch_size: Optional[int] = typer.Option(None, help="Images per encoder forward pass (default 8) / "
                                                      "requests per VLM batch (default 32)."),
@@ -49,6 +55,14 @@ def run(
     chunk_size: int = typer.Option(0, "--chunk-size", help="Test stimuli per Ray shard (--executor ray); 0: one "
                                                         "shard per task and model (records identical to local)."),
     family: Optional[List[str]] = typer.Option(None, "--family", help=FAMILY_HELP),
+    device: str = typer.Option("cpu", "--device", help="Torch device of local models: cpu, cuda, cuda:1, mps. "
+                                                     "Recorded in every record."),
+    dtype: Optional[str] = typer.Option(None, "--dtype", help="Precision of local hf: VLMs: float32 (default), "
+                                                            "bfloat16 or float16; image encoders always run in "
+                                                            "float32. Recorded in every record."),
+    attn_implementation: Optional[str] = typer.Option(None, "--attn-implementation",
+                                                      help="transformers attention of local hf: VLMs (eager, sdpa, "
+                                                           "flash_attention_2, ...); default: the model's own."),
 ) -> None:
     """Run tasks x models; write records.jsonl and scores.csv."""
     from ..api import RayOptions, RunOptions, run as run_and_score
@@ -65,7 +79,8 @@ def run(
                          cache="off" if no_cache else "refresh" if refresh_cache else "use",
                          executor=executor, ray=RayOptions(ray_address, gpus_per_model, ray_workers, chunk_size),
                          allow_mixed=allow_mixed, families=families_option(family),
-                         conditions=tuple(condition) if condition else None)
+                         conditions=tuple(condition) if condition else None, device=device, dtype=dtype,
+                         attn_implementation=attn_implementation, roster=roster)
     check_out(out, "run")
     rd = RunDir(out)
     before = rd.count_records()
@@ -85,9 +100,11 @@ def run(
     except (ValueError, KeyError, ModelLoadError, SourceError, RecordError, RuntimeError, ImportError) as e:
         fail(e)
     summary, rows = res.summary, res.rows
-    n_model = summary.written - summary.human_written
+    n_model = summary.written - summary.human_written - summary.published_written
+    published = f", {summary.published_written} published model trials" if summary.published_written else ""
     console.print(f"{summary.run_id}: wrote {summary.written} records ({n_model} model "
-                  f"{'trial' if n_model == 1 else 'trials'}, {summary.human_written} human), skipped {summary.skipped} "
+                  f"{'trial' if n_model == 1 else 'trials'}, {summary.human_written} human{published}), "
+                  f"skipped {summary.skipped} "
                   "finished trials"
                   + (f" ({summary.human_skipped} human records already written)" if summary.human_skipped else ""))
     for d in summary.mixed:

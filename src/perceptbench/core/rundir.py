@@ -6,6 +6,7 @@ A run directory (``perceptbench run --out DIR``) holds::
                         what an --allow-mixed resume allowed; the inputs of a merge)
     records.jsonl       the trial records, append-only (perceptbench.records.RecordStore)
     scores.csv/.json    the scores under the default parser; scores.MODE.csv/.json under another
+    models.csv          the models' declared metadata (family, objective, ...), when a run declares any
     features/           VSI encoder-LLM probe features (seed 002 §2.4), read with numpy at scoring
     stimuli/            rendered stimulus images written by ``perceptbench show``
     report.html/.md     the default place of ``perceptbench report``
@@ -42,6 +43,7 @@ __all__ = ["RunDir", "RecordsLock", "atomic_write", "write_atomic", "RUN_DIR_MAR
 RUN_JSON = "run.json"
 RECORDS = "records.jsonl"
 SCORES_CSV = "scores.csv"
+MODELS_CSV = "models.csv"
 FEATURES = "features"
 STIMULI = "stimuli"
 REPORT_HTML = "report.html"
@@ -180,6 +182,11 @@ class RunDir:
         """``scores.csv`` for the default parser, ``scores.MODE.csv`` for another (so a
         non-default parser never overwrites the default table)."""
         return self.scores_csv if parser_mode == "default" else self.root / f"scores.{parser_mode}.csv"
+
+    @property
+    def models_csv(self) -> Path:
+        """``models.csv``: the declared model metadata of ``run.json``'s ``models``, one row per model."""
+        return self.root / MODELS_CSV
 
     @property
     def features(self) -> Path:

@@ -82,10 +82,11 @@ class ShardWorker:
     """A Ray actor body: one model, loaded once in ``__init__``; :meth:`run_shard` runs one
     task on a list of test stimulus ids and returns ``(json lines, cache hits, cache requests)``."""
 
-    def __init__(self, model_arg: str, seed: int, run_id: str, batch_size: int | None, out: str, cache_mode: str):
+    def __init__(self, model_arg: str, seed: int, run_id: str, batch_size: int | None, out: str, cache_mode: str,
+                 runtime=None):
         from ..models.registry import load_model
 
-        self.model = load_model(model_arg)
+        self.model = load_model(model_arg, runtime)
         self.seed, self.run_id, self.batch_size, self.out, self.cache_mode = seed, run_id, batch_size, Path(out), cache_mode
         self._stimuli: dict[str, tuple] = {}
 
@@ -95,11 +96,13 @@ class ShardWorker:
 
     def model_info(self) -> dict:
         """What the driver's resume check needs of the loaded model."""
-        from ..models.base import VLM, Identified
+        from ..models.base import VLM, Identified, RuntimeDeclared
+        from ..respond import model_kind
 
         m = self.model
-        return {"name": m.name, "model_version": m.model_version,
+        return {"name": m.name, "model_version": m.model_version, "kind": model_kind(m),
                 "generation_settings": dict(m.generation_settings) if isinstance(m, VLM) else {},
+                "runtime_settings": dict(m.runtime_settings) if isinstance(m, RuntimeDeclared) else {},
                 "family": m.family, "identity_warning": m.identity_warning if isinstance(m, Identified) else None}
 
     def _task(self, spec: str):
@@ -134,7 +137,7 @@ def run_plan(plan: list, *, store, seed: int, run_id: str, batch_size: int | Non
              extra_meta: Callable[[], dict], gate: Callable[[str, object], None],
              advance: Callable[[int, int], None] | None = None, address: str | None = None,
              gpus_per_model: float = 0, workers: int | None = None, chunk_size: int | None = None,
-             max_retries: int = 3) -> dict:
+             max_retries: int = 3, runtime=None) -> dict:
     """Run the local runner's ``plan`` (tuples ``(task, stimuli, model_arg, name, pending, condition)``)
     on Ray and append every returned record to ``store`` from this (driver) process.
 
@@ -142,7 +145,8 @@ def run_plan(plan: list, *, store, seed: int, run_id: str, batch_size: int | Non
     process already initialised, else starts a local one.  ``workers``: actors per model
     (default: the cluster's CPU count, or its GPU count / ``gpus_per_model``).  ``gate(name,
     model_info)`` is called once per model before its shards run (the resume checks).
-    ``chunk_size``: test stimuli per shard; None: all of a (task, model)'s pending stimuli in
+    ``runtime``: the local models' device, dtype and attention implementation
+    (:class:`perceptbench.models.runtime.Runtime`; ``None``: CPU, float32).  ``chunk_size``: test stimuli per shard; None: all of a (task, model)'s pending stimuli in
     one shard, which gives records identical to a local run.  Smaller shards embed images in
     other batches than a local run (the odd-one-out readout's component cache starts empty
     per shard), which can move float rounding in ``raw_output``'s 6th decimal; responses
@@ -166,7 +170,7 @@ def run_plan(plan: list, *, store, seed: int, run_id: str, batch_size: int | Non
         name = plan[idxs[0]][3]
         shards = [(i, plan[i][0].spec, [s.stimulus_id for s in chunk], plan[i][5])  # spec: paths included
                   for i in idxs for chunk in _chunks(plan[i][4], chunk_size or max(1, len(plan[i][4])))]
-        pool = [Actor.remote(arg, seed, run_id, batch_size, str(out), cache_mode)
+        pool = [Actor.remote(arg, seed, run_id, batch_size, str(out), cache_mode, runtime)
                 for _ in range(min(workers, max(1, len(shards))))]
         gate(name, types.SimpleNamespace(**ray.get(pool[0].model_info.remote())))
         meta = extra_meta()

@@ -105,3 +105,18 @@ def null_bracket(b: float, nu: float) -> tuple[float, float]:
     """Bracket of the fully scored value: (1-nu) B <= B_full <= (1-nu) B + nu
     (seed 000 D.4), ``nu`` = null fraction in [0, 1]."""
     return (1 - nu) * b, (1 - nu) * b + nu
+
+
+def pairwise_agreement(answers: np.ndarray) -> np.ndarray:
+    """Per item, the fraction of observer pairs giving the same answer (the human–human
+    agreement on each item; 1/3 expected for three-way guessing, 1 when all agree).
+
+    ``answers``: int array (J, n), J >= 2 observers' answer codes on n items (every observer
+    answered every item).  Returns float64 (n,): sum_a C(c_a, 2) / C(J, 2), c_a the number of
+    observers giving answer a.  Raises ValueError for fewer than two observers."""
+    answers = np.asarray(answers)
+    J = answers.shape[0]
+    if J < 2:
+        raise ValueError(f"pairwise agreement needs two or more observers, got {J}")
+    same = sum((answers[a][None] == answers[a + 1:]).sum(0) for a in range(J - 1))
+    return same / (J * (J - 1) / 2)

@@ -88,6 +88,16 @@ class Encoder(Protocol):
 
 
 @runtime_checkable
+class RuntimeDeclared(Protocol):
+    """A local model that declares where and in what precision it runs: ``runtime_settings``,
+    a JSON-able dict (``{"device_type": "cpu" | "cuda" | "mps", "dtype": "float32"}`` for the
+    image encoders, which always run in float32; :mod:`perceptbench.models.runtime`).  Encoder
+    records carry it in ``run_meta.settings`` and the resume check compares it."""
+
+    runtime_settings: dict
+
+
+@runtime_checkable
 class TextEncoder(Protocol):
     """An image-text encoder (CLIP, SigLIP ...) that can also embed sentences."""
 

@@ -82,6 +82,8 @@ class EfficientNetLiteEncoder:
         model.load_state_dict(map_state_dict(sd, list(model.state_dict())), strict=True)
         self.model = model.eval().to(device)
         self.device = device
+        self.runtime_settings = {"device_type": torch.device(device).type, "dtype": "float32"}
+        """Where it runs; always float32 (:class:`~perceptbench.models.base.RuntimeDeclared`)."""
         self.data_config = timm.data.resolve_data_config({}, model=model)
         self.transform = timm.data.create_transform(**self.data_config)
 

@@ -324,6 +324,8 @@ class HFEncoder:
         if not is_local:
             self._load_kw = dict(revision=pinned, cache_dir=cache_dir, local_files_only=local_files_only)
         self.device = torch.device(device)
+        self.runtime_settings = {"device_type": torch.device(device).type, "dtype": "float32"}
+        """Where it runs; always float32 (:class:`~perceptbench.models.base.RuntimeDeclared`)."""
 
         self.model = self._load_model(src, config)
         self.model.eval().to(self.device)

@@ -96,6 +96,8 @@ class OpenCLIPEncoder:
         self.model_name = model_name
         self.pretrained = pretrained
         self.device = torch.device(device)
+        self.runtime_settings = {"device_type": torch.device(device).type, "dtype": "float32"}
+        """Where it runs; always float32 (:class:`~perceptbench.models.base.RuntimeDeclared`)."""
         self._cache_dir = cache_dir
         schema = model_name.split(":", 1)[0] if model_name.startswith(("hf-hub:", "local-dir:")) else None
         if schema and pretrained is not None:

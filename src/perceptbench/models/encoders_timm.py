@@ -91,6 +91,8 @@ class TimmEncoder:
 
         self.name = name or model_name
         self.device = torch.device(device)
+        self.runtime_settings = {"device_type": torch.device(device).type, "dtype": "float32"}
+        """Where it runs; always float32 (:class:`~perceptbench.models.base.RuntimeDeclared`)."""
         if checkpoint_path is not None:
             self.model = self._from_checkpoint(model_name, Path(checkpoint_path))
             arch = self.model.pretrained_cfg.get("architecture", model_name.split(".")[0])

@@ -8,11 +8,30 @@ import os
 import socket
 
 
-def _hub_host() -> tuple[str, int]:
+def _host_port(url: str) -> tuple[str, int]:
     from urllib.parse import urlparse
 
-    u = urlparse(os.environ.get("HF_ENDPOINT") or "https://huggingface.co")
-    return u.hostname or "huggingface.co", u.port or (80 if u.scheme == "http" else 443)
+    u = urlparse(url)
+    return u.hostname or url, u.port or (80 if u.scheme == "http" else 443)
+
+
+def _hub_host() -> tuple[str, int]:
+    return _host_port(os.environ.get("HF_ENDPOINT") or "https://huggingface.co")
+
+
+def host_unreachable_reason(url: str, timeout: float = 3.0) -> str | None:
+    """Why the host of ``url`` (``https://api.openai.com``) cannot be reached, or None when one
+    TCP connection to it (port from the URL, else 443 / 80 for ``http``) succeeds within
+    ``timeout`` seconds."""
+    return _connect_reason(*_host_port(url), timeout)
+
+
+def _connect_reason(host: str, port: int, timeout: float) -> str | None:
+    try:
+        socket.create_connection((host, port), timeout=timeout).close()
+    except OSError as e:
+        return f"{host}:{port} is not reachable ({type(e).__name__}: {e})"
+    return None
 
 
 def hub_unreachable_reason(timeout: float = 3.0) -> str | None:
@@ -29,9 +48,4 @@ def hub_unreachable_reason(timeout: float = 3.0) -> str | None:
         offline_const = False
     if offline_const or os.environ.get("HF_HUB_OFFLINE", "").strip().lower() not in ("", "0", "false", "no", "off"):
         return "HF_HUB_OFFLINE is set"
-    host, port = _hub_host()
-    try:
-        socket.create_connection((host, port), timeout=timeout).close()
-    except OSError as e:
-        return f"{host}:{port} is not reachable ({type(e).__name__}: {e})"
-    return None
+    return _connect_reason(*_hub_host(), timeout)

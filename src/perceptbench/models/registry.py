@@ -105,7 +105,12 @@ _VLM_MODEL_TYPES = {"llava", "llava_next", "llava_onevision", "idefics2", "idefi
 def parse_model_arg(arg: str) -> tuple[str, ModelSpec]:
     """``[SHORT=]SPEC`` -> (short name, spec).  Raises ValueError for an unknown kind, for a name
     holding ``|`` (the trial id separator), and for a name ending in ``[word]``: that form names a model under a condition
-    (:func:`perceptbench.core.conditions.respondent_label`), so it would be read back as one."""
+    (:func:`perceptbench.core.conditions.respondent_label`), so it would be read back as one.
+    ``SHORT[KEY=VALUE,...]=SPEC`` declares the model's metadata (:func:`parse_model_meta`), which
+    this function leaves aside."""
+    from .metadata import split_inline_meta
+
+    arg, _ = split_inline_meta(arg)
     short = None
     if "=" in arg and not arg.split("=", 1)[0].count(":"):
         short, arg = arg.split("=", 1)
@@ -124,6 +129,15 @@ def parse_model_arg(arg: str) -> tuple[str, ModelSpec]:
         raise ValueError(f"model name {name!r} ends in [{parse_respondent_label(name)[1]}], the form of a "
                          "condition's respondent label (MODEL[condition]); choose another name with SHORT=SPEC")
     return name, spec
+
+
+def parse_model_meta(arg: str):
+    """The metadata a ``SHORT[KEY=VALUE,...]=SPEC`` argument declares
+    (:class:`~perceptbench.models.metadata.ModelMeta`), or None for an argument without it.
+    Raises ValueError (one line naming the argument and the field) for a bad key or value."""
+    from .metadata import split_inline_meta
+
+    return split_inline_meta(arg)[1]
 
 
 def split_pinned_version(model: str) -> tuple[str, str | None]:
@@ -217,42 +231,52 @@ def quiet_loading(import_transformers: bool = False):
             f()
 
 
-def load_model(arg: str):
+def load_model(arg: str, runtime=None):
     """Load a model from its command-line name; returns an Encoder or a VLM.  Loading prints
     no progress bar or info log of its back-end (:func:`quiet_loading`).
 
+    ``runtime``: a :class:`perceptbench.models.runtime.Runtime` (``None``: CPU, float32): every
+    local model runs on its device; a local ``hf:`` VLM also in its dtype and attention
+    implementation, image encoders in float32 always; API models ignore it.
+
     Raises ModelLoadError naming the model when it cannot be built."""
+    from .runtime import Runtime
+
     short, spec = parse_model_arg(arg)
+    rt = runtime or Runtime()
     if spec.kind in ("hf", "timm", "open_clip"):
         with quiet_loading(import_transformers=spec.kind == "hf"):
-            return _load(short, spec)
-    return _load(short, spec)
+            return _load(short, spec, rt)
+    return _load(short, spec, rt)
 
 
-def _load(short: str, spec: ModelSpec):
+def _load(short: str, spec: ModelSpec, rt):
+    dev = {} if rt.device == "cpu" else {"device": rt.device}  # the classes' own default is cpu
     if spec.kind == "efficientnet":
-        return _cls("perceptbench.models.default:EfficientNetLiteEncoder")(spec.ref, name=short)
+        return _cls("perceptbench.models.default:EfficientNetLiteEncoder")(spec.ref, name=short, **dev)
     if spec.kind == "hf":
         repo, _, rev = spec.ref.partition("@")
         if repo.startswith(("/", "./", "../", "~")) and not os.path.isdir(os.path.expanduser(repo)):
             raise ModelLoadError(f"hf:{repo}: no such model directory")
         if is_vlm_dir_or_id(spec.ref):
-            return _cls("perceptbench.models.vlm_hf:HFVLM")(repo, name=short, revision=rev or None)
-        return _cls("perceptbench.models.encoders_hf:HFEncoder")(repo, name=short, revision=rev or None)
+            return _cls("perceptbench.models.vlm_hf:HFVLM")(repo, name=short, revision=rev or None, **dev,
+                                                            dtype=rt.dtype, attn_implementation=rt.attn_implementation)
+        return _cls("perceptbench.models.encoders_hf:HFEncoder")(repo, name=short, revision=rev or None, **dev)
     if spec.kind == "timm":
         arch, sep, weights = spec.ref.partition("@")
         if sep:  # timm:NAME@/path/to/weights.pth: a local checkpoint, no hub
             if not weights or not os.path.isfile(os.path.expanduser(weights)):
                 raise ModelLoadError(f"timm:{spec.ref}: no such weights file {weights!r}")
             return _cls("perceptbench.models.encoders_timm:TimmEncoder")(
-                arch, name=short, checkpoint_path=os.path.expanduser(weights))
-        return _cls("perceptbench.models.encoders_timm:TimmEncoder")(spec.ref, name=short)
+                arch, name=short, checkpoint_path=os.path.expanduser(weights), **dev)
+        return _cls("perceptbench.models.encoders_timm:TimmEncoder")(spec.ref, name=short, **dev)
     if spec.kind == "open_clip":
         arch, _, pretrained = spec.ref.partition("@")
         if not pretrained and not arch.startswith(("hf-hub:", "local-dir:")):
             raise ModelLoadError(f"open_clip:{arch} names no weights; use open_clip:ARCH@PRETRAINED "
                                  "(random initialisation is for tests only)")
-        return _cls("perceptbench.models.encoders_openclip:OpenCLIPEncoder")(arch, pretrained or None, name=short)
+        return _cls("perceptbench.models.encoders_openclip:OpenCLIPEncoder")(arch, pretrained or None, name=short,
+                                                                             **dev)
     if spec.kind == "openai":
         model, version = split_pinned_version(spec.ref)
         return _cls("perceptbench.models.api:OpenAICompatibleVLM")(

@@ -91,6 +91,10 @@ class HFVLM:
         torch device string (``"cpu"``, ``"cuda"``, ``"cuda:1"``).
     dtype:
         ``None`` (float32), ``"bfloat16"``, ``"float16"`` or a ``torch.dtype``.
+    attn_implementation:
+        transformers' attention implementation (``"eager"``, ``"sdpa"``,
+        ``"flash_attention_2"`` ...; :data:`perceptbench.models.runtime.ATTN_IMPLEMENTATIONS`);
+        ``None`` keeps the model's default.  Recorded in ``generation_settings`` when given.
     max_new_tokens:
         Cap on generated tokens per request of :meth:`generate` (default 40, seed 000 D.4).  A
         request's own ``VLMRequest.max_new_tokens`` applies when it is smaller.  The VSI methods
@@ -112,7 +116,8 @@ class HFVLM:
         could not be resolved.
     generation_settings:
         JSON-able dict of everything besides weights and inputs that changes an answer:
-        decoding, max_new_tokens, dtype, device type and the chat template's sha256.
+        decoding, max_new_tokens, dtype, device type, the attention implementation when one was
+        asked for, and the chat template's sha256.
 
     Raises
     ------
@@ -135,6 +140,7 @@ class HFVLM:
         device: str = "cpu",
         dtype: Any = None,
         max_new_tokens: int | None = None,
+        attn_implementation: str | None = None,
     ) -> None:
         try:
             import torch
@@ -169,7 +175,9 @@ class HFVLM:
             self.processor = AutoProcessor.from_pretrained(self.model_id, **kw)
             # transformers >= 4.56 names it ``dtype``; older releases ``torch_dtype``
             dtype_kw = "dtype" if _transformers_at_least(4, 56) else "torch_dtype"
-            self.model = AutoModelForImageTextToText.from_pretrained(self.model_id, **{dtype_kw: self.dtype}, **kw)
+            attn = {"attn_implementation": attn_implementation} if attn_implementation else {}
+            self.model = AutoModelForImageTextToText.from_pretrained(self.model_id, **{dtype_kw: self.dtype}, **attn,
+                                                                     **kw)
         except (OSError, ValueError, KeyError, ImportError) as e:
             raise ModelLoadError(f"could not load VLM {ref!r}: {type(e).__name__}: {e}") from e
         self.model.to(self.device).eval()
@@ -214,6 +222,8 @@ class HFVLM:
             "device_type": self._torch.device(self.device).type,
             "chat_template_sha256": self._chat_template_sha,
         }
+        if attn_implementation:  # only when given: the cache keys of runs without it stay as they were
+            self.generation_settings["attn_implementation"] = str(attn_implementation)
 
     def __repr__(self) -> str:
         return f"HFVLM(name={self.name!r}, model_version={self.model_version!r})"

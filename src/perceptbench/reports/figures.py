@@ -36,6 +36,7 @@ import numpy as np  # noqa: E402
 
 from ..core.rows import ScoreRow  # noqa: E402
 from .headline import CAPACITY_BAND, MIN_N, HeadlineRow, cell_mark, fmt  # noqa: E402
+from ..tasks.gestalt import MARK_KERNEL_IDS  # noqa: E402
 
 OKABE_ITO = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000", "#F0E442")
 """Okabe-Ito colours, most distinguishable first (yellow last: weak on white)."""
@@ -256,23 +257,29 @@ def draw_matrix(heads: list[HeadlineRow], models: list[str], cols: list[tuple[st
 
 # ------------------------------------------------------------------ 2. accuracy vs kappa
 
-def dissociation(rows: list[ScoreRow], labelled: list[str] | None = None):
-    """:func:`draw_dissociation` as inline SVG (None without silhouette rows)."""
-    return svg_of(draw_dissociation(rows, labelled))
+PANEL_STIMULI = {"closure.nat.silhouette": "silhouettes", "closure.nat.edges": "line drawings"}
+"""What the x axis of :func:`dissociation` names, per human-panel classification task."""
 
 
-def draw_dissociation(rows: list[ScoreRow], labelled: list[str] | None = None) -> Drawn | None:
-    """Silhouette accuracy (x) vs error consistency kappa (y), 95% CIs both ways; the
+def dissociation(rows: list[ScoreRow], labelled: list[str] | None = None, task: str = "closure.nat.silhouette"):
+    """:func:`draw_dissociation` as inline SVG (None without rows of ``task``)."""
+    return svg_of(draw_dissociation(rows, labelled, task))
+
+
+def draw_dissociation(rows: list[ScoreRow], labelled: list[str] | None = None,
+                      task: str = "closure.nat.silhouette") -> Drawn | None:
+    """Accuracy (x) vs error consistency kappa (y) on a human-panel classification ``task``
+    (a base id of :data:`PANEL_STIMULI`; default the silhouettes), 95% CIs both ways; the
     observers as grey points (accuracy@test, kappa_loo@test); the pairwise human ceiling
-    as a band (its bootstrap CI) and a line (its mean).  Single column wide, legend below."""
-    task = "closure.nat.silhouette"
+    as a band (its bootstrap CI) and a line (its mean).  None when no rows of ``task``.
+    Single column wide, legend below; file name ``accuracy_vs_error_consistency_<stimuli>``."""
     tids = sorted({r.task_id for r in rows if r.task_id.split("@")[0] == task})
     if not tids:
         return None
     tid = tids[0]
     ix = _index(rows)
     models = _models(rows, lambda t: t == tid)
-    d = Drawn("accuracy_vs_error_consistency", None)
+    d = Drawn("accuracy_vs_error_consistency_" + PANEL_STIMULI[task].replace(" ", "_"), None)
     with plt.rc_context(RC):
         fig, ax = plt.subplots(figsize=(SINGLE_COLUMN_IN, 4.6), layout="constrained")
         ceil = ix.get((tid, "human:panel", "ceiling_kappa_pairwise_mean@test"))
@@ -321,9 +328,9 @@ def draw_dissociation(rows: list[ScoreRow], labelled: list[str] | None = None) -
             ax.errorbar(a.value, k.value, xerr=_err(a), yerr=_err(k), fmt=st["marker"], color=st["color"],
                         ms=5, capsize=2, lw=1, label=legend_label(m))
         ax.set_xlim(-0.02, 1.02)
-        ax.set_xlabel("accuracy on silhouettes (proportion correct, 16-way)")
+        ax.set_xlabel(f"accuracy on {PANEL_STIMULI[task]} (proportion correct, 16-way)")
         ax.set_ylabel("error consistency kappa (unitless)")
-        ax.set_title("Accuracy vs error consistency\n(closure.nat.silhouette, test split)")
+        ax.set_title(f"Accuracy vs error consistency\n({task}, test split)")
         ax.legend(loc="upper left", bbox_to_anchor=(-0.2, -0.16), frameon=False, ncols=1)
         return d.done(fig)
 
@@ -414,59 +421,83 @@ def draw_ak_curves(rows: list[ScoreRow], only: list[str] | None = None) -> Drawn
         return d.done(fig)
 
 
-# ------------------------------------------------------------------ 4. mark colour
+# ------------------------------------------------------------------ 4. mark kernels (colour, shape, size, ...)
+
+def _kernel_panel(ax, ix, tids: list[str], models: list[str], d: Drawn) -> None:
+    """One channel's panel: per task variant, B per model (95% CI), the position floor as a
+    line and the other kernels' B against the task's kernel as grey labelled ticks; every
+    plotted number appended to ``d``'s data."""
+    width = 0.7
+    for j, tid in enumerate(tids):
+        fl = next((r for (t, m, met), r in ix.items() if t == tid and met == "position_floor"), None)
+        if fl is not None:
+            d.add(fl, role="floor", plotted_as="y line", x=tid)
+            ax.plot([j - 0.45, j + 0.45], [fl.value] * 2, color="black", ls="--", lw=1,
+                    label="position floor" if j == 0 else None)
+        kern = [(m, r) for (t, m, met), r in ix.items() if t == tid and m.startswith("human:kernel-") and met == "B"]
+        label_y = []  # labels at least 0.07 apart (B units), so close kernels (l5 0.870, l9 0.874) stay legible
+        for _, r in sorted(kern, key=lambda x: x[1].value):
+            label_y.append(r.value if not label_y else max(r.value, label_y[-1] + 0.07))
+        for q, (m, r) in enumerate(sorted(kern, key=lambda x: x[1].value)):
+            d.add(r, role="kernel", plotted_as="y", x=tid)
+            ax.scatter([j + 0.38], [r.value], color=HUMAN_GREY, marker="_", s=120,
+                       label="other kernels vs this kernel (reference spread)" if j == 0 and q == 0 else None)
+            ax.annotate(m.removeprefix("human:kernel-"), (j + 0.38, r.value), xytext=(j + 0.47, label_y[q]),
+                        textcoords="data", fontsize=MIN_FONT_PT, color="#555555", va="center",
+                        arrowprops=dict(arrowstyle="-", color="#bbbbbb", lw=0.5, shrinkA=0, shrinkB=0))
+        for i, m in enumerate(models):
+            r = ix.get((tid, m, "B"))
+            if r is None:
+                continue
+            d.add(r, role="model", plotted_as="y", x=tid)
+            st = style(i)
+            x = j - width / 2 + width * (i + 0.5) / max(len(models), 1) - 0.08
+            ax.errorbar([x], [r.value], yerr=_err(r), fmt=st["marker"], color=st["color"], capsize=2, ms=5,
+                        label=legend_label(m) if j == 0 and len(models) <= 12 else None)
+    ax.set_xticks(range(len(tids)), [_wrap_task(t) for t in tids])
+    ax.set_ylim(0, 1)
+
 
 def mark_color(rows: list[ScoreRow], only: list[str] | None = None):
-    """:func:`draw_mark_color` as inline SVG (None without mark-colour rows)."""
+    """:func:`draw_mark_color` as inline SVG (None without kernel-task rows)."""
     d = draw_mark_color(rows, only)
     return None if d is None else to_svg(d.fig)
 
 
 def draw_mark_color(rows: list[ScoreRow], only: list[str] | None = None) -> Drawn | None:
-    """B per model (95% CI) per mark-colour task variant, the position floor as a line, and
-    the other kernels' B against the task's kernel as grey points: the reference's own
-    spread.  Double column."""
-    tids = sorted({r.task_id for r in rows if r.task_id.split("@")[0] == "similarity.chart.mark_color"})
+    """The kernel odd-one-out tasks (mark colour, and shape, size and the bivariate sets where
+    the rows hold them), one panel per channel: B per model (95% CI) per task variant, the
+    position floor as a line, and the other kernels' B against the task's kernel as grey
+    points: the reference's own spread.  None without kernel-task rows.  One column wide for
+    a single task variant, else double column; one legend under the panels."""
+    tids = sorted({r.task_id for r in rows if r.task_id.split("@")[0] in MARK_KERNEL_IDS})
     if not tids:
         return None
     ix = _index(rows)
     models = _models(rows, lambda t: t in tids, only)
-    d = Drawn("mark_colour_agreement_vs_kernels", None)
+    d = Drawn("mark_odd_one_out_agreement_vs_kernels", None)
+    channels = [b for b in MARK_KERNEL_IDS if any(t.split("@")[0] == b for t in tids)]
     with plt.rc_context(RC):
-        fig, ax = plt.subplots(figsize=(SINGLE_COLUMN_IN if len(tids) == 1 else DOUBLE_COLUMN_IN, 3.6),
-                               layout="constrained")
-        width = 0.7
-        for j, tid in enumerate(tids):
-            fl = next((r for (t, m, met), r in ix.items() if t == tid and met == "position_floor"), None)
-            if fl is not None:
-                d.add(fl, role="floor", plotted_as="y line", x=tid)
-                ax.plot([j - 0.45, j + 0.45], [fl.value] * 2, color="black", ls="--", lw=1,
-                        label="position floor" if j == 0 else None)
-            kern = [(m, r) for (t, m, met), r in ix.items() if t == tid and m.startswith("human:kernel-") and met == "B"]
-            label_y = []  # labels at least 0.06 apart (B units), so close kernels (l5 0.870, l9 0.874) stay legible
-            for _, r in sorted(kern, key=lambda x: x[1].value):
-                label_y.append(r.value if not label_y else max(r.value, label_y[-1] + 0.07))
-            for q, (m, r) in enumerate(sorted(kern, key=lambda x: x[1].value)):
-                d.add(r, role="kernel", plotted_as="y", x=tid)
-                ax.scatter([j + 0.38], [r.value], color=HUMAN_GREY, marker="_", s=120,
-                           label="other kernels vs this kernel (reference spread)" if j == 0 and q == 0 else None)
-                ax.annotate(m.removeprefix("human:kernel-"), (j + 0.38, r.value), xytext=(j + 0.47, label_y[q]),
-                            textcoords="data", fontsize=MIN_FONT_PT, color="#555555", va="center",
-                            arrowprops=dict(arrowstyle="-", color="#bbbbbb", lw=0.5, shrinkA=0, shrinkB=0))
-            for i, m in enumerate(models):
-                r = ix.get((tid, m, "B"))
-                if r is None:
-                    continue
-                d.add(r, role="model", plotted_as="y", x=tid)
-                st = style(i)
-                x = j - width / 2 + width * (i + 0.5) / max(len(models), 1) - 0.08
-                ax.errorbar([x], [r.value], yerr=_err(r), fmt=st["marker"], color=st["color"], capsize=2, ms=5,
-                            label=legend_label(m) if j == 0 and len(models) <= 12 else None)
-        ax.set_xticks(range(len(tids)), [_wrap_task(t) for t in tids])
-        ax.set_ylim(0, 1)
-        ax.set_ylabel("B, agreement with the kernel (proportion)")
-        ax.set_title("Mark colour odd-one-out: B vs the\nposition floor and the kernels' spread")
-        fig.legend(loc="outside lower center", frameon=False, ncols=1 if len(tids) == 1 else 2)
+        widths = [max(sum(t.split("@")[0] == b for t in tids), 1) for b in channels]
+        fig, axes = plt.subplots(1, len(channels), figsize=(SINGLE_COLUMN_IN if len(tids) == 1 else DOUBLE_COLUMN_IN,
+                                                             3.6), sharey=True, squeeze=False,
+                                 gridspec_kw={"width_ratios": widths}, layout="constrained")
+        for ax, base in zip(axes[0], channels):
+            _kernel_panel(ax, ix, [t for t in tids if t.split("@")[0] == base], models, d)
+            if len(channels) > 1:
+                ax.set_title(base.removeprefix("similarity.chart."))
+        axes[0][0].set_ylabel("B, agreement with the kernel (proportion)")
+        if len(channels) == 1 and channels[0] == "similarity.chart.mark_color":
+            fig.axes[0].set_title("Mark colour odd-one-out: B vs the\nposition floor and the kernels' spread")
+        else:
+            fig.suptitle("Mark odd-one-out per channel: B vs the position floor and the kernels' spread",
+                         fontsize=RC["axes.titlesize"])
+        legend = {}  # every panel's labelled artists, each label once (a model may answer one channel only)
+        for ax in axes[0]:
+            for h, lab in zip(*ax.get_legend_handles_labels()):
+                legend.setdefault(lab, h)
+        fig.legend(list(legend.values()), list(legend), loc="outside lower center", frameon=False,
+                   ncols=1 if len(tids) == 1 else 2)
         return d.done(fig)
 
 

@@ -40,6 +40,7 @@ from dataclasses import dataclass, field
 from typing import Iterable
 
 from ..core.rows import ScoreRow
+from ..tasks.gestalt import MARK_KERNEL_IDS, PANEL_CLASSIFICATION_TASKS
 
 MIN_N = 30
 """Rows scored on fewer trials are flagged ``small n`` (CI half-width bound 1.96/(2 sqrt 30) = 0.179, seed 000 D.1)."""
@@ -178,7 +179,7 @@ def _make(ix: _Index, task_id: str, model: str, metric: str, label: str, *, floo
                        trials)
 
 
-def _silhouette(ix: _Index, tid: str, m: str) -> list[HeadlineRow | None]:
+def _panel_classification(ix: _Index, tid: str, m: str) -> list[HeadlineRow | None]:
     s = _split_suffix(ix, tid, m)
     chance = 1 / 16
     return [
@@ -205,7 +206,11 @@ def _mark_color(ix: _Index, tid: str, m: str) -> list[HeadlineRow | None]:
     return [_make(ix, tid, m, "B", "B (odd-one-out agreement)", floor=ix.value(tid, m, "position_floor"),
                   floor_label="position floor", ceiling=ceiling,
                   ceiling_label=f"mean B of the other {len(kernels)} kernels", extra=extra,
-                  source="seed 000 D.1, D.3")]
+                  source="seed 000 D.1, D.3"),
+            # with the study's per-subject raw judgments (issue 23): error consistency with the subjects
+            _make(ix, tid, m, "kappa_pairwise", "error consistency kappa (vs the subjects)", floor=0.0,
+                  floor_label="chance 0", ceiling_row=ix.get(tid, "human:panel", "ceiling_kappa_pairwise_mean@test"),
+                  ceiling_label="mean pairwise subject kappa", proportion=False, source="seed 000 Eq. 2, D.2")]
 
 
 def _series(ix: _Index, tid: str, m: str) -> list[HeadlineRow | None]:
@@ -293,8 +298,8 @@ def _vsi(ix: _Index, tid: str, m: str) -> list[HeadlineRow | None]:
 
 
 TASK_RULES = {
-    "closure.nat.silhouette": _silhouette,
-    "similarity.chart.mark_color": _mark_color,
+    **{base: _panel_classification for base in PANEL_CLASSIFICATION_TASKS},
+    **{base: _mark_color for base in MARK_KERNEL_IDS},  # every kernel odd-one-out task, one rule
     "similarity.chart.series_count": _series,
 }
 

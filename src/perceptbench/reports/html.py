@@ -22,10 +22,12 @@ from markupsafe import Markup
 
 from ..core.rundir import write_atomic
 from ..core.urls import redact_urls_in
+from ..tasks.gestalt import MARK_KERNEL_IDS, PANEL_CLASSIFICATION_TASKS
 from .data import ReportData, finite, load_report_data
 from .headline import MARK_LEGEND, HeadlineRow, cell_text, fmt, fmt_p, headline_rows, value_text
 
-PRIMARY = {"closure.nat.silhouette": ("B", "kappa_pairwise"), "similarity.chart.mark_color": ("B",),
+PRIMARY = {**{base: ("B", "kappa_pairwise") for base in PANEL_CLASSIFICATION_TASKS},
+           **{base: ("B",) for base in MARK_KERNEL_IDS},
            "similarity.chart.series_count": ("accuracy",)}
 """Headline metrics shown in the model x task matrix (SalBench: exact_match; VSI: its first headline metric)."""
 
@@ -264,6 +266,7 @@ def build_report(data: ReportData, title: str):
     few = models[:MAX_FIGURE_MODELS]
     drawn = dict(
         fig_matrix=F.draw_matrix(heads, models, cols), fig_dissociation=F.draw_dissociation(data.scores, few),
+        fig_dissociation_edges=F.draw_dissociation(data.scores, few, task="closure.nat.edges"),
         fig_ak=F.draw_ak_curves(data.scores, few), fig_mark=F.draw_mark_color(data.scores, few),
         fig_sal_shots=F.draw_salbench_shots(data.scores, few),
         fig_sal_cats=F.draw_salbench_categories(data.scores, few),

@@ -22,7 +22,7 @@ first re-parsed and split by prompt version exactly as for scoring
 Statistics (the same formulas as the scorers, recomputed from the records):
 accuracy / B = masked mean of ``correct`` over non-null trials (seed 000 D.1); SalBench
 exact match = mean over every stimulus, a null counting as the empty set (seed 001 §4);
-silhouette B = match with the observers' modal response (tied modes
+silhouette and edge B = match with the observers' modal response (tied modes
 excluded); kappa_pairwise = mean over observers of Cohen-style error consistency (seed
 000 Eq. 2, D.2)."""
 
@@ -36,6 +36,7 @@ import numpy as np
 
 from ..metrics.bootstrap import N_BOOT_B, N_BOOT_KAPPA, resample_indices
 from ..records import TrialRecord
+from ..tasks.gestalt import MARK_KERNEL_IDS, PANEL_CLASSIFICATION_TASKS
 
 
 @dataclass(frozen=True)
@@ -108,7 +109,7 @@ def adjust_p_values(p: list[float]) -> tuple[np.ndarray, np.ndarray]:
 
 def _mode(responses):
     from ..scorers.human_panel import modal_response  # the scorer's own tie rule
-    from ..stimuli.silhouettes import NO_ANSWER
+    from ..stimuli.geirhos import NO_ANSWER
 
     return modal_response(responses, NO_ANSWER)
 
@@ -196,7 +197,7 @@ def _stats(base: str, rs: list[TrialRecord], humans: dict[str, list[TrialRecord]
     correct = np.array([bool(r.correct) for r in rs], float)
     valid = np.array([r.response is not None and r.ground_truth is not None for r in rs])
     acc = _Stat(correct, valid, N_BOOT_B)
-    if base == "closure.nat.silhouette":
+    if base in PANEL_CLASSIFICATION_TASKS:
         obs_models = sorted(m for m in humans if m.startswith("human:subject"))
         if not obs_models:
             return {"accuracy": acc}
@@ -211,7 +212,7 @@ def _stats(base: str, rs: list[TrialRecord], humans: dict[str, list[TrialRecord]
         return {"accuracy": acc,
                 "B": _Stat(match, valid & has, N_BOOT_B),
                 "kappa_pairwise": _Stat(correct, valid, N_BOOT_KAPPA, obs)}
-    if base == "similarity.chart.mark_color":
+    if base in MARK_KERNEL_IDS:
         return {"B": acc}
     if base == "similarity.chart.series_count":
         return {"accuracy": acc}

@@ -95,13 +95,15 @@ class Job:
 
 @dataclass
 class Result:
-    """Records written, answers served from the response cache, answers requested, and records
-    that were in the store already (not written again: a resume)."""
+    """Records written, answers served from the response cache, answers requested, records
+    that were in the store already (not written again: a resume), and of those written, how many
+    are a release's published model trials (``model_family "published"``)."""
 
     written: int = 0
     cache_hits: int = 0
     cache_requests: int = 0
     already: int = 0
+    published: int = 0
 
 
 class Respondent(abc.ABC):

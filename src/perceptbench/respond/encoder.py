@@ -11,7 +11,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ..models.base import default_batch_size
+from ..models.base import RuntimeDeclared, default_batch_size
 from ..readouts.encoder import (
     READOUT_SPECS, ClassProbeReadout, LinearProbeReadout, PrototypeReadout, RetrievalReadout, RidgeCountReadout,
     odd_one_out, readout_prompt_id)
@@ -140,7 +140,9 @@ class EncoderRespondent(Respondent):
         readout = job.task.encoder_readout_for(job.model)
         bs = default_batch_size(job.batch_size, "encoder")
         ctx = job.context(model_name=job.model.name, model_family="encoder", model_version=job.model.model_version,
-                          readout=readout, prompt_id=readout_prompt_id(readout), settings={"batch_size": bs})
+                          readout=readout, prompt_id=readout_prompt_id(readout),
+                          settings={"batch_size": bs, **(job.model.runtime_settings
+                                                         if isinstance(job.model, RuntimeDeclared) else {})})
         return _Encoding(job, bs, ctx)
 
     def first_step(self, job: Job) -> str:

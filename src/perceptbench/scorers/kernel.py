@@ -4,7 +4,9 @@ whose human answer comes from a perceptual kernel, a symmetric dissimilarity mat
 object owns the metric and its reference points: B against the reference kernel's answer
 per respondent, the position floor (max_k f_k of the target positions), and the human
 spread, how many answers differ between the other kernels (``human:kernel-<name>``
-respondents)."""
+respondents).  Where the task also carries the study's per-subject raw odd-one-out judgments
+(``human:subject-NN`` respondents, issue 23 item 1), the human-panel scorer of the silhouette
+task scores the models against those subjects too (:meth:`KernelOddOneOutScorer.panel_rows`)."""
 
 from __future__ import annotations
 
@@ -14,10 +16,22 @@ import itertools
 import numpy as np
 
 from ..core.rows import ScoreRow
-from ..metrics.agreement import masked_mean_counts, position_floor
+from ..metrics.agreement import masked_mean_counts, pairwise_agreement, position_floor
 from ..metrics.bootstrap import N_BOOT_B, BootstrapResult
 from ..record_table import TaskColumns
 from .common import batches, intervals, null_rows, respondent_positions, with_estimate
+from .human_panel import HumanPanelScorer
+
+SUBJECT_PREFIX = "human:subject-"
+"""Respondent names of the per-subject raw judgments (one record per subject and triplet)."""
+
+PANEL_RENAME = {"B": "B_subject_mode", "B_over_ceiling": "B_subject_mode_over_ceiling",
+                "kappa_aggregate": "kappa_aggregate", "kappa_pairwise": "kappa_pairwise",
+                "kappa_over_ceiling": "kappa_over_ceiling"}
+"""The human-panel rows a model keeps on a kernel task, renamed where the kernel rows use the
+name: ``B`` there is agreement with the kernel, so the panel's modal-match B is
+``B_subject_mode``; its ``accuracy`` (= the kernel B on the same triplets) and null rows (the
+kernel rows') are not repeated."""
 
 
 def kernel_odd_one_out(kernel: np.ndarray, triplet: tuple[int, int, int]) -> int | None:
@@ -45,11 +59,59 @@ class KernelOddOneOutScorer:
     def __init__(self, task_id: str, reference: str):
         self.task_id = task_id
         self.reference = reference
+        self.panel = HumanPanelScorer(task_id)
 
     def score(self, c: TaskColumns, seed: int) -> list[ScoreRow]:
         """Score rows from the task's records as columns: B against the kernel's odd-one-out
         per respondent (respondents with as many trials scored together on the shared
-        draws), floors and null rates per model, agreement between the kernels."""
+        draws), floors and null rates per model, agreement between the kernels; then, when
+        ``human:subject-NN`` records are present, :meth:`panel_rows`."""
+        subject = np.array([str(m).startswith(SUBJECT_PREFIX) for m in c.models], bool)[c.model] if c.n else None
+        if subject is None or not subject.any():
+            return self.kernel_rows(c, seed)
+        kernel = np.array([str(m).startswith("human:kernel-") for m in c.models], bool)[c.model]
+        return (self.kernel_rows(c.subset(~subject), seed)
+                + self.panel_rows(c.subset(~kernel & (c.ground_truth != 0)), seed))
+
+    def panel_rows(self, c: TaskColumns, seed: int) -> list[ScoreRow]:
+        """Rows against the subjects' raw odd-one-out judgments, on the triplets with a kernel
+        answer (``c``: subject and model records only).  A subject's ``correct`` is agreement
+        with the kernel, so the :class:`HumanPanelScorer` rows read: ``human:panel``
+        ``observer_accuracy_*`` (subjects' agreement with the kernel), the pairwise and
+        leave-one-out kappa ceilings computed like the silhouette panel's, per-subject rows
+        (``human:subject-NN`` ``accuracy``, ``B``, ``kappa_loo`` ``@all``/``@test``) and per model
+        the error consistency with the subjects (``kappa_aggregate``, ``kappa_pairwise``,
+        ``kappa_over_ceiling``) and the match with the subjects' modal answer
+        (:data:`PANEL_RENAME`).  Added on ``human:panel``: ``triplet_agreement_mean/min/max``,
+        the fraction of subject pairs giving the same answer on a triplet (human–human
+        agreement per triplet, :func:`~perceptbench.metrics.agreement.pairwise_agreement`), and
+        ``triplet_accuracy_min/max``, the extremes over triplets of the fraction of subjects
+        agreeing with the kernel (its mean is ``observer_accuracy_mean``)."""
+        tid = self.task_id
+        rows = []
+        for r in self.panel.score(c, seed):
+            if r.model.startswith("human:"):
+                rows.append(r)
+            elif r.metric in PANEL_RENAME:
+                rows.append(dataclasses.replace(r, metric=PANEL_RENAME[r.metric]))
+        groups = [(c.models[m], pos) for m, pos in respondent_positions(c)]
+        subjects = [pos for m, pos in groups if str(m).startswith(SUBJECT_PREFIX)]
+        answers = np.stack([c.response[pos] for pos in subjects])  # (J, n), positions sorted by stimulus
+        agree = pairwise_agreement(answers)
+        acc = np.stack([c.correct[pos] == 1 for pos in subjects]).mean(0)
+        n = answers.shape[1]
+        why_agree = "fraction of subject pairs giving the same odd one out on a triplet (human-human agreement)"
+        why_acc = "fraction of subjects whose odd one out is the kernel's, on a triplet"
+        for metric, value, why in (("triplet_agreement_mean", agree.mean(), why_agree),
+                                   ("triplet_agreement_min", agree.min(), why_agree),
+                                   ("triplet_agreement_max", agree.max(), why_agree),
+                                   ("triplet_accuracy_min", acc.min(), why_acc),
+                                   ("triplet_accuracy_max", acc.max(), why_acc)):
+            rows.append(ScoreRow(tid, "human:panel", metric, float(value), None, None, n, 0, why))
+        return rows
+
+    def kernel_rows(self, c: TaskColumns, seed: int) -> list[ScoreRow]:
+        """The kernel rows of :meth:`score` (the records of kernels and models only)."""
         tid = self.task_id
         rows: list[ScoreRow] = []
         groups = [(c.models[m], pos) for m, pos in respondent_positions(c)]

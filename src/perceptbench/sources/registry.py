@@ -56,10 +56,25 @@ _META = {
         license="stimuli CC-BY-4.0; raw CSVs carry no explicit license",
         homepage="https://github.com/rgeirhos/texture-vs-shape",
     ),
+    "geirhos2019-edges": dict(
+        folder="texture-vs-shape",
+        prefixes=("texture-vs-shape/stimuli/edges/",
+                  "texture-vs-shape/raw-data/edge-experiment/",
+                  "texture-vs-shape/raw-data/edge-experiment-trained-CNNs/",
+                  "texture-vs-shape/DATASET_LICENSE"),
+        title=("Edge line drawings (16 classes x 10), raw per-trial responses of 10 observers and the "
+               "paper's own CNN trials (AlexNet, GoogLeNet, VGG-16, ResNet-50 on ImageNet and on Stylized-ImageNet)"),
+        citation=("R. Geirhos, P. Rubisch, C. Michaelis, M. Bethge, F. A. Wichmann, W. Brendel. "
+                  "ImageNet-trained CNNs are biased towards texture; increasing shape bias improves "
+                  "accuracy and robustness. ICLR 2019. rgeirhos/texture-vs-shape@ccd0c01"),
+        license="stimuli CC-BY-4.0; raw CSVs carry no explicit license",
+        homepage="https://github.com/rgeirhos/texture-vs-shape",
+    ),
     "demiralp2014-kernels": dict(
         folder="perceptual-kernels",
-        prefixes=("perceptual-kernels/data/kernels/color-",),
-        title="Perceptual kernels for Tableau-10 mark colors (l5, l9, sa, td, tm)",
+        prefixes=("perceptual-kernels/data/kernels/", "perceptual-kernels/data/raw/"),
+        title=("Perceptual kernels (l5, l9, sa, td, tm) for mark colour, shape, size and the shape x colour, "
+               "size x colour and shape x size sets, and 20 subjects' raw triplet judgments (td, tm)"),
         citation=("C. Demiralp, M. S. Bernstein, J. Heer. Learning perceptual kernels for "
                   "visualization design. IEEE TVCG 20(12):1933-1942, 2014. "
                   "uwdata/perceptual-kernels@eda46ab"),

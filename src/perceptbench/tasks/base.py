@@ -221,6 +221,12 @@ class Task(abc.ABC):
     def human_records(self, seed: int, run_id: str, stimuli: list[Stimulus]) -> list[TrialRecord]:
         return []
 
+    def published_records(self, seed: int, run_id: str, stimuli: list[Stimulus]) -> list[TrialRecord]:
+        """The trials of models that the task's release itself published (``model_family
+        "published"``), written beside the human records and scored like any model's; none
+        by default."""
+        return []
+
     @abc.abstractmethod
     def score(self, records: list[TrialRecord], seed: int) -> list[ScoreRow]:
         """Score rows from this task's trial records only; ``seed`` seeds the bootstrap."""

@@ -7,9 +7,12 @@ from __future__ import annotations
 
 import itertools
 import json
+from dataclasses import dataclass
 from functools import cached_property
+from typing import Callable, ClassVar
 
 import numpy as np
+from PIL import Image
 
 from ..core.rows import ScoreRow
 from ..core.settings import Setting
@@ -19,82 +22,106 @@ from ..scorers.capacity import CapacityScorer
 from ..scorers.human_panel import HumanPanelScorer
 from ..scorers.kernel import KernelOddOneOutScorer, kernel_odd_one_out
 from ..seeding import rng_for, text_hash
-from ..sources import get_source, resolve
-from ..stimuli import render, silhouettes
+from ..sources import resolve, source_file
+from ..stimuli import edges, geirhos, kernel_triplets, marks, render, silhouettes
+from ..stimuli.geirhos import GeirhosExperiment
+from ..stimuli.marks import TABLEAU10
 from .base import Stimulus, Task, make_record
 
-__all__ = ["SilhouetteTask", "MarkColorTask", "SeriesCountTask", "KERNELS", "TABLEAU10", "TAB20", "SERIES_K",
-           "load_color_kernel", "kernel_odd_one_out", "render_series_stimulus"]
+__all__ = ["GeirhosClassificationTask", "SilhouetteTask", "EdgeTask", "PANEL_CLASSIFICATION_TASKS",
+           "MarkKernelTask", "MarkChannel", "MarkColorTask", "MarkShapeTask", "MarkSizeTask",
+           "MarkShapeColorTask", "MarkSizeColorTask", "MarkShapeSizeTask", "MARK_KERNEL_TASKS", "MARK_KERNEL_IDS",
+           "SeriesCountTask", "KERNELS", "TABLEAU10", "TAB20", "SERIES_K", "load_kernel", "load_color_kernel",
+           "kernel_odd_one_out", "render_series_stimulus"]
 
 # --------------------------------------------------------------------------- closure
 
 
-class SilhouetteTask(Task):
-    """``closure.nat.silhouette``: 16-way shape-only recognition of Geirhos et al.'s filled
-    silhouettes (seed 000 §2.1).
+class GeirhosClassificationTask(Task):
+    """16-way shape-only recognition of one Geirhos et al. (2019) experiment against its 10
+    observers (seed 000 §2.1).  A definition sets :attr:`experiment` (a
+    :class:`~perceptbench.stimuli.geirhos.GeirhosExperiment`), the ids and the prompt; the
+    stimuli, split, human records, published-model records and scoring are this class's.
 
     Split: per class, a seeded permutation (``rng_for(seed, base_id, "split", class)``) of
     the 10 images; the first 5 are probe-train, the other 5 test (80/80).
     Human reference: the modal response of the 10 observers per image, ``na`` excluded
     from the vote; an image whose mode is tied has no modal reference (excluded from B,
-    counted as ``n_tied_mode``; 4 of 160 images).  ``na`` counts as incorrect.
+    counted as ``n_tied_mode``).  ``na`` counts as incorrect.
     Encoder readout: nearest class prototype (cosine to the mean probe-train embedding).
-    """
+    Published models (the experiment's ``published``): the paper's own trials, written by the
+    task's release respondent beside the observers' as records of ``model =
+    "published:<name>"``, ``model_family = "published"``, on the test split, so that they are
+    scored as models on the same stimuli as every model run."""
 
-    base_id = "closure.nat.silhouette"
     principle = "closure"
     track = "nat"
     response_space = "choice"
     encoder_readout = "prototype_cosine"
-    description = "16-way forced choice on Geirhos et al. filled silhouettes vs 10 observers"
-    prompt_text = ("What object is shown in this black silhouette? Choose exactly one: "
-                   + ", ".join(silhouettes.CLASSES) + ".")
-    human_ref_id = "geirhos2019.silhouette.modal"
-    human_data = "yes: each of 10 observers' answer to every silhouette (Geirhos et al. 2019, raw trials)"
+    experiment: ClassVar[GeirhosExperiment]
+    human_prompt_id: ClassVar[str]
+    """The ``prompt_id`` of the observers' records (the source experiment)."""
+    human_raw_ref_id: ClassVar[str]
+    """The ``human_ref_id`` of the observers' records."""
 
     def options(self) -> tuple:
-        return silhouettes.CLASSES
+        return geirhos.CLASSES
 
     def split(self, seed: int) -> dict[str, str]:
         """stimulus_id -> ``"probe_train"`` | ``"test"``."""
         out = {}
-        for label in silhouettes.CLASSES:
+        for label in geirhos.CLASSES:
             perm = rng_for(seed, self.base_id, "split", label).permutation(10) + 1
             for pos, idx in enumerate(perm):
-                out[silhouettes.stimulus_id_for(label, int(idx))] = "probe_train" if pos < 5 else "test"
+                out[self.experiment.stimulus_id_for(label, int(idx))] = "probe_train" if pos < 5 else "test"
         return out
 
     def stimuli(self, seed: int) -> list[Stimulus]:
         split = self.split(seed)
         out = []
-        for s in silhouettes.silhouette_images():
+        for s in self.experiment.images():
             out.append(Stimulus(
                 s.stimulus_id, split[s.stimulus_id],
-                render=(lambda p=s.path: silhouettes.load_image(p)),
+                render=(lambda p=s.path: geirhos.load_image(p)),
                 ground_truth=s.label, meta={"source_sha256": s.source_sha256}))
         return out
 
+    def _trial_record(self, t: geirhos.ObserverTrial, split: str, seed: int, run_id: str, *, model: str,
+                      family: str, readout: str, human_ref_id: str, **meta) -> TrialRecord:
+        """One release trial as a record: provenance is its file (``prompt_hash`` of the path,
+        ``run_meta.source_file``) and that file's sha256 (``model_version``)."""
+        return make_record(
+            self, stimulus_id=t.stimulus_id, model=model, model_family=family,
+            readout=readout, response=t.response, ground_truth=t.category,
+            manipulated_value=None, raw_output=t.response, prompt_id=self.human_prompt_id,
+            prompt_hash=text_hash(t.source_path), model_version=f"sha256:{t.source_sha256}",
+            seed=seed, run_id=run_id, human_ref_id=human_ref_id,
+            split=split, source_file=t.source_path, trial=t.trial, **meta)
+
     def human_records(self, seed: int, run_id: str, stimuli: list[Stimulus]) -> list[TrialRecord]:
         split = {s.stimulus_id: s.split for s in stimuli}
-        out = []
-        for t in silhouettes.observer_trials():
-            out.append(make_record(
-                self, stimulus_id=t.stimulus_id, model=f"human:{t.subject}", model_family="human",
-                readout="human_trial", response=t.response, ground_truth=t.category,
-                manipulated_value=None, raw_output=t.response,
-                prompt_id="geirhos2019.silhouette-filled-experiment",
-                prompt_hash=text_hash(t.source_path), model_version=f"sha256:{t.source_sha256}",
-                seed=seed, run_id=run_id, human_ref_id="geirhos2019.silhouette.raw",
-                split=split[t.stimulus_id], source_file=t.source_path, trial=t.trial, rt_s=t.rt_s))
-        return out
+        return [self._trial_record(t, split[t.stimulus_id], seed, run_id, model=f"human:{t.subject}",
+                                   family="human", readout="human_trial", human_ref_id=self.human_raw_ref_id,
+                                   rt_s=t.rt_s)
+                for t in self.experiment.observer_trials()]
 
+    def published_records(self, seed: int, run_id: str, stimuli: list[Stimulus]) -> list[TrialRecord]:
+        """The paper's own model trials on the test stimuli among ``stimuli``
+        (``readout = "published_trial"``, ``run_meta.published_model`` in words)."""
+        split = {s.stimulus_id: s.split for s in stimuli}
+        about = {p.name: p.description for p in self.experiment.published}
+        return [self._trial_record(t, "test", seed, run_id, model=f"published:{name}", family="published",
+                                   readout="published_trial", human_ref_id=self.human_ref_id,
+                                   published_model=about[name])
+                for name, trials in self.experiment.published_trials().items()
+                for t in trials if split.get(t.stimulus_id) == "test"]
 
     # -- scoring
     @cached_property
     def scorer(self) -> HumanPanelScorer:
         """This task's human-panel scorer (``na`` is no answer); its human-side caches live
         as long as this task instance."""
-        return HumanPanelScorer(self.task_id, no_answer=silhouettes.NO_ANSWER)
+        return HumanPanelScorer(self.task_id, no_answer=geirhos.NO_ANSWER)
 
     def score(self, records: list[TrialRecord], seed: int) -> list[ScoreRow]:
         """:meth:`score_columns` of the records' columns."""
@@ -105,36 +132,98 @@ class SilhouetteTask(Task):
         return self.scorer.score(c, seed)
 
 
-# --------------------------------------------------------------------------- mark colour
+class SilhouetteTask(GeirhosClassificationTask):
+    """``closure.nat.silhouette``: Geirhos et al.'s filled silhouettes (seed 000 §2.1); 4 of
+    160 images have a tied modal response."""
 
-TABLEAU10: tuple[str, ...] = (
-    "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd",
-    "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf")
-"""Tableau-10 / d3.category10 in the kernel study's stimulus order (uwdata/perceptual-kernels
-shared/palettes.js, transcribed in the data mirror's ``palettes_used.json``)."""
+    base_id = "closure.nat.silhouette"
+    experiment = silhouettes.EXPERIMENT
+    description = "16-way forced choice on Geirhos et al. filled silhouettes vs 10 observers"
+    prompt_text = ("What object is shown in this black silhouette? Choose exactly one: "
+                   + ", ".join(geirhos.CLASSES) + ".")
+    human_ref_id = "geirhos2019.silhouette.modal"
+    human_data = "yes: each of 10 observers' answer to every silhouette (Geirhos et al. 2019, raw trials)"
+    human_prompt_id = "geirhos2019.silhouette-filled-experiment"
+    human_raw_ref_id = "geirhos2019.silhouette.raw"
+
+
+class EdgeTask(GeirhosClassificationTask):
+    """``closure.nat.edges``: Geirhos et al.'s edge stimuli, line drawings of the same 16
+    classes (Geirhos et al. 2019 §2, Fig. 2 "edges"), with the paper's five CNNs' trials as
+    published models (:mod:`perceptbench.stimuli.edges`).  Not in the default run."""
+
+    base_id = "closure.nat.edges"
+    experiment = edges.EXPERIMENT
+    description = ("16-way forced choice on Geirhos et al. edge line drawings vs 10 observers, "
+                   "with the paper's CNN trials as published:* respondents")
+    prompt_text = ("What object is shown in this line drawing? Choose exactly one: "
+                   + ", ".join(geirhos.CLASSES) + ".")
+    human_ref_id = "geirhos2019.edges.modal"
+    human_data = ("yes: each of 10 observers' answer to every line drawing (Geirhos et al. 2019, raw trials); "
+                  "the paper's AlexNet, GoogLeNet, VGG-16, ResNet-50 (IN and SIN) trials as published:* records")
+    human_prompt_id = "geirhos2019.edge-experiment"
+    human_raw_ref_id = "geirhos2019.edges.raw"
+
+
+PANEL_CLASSIFICATION_TASKS: tuple[str, ...] = (SilhouetteTask.base_id, EdgeTask.base_id)
+"""Base ids of the :class:`GeirhosClassificationTask` definitions: the tasks whose headline,
+report matrix, paired differences and accuracy-vs-kappa figure follow the human-panel rows."""
+
+
+# --------------------------------------------------------------------------- mark kernels
 
 KERNELS = ("l5", "l9", "sa", "td", "tm")
+"""The kernel study's elicitation methods (Demiralp et al. 2014 §3): Likert 5 and 9 points,
+spatial arrangement, triplet discrimination (odd one out), triplet matching."""
+
+KERNEL_DIR = "perceptual-kernels/data/kernels"
 
 
-def load_color_kernel(name: str) -> np.ndarray:
-    """The 10x10 symmetric normalised dissimilarity matrix ``color-<name>.txt`` (float64),
-    read from the data mirror (Demiralp et al. 2014).  Raises ValueError naming the file for
-    a matrix that is not symmetric 10x10."""
-    src = get_source("demiralp2014-kernels")
-    sf = next(f for f in src.files if f.path.endswith(f"color-{name}.txt"))
-    path = resolve(sf)
+def load_kernel(palette: str, name: str, n: int) -> np.ndarray:
+    """The ``n`` x ``n`` symmetric normalised dissimilarity matrix ``<palette>-<name>.txt``
+    (float64; palette ``color``, ``shape``, ``size``, ``shapecolor``, ``sizecolor`` or
+    ``shapesize``; name one of :data:`KERNELS`), read from the data mirror (Demiralp et al.
+    2014, ``data/kernels/``).  Raises KeyError for a file the source does not pin, ValueError
+    naming the file for a matrix that is not symmetric ``n`` x ``n``."""
+    path = resolve(source_file(f"{KERNEL_DIR}/{palette}-{name}.txt"))
     try:
         k = np.loadtxt(path, delimiter=",")
     except ValueError as e:
         raise ValueError(f"{path}: cannot parse kernel ({e})") from None
-    if k.shape != (10, 10) or not np.allclose(k, k.T):
-        raise ValueError(f"{path}: expected a symmetric 10x10 matrix, got shape {k.shape}")
+    if k.shape != (n, n) or not np.allclose(k, k.T):
+        raise ValueError(f"{path}: expected a symmetric {n}x{n} matrix, got shape {k.shape}")
     return k
 
 
-class MarkColorTask(Task):
-    """``similarity.chart.mark_color``: odd-one-out over all C(10,3) = 120 Tableau-10
-    triplets, human answer from a perceptual kernel (Demiralp et al. 2014).
+def load_color_kernel(name: str) -> np.ndarray:
+    """:func:`load_kernel` of the 10 Tableau-10 colours (``color-<name>.txt``)."""
+    return load_kernel("color", name, 10)
+
+
+@dataclass(frozen=True)
+class MarkChannel:
+    """What a kernel odd-one-out task is about: the palette (the release's file prefix), its
+    ``n`` marks, ``component(i)`` -> the image of mark ``i`` an encoder embeds and the montage
+    shows, ``labels`` (one per mark, written to each stimulus's ``meta[meta_key]`` in the
+    shown order) and ``noun`` (the marks in words, plural)."""
+
+    palette: str
+    n: int
+    component: Callable[[int], Image.Image]
+    labels: tuple[str, ...]
+    noun: str
+    meta_key: str = "marks"
+
+
+def _drawn(palette: str, noun: str) -> MarkChannel:
+    p = marks.get_palette(palette)
+    return MarkChannel(palette, p.n, p.image, p.labels, noun)
+
+
+class MarkKernelTask(Task):
+    """Odd-one-out over every C(n,3) triplet of one palette of the kernel study (Demiralp,
+    Bernstein & Heer 2014), human answer from its perceptual kernel; the palette is the
+    subclass's :attr:`channel` (colour, shape, size or a 4x4 bivariate set).
 
     Setting ``kernel`` (default ``tm``, triplet matching, the kernel collected with a
     triplet judgement like the task's): one of l5, l9, sa, td, tm.  ``response``/
@@ -147,44 +236,58 @@ class MarkColorTask(Task):
     equal numbers, floor(m/3) each, the m mod 3 extra ones at distinct positions drawn by
     ``rng_for(seed, base_id, "position_extra", kernel)``; which triplet gets which
     position is a permutation drawn by ``rng_for(seed, base_id, "positions", kernel)``.
-    The two other chips of a triplet, and all three of a tied triplet, are in the order
+    The two other marks of a triplet, and all three of a tied triplet, are in the order
     of ``rng_for(seed, base_id, "order", triplet)``.  The floor is then ceil(m/3)/m
-    (0.333 for the 120 triplets of ``tm``, 0.336 for the 119 of ``l5``/``l9``).  The
-    order depends on the kernel, so the image of one stimulus id can differ between
+    (0.333 for the 120 triplets of colour under ``tm``, 0.336 for its 119 under ``l5``/``l9``).
+    The order depends on the kernel, so the image of one stimulus id can differ between
     kernel variants (their task ids differ).
-    Encoder readout: embed the three chips; the odd one is outside the most
+    Encoder readout: embed the three marks; the odd one is outside the most
     cosine-similar pair (exact float ties: the first pair in the order (1,2), (1,3), (2,3)).
     The other four kernels are written as ``human:kernel-<name>`` records so their
-    agreement with the task's kernel is scored from records.
+    agreement with the task's kernel (the inter-kernel spread) is scored from records.
+
+    Setting ``subjects`` (default ``td``; ``none`` leaves them out): the 20 subjects' raw
+    triplet-discrimination answers of the release (:mod:`perceptbench.stimuli.kernel_triplets`)
+    are written as ``human:subject-NN`` records (response: the position of the subject's odd one
+    out in the shown order; correct: it is the kernel's), and the models are also scored against
+    them (:meth:`KernelOddOneOutScorer.panel_rows`: human–human agreement and accuracy per
+    triplet, error consistency, ceilings computed like the silhouette panel's).
     """
 
-    base_id = "similarity.chart.mark_color"
+    channel: ClassVar[MarkChannel]
     principle = "similarity"
     track = "chart"
     response_space = "position"
     encoder_readout = "odd_one_out_cosine"
-    description = "odd-one-out over Tableau-10 mark colours vs the perceptual kernel"
-    prompt_text = ("Three colored chart marks are shown, numbered 1, 2 and 3. Which one is the odd "
-                   "one out (least similar in color to the other two)? Answer 1, 2, or 3.")
-    defaults = {"kernel": "tm"}
-    allowed = {"kernel": KERNELS}
+    defaults = {"kernel": "tm", "subjects": "td"}
+    allowed = {"kernel": KERNELS, "subjects": ("td", "none")}
 
-    human_data = ("yes: a perceptual kernel, the pairwise distances of the 10 colours from crowd judgments "
-                  "(Demiralp et al. 2014; setting kernel picks the elicitation method), not per-trial answers")
+    @property
+    def human_data(self) -> str:
+        words = (f"yes: a perceptual kernel, the pairwise distances of the {self.channel.n} {self.channel.noun} "
+                 "from crowd judgments (Demiralp et al. 2014; setting kernel picks the elicitation method)")
+        if self.params.get("subjects", "none") == "td":
+            return words + (", and each of 20 subjects' odd-one-out answer to every triplet "
+                            "(the release's raw td trials)")
+        return words + ", not per-trial answers"
 
     @property
     def human_ref_id(self) -> str:
-        return f"demiralp2014.color-{self.params['kernel']}"
+        return f"demiralp2014.{self.channel.palette}-{self.params['kernel']}"
 
     def options(self) -> tuple:
         return (1, 2, 3)
+
+    def triplets(self) -> list[tuple[int, int, int]]:
+        """Every triplet of palette indices, in lexicographic order (the release's ``comb``)."""
+        return list(itertools.combinations(range(self.channel.n), 3))
 
     def target_positions(self, seed: int) -> dict[tuple[int, int, int], int]:
         """Counterbalanced 0-based target position per triplet that has a human answer
         (class docstring)."""
         kernel = self.params["kernel"]
         kern = self.kernel(kernel)
-        answered = [t for t in itertools.combinations(range(10), 3) if kernel_odd_one_out(kern, t) is not None]
+        answered = [t for t in self.triplets() if kernel_odd_one_out(kern, t) is not None]
         m = len(answered)
         extra = rng_for(seed, self.base_id, "position_extra", kernel).choice(3, size=m % 3, replace=False)
         pos = np.concatenate([np.repeat(np.arange(3), m // 3), np.sort(extra)])
@@ -194,8 +297,9 @@ class MarkColorTask(Task):
     def stimuli(self, seed: int) -> list[Stimulus]:
         kern = self.kernel(self.params["kernel"])
         positions = self.target_positions(seed)
+        ch = self.channel
         out = []
-        for trip in itertools.combinations(range(10), 3):
+        for trip in self.triplets():
             odd = kernel_odd_one_out(kern, trip)
             if odd is None:
                 order = [trip[int(p)] for p in rng_for(seed, self.base_id, "order", trip).permutation(3)]
@@ -204,27 +308,26 @@ class MarkColorTask(Task):
                 order = [others[int(p)] for p in rng_for(seed, self.base_id, "order", trip).permutation(2)]
                 order.insert(positions[trip], odd)
             gt = None if odd is None else order.index(odd) + 1
-            comps = (lambda o=tuple(order): [render.color_chip(TABLEAU10[c]) for c in o])
+            comps = (lambda o=tuple(order): [ch.component(c) for c in o])
             out.append(Stimulus(
                 f"mark_{trip[0]}-{trip[1]}-{trip[2]}", "test",
                 render=(lambda c=comps: render.numbered_montage(c())),
                 ground_truth=gt, components=comps,
-                meta={"order": order, "colors": [TABLEAU10[c] for c in order]}))
+                meta={"order": order, ch.meta_key: [ch.labels[c] for c in order]}))
         return out
 
     def kernel(self, name: str) -> np.ndarray:
-        """:func:`load_color_kernel` of ``name``, read once per task instance."""
+        """:func:`load_kernel` of this palette's kernel ``name``, read once per task instance."""
         cache = self.__dict__.setdefault("_kernels", {})
         if name not in cache:
-            cache[name] = load_color_kernel(name)
+            cache[name] = load_kernel(self.channel.palette, name, self.channel.n)
         return cache[name]
 
     def human_records(self, seed: int, run_id: str, stimuli: list[Stimulus]) -> list[TrialRecord]:
-        src = get_source("demiralp2014-kernels")
         out = []
         for name in KERNELS:
             kern = self.kernel(name)
-            sha = next(f.sha256 for f in src.files if f.path.endswith(f"color-{name}.txt"))
+            sha = source_file(f"{KERNEL_DIR}/{self.channel.palette}-{name}.txt").sha256
             for s in stimuli:
                 order = s.meta["order"]
                 odd = kernel_odd_one_out(kern, tuple(sorted(order)))
@@ -234,9 +337,32 @@ class MarkColorTask(Task):
                     readout="human_kernel", response=resp, ground_truth=s.ground_truth,
                     manipulated_value=None,
                     raw_output=json.dumps({"odd_palette_index": odd, "order": order}),
-                    prompt_id=f"demiralp2014.color-{name}", prompt_hash=text_hash(sha),
+                    prompt_id=f"demiralp2014.{self.channel.palette}-{name}", prompt_hash=text_hash(sha),
                     model_version=f"sha256:{sha}", seed=seed, run_id=run_id,
                     split=s.split, order=order))
+        if self.params.get("subjects", "none") == "td":
+            out += self.subject_records(seed, run_id, stimuli)
+        return out
+
+    def subject_records(self, seed: int, run_id: str, stimuli: list[Stimulus]) -> list[TrialRecord]:
+        """One ``human:subject-NN`` record per subject and triplet from the release's raw
+        triplet-discrimination file (:func:`~perceptbench.stimuli.kernel_triplets.read_td_judgments`):
+        response = the 1-based position of the subject's odd one out in the shown order."""
+        path = kernel_triplets.raw_td_path(self.channel.palette)
+        sha = source_file(path).sha256
+        by_id = {s.stimulus_id: s for s in stimuli}
+        out = []
+        for j in kernel_triplets.read_td_judgments(self.channel.palette, self.channel.n):
+            s = by_id[f"mark_{j.triplet[0]}-{j.triplet[1]}-{j.triplet[2]}"]
+            order = s.meta["order"]
+            out.append(make_record(
+                self, stimulus_id=s.stimulus_id, model=f"human:subject-{j.subject:02d}", model_family="human",
+                readout="human_trial", response=order.index(j.odd) + 1, ground_truth=s.ground_truth,
+                manipulated_value=None, raw_output=json.dumps({"odd_palette_index": j.odd, "order": order}),
+                prompt_id=f"demiralp2014.{self.channel.palette}-td-raw", prompt_hash=text_hash(sha),
+                model_version=f"sha256:{sha}", seed=seed, run_id=run_id,
+                human_ref_id=f"demiralp2014.{self.channel.palette}-td-raw",
+                split=s.split, order=order, source_file=path, trial=j.trial))
         return out
 
     @cached_property
@@ -251,6 +377,84 @@ class MarkColorTask(Task):
     def score_columns(self, c: TaskColumns, seed: int) -> list[ScoreRow]:
         """Score rows from the task's records as columns (:meth:`KernelOddOneOutScorer.score`)."""
         return self.scorer.score(c, seed)
+
+
+_ODD_PROMPT = ("Three {what} are shown, numbered 1, 2 and 3. Which one is the odd one out ({which})? "
+               "Answer 1, 2, or 3.")
+_LOOKS = "the one that looks the most different from the other two"
+"""The bivariate prompts' criterion: the study's own triplet-discrimination question ("Which one
+looks the most different", ``exp/*/td/*-td.html``), naming neither channel."""
+
+
+class MarkColorTask(MarkKernelTask):
+    """``similarity.chart.mark_color``: the 10 Tableau-10 colours as filled chips
+    (``color10``; the chip scale is perceptbench's, :func:`perceptbench.stimuli.render.color_chip`).
+    It has no ``subjects`` setting: its settings, records and the default run's pinned scores stay
+    as they were before the other palettes came (issue 23)."""
+
+    base_id = "similarity.chart.mark_color"
+    defaults = {"kernel": "tm"}
+    allowed = {"kernel": KERNELS}
+    channel = MarkChannel("color", 10, lambda i: render.color_chip(TABLEAU10[i]), TABLEAU10, "colours", "colors")
+    description = "odd-one-out over Tableau-10 mark colours vs the perceptual kernel"
+    prompt_text = _ODD_PROMPT.format(what="colored chart marks", which="least similar in color to the other two")
+
+
+class MarkShapeTask(MarkKernelTask):
+    """``similarity.chart.mark_shape``: the 10 Tableau symbols of ``shape10`` as black outlines
+    (:mod:`perceptbench.stimuli.marks`)."""
+
+    base_id = "similarity.chart.mark_shape"
+    channel = _drawn("shape", "shapes")
+    description = "odd-one-out over the 10 Tableau mark shapes vs the perceptual kernel"
+    prompt_text = _ODD_PROMPT.format(what="chart symbols", which="least similar in shape to the other two")
+
+
+class MarkSizeTask(MarkKernelTask):
+    """``similarity.chart.mark_size``: the 10 circle sizes of ``size10`` (radius sqrt(d/5),
+    d = 0.25..2.5) as black outlines."""
+
+    base_id = "similarity.chart.mark_size"
+    channel = _drawn("size", "circle sizes")
+    description = "odd-one-out over 10 mark sizes (circles) vs the perceptual kernel"
+    prompt_text = _ODD_PROMPT.format(what="circles", which="least similar in size to the other two")
+
+
+class MarkShapeColorTask(MarkKernelTask):
+    """``similarity.chart.mark_shape_color``: the 4x4 ``shapeXcolor4`` set (square, plus, cross,
+    diamond x 4 Tableau colours, coloured outlines)."""
+
+    base_id = "similarity.chart.mark_shape_color"
+    channel = _drawn("shapecolor", "shape x colour marks")
+    description = "odd-one-out over 16 marks, 4 shapes x 4 colours, vs the perceptual kernel"
+    prompt_text = _ODD_PROMPT.format(what="chart symbols", which=_LOOKS)
+
+
+class MarkSizeColorTask(MarkKernelTask):
+    """``similarity.chart.mark_size_color``: the 4x4 ``sizeXcolor4`` set (4 circle sizes x 4
+    Tableau colours, coloured outlines)."""
+
+    base_id = "similarity.chart.mark_size_color"
+    channel = _drawn("sizecolor", "size x colour marks")
+    description = "odd-one-out over 16 marks, 4 sizes x 4 colours, vs the perceptual kernel"
+    prompt_text = _ODD_PROMPT.format(what="chart symbols", which=_LOOKS)
+
+
+class MarkShapeSizeTask(MarkKernelTask):
+    """``similarity.chart.mark_shape_size``: the 4x4 ``shapeXsize4`` set (4 shapes x 4 sizes,
+    black outlines of constant stroke)."""
+
+    base_id = "similarity.chart.mark_shape_size"
+    channel = _drawn("shapesize", "shape x size marks")
+    description = "odd-one-out over 16 marks, 4 shapes x 4 sizes, vs the perceptual kernel"
+    prompt_text = _ODD_PROMPT.format(what="chart symbols", which=_LOOKS)
+
+
+MARK_KERNEL_TASKS: tuple[type[MarkKernelTask], ...] = (MarkColorTask, MarkShapeTask, MarkSizeTask,
+                                                       MarkShapeColorTask, MarkSizeColorTask, MarkShapeSizeTask)
+"""Every kernel odd-one-out task, one per palette of the kernel study (only colour is in the
+default run)."""
+MARK_KERNEL_IDS: tuple[str, ...] = tuple(t.base_id for t in MARK_KERNEL_TASKS)
 
 
 # --------------------------------------------------------------------------- series count

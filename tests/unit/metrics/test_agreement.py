@@ -87,3 +87,19 @@ def test_b_is_invariant_under_a_joint_relabelling(pair, relabel):
     m = np.array(relabel)
     valid = np.ones(len(r), bool)
     assert agreement_b(r == h, valid) == agreement_b(m[r] == m[h], valid)
+
+
+def test_pairwise_agreement_is_the_share_of_agreeing_observer_pairs_by_hand():
+    import itertools
+
+    import pytest
+
+    from perceptbench.metrics.agreement import pairwise_agreement
+
+    answers = np.array([[1, 2, 3, 1], [1, 2, 1, 2], [1, 3, 2, 3], [1, 2, 2, 1]])
+    pairs = list(itertools.combinations(range(4), 2))
+    by_hand = [sum(answers[a, i] == answers[b, i] for a, b in pairs) / len(pairs) for i in range(4)]
+    assert list(pairwise_agreement(answers)) == by_hand  # [6/6, 3/6, 1/6, 1/6]
+    assert by_hand == [1.0, 0.5, 1 / 6, 1 / 6]
+    with pytest.raises(ValueError, match="two or more"):
+        pairwise_agreement(answers[:1])

@@ -29,7 +29,7 @@ def test_files_and_a_manifest_of_their_hashes(tmp_path):
     out = tmp_path / "figs"
     paths = _write(out)
     names = sorted(p.name for p in paths)
-    assert names == sorted(["mark_colour_agreement_vs_kernels." + e for e in ("pdf", "svg", "png", "csv")]
+    assert names == sorted(["mark_odd_one_out_agreement_vs_kernels." + e for e in ("pdf", "svg", "png", "csv")]
                            + ["table_t.csv", "table_t.tex", MANIFEST])
     lines = (out / MANIFEST).read_text().splitlines()
     assert len(lines) == 6
