@@ -186,7 +186,14 @@ def _task_seed(task_id: str, seeds) -> int:
     return seeds.pop()
 
 
-def _fmt(x) -> str:
+def csv_cell(x, metric: str | None = None) -> str:
+    """A ``scores.csv`` cell: '' for None, 'nan' for NaN, floats rounded to 6 decimals (their
+    repr), anything else as ``str``; with ``metric`` a count (:data:`COUNT_METRIC_PREFIXES`),
+    an integral float as an integer.  Pass ``metric`` for the value and interval cells only.
+    The report's figure and table CSVs use it too, so their numbers read exactly as
+    scores.csv's."""
+    if metric is not None and metric.startswith(COUNT_METRIC_PREFIXES) and isinstance(x, float) and x.is_integer():
+        x = int(x)
     if x is None:
         return ""
     if isinstance(x, float):
@@ -200,16 +207,12 @@ COUNT_METRIC_PREFIXES = ("n_", "capacity_k", "replicates", "skipped")
 """Metrics whose value (and interval) is a count: written to scores.csv as integers (``23``,
 not ``23.0``) when integral."""
 
+SCORE_VALUE_COLUMNS = ("value", "ci_low", "ci_high")
+"""The columns :func:`csv_cell` writes as counts for a count metric."""
+
 
 def _csv_cells(r: ScoreRow) -> list[str]:
-    count = r.metric.startswith(COUNT_METRIC_PREFIXES)
-    cells = []
-    for c in ScoreRow.CSV_COLUMNS:
-        v = getattr(r, c)
-        if count and c in ("value", "ci_low", "ci_high") and isinstance(v, float) and v.is_integer():
-            v = int(v)
-        cells.append(_fmt(v))
-    return cells
+    return [csv_cell(getattr(r, c), r.metric if c in SCORE_VALUE_COLUMNS else None) for c in ScoreRow.CSV_COLUMNS]
 
 
 def write_scores(rows: list[ScoreRow], csv_path: str | os.PathLike) -> tuple[Path, Path]:

@@ -117,6 +117,8 @@ def test_report_in_headless_chromium(hostile_run, tmp_path):
         "dollar": "document.body.innerText.includes('model-$c$')",
         "cards": "document.querySelectorAll('#cards ~ h3').length",
         "height": "document.documentElement.scrollHeight",
+        "matrix_px": "document.querySelector('figure svg').getBoundingClientRect().width",
+        "page_px": "document.documentElement.scrollWidth",
     })
     assert res.console_errors == [], res.console_errors
     assert res.dialogs == []
@@ -125,6 +127,8 @@ def test_report_in_headless_chromium(hostile_run, tmp_path):
     assert v["scripts"] == 0 and v["imgs"] == 0 and v["onerror"] == 0
     assert v["text_model"] and v["text_raw"] and v["dollar"]  # rendered as text
     assert v["figures"] >= 7  # matrix, dissociation, a(k), mark colour, 3 SalBench, forest
+    # drawn at print size (7.16 in = 687 px), shown 1.35x on screen, within the page
+    assert 900 < v["matrix_px"] <= v["page_px"], (v["matrix_px"], v["page_px"])
     from PIL import Image
 
     img = Image.open(io.BytesIO(res.screenshot)).convert("L")
@@ -675,6 +679,198 @@ def test_model_named_with_a_leading_underscore_keeps_its_legend_label(tmp_path):
         assert "_hidden" in legend and "model-a" in legend
 
 
+# ---------------------------------------------------------------- report --figures DIR (issue 24 item 1)
+
+@pytest.fixture(scope="module")
+def figure_files(hostile_run, tmp_path_factory):
+    """`report --figures DIR` on the hostile run: (html path, DIR, stdout)."""
+    d = tmp_path_factory.mktemp("figs")
+    out, figs = d / "report.html", d / "paper" / "figures"
+    (d / "paper").mkdir()
+    p = cli("report", str(hostile_run), "--out", str(out), "--figures", str(figs), torch="unimported", columns=None)
+    assert p.returncode == 0, p.stdout + p.stderr
+    return out, figs, p.stdout
+
+
+def _csv_rows(path):
+    import csv
+
+    with open(path, newline="", encoding="utf-8") as f:
+        return list(csv.DictReader(f))
+
+
+def _inline_svgs(html: str) -> list[str]:
+    return re.findall(r"<figure><svg.*?</svg>", html, flags=re.S)
+
+
+def test_figures_dir_has_pdf_svg_png_and_csv_of_every_figure_the_page_shows(figure_files):
+    from PIL import Image
+
+    from perceptbench.reports.figures import DOUBLE_COLUMN_IN, SINGLE_COLUMN_IN
+
+    out, figs, stdout = figure_files
+    html = out.read_text()
+    stems = sorted(p.stem for p in figs.glob("*.pdf"))
+    assert len(stems) == len(_inline_svgs(html)) >= 8, stems  # one file set per figure on the page
+    assert "accuracy_vs_error_consistency_silhouettes" in stems and "model_vs_model_paired_differences" in stems
+    assert not any(re.fullmatch(r"fig\d*", s) for s in stems)
+    for s in stems:
+        for ext in ("pdf", "svg", "png", "csv"):
+            assert (figs / f"{s}.{ext}").stat().st_size > 0, (s, ext)
+        pdf = (figs / f"{s}.pdf").read_bytes()
+        assert pdf.startswith(b"%PDF-")
+        assert b"/FontFile2" in pdf and b"/Type3" not in pdf, s  # TrueType embedded: editable text, no Type 3
+        pdf_w = float(re.search(rb"/MediaBox \[ *0 0 ([0-9.]+) ", pdf).group(1)) / 72
+        assert (figs / f"{s}.svg").read_text().lstrip().startswith("<?xml")
+        with Image.open(figs / f"{s}.png") as im:
+            assert [round(x) for x in im.info["dpi"]] == [300, 300], s
+            width_in = im.size[0] / 300
+        # a page column or the text width (the matrix may grow beyond it with many columns)
+        assert pdf_w == pytest.approx(width_in, abs=0.01), s  # the PDF page is the figure, no margin added
+        assert width_in == pytest.approx(SINGLE_COLUMN_IN, abs=0.01) or \
+            (s == "model_by_task_headline_matrix" and width_in >= DOUBLE_COLUMN_IN - 0.01) or \
+            width_in == pytest.approx(DOUBLE_COLUMN_IN, abs=0.01), (s, width_in)
+    assert f"({len(list(figs.iterdir()))} files" in stdout
+    assert not list(figs.glob(".*"))  # no temporary file left behind
+
+
+def test_figure_files_are_the_figures_of_the_page(figure_files):
+    """One function per figure: the SVG file is the page's inline SVG, byte for byte (the
+    file carries the XML prologue and metadata besides)."""
+    out, figs, _ = figure_files
+    inline = _inline_svgs(out.read_text())
+    for path in figs.glob("*.svg"):
+        s = path.read_text()
+        s = s[s.index("<svg"):]
+        s = s[:s.index("<metadata>")] + s[s.index("</metadata>") + len("</metadata>"):]
+        assert any(x[len("<figure>"):] == s.rstrip() for x in inline), path.name
+
+
+def test_figure_csv_numbers_are_those_of_scores_csv(figure_files, hostile_run):
+    _, figs, _ = figure_files
+    scores = {(r["task_id"], r["model"], r["metric"]): r for r in _csv_rows(hostile_run / "scores.csv")}
+    n_checked = 0
+    for path in figs.glob("*.csv"):
+        if path.stem.startswith("table_"):
+            continue
+        rows = _csv_rows(path)
+        assert rows, path.name
+        assert list(rows[0]) == ["figure", "panel", "task_id", "model", "role", "metric", "plotted_as", "x",
+                                 "value", "ci_low", "ci_high", "n", "n_null", "value_source", "note"]
+        for r in rows:
+            assert r["figure"] == path.stem
+            if r["value_source"] != "scores.csv":
+                assert r["value_source"], r  # a derived number says how it was derived
+                continue
+            want = scores[(r["task_id"], r["model"], r["metric"])]
+            assert [r[c] for c in ("value", "ci_low", "ci_high", "n", "n_null")] == \
+                [want[c] for c in ("value", "ci_low", "ci_high", "n", "n_null")], (path.name, r)
+            n_checked += 1
+    assert n_checked > 100
+    models = {r["model"] for r in _csv_rows(figs / "accuracy_vs_error_consistency_silhouettes.csv") if r["role"] == "model"}
+    assert models == {"model-a", XSS_MODEL, "model-$c$"}  # labels as written, not escaped for HTML
+
+
+def test_tables_as_csv_and_latex_with_the_same_rows(figure_files, hostile_run):
+    from helpers.latex import body_rows, braces_balanced
+
+    _, figs, _ = figure_files
+    names = sorted(p.stem for p in figs.glob("table_*.csv"))
+    assert {"table_headline_metrics", "table_model_by_task_matrix", "table_model_vs_model_paired_differences",
+            "table_provenance_models", "table_provenance_trials_per_task_and_model",
+            "table_vlm_answers_as_given"} <= set(names)
+    for name in names:
+        rows = _csv_rows(figs / f"{name}.csv")
+        tex = (figs / f"{name}.tex").read_text()
+        assert braces_balanced(tex), name
+        assert tex.count("\\begin{") == tex.count("\\end{") == 2, name
+        body = body_rows(tex)
+        assert len(body) == len(rows) > 0, name
+        n_cols = len(rows[0])
+        assert all(line.count(" & ") == n_cols - 1 for line in body), name  # no stray & from a cell
+        assert XSS_MODEL not in tex and "<" not in tex and "$c$" not in tex.replace("$-$", "")
+    scores = {(r["task_id"], r["model"], r["metric"]): r for r in _csv_rows(hostile_run / "scores.csv")}
+    for r in _csv_rows(figs / "table_headline_metrics.csv"):
+        want = scores[(r["task_id"], r["model"], r["metric"])]
+        assert [r[c] for c in ("value", "ci_low", "ci_high", "n", "n_null")] == \
+            [want[c] for c in ("value", "ci_low", "ci_high", "n", "n_null")], r
+    tex = (figs / "table_headline_metrics.tex").read_text()
+    assert r"\textless{}img src=x onerror=alert(1)\textgreater{}" in tex and r"model-\$c\$" in tex
+
+
+def test_figure_files_are_byte_identical_on_a_second_run(figure_files, hostile_run, tmp_path):
+    """A second report (another process) into a copy of DIR: it overwrites the files it wrote
+    (the manifest lists them) with the same bytes."""
+    import shutil
+
+    _, figs, _ = figure_files
+    again = tmp_path / "again"
+    shutil.copytree(figs, again)
+    for x in again.iterdir():
+        os.utime(x, ns=(0, 0))  # 1970: a file written again has a later time
+    p = cli("report", str(hostile_run), "--out", str(tmp_path / "r.html"), "--figures", str(again))
+    assert p.returncode == 0, p.stdout + p.stderr
+    names = sorted(x.name for x in figs.iterdir())
+    assert names == sorted(x.name for x in again.iterdir()) and "perceptbench-figures.sha256" in names
+    assert all((again / n).stat().st_mtime_ns > 0 for n in names)  # every file written again
+    differ = [n for n in names if (figs / n).read_bytes() != (again / n).read_bytes()]
+    assert differ == []
+    assert b"CreationDate" not in (figs / "accuracy_vs_error_consistency_silhouettes.pdf").read_bytes()
+
+
+def test_figure_type_is_7_to_9_points(figure_files):
+    """Text sizes in the SVG files (user unit = pt at print size): 7-9 pt, none smaller."""
+    _, figs, _ = figure_files
+    for path in figs.glob("*.svg"):
+        sizes = {float(x) for x in re.findall(r"font(?:-size)?:\s*(?:[a-z]+\s+)*([0-9.]+)px", path.read_text())}
+        assert sizes and min(sizes) >= 7 and max(sizes) <= 9, (path.name, sorted(sizes))
+
+
+def test_no_figure_text_runs_off_the_page(hostile_run):
+    """Before: the a(k) and VSI titles, centred over a narrower axes, were cut at the figure's
+    left edge; the forest plot's x label ran past its right edge."""
+    from perceptbench.reports import figures as F
+    from perceptbench.reports.data import load_report_data
+    from perceptbench.reports.html import build_report
+
+    _, _, drawn, _ = build_report(load_report_data([hostile_run]), "t")
+    assert len(drawn) >= 8
+    drawn.append(F.draw_vsi_histograms(_vsi_rows("llava-1.5-7b") + _vsi_rows("idefics2-8b-with-a-long-name")))
+    for d in drawn:
+        fig = d.fig
+        fig.canvas.draw()
+        ink = fig.get_tightbbox(fig.canvas.get_renderer())  # inches: every drawn title, label, legend, tick
+        w, h = fig.get_size_inches()
+        assert ink.x0 >= -0.01 and ink.y0 >= -0.01 and ink.x1 <= w + 0.01 and ink.y1 <= h + 0.01, (d.name, ink, w, h)
+        F.close(d)
+
+
+def test_figures_dir_errors_are_one_line_and_write_nothing(tmp_path, human_run):
+    a_file = tmp_path / "figs.txt"
+    a_file.write_text("mine")
+    out = tmp_path / "r.html"
+    one_line_error(cli("report", str(human_run), "--out", str(out), "--figures", str(a_file), columns=250),
+                   "--figures", "is a file")
+    assert a_file.read_text() == "mine"
+    one_line_error(cli("report", str(human_run), "--out", str(out), "--figures", str(tmp_path / "no" / "figs"),
+                       columns=250), "--figures", "parent directory", "does not exist")
+    assert not out.exists() and not (tmp_path / "no").exists()
+
+
+def test_unwritable_figures_dir_is_named(tmp_path, monkeypatch):
+    """The check itself (as root, a chmod'ed directory stays writable, so os.access is made to say no)."""
+    import perceptbench.reports.files as files
+
+    monkeypatch.setattr(files.os, "access", lambda p, mode: False)
+    with pytest.raises(ValueError, match=r"^--figures .*figs: its parent .* is not writable; give another --figures$"):
+        files.check_figures_dir(tmp_path / "figs")
+    with pytest.raises(ValueError, match="the directory is not writable"):
+        files.check_figures_dir(tmp_path)
+
+
+def test_report_help_documents_figures():
+    p = cli("report", "--help", columns=200)
+    assert p.returncode == 0 and "--figures" in p.stdout and "300-dpi PNG" in p.stdout and "LaTeX" in p.stdout
 def test_mark_figure_has_one_panel_per_kernel_channel(monkeypatch):
     """Issue 23: the similarity principle covers colour, shape and size on the same footing."""
     import matplotlib
@@ -692,7 +888,7 @@ def test_mark_figure_has_one_panel_per_kernel_channel(monkeypatch):
                  ScoreRow(tid, "human:kernel-l5", "B", 0.8, None, None, 120, 0)]
     fig = F.mark_color(rows)
     assert [ax.get_title() for ax in fig.axes[:3]] == ["mark_color", "mark_shape", "mark_shape_size"]
-    labels = fig.axes[2].get_legend().get_texts()
+    labels = fig.legends[0].get_texts()  # one legend under the panels
     assert {"a", "b"} <= {t.get_text() for t in labels}  # model b answered the shape panel only
     only_colour = F.mark_color(rows[:3])
     assert len(only_colour.axes) == 1 and only_colour.axes[0].get_title().startswith("Mark colour odd-one-out")

@@ -78,5 +78,7 @@ def test_edges_report_draws_its_accuracy_vs_kappa_figure(edges_run):
     p = cli("report", out, "--out", out / "report.html")
     assert p.returncode == 0, p.stdout + p.stderr
     html = (out / "report.html").read_text()
-    assert "accuracy on line drawings" in html and "Accuracy vs error consistency (closure.nat.edges" in html
+    # the title is two lines (one SVG text each): the figure is one page column wide
+    assert "accuracy on line drawings" in html and "Accuracy vs error consistency" in html
+    assert "(closure.nat.edges, test split)" in html
     assert "No closure.nat.silhouette records" not in html

@@ -1,4 +1,14 @@
-"""The report's figures, drawn with matplotlib and returned as inline SVG text.
+"""The report's figures: one function per figure draws it with matplotlib and returns a
+:class:`Drawn` (the Figure, its file name and its tidy data rows); the HTML page inlines it
+as SVG (:func:`to_svg`) and ``report --figures DIR`` writes the same object as PDF, SVG,
+PNG and CSV (:mod:`.files`), so a figure has one place in the code.
+
+Size and type are those of a two-column journal page: figures are
+:data:`DOUBLE_COLUMN_IN` (7.16 in) wide, or :data:`SINGLE_COLUMN_IN` (3.5 in) for
+single-panel scatter plots; text is 7-8 pt (IEEE, "Preparing graphics for IEEE
+publications": column 3.5 in, text width 7.16 in, type 8-10 pt at print size, nothing
+under 6 pt; Elsevier's 90 mm / 190 mm and 7 pt minimum are within a few percent).
+Layout is matplotlib's constrained layout, so legends and labels stay inside that width.
 
 Colours: the Okabe-Ito palette (Okabe & Ito 2008, "Color Universal Design"), readable
 for the common colour-vision deficiencies, cycled with marker shapes so that more models
@@ -15,6 +25,7 @@ from __future__ import annotations
 import io
 import math
 from collections import defaultdict
+from dataclasses import dataclass, field
 
 import matplotlib
 import matplotlib.ticker
@@ -32,9 +43,63 @@ OKABE_ITO = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "
 MARKERS = ("o", "s", "^", "D", "v", "P", "X", "<", ">", "h")
 HUMAN_GREY = "#7f7f7f"
 
-RC = {"svg.fonttype": "none", "svg.hashsalt": "perceptbench", "text.parse_math": False, "font.size": 9,
-      "axes.titlesize": 10, "axes.labelsize": 9, "legend.fontsize": 8, "axes.spines.top": False,
-      "axes.spines.right": False, "font.family": "DejaVu Sans"}
+SINGLE_COLUMN_IN = 3.5
+"""Single-column figure width, inches (IEEE two-column template; see the module docstring)."""
+DOUBLE_COLUMN_IN = 7.16
+"""Double-column (full text width) figure width, inches (IEEE two-column template)."""
+MIN_FONT_PT = 7
+"""Smallest type on a figure at print size, points (module docstring)."""
+
+RC = {"svg.fonttype": "none", "svg.hashsalt": "perceptbench", "text.parse_math": False, "font.size": 8,
+      "axes.titlesize": 8, "axes.labelsize": 8, "legend.fontsize": 7, "xtick.labelsize": 7,
+      "ytick.labelsize": 7, "axes.spines.top": False, "axes.spines.right": False, "font.family": "DejaVu Sans",
+      "pdf.fonttype": 42, "axes.linewidth": 0.6, "lines.linewidth": 1.0, "legend.handlelength": 1.5}
+"""Matplotlib settings of every figure (drawing and saving): 7-8 pt DejaVu Sans, TrueType
+(Type 42) fonts in the PDF (editable text, accepted by journals that refuse Type 3), SVG
+text as ``<text>``, a fixed SVG id salt so two runs write identical files."""
+
+DATA_COLUMNS = ("figure", "panel", "task_id", "model", "role", "metric", "plotted_as", "x", "value", "ci_low",
+                "ci_high", "n", "n_null", "value_source", "note")
+"""Columns of a figure's tidy data (one row per plotted point, bar, line, band or cell):
+``panel`` the panel title or key; ``role`` model / human observer / human ceiling / floor /
+kernel / ...; ``plotted_as`` how the number is drawn (x, y, cell, line, band, bin);
+``x`` the x category or value a y number is drawn at; ``value``/``ci_low``/``ci_high``/
+``n``/``n_null`` the numbers (95% CI); ``value_source`` ``scores.csv`` when they are the
+score row's own (task_id, model, metric), else how they were derived."""
+
+FROM_SCORES = "scores.csv"
+
+
+@dataclass
+class Drawn:
+    """One figure: ``name`` (file stem, says what it shows), ``fig`` (matplotlib Figure, open
+    until :func:`close`), ``rows`` (tidy data, dicts keyed by :data:`DATA_COLUMNS`)."""
+
+    name: str
+    fig: object
+    rows: list[dict] = field(default_factory=list)
+
+    def done(self, fig) -> "Drawn":
+        """Take ``fig`` as the finished figure: lay it out once (constrained layout, under
+        :data:`RC`) and fix that layout, so the page's SVG and every file show the same
+        positions (a layout engine left on moves artists by fractions of a point on each
+        draw, which changes the SVG clip-path ids)."""
+        with plt.rc_context(RC):
+            fig.canvas.draw()
+        fig.set_layout_engine("none")
+        self.fig = fig
+        return self
+
+    def add(self, r: ScoreRow | None = None, **kw) -> None:
+        """Append a data row: from score row ``r`` (its numbers, value_source scores.csv) and/or
+        keyword fields (a derived number gives ``value`` and ``value_source``)."""
+        d = dict.fromkeys(DATA_COLUMNS, None)
+        d["figure"] = self.name
+        if r is not None:
+            d.update(task_id=r.task_id, model=r.model, metric=r.metric, value=r.value, ci_low=r.ci_low,
+                     ci_high=r.ci_high, n=r.n, n_null=r.n_null, value_source=FROM_SCORES)
+        d.update(kw)
+        self.rows.append(d)
 
 
 def style(i: int) -> dict:
@@ -49,17 +114,31 @@ def legend_label(text: str | None) -> str | None:
     return "\u200b" + text if text and text.startswith("_") else text
 
 
-def to_svg(fig) -> str:
-    """The figure as an ``<svg>`` element (XML prologue and DOCTYPE stripped), closed."""
+def to_svg(fig, close: bool = True) -> str:
+    """The figure as an ``<svg>`` element (XML prologue and DOCTYPE stripped); closed unless
+    ``close`` is False."""
     buf = io.StringIO()
-    fig.savefig(buf, format="svg", bbox_inches="tight", metadata={"Date": None})
-    plt.close(fig)
+    with plt.rc_context(RC):
+        fig.savefig(buf, format="svg", metadata={"Date": None})
+    if close:
+        plt.close(fig)
     s = buf.getvalue()
     s = s[s.index("<svg"):]
     a, b = s.find("<metadata>"), s.find("</metadata>")
     if a >= 0 and b > a:  # RDF creator block: namespaces only, nothing a reader needs
         s = s[:a] + s[b + len("</metadata>"):]
     return s
+
+
+def svg_of(d: Drawn | None) -> str | None:
+    """``d``'s figure as inline SVG (closed), or None."""
+    return None if d is None else to_svg(d.fig)
+
+
+def close(d: Drawn | None) -> None:
+    """Release ``d``'s figure (matplotlib keeps open figures alive)."""
+    if d is not None:
+        plt.close(d.fig)
 
 
 def _finite(x) -> bool:
@@ -101,10 +180,17 @@ def _models(rows, task_pred, only: list[str] | None = None) -> list[str]:
 # ------------------------------------------------------------------ 1. model x task matrix
 
 def matrix(heads: list[HeadlineRow], models: list[str], cols: list[tuple[str, str]]):
+    """:func:`draw_matrix` as inline SVG (None without headline columns)."""
+    return svg_of(draw_matrix(heads, models, cols))
+
+
+def draw_matrix(heads: list[HeadlineRow], models: list[str], cols: list[tuple[str, str]]) -> Drawn | None:
     """Heatmap: models (rows, in the given order) x (task, metric) columns; cell = value and
-    CI; two extra rows give the floor/chance and the human ceiling of each column."""
+    CI; two extra rows give the floor/chance and the human ceiling of each column.  Double
+    column wide up to 7 columns, wider beyond (the table then suits a paper better)."""
     if not models or not cols:
         return None
+    d = Drawn("model_by_task_headline_matrix", None)
     h = {(x.task_id, x.metric, x.model): x for x in heads}
     ref_rows = ["floor / chance", "human ceiling"]
     labels = ref_rows + models
@@ -117,6 +203,12 @@ def matrix(heads: list[HeadlineRow], models: list[str], cols: list[tuple[str, st
                 if ref is not None:
                     vals[i, j] = ref
                     text[i][j] = fmt(ref, 2)
+                    d.add(task_id=tid, model=ref_rows[i], role="floor" if i == 0 else "human ceiling",
+                          metric=metric, plotted_as="cell", value=ref,
+                          ci_low=any_h.ceiling_ci[0] if i == 1 and any_h.ceiling_ci else None,
+                          ci_high=any_h.ceiling_ci[1] if i == 1 and any_h.ceiling_ci else None,
+                          value_source="headline " + ("floor: " + any_h.floor_label if i == 0
+                                                      else "ceiling: " + any_h.ceiling_label))
                 else:
                     text[i][j] = "-"
         for i, m in enumerate(models, start=2):
@@ -124,6 +216,7 @@ def matrix(heads: list[HeadlineRow], models: list[str], cols: list[tuple[str, st
             if x is None:
                 text[i][j] = "not run"
                 continue
+            d.add(x, role="model", plotted_as="cell", note="; ".join(x.flags))
             if _finite(x.value):
                 vals[i, j] = x.value
                 text[i][j] = fmt(x.value, 2) + (f"\n[{fmt(x.ci_low, 2)}, {fmt(x.ci_high, 2)}]" if x.ci_low is not None else "")
@@ -138,8 +231,8 @@ def matrix(heads: list[HeadlineRow], models: list[str], cols: list[tuple[str, st
             else:
                 text[i][j] = "skipped" if x.metric == "skipped" else "undefined"
     with plt.rc_context(RC):
-        w = min(2 + 1.45 * len(cols), 22)
-        fig, ax = plt.subplots(figsize=(w, 0.9 + 0.42 * len(labels)))
+        w = max(DOUBLE_COLUMN_IN, min(1.6 + 0.8 * len(cols), 22))
+        fig, ax = plt.subplots(figsize=(w, 1.2 + 0.34 * len(labels)), layout="constrained")
         im = ax.imshow(vals, cmap="cividis", vmin=min(0.0, np.nanmin(vals) if np.isfinite(vals).any() else 0),
                        vmax=1.0, aspect="auto")
         for i in range(len(labels)):
@@ -158,8 +251,8 @@ def matrix(heads: list[HeadlineRow], models: list[str], cols: list[tuple[str, st
             ax.tick_params(labeltop=True)
         cb = fig.colorbar(im, ax=ax, fraction=0.03, pad=0.01)
         cb.set_label("metric value (proportion; kappa unitless)")
-        ax.set_title("Model x task: headline value [95% CI] with the floor/chance and the human ceiling")
-        return to_svg(fig)
+        ax.set_title("Model x task: headline value [95% CI], floor/chance and human ceiling")
+        return d.done(fig)
 
 
 # ------------------------------------------------------------------ 2. accuracy vs kappa
@@ -169,20 +262,29 @@ PANEL_STIMULI = {"closure.nat.silhouette": "silhouettes", "closure.nat.edges": "
 
 
 def dissociation(rows: list[ScoreRow], labelled: list[str] | None = None, task: str = "closure.nat.silhouette"):
+    """:func:`draw_dissociation` as inline SVG (None without rows of ``task``)."""
+    return svg_of(draw_dissociation(rows, labelled, task))
+
+
+def draw_dissociation(rows: list[ScoreRow], labelled: list[str] | None = None,
+                      task: str = "closure.nat.silhouette") -> Drawn | None:
     """Accuracy (x) vs error consistency kappa (y) on a human-panel classification ``task``
     (a base id of :data:`PANEL_STIMULI`; default the silhouettes), 95% CIs both ways; the
     observers as grey points (accuracy@test, kappa_loo@test); the pairwise human ceiling
-    as a band (its bootstrap CI) and a line (its mean).  None when no rows of ``task``."""
+    as a band (its bootstrap CI) and a line (its mean).  None when no rows of ``task``.
+    Single column wide, legend below; file name ``accuracy_vs_error_consistency_<stimuli>``."""
     tids = sorted({r.task_id for r in rows if r.task_id.split("@")[0] == task})
     if not tids:
         return None
     tid = tids[0]
     ix = _index(rows)
     models = _models(rows, lambda t: t == tid)
+    d = Drawn("accuracy_vs_error_consistency_" + PANEL_STIMULI[task].replace(" ", "_"), None)
     with plt.rc_context(RC):
-        fig, ax = plt.subplots(figsize=(6.4, 4.4))
+        fig, ax = plt.subplots(figsize=(SINGLE_COLUMN_IN, 4.6), layout="constrained")
         ceil = ix.get((tid, "human:panel", "ceiling_kappa_pairwise_mean@test"))
         if ceil is not None:
+            d.add(ceil, role="human ceiling", plotted_as="y line and band (CI)")
             if _finite(ceil.ci_low):
                 ax.axhspan(ceil.ci_low, ceil.ci_high, color=HUMAN_GREY, alpha=0.18, lw=0,
                            label="human-human ceiling, 95% CI")
@@ -190,7 +292,7 @@ def dissociation(rows: list[ScoreRow], labelled: list[str] | None = None, task: 
                        label=f"mean pairwise observer kappa {ceil.value:.3f}")
         ax.axhline(0, color="black", lw=0.6, ls=":")
         ax.axvline(1 / 16, color="black", lw=0.6, ls=":")
-        ax.text(1 / 16, 0.01, " chance 1/16", transform=ax.get_xaxis_transform(), fontsize=7, va="bottom")
+        ax.text(1 / 16, 0.01, " chance 1/16", transform=ax.get_xaxis_transform(), fontsize=MIN_FONT_PT, va="bottom")
         hx, hy = [], []
         for (t, m, met), r in ix.items():
             if t == tid and m.startswith("human:subject") and met == "accuracy@test":
@@ -198,9 +300,11 @@ def dissociation(rows: list[ScoreRow], labelled: list[str] | None = None, task: 
                 if k is not None:
                     hx.append(r.value)
                     hy.append(k.value)
+                    d.add(r, role="human observer", plotted_as="x")
+                    d.add(k, role="human observer", plotted_as="y")
         if hx:
             ax.scatter(hx, hy, s=22, color=HUMAN_GREY, marker="o", facecolors="none",
-                       label=f"human observers (n={len(hx)}; kappa vs the other observers)")
+                       label=f"human observers (n={len(hx)}; kappa vs the others)")
         labelled = models if labelled is None else [m for m in labelled if m in models]
         others = [m for m in models if m not in labelled]
         ox, oy = [], []
@@ -209,44 +313,57 @@ def dissociation(rows: list[ScoreRow], labelled: list[str] | None = None, task: 
             if a is not None and k is not None and _finite(a.value) and _finite(k.value):
                 ox.append(a.value)
                 oy.append(k.value)
+                d.add(a, role="model (unlabelled point)", plotted_as="x")
+                d.add(k, role="model (unlabelled point)", plotted_as="y")
         if ox:
             ax.scatter(ox, oy, s=12, color=OKABE_ITO[5], marker=".",
-                       label=f"{len(ox)} further models (point estimates; card and table give each)")
+                       label=f"{len(ox)} further models (point estimates)")
         for i, m in enumerate(labelled):
             a, k = ix.get((tid, m, "accuracy")), ix.get((tid, m, "kappa_pairwise"))
             if a is None or k is None or not (_finite(a.value) and _finite(k.value)):
                 continue
             st = style(i)
+            d.add(a, role="model", plotted_as="x")
+            d.add(k, role="model", plotted_as="y")
             ax.errorbar(a.value, k.value, xerr=_err(a), yerr=_err(k), fmt=st["marker"], color=st["color"],
-                        ms=6, capsize=2, lw=1, label=legend_label(m))
+                        ms=5, capsize=2, lw=1, label=legend_label(m))
         ax.set_xlim(-0.02, 1.02)
         ax.set_xlabel(f"accuracy on {PANEL_STIMULI[task]} (proportion correct, 16-way)")
         ax.set_ylabel("error consistency kappa (unitless)")
-        ax.set_title(f"Accuracy vs error consistency ({task}, test split)")
-        ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1), frameon=False)
-        return to_svg(fig)
+        ax.set_title(f"Accuracy vs error consistency\n({task}, test split)")
+        ax.legend(loc="upper left", bbox_to_anchor=(-0.2, -0.16), frameon=False, ncols=1)
+        return d.done(fig)
 
 
 # ------------------------------------------------------------------ 3. a(k)
 
 def ak_curves(rows: list[ScoreRow], only: list[str] | None = None):
+    """:func:`draw_ak_curves` as inline SVG (None without series-count rows)."""
+    return svg_of(draw_ak_curves(rows, only))
+
+
+def draw_ak_curves(rows: list[ScoreRow], only: list[str] | None = None) -> Drawn | None:
     """a(k) with 95% CIs per model, the 6-12 capacity band shaded; below it, one line per
-    model with capacity_k and its 95% interval, P(in band) printed beside it."""
+    model with capacity_k and its 95% interval, P(in band) printed beside it.  Double column."""
     tids = sorted({r.task_id for r in rows if r.task_id.split("@")[0] == "similarity.chart.series_count"})
     if not tids:
         return None
     ix = _index(rows)
+    d = Drawn("series_count_accuracy_by_k_and_capacity", None)
     with plt.rc_context(RC):
         sizes = [len(_models(rows, lambda t, tid=tid: t == tid, only)) for tid in tids]
         ratios = []
         for n in sizes:
-            ratios += [3.2, 0.35 + 0.28 * max(n, 1)]
-        fig, axes = plt.subplots(2 * len(tids), 1, figsize=(7.6, sum(ratios) + 0.6 * len(tids)),
-                                 gridspec_kw={"height_ratios": ratios, "hspace": 0.12}, squeeze=False)
+            ratios += [2.6, 0.35 + 0.3 * max(n, 1)]
+        fig, axes = plt.subplots(2 * len(tids), 1, figsize=(DOUBLE_COLUMN_IN, sum(ratios) + 0.5 * len(tids)),
+                                 gridspec_kw={"height_ratios": ratios}, squeeze=False, layout="constrained")
         for q, tid in enumerate(tids):
             ax, axc = axes[2 * q, 0], axes[2 * q + 1, 0]
             axc.sharex(ax)
             models = _models(rows, lambda t: t == tid, only)
+            d.add(task_id=tid, model="human:capacity-band", role="human capacity band", metric="capacity_k",
+                  plotted_as="x band", value=None, ci_low=CAPACITY_BAND[0], ci_high=CAPACITY_BAND[1], panel=tid,
+                  value_source="constant CAPACITY_BAND (Healey 1996; Ware 2013; seed 000 §2.1)")
             for a_ in (ax, axc):
                 a_.axvspan(CAPACITY_BAND[0], CAPACITY_BAND[1], color=HUMAN_GREY, alpha=0.15, lw=0,
                            label=f"human capacity band {CAPACITY_BAND[0]}-{CAPACITY_BAND[1]} series"
@@ -256,6 +373,8 @@ def ak_curves(rows: list[ScoreRow], only: list[str] | None = None):
                 pts = sorted((int(r.metric[4:-1]), r) for (t, mm, met), r in ix.items()
                              if t == tid and mm == m and met.startswith("a_k["))
                 st = style(i)
+                for k, r in pts:
+                    d.add(r, role="model", plotted_as="y", x=k, panel=tid)
                 if pts:
                     ks = np.array([k for k, _ in pts]) + (i - (len(models) - 1) / 2) * 0.1
                     v = np.array([r.value for _, r in pts])
@@ -268,6 +387,9 @@ def ak_curves(rows: list[ScoreRow], only: list[str] | None = None):
                 cap = ix.get((tid, m, "capacity_k"))
                 prob = ix.get((tid, m, "capacity_in_band_prob"))
                 y = len(models) - 1 - i
+                for r in (cap, prob):
+                    if r is not None:
+                        d.add(r, role="model", plotted_as="x (lower panel)" if r is cap else "text", panel=tid)
                 txt = "capacity_k undefined"
                 if cap is not None and _finite(cap.value):
                     if _finite(cap.ci_low):
@@ -276,88 +398,107 @@ def ak_curves(rows: list[ScoreRow], only: list[str] | None = None):
                     txt = f"capacity_k {cap.value:.0f} [{cap.ci_low:.0f}, {cap.ci_high:.0f}]"
                 if prob is not None:
                     txt += f", P(in band) {prob.value:.2f}"
-                labels.append(f"{m}: {txt}")
+                labels.append(f"{m}\n{txt}")  # two lines: a long model name keeps the axes wide
             ax.set_ylim(-0.03, 1.03)
             ax.set_ylabel("a(k): accuracy (proportion)")
             ns = [r.n for (t, _, met), r in ix.items() if t == tid and met.startswith("a_k[") and r.n is not None]
             small = f"; small n: {min(ns)}-{max(ns)} trials per k (< {MIN_N}), CIs wide or degenerate" \
                 if ns and min(ns) < MIN_N else ""
-            ax.set_title(f"a(k) for {tid} (95% CI per k{small})", fontsize=9 if small else None)
-            ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1), frameon=False)
+            ax.set_title(f"a(k) for {tid}, 95% CI per k" + (f"\n{small[2:]}" if small else ""), loc="left")
             ax.tick_params(labelbottom=False)
-            axc.set_yticks(range(len(models)), labels[::-1], fontsize=7)
+            axc.set_yticks(range(len(models)), labels[::-1], fontsize=MIN_FONT_PT)
             axc.yaxis.tick_right()
+            axc.tick_params(axis="y", length=0)  # the labels name the lines; a tick beside them is noise
             axc.set_ylim(-0.6, len(models) - 0.4)
             axc.spines["left"].set_visible(False)
             axc.set_xlabel("rendered series count k (number of colour series); lower panel: capacity_k, 95% CI")
             axc.set_xlim(1.3, 16.7)
-        return to_svg(fig)
+        legend = {}
+        for a_ in axes[::2, 0]:  # one legend under the figure: models and the band, once each
+            for h, lab in zip(*a_.get_legend_handles_labels()):
+                legend.setdefault(lab, h)
+        fig.legend(list(legend.values()), list(legend), loc="outside lower center", frameon=False, ncols=2)
+        return d.done(fig)
 
 
 # ------------------------------------------------------------------ 4. mark kernels (colour, shape, size, ...)
 
-def _kernel_panel(ax, ix, tids: list[str], models: list[str]) -> None:
+def _kernel_panel(ax, ix, tids: list[str], models: list[str], d: Drawn) -> None:
     """One channel's panel: per task variant, B per model (95% CI), the position floor as a
-    line and the other kernels' B against the task's kernel as grey labelled ticks."""
+    line and the other kernels' B against the task's kernel as grey labelled ticks; every
+    plotted number appended to ``d``'s data."""
     width = 0.7
     for j, tid in enumerate(tids):
         fl = next((r for (t, m, met), r in ix.items() if t == tid and met == "position_floor"), None)
         if fl is not None:
+            d.add(fl, role="floor", plotted_as="y line", x=tid)
             ax.plot([j - 0.45, j + 0.45], [fl.value] * 2, color="black", ls="--", lw=1,
                     label="position floor" if j == 0 else None)
         kern = [(m, r) for (t, m, met), r in ix.items() if t == tid and m.startswith("human:kernel-") and met == "B"]
-        label_y = []  # labels at least 0.05 apart (B units), so close kernels (l5 0.870, l9 0.874) stay legible
+        label_y = []  # labels at least 0.07 apart (B units), so close kernels (l5 0.870, l9 0.874) stay legible
         for _, r in sorted(kern, key=lambda x: x[1].value):
-            label_y.append(r.value if not label_y else max(r.value, label_y[-1] + 0.05))
+            label_y.append(r.value if not label_y else max(r.value, label_y[-1] + 0.07))
         for q, (m, r) in enumerate(sorted(kern, key=lambda x: x[1].value)):
+            d.add(r, role="kernel", plotted_as="y", x=tid)
             ax.scatter([j + 0.38], [r.value], color=HUMAN_GREY, marker="_", s=120,
                        label="other kernels vs this kernel (reference spread)" if j == 0 and q == 0 else None)
             ax.annotate(m.removeprefix("human:kernel-"), (j + 0.38, r.value), xytext=(j + 0.47, label_y[q]),
-                        textcoords="data", fontsize=6, color="#555555", va="center",
+                        textcoords="data", fontsize=MIN_FONT_PT, color="#555555", va="center",
                         arrowprops=dict(arrowstyle="-", color="#bbbbbb", lw=0.5, shrinkA=0, shrinkB=0))
         for i, m in enumerate(models):
             r = ix.get((tid, m, "B"))
             if r is None:
                 continue
+            d.add(r, role="model", plotted_as="y", x=tid)
             st = style(i)
             x = j - width / 2 + width * (i + 0.5) / max(len(models), 1) - 0.08
             ax.errorbar([x], [r.value], yerr=_err(r), fmt=st["marker"], color=st["color"], capsize=2, ms=5,
                         label=legend_label(m) if j == 0 and len(models) <= 12 else None)
-    ax.set_xticks(range(len(tids)), tids, rotation=15, ha="right")
+    ax.set_xticks(range(len(tids)), [_wrap_task(t) for t in tids])
     ax.set_ylim(0, 1)
 
 
 def mark_color(rows: list[ScoreRow], only: list[str] | None = None):
+    """:func:`draw_mark_color` as inline SVG (None without kernel-task rows)."""
+    d = draw_mark_color(rows, only)
+    return None if d is None else to_svg(d.fig)
+
+
+def draw_mark_color(rows: list[ScoreRow], only: list[str] | None = None) -> Drawn | None:
     """The kernel odd-one-out tasks (mark colour, and shape, size and the bivariate sets where
     the rows hold them), one panel per channel: B per model (95% CI) per task variant, the
     position floor as a line, and the other kernels' B against the task's kernel as grey
-    points: the reference's own spread.  None without kernel-task rows."""
+    points: the reference's own spread.  None without kernel-task rows.  One column wide for
+    a single task variant, else double column; one legend under the panels."""
     tids = sorted({r.task_id for r in rows if r.task_id.split("@")[0] in MARK_KERNEL_IDS})
     if not tids:
         return None
     ix = _index(rows)
     models = _models(rows, lambda t: t in tids, only)
+    d = Drawn("mark_odd_one_out_agreement_vs_kernels", None)
     channels = [b for b in MARK_KERNEL_IDS if any(t.split("@")[0] == b for t in tids)]
     with plt.rc_context(RC):
-        widths = [max(1.6 * sum(t.split("@")[0] == b for t in tids), 2.4) for b in channels]
-        fig, axes = plt.subplots(1, len(channels), figsize=(max(5.0, 1.2 + sum(widths)), 3.8), sharey=True,
-                                 squeeze=False, gridspec_kw={"width_ratios": widths})
+        widths = [max(sum(t.split("@")[0] == b for t in tids), 1) for b in channels]
+        fig, axes = plt.subplots(1, len(channels), figsize=(SINGLE_COLUMN_IN if len(tids) == 1 else DOUBLE_COLUMN_IN,
+                                                             3.6), sharey=True, squeeze=False,
+                                 gridspec_kw={"width_ratios": widths}, layout="constrained")
         for ax, base in zip(axes[0], channels):
-            _kernel_panel(ax, ix, [t for t in tids if t.split("@")[0] == base], models)
+            _kernel_panel(ax, ix, [t for t in tids if t.split("@")[0] == base], models, d)
             if len(channels) > 1:
-                ax.set_title(base.removeprefix("similarity.chart."), fontsize=9)
+                ax.set_title(base.removeprefix("similarity.chart."))
         axes[0][0].set_ylabel("B, agreement with the kernel (proportion)")
         if len(channels) == 1 and channels[0] == "similarity.chart.mark_color":
-            fig.axes[0].set_title("Mark colour odd-one-out: B vs the position floor and the kernels' spread")
+            fig.axes[0].set_title("Mark colour odd-one-out: B vs the\nposition floor and the kernels' spread")
         else:
-            fig.suptitle("Mark odd-one-out per channel: B vs the position floor and the kernels' spread")
+            fig.suptitle("Mark odd-one-out per channel: B vs the position floor and the kernels' spread",
+                         fontsize=RC["axes.titlesize"])
         legend = {}  # every panel's labelled artists, each label once (a model may answer one channel only)
         for ax in axes[0]:
             for h, lab in zip(*ax.get_legend_handles_labels()):
                 legend.setdefault(lab, h)
-        axes[0][-1].legend(list(legend.values()), list(legend), loc="upper left", bbox_to_anchor=(1.01, 1),
-                           frameon=False)
-        return to_svg(fig)
+        fig.legend(list(legend.values()), list(legend), loc="outside lower center", frameon=False,
+                   ncols=1 if len(tids) == 1 else 2)
+        return d.done(fig)
 
 
 # ------------------------------------------------------------------ 5. SalBench
@@ -370,6 +511,11 @@ def _sal_key(tid: str):
 
 
 def salbench_shots(rows: list[ScoreRow], only: list[str] | None = None):
+    """:func:`draw_salbench_shots` as inline SVG (None without SalBench rows)."""
+    return svg_of(draw_salbench_shots(rows, only))
+
+
+def draw_salbench_shots(rows: list[ScoreRow], only: list[str] | None = None) -> Drawn | None:
     """Exact match and mean F1 by shots (0/3/5) per SalBench task and model: every stimulus
     counted, a null as the empty set (filled markers, 95% CI; seed 001 §4 and lmms-eval) and
     nulls excluded (open markers, the ``@nulls_excluded`` variant)."""
@@ -379,8 +525,10 @@ def salbench_shots(rows: list[ScoreRow], only: list[str] | None = None):
     ix = _index(rows)
     kinds = sorted({_sal_key(t)[:2] for t in tids})
     models = _models(rows, lambda t: t in tids, only)
+    d = Drawn("salbench_exact_match_and_f1_by_shots", None)
     with plt.rc_context(RC):
-        fig, axes = plt.subplots(len(kinds), 2, figsize=(9.5, 2.9 * len(kinds)), squeeze=False)
+        fig, axes = plt.subplots(len(kinds), 2, figsize=(DOUBLE_COLUMN_IN, 0.8 + 2.3 * len(kinds)), squeeze=False,
+                                 layout="constrained")
         for row_i, (kind, split) in enumerate(kinds):
             mine = [t for t in tids if _sal_key(t)[:2] == (kind, split)]
             for col, metric in enumerate(("exact_match", "mean_f1")):
@@ -391,6 +539,10 @@ def salbench_shots(rows: list[ScoreRow], only: list[str] | None = None):
                                  for t in mine if ix.get((t, m, metric)) is not None)
                     if not pts:
                         continue
+                    for shots, r, r_ex in pts:
+                        for rr in (r, r_ex):
+                            if rr is not None:
+                                d.add(rr, role="model", plotted_as="y", x=shots, panel=f"salbench.{kind}.{split}: {metric}")
                     off = (i - (len(models) - 1) / 2) * 0.18
                     xs = np.array([p[0] for p in pts]) + off
                     ys = [p[1].value for p in pts]
@@ -405,12 +557,11 @@ def salbench_shots(rows: list[ScoreRow], only: list[str] | None = None):
                 ax.set_xticks([0, 3, 5])
                 ax.set_xlim(-0.8, 5.8)
                 ax.set_ylim(-0.03, 1.05)
-                ax.set_xlabel("few-shot examples in the prompt (shots)")
+                ax.set_xlabel("few-shot examples (shots)")
                 ax.set_ylabel(("exact match" if metric == "exact_match" else "mean F1") + " (proportion)")
                 ax.set_title(f"salbench.{kind}.{split}: {metric}")
-        fig.legend(loc="upper left", bbox_to_anchor=(1.0, 0.98), frameon=False)
-        fig.tight_layout()
-        return to_svg(fig)
+        fig.legend(loc="outside lower center", frameon=False, ncols=2)
+        return d.done(fig)
 
 
 def _dodged_points(ax, i: int, n_models: int, rs: list, label: str | None) -> None:
@@ -428,6 +579,11 @@ def _dodged_points(ax, i: int, n_models: int, rs: list, label: str | None) -> No
 
 
 def salbench_categories(rows: list[ScoreRow], only: list[str] | None = None):
+    """:func:`draw_salbench_categories` as inline SVG (None without SalBench rows)."""
+    return svg_of(draw_salbench_categories(rows, only))
+
+
+def draw_salbench_categories(rows: list[ScoreRow], only: list[str] | None = None) -> Drawn | None:
     """Per-category F1 (every stimulus, a null as the empty set; 95% CI) per SalBench task
     variant and model."""
     tids = sorted({r.task_id for r in rows if r.task_id.startswith("salbench.")})
@@ -435,23 +591,32 @@ def salbench_categories(rows: list[ScoreRow], only: list[str] | None = None):
         return None
     ix = _index(rows)
     models = _models(rows, lambda t: t in tids, only)
+    d = Drawn("salbench_f1_by_category", None)
     with plt.rc_context(RC):
-        fig, axes = plt.subplots(len(tids), 1, figsize=(8.5, 2.5 * len(tids)), squeeze=False)
+        fig, axes = plt.subplots(len(tids), 1, figsize=(DOUBLE_COLUMN_IN, 0.6 + 1.9 * len(tids)), squeeze=False,
+                                 layout="constrained")
         for ax, tid in zip(axes[:, 0], tids):
             cats = sorted({met[3:-1] for (t, m, met) in ix if t == tid and met.startswith("f1[") and met.endswith("]")})
             for i, m in enumerate(models):
+                for c in cats:
+                    if ix.get((tid, m, f"f1[{c}]")) is not None:
+                        d.add(ix[(tid, m, f"f1[{c}]")], role="model", plotted_as="y", x=c, panel=tid)
                 _dodged_points(ax, i, len(models), [ix.get((tid, m, f"f1[{c}]")) for c in cats],
                                m if tid == tids[0] else None)
             ax.set_xticks(range(len(cats)), cats)
             ax.set_ylim(-0.03, 1.05)
             ax.set_ylabel("F1 (proportion)")
             ax.set_title(f"{tid}: per-category F1 (every stimulus)")
-        fig.legend(loc="upper left", bbox_to_anchor=(1.0, 0.98), frameon=False)
-        fig.tight_layout()
-        return to_svg(fig)
+        fig.legend(loc="outside lower center", frameon=False, ncols=3)
+        return d.done(fig)
 
 
 def salbench_breakdowns(rows: list[ScoreRow], only: list[str] | None = None):
+    """:func:`draw_salbench_breakdowns` as inline SVG (None without breakdown rows)."""
+    return svg_of(draw_salbench_breakdowns(rows, only))
+
+
+def draw_salbench_breakdowns(rows: list[ScoreRow], only: list[str] | None = None) -> Drawn | None:
     """Exact match by difficulty, by feature x difficulty (synthetic) and by distractor
     count (natural), every stimulus counted (a null as the empty set), 95% CI; one panel per
     task variant and grouping."""
@@ -469,10 +634,16 @@ def salbench_breakdowns(rows: list[ScoreRow], only: list[str] | None = None):
     if not panels:
         return None
     models = _models(rows, lambda t: t in tids, only)
+    d = Drawn("salbench_exact_match_by_difficulty_and_distractors", None)
     with plt.rc_context(RC):
-        fig, axes = plt.subplots(len(panels), 1, figsize=(9.0, 2.6 * len(panels)), squeeze=False)
+        fig, axes = plt.subplots(len(panels), 1, figsize=(DOUBLE_COLUMN_IN, 0.6 + 2.0 * len(panels)), squeeze=False,
+                                 layout="constrained")
         for ax, (tid, g, keys) in zip(axes[:, 0], panels):
             for i, m in enumerate(models):
+                for k in keys:
+                    if ix.get((tid, m, f"exact_match[{g}={k}]")) is not None:
+                        d.add(ix[(tid, m, f"exact_match[{g}={k}]")], role="model", plotted_as="y", x=k,
+                              panel=f"{tid}: {g}")
                 _dodged_points(ax, i, len(models), [ix.get((tid, m, f"exact_match[{g}={k}]")) for k in keys],
                                m if (tid, g) == panels[0][:2] else None)
             ax.set_xticks(range(len(keys)), keys, rotation=20 if g == "feature_difficulty" else 0,
@@ -483,20 +654,25 @@ def salbench_breakdowns(rows: list[ScoreRow], only: list[str] | None = None):
                     "distractors": "number of distractors"}[g]
             ax.set_xlabel(unit)
             ax.set_title(f"{tid}: exact match by {g.replace('_', ' x ')} (every stimulus)")
-        fig.legend(loc="upper left", bbox_to_anchor=(1.0, 0.98), frameon=False)
-        fig.tight_layout()
-        return to_svg(fig)
+        fig.legend(loc="outside lower center", frameon=False, ncols=3)
+        return d.done(fig)
 
 
 # ------------------------------------------------------------------ 6. VSI
 
 def vsi_histograms(rows: list[ScoreRow], only: list[str] | None = None, threshold: float = 0.05):
-    """:func:`vsi_histogram_figure` as inline SVG (None without histogram rows)."""
-    fig = vsi_histogram_figure(rows, only, threshold)
-    return None if fig is None else to_svg(fig)
+    """:func:`draw_vsi_histograms` as inline SVG (None without histogram rows)."""
+    return svg_of(draw_vsi_histograms(rows, only, threshold))
 
 
 def vsi_histogram_figure(rows: list[ScoreRow], only: list[str] | None = None, threshold: float = 0.05):
+    """The Figure of :func:`draw_vsi_histograms` (None without histogram rows)."""
+    d = draw_vsi_histograms(rows, only, threshold)
+    return None if d is None else d.fig
+
+
+def draw_vsi_histograms(rows: list[ScoreRow], only: list[str] | None = None,
+                        threshold: float = 0.05) -> Drawn | None:
     """Histograms of per-sample VSI from the ``vsi_histogram[condition,sigma=S]`` score rows
     (their note holds bin edges in nats and counts; branch ``vsi``), one panel per task and
     condition, one step line per model, the 0.05-nat insensitivity threshold dashed (seed 002
@@ -510,9 +686,10 @@ def vsi_histogram_figure(rows: list[ScoreRow], only: list[str] | None = None, th
         panels[(r.task_id, r.metric[len("vsi_histogram"):])].append(r)
     if not panels:
         return None
+    d = Drawn("vsi_per_sample_histograms", None)
     with plt.rc_context(RC):
         # constrained layout: a panel's x label never runs into the next panel's title
-        fig, axes = plt.subplots(len(panels), 1, figsize=(7.6, 2.8 * len(panels)), squeeze=False,
+        fig, axes = plt.subplots(len(panels), 1, figsize=(DOUBLE_COLUMN_IN, 2.4 * len(panels)), squeeze=False,
                                  layout="constrained")
         for ax, ((tid, cell), rs) in zip(axes[:, 0], sorted(panels.items())):
             models = [m for m in (only or [r.model for r in rs]) if any(r.model == m for r in rs)]
@@ -532,6 +709,14 @@ def vsi_histogram_figure(rows: list[ScoreRow], only: list[str] | None = None, th
                 ins = next((x for x in rows if x.task_id == tid and x.model == m
                             and x.metric == f"insensitive_frac@{threshold:g}{cell}"), None)
                 lab = m + (f": {ins.value:.0%} below {threshold:g} nats" if ins is not None and _finite(ins.value) else "")
+                for j, share in enumerate(frac):
+                    d.add(task_id=tid, model=m, role="model", metric=r.metric, plotted_as="bin", panel=f"{tid} {cell}",
+                          x=f"[{edges[j] or 0:g}, "
+                            f"{format(edges[j + 1], 'g') if j + 1 < len(edges) and edges[j + 1] is not None else 'inf'})",
+                          value=float(share), n=int(counts[j]), n_null=r.n_null,
+                          value_source="share of samples in the bin, from the row's note (edges_nats, counts)")
+                if ins is not None:
+                    d.add(ins, role="model", plotted_as="legend text", panel=f"{tid} {cell}")
                 ax.stairs(frac, xs, color=style(i)["color"], lw=1.6, label=legend_label(lab))
             ax.axvline(threshold, color="black", ls="--", lw=1)
             ax.set_xscale("log")
@@ -539,14 +724,19 @@ def vsi_histogram_figure(rows: list[ScoreRow], only: list[str] | None = None, th
             ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())  # mathtext is off: plain labels
             ax.set_xlabel("VSI = KL(p_clean || p_blurred) (nats, log scale; outer bins open)")
             ax.set_ylabel("share of samples (proportion)")
-            ax.set_title(f"{tid} {cell}: VSI per sample; dashed: {threshold:g} nats")
+            ax.set_title(f"{tid} {cell}: VSI per sample; dashed: {threshold:g} nats", loc="left")
             ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1), frameon=False)
-        return fig
+        return d.done(fig)
 
 
 # ------------------------------------------------------------------ 8. model vs model
 
 def paired_forest(diffs, max_rows: int = 40):
+    """:func:`draw_paired_forest` as inline SVG (None without differences)."""
+    return svg_of(draw_paired_forest(diffs, max_rows))
+
+
+def draw_paired_forest(diffs, max_rows: int = 40) -> Drawn | None:
     """Forest plot of paired differences (a - b) with 95% CIs; differences with a Holm-adjusted
     p below 0.05 (:attr:`~perceptbench.reports.paired.PairedDiff.significant`) are drawn filled,
     the others open.  At most ``max_rows`` rows (the largest
@@ -555,18 +745,25 @@ def paired_forest(diffs, max_rows: int = 40):
         return None
     ds = sorted(diffs, key=lambda d: -abs(d.diff) if _finite(d.diff) else 0)[:max_rows]
     ds = sorted(ds, key=lambda d: (d.task_id, d.metric, d.a, d.b))
+    out = Drawn("model_vs_model_paired_differences", None)
     with plt.rc_context(RC):
-        fig, ax = plt.subplots(figsize=(8.5, 0.9 + 0.26 * len(ds)))
+        fig, ax = plt.subplots(figsize=(DOUBLE_COLUMN_IN, 0.9 + 0.2 * len(ds)), layout="constrained")
         for y, d in enumerate(ds):
             ex = d.significant
+            out.add(task_id=d.task_id, model=f"{d.a} - {d.b}", role="paired difference a - b", metric=d.metric,
+                    plotted_as="x", value=d.diff, ci_low=d.low, ci_high=d.high, n=d.n,
+                    value_source="paired bootstrap (report; seed 000 D.5)",
+                    note=f"p={d.p:.4g}; p_holm={d.p_holm:.4g}; p_bh={d.p_bh:.4g}; draws={d.n_draws}; "
+                         f"{'filled (Holm p < 0.05)' if ex else 'open'}; {d.basis}")
             c = OKABE_ITO[0] if ex else HUMAN_GREY
             if _finite(d.low):
                 ax.plot([d.low, d.high], [y, y], color=c, lw=1.5)
             ax.plot([d.diff], [y], "o", color=c, mfc=c if ex else "white", ms=5)
         ax.axvline(0, color="black", lw=0.8)
         ax.set_yticks(range(len(ds)), [f"{d.task_id.split('@')[0]} {d.metric}: {d.a} - {d.b}" for d in ds],
-                      fontsize=7)
+                      fontsize=MIN_FONT_PT)
         ax.invert_yaxis()
-        ax.set_xlabel("paired difference a - b (metric units; proportion or kappa)")
-        ax.set_title("Model vs model, paired bootstrap 95% CI (filled: Holm-adjusted p < 0.05)")
-        return to_svg(fig)
+        ax.set_xlabel("paired difference a - b\n(metric units: proportion or kappa)")
+        fig.suptitle("Model vs model, paired bootstrap 95% CI (filled: Holm-adjusted p < 0.05)",
+                     fontsize=RC["axes.titlesize"])  # over the figure: the axes sit right of long labels
+        return out.done(fig)

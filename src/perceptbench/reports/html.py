@@ -14,7 +14,7 @@ import html as _html
 import os
 import re
 from collections import Counter, defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from jinja2 import Environment, PackageLoader, select_autoescape
@@ -45,6 +45,8 @@ class ReportResult:
     n_models: int
     n_tasks: int
     n_figures: int
+    figure_files: list[Path] = field(default_factory=list)
+    """The files ``report --figures DIR`` wrote (empty without it)."""
 
 
 def _matrix_cols(heads: list[HeadlineRow]) -> list[tuple[str, str]]:
@@ -222,8 +224,21 @@ def unpaired_task_notes(records, diffs) -> list[str]:
 def render_report(data: ReportData, title: str) -> tuple[str, str, int]:
     """(html, markdown, number of figures) for ``data``."""
     from . import figures as F
+
+    html, md, drawn, _ = build_report(data, title)
+    for d in drawn:
+        F.close(d)
+    return html, md, len(drawn)
+
+
+def build_report(data: ReportData, title: str):
+    """(html, markdown, drawn figures, tables) for ``data``: the page and the objects it was
+    made from, for ``report --figures`` (:mod:`.files`).  The figures
+    (:class:`~.figures.Drawn`) are still open: close them with :func:`.figures.close`."""
+    from . import figures as F
     from .native import native_tables
     from .paired import paired_differences
+    from .tables import report_tables
 
     heads = headline_rows(data.scores)
     models = []
@@ -249,15 +264,16 @@ def render_report(data: ReportData, title: str) -> tuple[str, str, int]:
     signal_names = sorted({k for v in signal.values() for k in v})
     native = native_tables(vsi_rows)
     few = models[:MAX_FIGURE_MODELS]
-    figs = dict(
-        fig_matrix=F.matrix(heads, models, cols), fig_dissociation=F.dissociation(data.scores, few),
-        fig_dissociation_edges=F.dissociation(data.scores, few, task="closure.nat.edges"),
-        fig_ak=F.ak_curves(data.scores, few), fig_mark=F.mark_color(data.scores, few),
-        fig_sal_shots=F.salbench_shots(data.scores, few), fig_sal_cats=F.salbench_categories(data.scores, few),
-        fig_sal_break=F.salbench_breakdowns(data.scores, few), fig_forest=F.paired_forest(diffs),
-        fig_vsi=F.vsi_histograms(data.scores, few) if vsi_rows else None)
-    n_fig = sum(v is not None for v in figs.values())
-    figs = {k: (Markup(v) if v is not None else None) for k, v in figs.items()}  # matplotlib-escaped SVG
+    drawn = dict(
+        fig_matrix=F.draw_matrix(heads, models, cols), fig_dissociation=F.draw_dissociation(data.scores, few),
+        fig_dissociation_edges=F.draw_dissociation(data.scores, few, task="closure.nat.edges"),
+        fig_ak=F.draw_ak_curves(data.scores, few), fig_mark=F.draw_mark_color(data.scores, few),
+        fig_sal_shots=F.draw_salbench_shots(data.scores, few),
+        fig_sal_cats=F.draw_salbench_categories(data.scores, few),
+        fig_sal_break=F.draw_salbench_breakdowns(data.scores, few), fig_forest=F.draw_paired_forest(diffs),
+        fig_vsi=F.draw_vsi_histograms(data.scores, few) if vsi_rows else None)
+    # matplotlib-escaped SVG; the figures stay open for the files
+    figs = {k: (Markup(F.to_svg(d.fig, close=False)) if d is not None else None) for k, d in drawn.items()}
     cards = {m: [h for h in heads if h.model == m] for m in models}
     env = Environment(loader=PackageLoader("perceptbench.reports", "templates"),
                       autoescape=select_autoescape(default=True, default_for_string=True))
@@ -266,6 +282,9 @@ def render_report(data: ReportData, title: str) -> tuple[str, str, int]:
         ([("vsi", "VSI")] if vsi_rows else []) + [("cards", "cards"), ("paired", "model vs model"),
                                                    ("provenance", "provenance")]
     prov = _provenance(data)
+    tables = report_tables(heads=heads, models=models, cols=cols, model_score=model_score, diffs=diffs,
+                           vsi_rows=vsi_rows, signal=sorted(signal.items()), signal_names=signal_names,
+                           native=native, prov=prov)
     secno = {sid: i + 1 for i, (sid, _) in enumerate(sections)}  # no gap when a section (VSI) is absent
     html = env.get_template("report.html.j2").render(
         title=title, sections=sections, secno=secno, models=models, tasks=sorted({r.task_id for r in data.records}),
@@ -285,24 +304,42 @@ def render_report(data: ReportData, title: str) -> tuple[str, str, int]:
                   if len(models) > len(few) else ""),
         vtext=value_text, ctext=cell_text, mark_legend=MARK_LEGEND, fmt=fmt, rtext=row_text,
         bar_left=lambda p: f"{25 + 50 * max(-0.5, min(1.5, p)):.1f}", **figs, **prov)
-    return html, markdown_summary(data, heads, diffs, title), n_fig
+    return html, markdown_summary(data, heads, diffs, title), [d for d in drawn.values() if d is not None], tables
 
 
-def write_report(run_dirs: list[str | os.PathLike], out: str | os.PathLike) -> ReportResult:
+def write_report(run_dirs: list[str | os.PathLike], out: str | os.PathLike,
+                 figures_dir: str | os.PathLike | None = None) -> ReportResult:
     """Write the HTML report to ``out`` and the Markdown summary to ``out`` with suffix
     ``.md``; both through a temporary file and a rename (a crash leaves no half page).
+    With ``figures_dir`` (created when missing; its parent must exist), also every figure
+    of the page as PDF, SVG, 300-dpi PNG and tidy CSV and every table as CSV and LaTeX
+    (:func:`perceptbench.reports.files.write_figure_files`), written before the page.
     Credentials in URLs (``http://user:secret@host``, e.g. in the ``model_version`` of records
     written before they were redacted) are redacted on the page
     (:func:`perceptbench.core.urls.redact_urls_in`).
 
     Raises RecordError / ValueError (from :func:`load_report_data`) for unreadable or
-    unmergeable run directories."""
+    unmergeable run directories, ValueError for a ``figures_dir`` that cannot be made or
+    written (:func:`~perceptbench.reports.files.check_figures_dir`), before writing anything."""
+    from . import figures as F
+    from .files import check_figures_dir, write_figure_files
+
+    if figures_dir is not None:
+        figures_dir = check_figures_dir(figures_dir)
     data = load_report_data(run_dirs)
     out = Path(out)
     title = ", ".join(str(Path(d)) for d in run_dirs)
-    html, md, n_fig = render_report(data, title)
+    html, md, drawn, tables = build_report(data, title)
+    n_fig = len(drawn)
+    files = []
+    try:
+        if figures_dir is not None:
+            files = write_figure_files(figures_dir, drawn, tables)
+    finally:
+        for d in drawn:
+            F.close(d)
     md_path = out.with_suffix(".md")
     for path, text in ((out, html), (md_path, md)):
         write_atomic(path, redact_urls_in(text))  # URL credentials of older records too
     models = {r.model for r in data.records if r.model_family != "human"}
-    return ReportResult(out, md_path, len(models), len({r.task_id for r in data.records}), n_fig)
+    return ReportResult(out, md_path, len(models), len({r.task_id for r in data.records}), n_fig, files)
