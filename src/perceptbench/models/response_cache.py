@@ -391,7 +391,8 @@ class _Answering:
         are stored or returned, so the cache and the records hold the same text.  When the inner
         model raises :class:`~perceptbench.models.base.PartialAnswers`, the answers that arrived
         are stored and a ``PartialAnswers`` over *these* requests is raised (None where no answer
-        is known: failed, or in a chunk not sent)."""
+        is known: failed, or in a chunk not sent).  An answer the inner model returns as None
+        without raising is returned as ``""``, neither stored nor counted in ``calls``."""
         reqs = list(requests)
         shas = _per_request(reqs, image_sha256s)
         keys = [self._budget_key(r, s, "") if budget_in_key else
