@@ -560,9 +560,10 @@ class _DistributionAndFollowUp:
         full = [i for i in range(len(reqs)) if texts[i] is None or dists[i] is None
                 or (fols[i] is None and not single)]
         need_f = [i for i in range(len(reqs)) if i not in full and fols[i] is None]
-        # requests counted: the clean one and the follow-up one per request
-        self.hits += (len(reqs) - len(full)) + sum(f is not None for f in fols)
-        self.calls += len(full) + sum(f is None for f in fols)
+        # requests counted: the clean one and the follow-up one per request; the combined pass asks
+        # both again (also a follow-up stored for a stored answer whose distribution is missing)
+        self.hits += (len(reqs) - len(full)) + sum(fols[i] is not None for i in range(len(reqs)) if i not in full)
+        self.calls += 2 * len(full) + len(need_f)
         if full:
             res = self.inner.generate_with_distribution_and_follow_up(
                 [reqs[i] for i in full], follow_up, follow_up_max_new_tokens, top_k=top_k, batch_size=batch_size,
