@@ -170,7 +170,9 @@ class ResponseCache:
         the flush to disk (the write is still atomic): after a power loss such an entry may be
         missing or empty, which :meth:`get` treats as a miss, never as a wrong answer (used by
         VSI, which writes five entries per sample: one fsync each cost more wall time than a
-        small model's forward passes, ``benchmarks/bench_vsi.py``).
+        small model's forward passes, ``benchmarks/bench_vsi.py``).  The temporary file is
+        ``.<key[:8]>.<random>.tmp`` beside the entry (hidden; left behind only by a killed writer,
+        and never read as an entry).  Entries are UTF-8 whatever the locale.
         """
         if not isinstance(text, str):
             raise TypeError(f"text must be str, got {type(text).__name__}")

@@ -427,3 +427,37 @@ def test_a_clean_answer_keyed_on_its_budget_stores_the_model_version_as_meta(tmp
     assert c.generate([_req(1)], budget_in_key=True) == ["ans:p1"]
     entries = [json.loads(p.read_text("utf-8")) for p in tmp_path.rglob("*.json")]
     assert [(e["text"], e["meta"]) for e in entries] == [("ans:p1", {"model_version": "scripted@1"})]
+
+
+def test_an_entry_is_written_through_a_hidden_temporary_file_named_after_its_key(tmp_path, monkeypatch):
+    # the name put's docstring gives: a leftover of a killed writer is recognisable and never an entry
+    import re
+
+    cache = ResponseCache(tmp_path)
+    key = "ab" * 32
+    names = []
+    real_replace = os.replace
+    monkeypatch.setattr(os, "replace", lambda src, dst: (names.append(os.path.basename(src)), real_replace(src, dst)))
+    cache.put(key, "hello")
+    assert len(names) == 1 and re.fullmatch(r"\.abababab\.[a-z0-9_]{8}\.tmp", names[0]), names
+
+
+def test_entries_are_utf8_whatever_the_locale(tmp_path):
+    """A cache is shared between runs and machines: its files are UTF-8 under any locale.  Under the
+    C locale (ASCII; this process is not in Python's UTF-8 mode) a non-ASCII answer written under the
+    process's own locale is read back, and one written under C is stored as UTF-8."""
+    import locale
+
+    cache = ResponseCache(tmp_path)
+    k1, k2 = "ab" * 32, "cd" * 32
+    cache.put(k1, "é ✓")
+    old = locale.setlocale(locale.LC_CTYPE)
+    locale.setlocale(locale.LC_CTYPE, "C")
+    try:
+        read_back = cache.get(k1)
+        cache.put(k2, "ü")
+        written = cache.path_for(k2).read_bytes()
+    finally:
+        locale.setlocale(locale.LC_CTYPE, old)
+    assert read_back == "é ✓" and cache.get(k2) == "ü"
+    assert cache.path_for(k1).read_bytes().count("é ✓".encode("utf-8")) == 1 and "ü".encode("utf-8") in written
