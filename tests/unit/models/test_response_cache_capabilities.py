@@ -599,3 +599,42 @@ def test_an_answer_with_its_distribution_keys_on_given_hashes_and_counts_across_
     assert (c.calls, c.hits) == (2, 1)
     c.generate_with_distribution([_req(1), _req(2)], top_k=3, image_sha256s=[["ab" * 32], [_sha(2)]])
     assert (c.calls, c.hits) == (2, 3)
+
+
+# --------------------------------------------------------------------------- others
+
+
+def test_integer_logprobs_in_a_meta_are_read_as_float64():
+    # JSON written by another writer may hold 0 or -1 for 0.0 / -1.0: TokenDistribution's logprobs are float64
+    d = dist_from_meta({"token_ids": None, "tokens": ["a", "b"], "logprobs": [0, -1], "complete": True})
+    assert d.logprobs.dtype == np.float64 and d.logprobs.tolist() == [0.0, -1.0]
+
+
+class EncoderOnly:
+    """An image encoder: no generation settings (not a VLM)."""
+
+    name = "enc"
+    model_version = "enc@1"
+    family = "encoder"
+
+    def __init__(self):
+        self.log = []
+
+    def embed(self, images, batch_size=8):
+        self.log.append(("embed", len(images), batch_size))
+        return np.ones((len(images), 2), dtype=np.float32)
+
+
+def test_an_encoders_embeddings_are_keyed_without_generation_settings_and_the_default_batch_size(tmp_path):
+    inner = EncoderOnly()
+    c = CachedVLM(inner, ResponseCache(tmp_path))
+    assert c.embed([_img(1)]).shape == (1, 2) and inner.log == [("embed", 1, 8)]
+    assert set(_entries(tmp_path)) == {ResponseCache.key_for("enc@1", "", [_sha(1)],
+                                                             {"features": "embed", "batch_size": 8})}
+
+
+def test_with_response_cache_wraps_the_model_given(tmp_path, monkeypatch):
+    monkeypatch.setenv(RC.CACHE_ENV, str(tmp_path))
+    m = FullModel()
+    c = RC.with_response_cache(m)
+    assert c.inner is m and c.generate([_req(1)]) == ["ans:p1"] and m.log[0][0] == "generate"
