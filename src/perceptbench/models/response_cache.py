@@ -170,7 +170,9 @@ class ResponseCache:
         the flush to disk (the write is still atomic): after a power loss such an entry may be
         missing or empty, which :meth:`get` treats as a miss, never as a wrong answer (used by
         VSI, which writes five entries per sample: one fsync each cost more wall time than a
-        small model's forward passes, ``benchmarks/bench_vsi.py``).
+        small model's forward passes, ``benchmarks/bench_vsi.py``).  The temporary file is
+        ``.<key[:8]>.<random>.tmp`` beside the entry (hidden; left behind only by a killed writer,
+        and never read as an entry).  Entries are UTF-8 whatever the locale.
         """
         if not isinstance(text, str):
             raise TypeError(f"text must be str, got {type(text).__name__}")
@@ -391,7 +393,8 @@ class _Answering:
         are stored or returned, so the cache and the records hold the same text.  When the inner
         model raises :class:`~perceptbench.models.base.PartialAnswers`, the answers that arrived
         are stored and a ``PartialAnswers`` over *these* requests is raised (None where no answer
-        is known: failed, or in a chunk not sent)."""
+        is known: failed, or in a chunk not sent).  An answer the inner model returns as None
+        without raising is returned as ``""``, neither stored nor counted in ``calls``."""
         reqs = list(requests)
         shas = _per_request(reqs, image_sha256s)
         keys = [self._budget_key(r, s, "") if budget_in_key else
@@ -559,9 +562,10 @@ class _DistributionAndFollowUp:
         full = [i for i in range(len(reqs)) if texts[i] is None or dists[i] is None
                 or (fols[i] is None and not single)]
         need_f = [i for i in range(len(reqs)) if i not in full and fols[i] is None]
-        # requests counted: the clean one and the follow-up one per request
-        self.hits += (len(reqs) - len(full)) + sum(f is not None for f in fols)
-        self.calls += len(full) + sum(f is None for f in fols)
+        # requests counted: the clean one and the follow-up one per request; the combined pass asks
+        # both again (also a follow-up stored for a stored answer whose distribution is missing)
+        self.hits += (len(reqs) - len(full)) + sum(fols[i] is not None for i in range(len(reqs)) if i not in full)
+        self.calls += 2 * len(full) + len(need_f)
         if full:
             res = self.inner.generate_with_distribution_and_follow_up(
                 [reqs[i] for i in full], follow_up, follow_up_max_new_tokens, top_k=top_k, batch_size=batch_size,

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from perceptbench.models.base import VLM, VLMRequest
+from perceptbench.models.base import VLM, PartialAnswers, VLMRequest
 from perceptbench.models.response_cache import CachedVLM, ResponseCache, StaleCacheError, canonical_json, image_sha256
 
 
@@ -379,3 +379,85 @@ def test_a_lone_surrogate_from_the_model_is_stored_and_served_normalised(tmp_pat
     assert first == ["2 \ufffd p1", "2 \ufffd p2"]
     again = CachedVLM(inner, ResponseCache(tmp_path)).generate([_req(1), _req(2)])
     assert again == first and len(inner.batches) == 1  # served from the cache, the same text
+
+
+class _PartlyFailingVLM(_ScriptedVLM):
+    """Answers every prompt but ``fail``; the batch raises PartialAnswers with None there
+    (an API client whose request for that prompt failed for good)."""
+
+    def __init__(self, fail="p2"):
+        super().__init__()
+        self.fail = fail
+        self.error = RuntimeError("HTTP 500")
+
+    def generate(self, requests, batch_size=8):
+        self.batches.append(([r.prompt for r in requests], batch_size))
+        raise PartialAnswers([None if r.prompt == self.fail else f"ans:{r.prompt}" for r in requests], self.error)
+
+
+def test_partial_answers_are_stored_and_raised_over_the_callers_requests(tmp_path):
+    inner = _PartlyFailingVLM(fail="p2")
+    c = CachedVLM(inner, ResponseCache(tmp_path), chunk_size=3)
+    # the failed request comes first in its chunk; p1 is asked twice; p4 is in a chunk not sent
+    reqs = [_req(2), _req(1), _req(3), _req(1), _req(4)]
+    with pytest.raises(PartialAnswers) as e:
+        c.generate(reqs)
+    assert inner.batches == [(["p2", "p1", "p3"], 8)]
+    assert e.value.answers == [None, "ans:p1", "ans:p3", "ans:p1", None]
+    assert e.value.error is inner.error and e.value.__cause__ is inner.error
+    assert str(e.value) == "HTTP 500 (3 of 5 answers of the batch arrived and are kept)"
+    assert c.calls == 2 and c.hits == 0
+    # what arrived is stored (the answers after the failed one too); the failed and unsent are not
+    stored = {f"p{i}": c.cache.get(c.key_for_request(_req(i))) for i in (1, 2, 3, 4)}
+    assert stored == {"p1": "ans:p1", "p2": None, "p3": "ans:p3", "p4": None}
+
+
+def test_an_answer_the_inner_model_leaves_out_is_returned_empty_and_not_stored(tmp_path):
+    # an inner model that returns None for a request without raising: "" for that request (read as a
+    # null response downstream), neither stored nor counted as a call; the others as usual
+    inner = _ScriptedVLM(answer=lambda p: None if p == "p1" else f"ans:{p}")
+    c = CachedVLM(inner, ResponseCache(tmp_path))
+    assert c.generate([_req(1), _req(2), _req(1)]) == ["", "ans:p2", ""]
+    assert c.calls == 1 and c.cache.get(c.key_for_request(_req(1))) is None
+    assert c.cache.get(c.key_for_request(_req(2))) == "ans:p2"
+
+
+def test_a_clean_answer_keyed_on_its_budget_stores_the_model_version_as_meta(tmp_path):
+    c = CachedVLM(_ScriptedVLM(), ResponseCache(tmp_path))
+    assert c.generate([_req(1)], budget_in_key=True) == ["ans:p1"]
+    entries = [json.loads(p.read_text("utf-8")) for p in tmp_path.rglob("*.json")]
+    assert [(e["text"], e["meta"]) for e in entries] == [("ans:p1", {"model_version": "scripted@1"})]
+
+
+def test_an_entry_is_written_through_a_hidden_temporary_file_named_after_its_key(tmp_path, monkeypatch):
+    # the name put's docstring gives: a leftover of a killed writer is recognisable and never an entry
+    import re
+
+    cache = ResponseCache(tmp_path)
+    key = "ab" * 32
+    names = []
+    real_replace = os.replace
+    monkeypatch.setattr(os, "replace", lambda src, dst: (names.append(os.path.basename(src)), real_replace(src, dst)))
+    cache.put(key, "hello")
+    assert len(names) == 1 and re.fullmatch(r"\.abababab\.[a-z0-9_]{8}\.tmp", names[0]), names
+
+
+def test_entries_are_utf8_whatever_the_locale(tmp_path):
+    """A cache is shared between runs and machines: its files are UTF-8 under any locale.  Under the
+    C locale (ASCII; this process is not in Python's UTF-8 mode) a non-ASCII answer written under the
+    process's own locale is read back, and one written under C is stored as UTF-8."""
+    import locale
+
+    cache = ResponseCache(tmp_path)
+    k1, k2 = "ab" * 32, "cd" * 32
+    cache.put(k1, "é ✓")
+    old = locale.setlocale(locale.LC_CTYPE)
+    locale.setlocale(locale.LC_CTYPE, "C")
+    try:
+        read_back = cache.get(k1)
+        cache.put(k2, "ü")
+        written = cache.path_for(k2).read_bytes()
+    finally:
+        locale.setlocale(locale.LC_CTYPE, old)
+    assert read_back == "é ✓" and cache.get(k2) == "ü"
+    assert cache.path_for(k1).read_bytes().count("é ✓".encode("utf-8")) == 1 and "ü".encode("utf-8") in written

@@ -500,3 +500,141 @@ def test_with_response_cache_wraps_once_with_the_mode_given(tmp_path, monkeypatc
     assert RC.with_response_cache(FullModel()).mode == "use"
     with pytest.raises(ValueError, match="^cache mode 'never' not in"):
         RC.with_response_cache(FullModel(), mode="never")
+
+
+# --------------------------------------------------------------------------- defaults, given hashes, counters
+
+
+class StrFollowUpModel(FullModel):
+    """A provider: its follow-up answers are plain ``str`` (no KV-cache flag)."""
+
+    def generate_follow_up(self, *args, **kwargs):
+        return [f.text for f in super().generate_follow_up(*args, **kwargs)]
+
+    def generate_with_distribution_and_follow_up(self, *args, **kwargs):
+        return [(t, d, f.text) for t, d, f in super().generate_with_distribution_and_follow_up(*args, **kwargs)]
+
+
+def test_the_combined_pass_passes_its_defaults_on_and_keys_on_them(tmp_path):
+    inner = FullModel()
+    c = CachedVLM(inner, ResponseCache(tmp_path))
+    c.generate_with_distribution_and_follow_up([_req(1)], "Sure?")
+    # follow_up_max_new_tokens 8, top_k 50, batch_size 8, no answer prefix
+    assert inner.log == [("generate_with_distribution_and_follow_up", ["p1"], "Sure?", 8, 50, 8, "")]
+    assert set(_entries(tmp_path)) == {_budget_key(_req(1), [_sha(1)], 40), _dist_key("p1", [_sha(1)], 50),
+                                       _follow_up_key(_req(1), [_sha(1)], "ans:p1", "Sure?", 8, 8)}
+
+
+def test_the_combined_pass_keys_on_given_hashes_and_stores_the_answers_model_version(tmp_path):
+    c = CachedVLM(FullModel(), ResponseCache(tmp_path))
+    c.generate_with_distribution_and_follow_up([_req(1)], "Sure?", 5, top_k=3, image_sha256s=[["ab" * 32]])
+    e = _entries(tmp_path)
+    assert set(e) == {_budget_key(_req(1), ["ab" * 32], 40), _dist_key("p1", ["ab" * 32], 3),
+                      _follow_up_key(_req(1), ["ab" * 32], "ans:p1", "Sure?", 5, 5)}
+    assert e[_budget_key(_req(1), ["ab" * 32], 40)]["meta"] == {"model_version": VERSION}
+
+
+def test_a_missing_distribution_alone_reruns_the_combined_pass(tmp_path):
+    cache = ResponseCache(tmp_path)
+    CachedVLM(FullModel(), cache).generate_with_distribution_and_follow_up([_req(1)], "Sure?", 5, top_k=3)
+    os.remove(cache.path_for(_dist_key("p1", [_sha(1)], 3)))
+    inner = FullModel(salt="!")
+    c = CachedVLM(inner, cache)
+    out = c.generate_with_distribution_and_follow_up([_req(1)], "Sure?", 5, top_k=3)
+    assert [m[0] for m in inner.log] == ["generate_with_distribution_and_follow_up"]
+    assert out[0][0] == "ans:p1!" and _same(out[0][1], _dist("p1!")) and (c.calls, c.hits) == (2, 0)
+
+
+def test_a_missing_follow_up_alone_is_asked_with_the_answer_prefix(tmp_path):
+    cache = ResponseCache(tmp_path)
+    CachedVLM(FullModel(), cache).generate_with_distribution_and_follow_up([_req(1)], "Sure?", 5, answer_prefix="(")
+    os.remove(cache.path_for(_follow_up_key(_req(1), [_sha(1)], "ans:p1", "Sure?", 5, 5, "(")))
+    inner = FullModel(salt="!")
+    CachedVLM(inner, cache).generate_with_distribution_and_follow_up([_req(1)], "Sure?", 5, batch_size=2,
+                                                                     answer_prefix="(")
+    assert inner.log == [("generate_follow_up", ["p1"], ["ans:p1"], "Sure?", 5, 2, "(")]
+
+
+def test_follow_up_answers_given_as_str_are_stored_as_they_are(tmp_path):
+    cache = ResponseCache(tmp_path)
+    c = CachedVLM(StrFollowUpModel(), cache)
+    assert c.generate_with_distribution_and_follow_up([_req(1)], "Sure?", 5)[0][2] == "conf:p1"
+    assert cache.get(_follow_up_key(_req(1), [_sha(1)], "ans:p1", "Sure?", 5, 5)) == "conf:p1"
+    assert c.generate_follow_up([_req(2)], ["B"], "Sure?", max_new_tokens=5) == ["conf:p2:B"]
+    assert cache.get(_follow_up_key(_req(2), [_sha(2)], "B", "Sure?", 5, 5)) == "conf:p2:B"
+    # the missing follow-up of a stored answer, asked alone
+    os.remove(cache.path_for(_follow_up_key(_req(1), [_sha(1)], "ans:p1", "Sure?", 5, 5)))
+    assert CachedVLM(StrFollowUpModel(salt="!"), cache).generate_with_distribution_and_follow_up(
+        [_req(1)], "Sure?", 5)[0][2] == "conf:p1:ans:p1!"
+    assert cache.get(_follow_up_key(_req(1), [_sha(1)], "ans:p1", "Sure?", 5, 5)) == "conf:p1:ans:p1!"
+
+
+def test_a_follow_up_turn_passes_its_defaults_on_and_keys_on_given_hashes(tmp_path):
+    inner = FullModel()
+    c = CachedVLM(inner, ResponseCache(tmp_path))
+    c.generate_follow_up([_req(1)], ["B"], "Sure?")
+    # max_new_tokens 8, batch_size 8, no answer prefix
+    assert inner.log == [("generate_follow_up", ["p1"], ["B"], "Sure?", 8, 8, "")]
+    assert set(_entries(tmp_path)) == {_follow_up_key(_req(1), [_sha(1)], "B", "Sure?", 8, 8)}
+    c.generate_follow_up([_req(1)], ["B"], "Sure?", image_sha256s=[["ab" * 32]])
+    assert _follow_up_key(_req(1), ["ab" * 32], "B", "Sure?", 8, 8) in _entries(tmp_path) and c.calls == 2
+
+
+def test_batched_distributions_pass_their_defaults_on_and_key_on_them(tmp_path):
+    inner = FullModel()
+    c = CachedVLM(inner, ResponseCache(tmp_path))
+    c.next_token_distributions([_req(1)])
+    c.generate_with_distribution([_req(2)])
+    # top_k 50, batch_size 8, no answer prefix
+    assert inner.log == [("next_token_distributions", ["p1"], 50, 8, ""), ("generate_with_distribution", ["p2"], 50, 8, "")]
+    assert set(_entries(tmp_path)) == {_dist_key("p1", [_sha(1)], 50), _dist_key("p2", [_sha(2)], 50),
+                                       _budget_key(_req(2), [_sha(2)], 40)}
+
+
+def test_an_answer_with_its_distribution_keys_on_given_hashes_and_counts_across_calls(tmp_path):
+    c = CachedVLM(FullModel(), ResponseCache(tmp_path))
+    c.generate_with_distribution([_req(1)], top_k=3, image_sha256s=[["ab" * 32]])
+    assert set(_entries(tmp_path)) == {_budget_key(_req(1), ["ab" * 32], 40), _dist_key("p1", ["ab" * 32], 3)}
+    c.generate_with_distribution([_req(1), _req(2)], top_k=3, image_sha256s=[["ab" * 32], [_sha(2)]])
+    assert (c.calls, c.hits) == (2, 1)
+    c.generate_with_distribution([_req(1), _req(2)], top_k=3, image_sha256s=[["ab" * 32], [_sha(2)]])
+    assert (c.calls, c.hits) == (2, 3)
+
+
+# --------------------------------------------------------------------------- others
+
+
+def test_integer_logprobs_in_a_meta_are_read_as_float64():
+    # JSON written by another writer may hold 0 or -1 for 0.0 / -1.0: TokenDistribution's logprobs are float64
+    d = dist_from_meta({"token_ids": None, "tokens": ["a", "b"], "logprobs": [0, -1], "complete": True})
+    assert d.logprobs.dtype == np.float64 and d.logprobs.tolist() == [0.0, -1.0]
+
+
+class EncoderOnly:
+    """An image encoder: no generation settings (not a VLM)."""
+
+    name = "enc"
+    model_version = "enc@1"
+    family = "encoder"
+
+    def __init__(self):
+        self.log = []
+
+    def embed(self, images, batch_size=8):
+        self.log.append(("embed", len(images), batch_size))
+        return np.ones((len(images), 2), dtype=np.float32)
+
+
+def test_an_encoders_embeddings_are_keyed_without_generation_settings_and_the_default_batch_size(tmp_path):
+    inner = EncoderOnly()
+    c = CachedVLM(inner, ResponseCache(tmp_path))
+    assert c.embed([_img(1)]).shape == (1, 2) and inner.log == [("embed", 1, 8)]
+    assert set(_entries(tmp_path)) == {ResponseCache.key_for("enc@1", "", [_sha(1)],
+                                                             {"features": "embed", "batch_size": 8})}
+
+
+def test_with_response_cache_wraps_the_model_given(tmp_path, monkeypatch):
+    monkeypatch.setenv(RC.CACHE_ENV, str(tmp_path))
+    m = FullModel()
+    c = RC.with_response_cache(m)
+    assert c.inner is m and c.generate([_req(1)]) == ["ans:p1"] and m.log[0][0] == "generate"
