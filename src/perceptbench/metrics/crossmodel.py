@@ -55,6 +55,21 @@ def _spearman(x: np.ndarray, y: np.ndarray) -> float:
     return float(spearmanr(x, y).statistic)
 
 
+def _spearman_rows(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Spearman's rho of each row pair of ``x`` and ``y`` (float (d, n)): Pearson's r of the
+    average ranks (scipy.stats.rankdata), NaN for a row with a constant side; the row-wise form
+    of :func:`_spearman` (equal to scipy.stats.spearmanr per row)."""
+    from scipy.stats import rankdata
+
+    rx, ry = rankdata(x, axis=1), rankdata(y, axis=1)
+    rx -= rx.mean(1, keepdims=True)
+    ry -= ry.mean(1, keepdims=True)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        r = (rx * ry).sum(1) / np.sqrt((rx * rx).sum(1) * (ry * ry).sum(1))
+    r[(np.ptp(x, 1) == 0) | (np.ptp(y, 1) == 0)] = np.nan
+    return r
+
+
 def rank_correlation(x, y, seed: int, n_draws: int = N_BOOT_MODELS) -> RankCorrelation:
     """Spearman's rho between ``x`` and ``y`` (float (n,), one entry per model, the same model at
     the same index; scipy.stats.spearmanr, average ranks for ties) and its percentile bootstrap
@@ -70,7 +85,7 @@ def rank_correlation(x, y, seed: int, n_draws: int = N_BOOT_MODELS) -> RankCorre
     if not math.isfinite(rho):
         return RankCorrelation(rho, math.nan, math.nan, n, 0, 0)
     idx = rng_for(seed, "crossmodel-rank").integers(0, n, size=(n_draws, n))
-    draws = np.array([_spearman(x[i], y[i]) for i in idx])
+    draws = _spearman_rows(x[idx], y[idx])
     ok = draws[np.isfinite(draws)]
     lo, hi = (np.percentile(ok, [2.5, 97.5]) if len(ok) else (math.nan, math.nan))
     return RankCorrelation(rho, float(lo), float(hi), n, n_draws, int(n_draws - len(ok)))

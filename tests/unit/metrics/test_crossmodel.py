@@ -20,6 +20,17 @@ def test_rank_correlation_is_spearman_by_hand_with_a_seeded_interval_over_models
     assert rank_correlation(x, y, seed=8) != r
 
 
+def test_bootstrap_draws_are_scipy_spearmanr_of_each_resample():
+    from scipy.stats import spearmanr
+
+    from perceptbench.metrics.crossmodel import _spearman_rows
+
+    rng = np.random.default_rng(0)
+    x, y = rng.integers(0, 4, (50, 7)).astype(float), rng.random((50, 7))  # ties in x
+    want = [spearmanr(a, b).statistic if np.ptp(a) else np.nan for a, b in zip(x, y)]
+    np.testing.assert_allclose(_spearman_rows(x, y), want, atol=1e-12)
+
+
 def test_rank_correlation_undefined_under_three_models_or_a_constant_side():
     assert math.isnan(rank_correlation([1, 2], [2, 1], seed=0).rho)
     r = rank_correlation([1, 2, 3], [5, 5, 5], seed=0)
