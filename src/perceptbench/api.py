@@ -202,7 +202,8 @@ def run(out: str | Path, options: RunOptions, *, progress: bool = False, console
     if declared:
         write_models_table(declared, rd.models_csv)
     rows = score_file(rd.records, scores_csv, parser_mode=options.parser,
-                      families=_families(declared_families_of([rd.records]), options.families))
+                      families=_families(declared_families_of([rd.records]), options.families),
+                      models=declared or None)
     return RunResult(summary, rows, rd, scores_csv)
 
 
@@ -265,16 +266,18 @@ def score(records_files: Sequence[Path], out: str | Path | None = None, *, seed:
     scores CSV to write (``.json`` beside it); ``None`` writes nothing.  Raises
     :class:`~perceptbench.records.RecordError`, ValueError (bad parser mode, ``out`` a
     directory), KeyError (unknown task in the records).  The VSI same- vs cross-family means
-    use the families declared in each run's ``run.json``, overridden by ``families``."""
+    use the families declared in each run's ``run.json``, overridden by ``families``; the
+    cross-model family and objective summaries use the declared metadata itself."""
     from .runs import load_runs
     from .scoring import score_file, score_records, write_scores
 
     check_parser(parser)
     fam = _families(declared_families_of(records_files), families)
+    meta = declared_models_of(records_files) or None
     if len(records_files) == 1 and out is not None:
-        return score_file(records_files[0], out, seed, parser, fam)
+        return score_file(records_files[0], out, seed, parser, fam, meta)
     features = RunDir.beside(records_files[0]).features if len(records_files) == 1 else None
-    rows = score_records(load_runs(records_files), seed, parser, features, fam)
+    rows = score_records(load_runs(records_files), seed, parser, features, fam, meta)
     if out is not None:
         write_scores(rows, out)
     return rows

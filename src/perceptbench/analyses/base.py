@@ -4,7 +4,7 @@ every task has been scored on its own.
 A suite analysis is a :class:`SuiteAnalysis` class registered in :data:`SUITE_ANALYSES`; scoring
 (:func:`perceptbench.scoring.score_records`) asks each one, task by task, whether the task's
 records take part (:meth:`SuiteAnalysis.takes_part`), keeps only those, and appends the rows of
-:meth:`SuiteAnalysis.rows` after the per-task rows, in registration order.  Scoring names no
+:meth:`SuiteAnalysis.rows` (which also sees every per-task row) after the per-task rows, in registration order.  Scoring names no
 analysis: a new one is a module that registers itself plus one import in
 :mod:`perceptbench.analyses`."""
 
@@ -29,10 +29,13 @@ class SuiteAnalysis(abc.ABC):
 
     @abc.abstractmethod
     def rows(self, records: list[TrialRecord], *, seed: int | None, features_dir: str | os.PathLike | None,
-             families: dict[str, str] | None) -> list[ScoreRow]:
+             families: dict[str, str] | None, task_rows: list[ScoreRow],
+             models: dict[str, dict] | None) -> list[ScoreRow]:
         """The analysis rows over ``records`` (every task that took part).  ``seed``: the
         bootstrap seed (None: the records' own); ``features_dir``: the run's ``features/``
-        folder or None; ``families``: {model: family} tags or None."""
+        folder or None; ``families``: {model: family} tags or None; ``task_rows``: every
+        per-task score row of the run (all tasks, whether they took part or not; read only);
+        ``models``: the declared model metadata ({model: run.json ``models`` entry}) or None."""
 
 
 SUITE_ANALYSES: Registry[type[SuiteAnalysis]] = Registry("suite analysis")

@@ -38,3 +38,15 @@ class ScoreRow:
 
     CSV_COLUMNS: ClassVar[tuple[str, ...]] = (
         "task_id", "model", "metric", "value", "ci_low", "ci_high", "n", "n_null")
+
+
+AGGREGATE_MODELS = ("all-models", "all-pairs")
+"""``model`` values of rows about several models together: ``all-models`` (seed 000's cross-model
+analyses, :mod:`perceptbench.analyses.crossmodel`), ``all-pairs`` (the VSI pair means); a model
+pair's row is named ``A~B``."""
+
+
+def is_aggregate_model(model: str) -> bool:
+    """Whether a row's ``model`` names several models (:data:`AGGREGATE_MODELS` or a pair ``A~B``)
+    rather than one respondent."""
+    return model in AGGREGATE_MODELS or "~" in model

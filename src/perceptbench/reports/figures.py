@@ -34,7 +34,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-from ..core.rows import ScoreRow  # noqa: E402
+from ..core.rows import ScoreRow, is_aggregate_model  # noqa: E402
 from .headline import CAPACITY_BAND, MIN_N, HeadlineRow, cell_mark, fmt  # noqa: E402
 from ..tasks.gestalt import MARK_KERNEL_IDS  # noqa: E402
 
@@ -166,11 +166,13 @@ def _index(rows):
 
 
 def _models(rows, task_pred, only: list[str] | None = None) -> list[str]:
-    """Non-human models with rows on the tasks ``task_pred`` accepts; in the order of
-    ``only`` and limited to it when given (figures show at most a declared few models)."""
+    """Non-human models with rows on the tasks ``task_pred`` accepts (not the rows about several
+    models, :func:`perceptbench.core.rows.is_aggregate_model`); in the order of ``only`` and
+    limited to it when given (figures show at most a declared few models)."""
     seen = []
     for r in rows:
-        if task_pred(r.task_id) and not r.model.startswith("human:") and r.model not in seen:
+        if (task_pred(r.task_id) and not r.model.startswith("human:") and not is_aggregate_model(r.model)
+                and r.model not in seen):
             seen.append(r.model)
     if only is not None:
         seen = [m for m in only if m in seen]

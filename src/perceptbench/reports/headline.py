@@ -39,7 +39,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Iterable
 
-from ..core.rows import ScoreRow
+from ..core.rows import ScoreRow, is_aggregate_model
 from ..tasks.gestalt import MARK_KERNEL_IDS, PANEL_CLASSIFICATION_TASKS
 
 MIN_N = 30
@@ -104,7 +104,8 @@ class _Index:
         self.by_key = {(r.task_id, r.model, r.metric): r for r in self.rows}
         self.models_by_task: dict[str, list[str]] = defaultdict(list)
         for r in self.rows:
-            if not r.model.startswith("human:") and r.model not in self.models_by_task[r.task_id]:
+            if (not r.model.startswith("human:") and not is_aggregate_model(r.model)
+                    and r.model not in self.models_by_task[r.task_id]):
                 self.models_by_task[r.task_id].append(r.model)
 
     def get(self, task_id, model, metric) -> ScoreRow | None:

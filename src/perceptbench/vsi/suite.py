@@ -51,5 +51,6 @@ class VSISuiteAnalysis(SuiteAnalysis):
         return bool(blur_samples(records))
 
     def rows(self, records: list[TrialRecord], *, seed: int | None, features_dir: str | os.PathLike | None,
-             families: dict[str, str] | None) -> list[ScoreRow]:
+             families: dict[str, str] | None, task_rows: list[ScoreRow],
+             models: dict[str, dict] | None) -> list[ScoreRow]:
         return vsi_analysis_rows(records, seed, features_dir, families)

@@ -39,3 +39,12 @@ def test_every_row_has_every_column_and_says_where_its_number_comes_from():
     assert (m["model"], m["metric"], m["value"], m["ci_low"], m["ci_high"], m["n"], m["n_null"]) == \
         ("m", "B", 0.5, 0.4, 0.6, 120, 3)
     assert by_role["kernel"]["model"] == "human:kernel-l5" and by_role["kernel"]["x"] == tid
+
+
+def test_rows_about_several_models_are_not_respondents_of_the_headline_or_the_figures():
+    from perceptbench.reports.headline import headline_rows
+
+    tid = "closure.nat.silhouette"
+    rows = [ScoreRow(tid, m, "accuracy", 0.5, 0.4, 0.6, 80, 0) for m in ("a", "all-models", "a~b", "all-pairs")]
+    assert F._models(rows, lambda t: t == tid) == ["a"]
+    assert [h.model for h in headline_rows(rows)] == ["a"]

@@ -60,7 +60,7 @@ def test_scoring_runs_each_registered_suite_analysis_on_the_tasks_that_take_part
         def takes_part(self, records):
             return records[0].task_id == "similarity.chart.mark_color"
 
-        def rows(self, records, *, seed, features_dir, families):
+        def rows(self, records, *, seed, features_dir, families, task_rows, models):
             seen.update(tasks={r.task_id for r in records}, seed=seed, families=families)
             return [ScoreRow("suite", "all", "n_records", float(len(records)))]
 
