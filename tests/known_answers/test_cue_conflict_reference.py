@@ -98,3 +98,27 @@ def test_published_cnn_shape_bias_equals_the_count_from_its_trial_file(scored, m
     assert rows[model, "shape_bias"].value == pytest.approx(sb, abs=1e-12)
     assert rows[model, "neither_share"].value == pytest.approx(neither, abs=1e-12)
     assert rows[model, "shape_bias"].value < rows["human:panel", "shape_bias_min@test"].value  # the paper's texture bias
+
+
+def test_pooled_human_shape_bias_is_the_papers_959_percent(scored, observers):
+    rows, _ = scored
+    r = rows["human:panel", "shape_bias_pooled@all"]
+    assert r.n == 9236 + 398  # shape + texture decisions of the 10 observers, counted from the CSVs
+    assert r.value == pytest.approx(9236 / 9634, abs=1e-12)
+    assert round(100 * r.value, 1) == 95.9  # Geirhos et al. 2019, Fig. 4: humans 95.9% shape
+    assert r.ci_low < r.value < r.ci_high
+
+
+def test_published_cnns_on_every_image_give_the_papers_shape_bias(mirror):
+    """Geirhos et al. 2019, Fig. 4 (fraction of shape decisions): AlexNet 42.9%, GoogLeNet 31.2%,
+    VGG-16 17.2%, each CNN's release trials on all 1,200 cue-conflict images scored by the scorer."""
+    from perceptbench.record_table import TaskColumns
+
+    t = get_task("shape_bias.nat.cue_conflict")
+    recs = [t._trial_record(tr, "test", 0, "r", model=f"published:{name}", family="published",
+                            readout="published_trial", human_ref_id=t.human_ref_id)
+            for name, trials in t.experiment.published_trials().items() for tr in trials]
+    rows = {(r.model, r.metric): r for r in t.shape_scorer.score(TaskColumns.from_records(t.task_id, recs), 0)}
+    got = {m: round(100 * rows[f"published:{m}", "shape_bias"].value, 1) for m in ("alexnet", "googlenet", "vgg16")}
+    assert got == {"alexnet": 42.9, "googlenet": 31.2, "vgg16": 17.2}
+    assert rows["published:alexnet", "shape_bias"].n == 283 + 376  # counted from the CSV by hand

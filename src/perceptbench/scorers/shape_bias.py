@@ -39,7 +39,9 @@ class ShapeBiasScorer:
     left out and counted in ``n_null``; an observer's ``na`` counts as neither), and
     ``shape_bias.<class>`` per shape class (no interval; n = shape + texture decisions).
     ``human:panel``: ``shape_bias_mean``, ``shape_bias_min``, ``shape_bias_max`` over the
-    observers and ``shape_bias_mean.<class>``, each ``@all`` and ``@test``."""
+    observers, ``shape_bias_pooled`` (all observers' decisions pooled: the paper's human value,
+    95.9% in Fig. 4), ``neither_share_mean`` and ``shape_bias_mean.<class>``, each ``@all`` and
+    ``@test``."""
 
     def __init__(self, task_id: str, cues: Callable[[str], tuple[str, str] | None], categories: tuple[str, ...]):
         self.task_id = task_id
@@ -109,22 +111,40 @@ class ShapeBiasScorer:
             for name_split, keep in (("all", np.ones(len(sh), bool)), ("test", test)):
                 rows = self._rows(name, f"@{name_split}", sh[keep], tx[keep], va[keep], cat[keep], n_same, seed)
                 out += rows
-                panel_src[name_split].append(rows)
+                panel_src[name_split].append((rows, sh[keep] * va[keep], tx[keep] * va[keep]))
         for name_split, per_obs in panel_src.items():
             if not per_obs:
                 continue
-            out += self._panel(per_obs, f"@{name_split}", len(per_obs))
+            out += self._panel(per_obs, f"@{name_split}", seed)
         for name, pos in models:
             _, sh, tx, va, cat, n_same = self._trials(c, pos)
             out += self._rows(name, "", sh, tx, va, cat, n_same, seed)
         return out
 
-    def _panel(self, per_obs: list[list[ScoreRow]], suffix: str, j: int) -> list[ScoreRow]:
-        tid = self.task_id
-        get = [{r.metric: r for r in rows} for rows in per_obs]
+    def _panel(self, per_obs: list, suffix: str, seed: int) -> list[ScoreRow]:
+        """Panel rows from each observer's (rows, shape hits, texture hits); ``shape_bias_pooled``:
+        all observers' shape decisions over all their shape + texture decisions (the paper's
+        human figure, Fig. 4), with a bootstrap over images when every observer has the same
+        trials (sorted by stimulus id, so the sums per image are sums over observers)."""
+        tid, j = self.task_id, len(per_obs)
+        get = [{r.metric: r for r in rows} for rows, _, _ in per_obs]
         sb = np.array([g[f"shape_bias{suffix}"].value for g in get])
         what = f"over {j} observers' shape bias"
-        rows = [ScoreRow(tid, PANEL, f"shape_bias_mean{suffix}", float(np.nanmean(sb)), None, None, j, 0, "mean " + what),
+        sh = [x for _, x, _ in per_obs]
+        tx = [x for _, _, x in per_obs]
+        n_dec = int(sum(a.sum() + b.sum() for a, b in zip(sh, tx)))
+        pooled_note = f"sum over {j} observers of shape decisions / (shape + texture decisions)"
+        if len({len(a) for a in sh}) == 1:
+            n = len(sh[0])
+            pooled = intervals(shape_bias_counts(with_estimate(n, N_BOOT_B, seed), np.sum(sh, 0)[None],
+                                                 np.sum(tx, 0)[None]), N_BOOT_B, seed)[0]
+            rows = [ScoreRow.from_boot(tid, PANEL, f"shape_bias_pooled{suffix}", pooled, n_dec, 0,
+                                       pooled_note + "; interval: bootstrap over images")]
+        else:
+            s_all = float(sum(a.sum() for a in sh))
+            rows = [ScoreRow(tid, PANEL, f"shape_bias_pooled{suffix}", s_all / n_dec if n_dec else float("nan"),
+                             None, None, n_dec, 0, pooled_note + "; no interval: observers saw different images")]
+        rows += [ScoreRow(tid, PANEL, f"shape_bias_mean{suffix}", float(np.nanmean(sb)), None, None, j, 0, "mean " + what),
                 ScoreRow(tid, PANEL, f"shape_bias_min{suffix}", float(np.nanmin(sb)), None, None, j, 0, "lowest " + what),
                 ScoreRow(tid, PANEL, f"shape_bias_max{suffix}", float(np.nanmax(sb)), None, None, j, 0, "highest " + what),
                 ScoreRow(tid, PANEL, f"neither_share_mean{suffix}",

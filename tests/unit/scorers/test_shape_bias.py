@@ -92,3 +92,9 @@ def test_a_stimulus_that_is_not_a_release_image_is_refused(task):
                          model_family="human", split="test")]
     with pytest.raises(ValueError, match="edge_cat1"):
         task.shape_scorer.score(TaskColumns.from_records(task.task_id, recs), 0)
+
+
+def test_pooled_panel_shape_bias_pools_decisions_over_observers(rows):
+    # o1: 2 shape, 1 texture; o2: 0 shape, 2 texture -> 2 / 5 (not the mean of 2/3 and 0)
+    r = rows["human:panel", "shape_bias_pooled@all"]
+    assert r.value == pytest.approx(2 / 5) and r.n == 5
