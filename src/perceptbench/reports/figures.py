@@ -337,6 +337,79 @@ def draw_dissociation(rows: list[ScoreRow], labelled: list[str] | None = None,
         return d.done(fig)
 
 
+SHAPE_BIAS_TASK = "shape_bias.nat.cue_conflict"
+
+
+def shape_bias_by_category(rows: list[ScoreRow], only: list[str] | None = None):
+    """:func:`draw_shape_bias_by_category` as inline SVG (None without cue-conflict rows)."""
+    return svg_of(draw_shape_bias_by_category(rows, only))
+
+
+def draw_shape_bias_by_category(rows: list[ScoreRow], only: list[str] | None = None) -> Drawn | None:
+    """Per-category shape bias on the cue-conflict images, the layout model-vs-human made the
+    field's standard (Geirhos et al. 2019 Fig. 4; ``modelvshuman/plotting/plot.py``,
+    ``plot_shape_bias_matrixplot``): the 16 shape classes on the y axis, the fraction of shape
+    decisions among shape + texture decisions on the x axis (bottom; the fraction of texture
+    decisions, its complement, on the top axis), one marker per class and respondent and a
+    vertical line at each respondent's overall shape bias.  Humans: the observers' mean per class
+    (``shape_bias_mean.<class>@test``, the models' test images) as grey diamonds and the pooled
+    human shape bias as a grey line; models (published CNNs included) in Okabe-Ito colours.
+    None without rows of ``shape_bias.nat.cue_conflict``; file name ``shape_bias_by_category``."""
+    tids = sorted({r.task_id for r in rows if r.task_id.split("@")[0] == SHAPE_BIAS_TASK})
+    if not tids:
+        return None
+    tid = tids[0]
+    ix = _index(rows)
+    cats = sorted({met.split(".", 1)[1].split("@")[0] for (t, m, met) in ix
+                   if t == tid and m == "human:panel" and met.startswith("shape_bias_mean.")})
+    if not cats:
+        cats = sorted({met.split(".", 1)[1] for (t, m, met) in ix if t == tid and met.startswith("shape_bias.")})
+    models = [m for m in _models(rows, lambda t: t == tid, only) if (tid, m, "shape_bias") in ix]
+    d = Drawn("shape_bias_by_category", None)
+    y = {c: i for i, c in enumerate(cats)}
+    with plt.rc_context(RC):
+        fig, ax = plt.subplots(figsize=(SINGLE_COLUMN_IN, 4.8), layout="constrained")
+        pooled = ix.get((tid, "human:panel", "shape_bias_pooled@test"))
+        if pooled is not None and _finite(pooled.value):
+            d.add(pooled, role="human panel (pooled)", plotted_as="x line")
+            ax.axvline(pooled.value, color=HUMAN_GREY, lw=1, ls="--")
+        hx, hy = [], []
+        for c in cats:
+            r = ix.get((tid, "human:panel", f"shape_bias_mean.{c}@test"))
+            if r is not None and _finite(r.value):
+                hx.append(r.value)
+                hy.append(y[c])
+                d.add(r, role="human observers (mean)", plotted_as="x", x=c)
+        if hx:
+            label = "humans (mean of 10 observers)" + (f"; pooled {pooled.value:.2f}" if pooled is not None else "")
+            ax.scatter(hx, hy, s=28, marker="D", color=HUMAN_GREY, label=label, zorder=3)
+        for i, m in enumerate(models):
+            st = style(i)
+            overall = ix[(tid, m, "shape_bias")]
+            d.add(overall, role="model", plotted_as="x line")
+            if _finite(overall.value):
+                ax.axvline(overall.value, color=st["color"], lw=0.8)
+            mx, my = [], []
+            for c in cats:
+                r = ix.get((tid, m, f"shape_bias.{c}"))
+                if r is not None and _finite(r.value):
+                    mx.append(r.value)
+                    my.append(y[c])
+                    d.add(r, role="model", plotted_as="x", x=c)
+            ax.scatter(mx, my, s=18, marker=st["marker"], color=st["color"], zorder=4,
+                       label=legend_label(f"{m} ({overall.value:.2f})" if _finite(overall.value) else m))
+        ax.set_yticks(range(len(cats)), cats)
+        ax.set_ylim(len(cats) - 0.5, -0.5)
+        ax.set_xlim(1.02, -0.02)  # shape on the left, as in model-vs-human
+        ax.set_xlabel("fraction of 'shape' decisions\n(of shape + texture decisions)")
+        top = ax.secondary_xaxis("top", functions=(lambda v: 1 - v, lambda v: 1 - v))
+        top.set_xlabel("fraction of 'texture' decisions")
+        ax.grid(axis="y", color="#dddddd", lw=0.5)
+        ax.set_title("Shape bias per category\n(cue-conflict images, test split)")
+        fig.legend(loc="outside lower center", frameon=False, ncols=1)
+        return d.done(fig)
+
+
 # ------------------------------------------------------------------ 3. a(k)
 
 def ak_curves(rows: list[ScoreRow], only: list[str] | None = None):

@@ -267,6 +267,7 @@ def build_report(data: ReportData, title: str):
     drawn = dict(
         fig_matrix=F.draw_matrix(heads, models, cols), fig_dissociation=F.draw_dissociation(data.scores, few),
         fig_dissociation_edges=F.draw_dissociation(data.scores, few, task="closure.nat.edges"),
+        fig_shape_bias=F.draw_shape_bias_by_category(data.scores, few),
         fig_ak=F.draw_ak_curves(data.scores, few), fig_mark=F.draw_mark_color(data.scores, few),
         fig_sal_shots=F.draw_salbench_shots(data.scores, few),
         fig_sal_cats=F.draw_salbench_categories(data.scores, few),

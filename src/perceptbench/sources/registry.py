@@ -70,6 +70,21 @@ _META = {
         license="stimuli CC-BY-4.0; raw CSVs carry no explicit license",
         homepage="https://github.com/rgeirhos/texture-vs-shape",
     ),
+    "geirhos2019-cue-conflict": dict(
+        folder="texture-vs-shape",
+        prefixes=("texture-vs-shape/raw-data/style-transfer-512-nomask-experiment/",
+                  "texture-vs-shape/DATASET_LICENSE"),
+        title=("Cue-conflict (style-transfer) experiment: raw per-trial responses of 10 observers and the "
+               "paper's AlexNet, GoogLeNet and VGG-16 trials on 1,280 images; the images "
+               "(stimuli/style-transfer-preprocessed-512, 133 MB) are not in the manifest: they are "
+               "pinned by the release commit only (no per-file sha256 is declared) and read from the "
+               "task setting images=DIR (see perceptbench.stimuli.cue_conflict)"),
+        citation=("R. Geirhos, P. Rubisch, C. Michaelis, M. Bethge, F. A. Wichmann, W. Brendel. "
+                  "ImageNet-trained CNNs are biased towards texture; increasing shape bias improves "
+                  "accuracy and robustness. ICLR 2019. rgeirhos/texture-vs-shape@ccd0c01"),
+        license="stimuli CC-BY-4.0; raw CSVs carry no explicit license",
+        homepage="https://github.com/rgeirhos/texture-vs-shape",
+    ),
     "demiralp2014-kernels": dict(
         folder="perceptual-kernels",
         prefixes=("perceptual-kernels/data/kernels/", "perceptual-kernels/data/raw/"),

@@ -89,6 +89,13 @@ class GeirhosExperiment:
         """``<prefix><label><index>``, e.g. ``silh_airplane1``."""
         return f"{self.prefix}{label}{index}"
 
+    def stimulus_id_for_file(self, fname: str) -> str | None:
+        """The stimulus id of a release image file name (the last ``_`` field of a raw trial's
+        ``imagename``): ``<class><n>.png`` -> :meth:`stimulus_id_for`; None when the name is not
+        of that form.  An experiment with another naming overrides it."""
+        m = re.fullmatch(r"([a-z]+?)(\d+)\.png", fname)
+        return None if m is None else self.stimulus_id_for(m.group(1), int(m.group(2)))
+
     def images(self) -> list[ReleaseImage]:
         """The 160 stimuli, sorted by (class, index); files resolved and sha256-verified.
         Raises RuntimeError when the source does not hold 160."""
@@ -123,12 +130,11 @@ class GeirhosExperiment:
         with open(path, newline="") as f:
             for lineno, row in enumerate(csv.DictReader(f), start=2):
                 try:
-                    fname = row["imagename"].rsplit("_", 1)[-1]
-                    m = re.fullmatch(r"([a-z]+?)(\d+)\.png", fname)
-                    if not m:
+                    sid = self.stimulus_id_for_file(row["imagename"].rsplit("_", 1)[-1])
+                    if sid is None:
                         raise ValueError(f"imagename {row['imagename']!r}")
                     out.append(ObserverTrial(
-                        subject=row["subj"], stimulus_id=self.stimulus_id_for(m.group(1), int(m.group(2))),
+                        subject=row["subj"], stimulus_id=sid,
                         response=row["object_response"], category=row["category"],
                         trial=int(row["trial"]), rt_s=float(row["rt"]),
                         source_path=sf.path, source_sha256=sf.sha256))

@@ -21,14 +21,15 @@ from ..records import TrialRecord
 from ..scorers.capacity import CapacityScorer
 from ..scorers.human_panel import HumanPanelScorer
 from ..scorers.kernel import KernelOddOneOutScorer, kernel_odd_one_out
+from ..scorers.shape_bias import ShapeBiasScorer
 from ..seeding import rng_for, text_hash
 from ..sources import resolve, source_file
-from ..stimuli import edges, geirhos, kernel_triplets, marks, render, silhouettes
+from ..stimuli import cue_conflict, edges, geirhos, kernel_triplets, marks, render, silhouettes
 from ..stimuli.geirhos import GeirhosExperiment
 from ..stimuli.marks import TABLEAU10
 from .base import Stimulus, Task, make_record
 
-__all__ = ["GeirhosClassificationTask", "SilhouetteTask", "EdgeTask", "PANEL_CLASSIFICATION_TASKS",
+__all__ = ["GeirhosClassificationTask", "SilhouetteTask", "EdgeTask", "CueConflictTask", "PANEL_CLASSIFICATION_TASKS",
            "MarkKernelTask", "MarkChannel", "MarkColorTask", "MarkShapeTask", "MarkSizeTask",
            "MarkShapeColorTask", "MarkSizeColorTask", "MarkShapeSizeTask", "MARK_KERNEL_TASKS", "MARK_KERNEL_IDS",
            "SeriesCountTask", "KERNELS", "TABLEAU10", "TAB20", "SERIES_K", "load_kernel", "load_color_kernel",
@@ -165,6 +166,93 @@ class EdgeTask(GeirhosClassificationTask):
     human_raw_ref_id = "geirhos2019.edges.raw"
 
 
+
+class CueConflictTask(GeirhosClassificationTask):
+    """``shape_bias.nat.cue_conflict``: 16-way choice on Geirhos et al.'s cue-conflict images
+    (style transfer: the shape of one class in the texture of another; the paper §3, Fig. 4),
+    scored for shape bias against 10 observers (:mod:`perceptbench.stimuli.cue_conflict`).
+    Not in the default run.
+
+    Images: the 1,200 of the 1,280 release images whose shape and texture classes differ (the 80
+    same-class images are left out, as model-vs-human does, ``modelvshuman/plotting/analyses.py``
+    ``ShapeBias.analysis``), read from the setting ``images=DIR`` (a location setting: not part
+    of the task id); without it, or with any image missing, the task refuses in one line naming
+    what to download.  Ground truth = the shape class (so ``accuracy`` and the kappas of the
+    human panel are about shape decisions); ``run_meta.texture`` the texture class.
+    Split: per shape class, a seeded permutation (``rng_for(seed, base_id, "split", class)``) of
+    its cue-conflict images sorted by id; the first half (rounded down) probe-train, the rest test.
+    Caveat of the encoder readout (nearest class prototype): its prototypes are mean embeddings of
+    probe-train cue-conflict images grouped by *shape* class, so the readout is fitted to shape
+    and its shape bias is not the encoder's own; a VLM answers zero-shot.
+    Scores: the human-panel rows (:class:`~perceptbench.scorers.human_panel.HumanPanelScorer`:
+    error consistency against the observers with correct = shape decision) and the shape-bias rows
+    (:class:`~perceptbench.scorers.shape_bias.ShapeBiasScorer`)."""
+
+    base_id = "shape_bias.nat.cue_conflict"
+    principle = "shape_bias"
+    experiment = cue_conflict.EXPERIMENT
+    description = ("16-way choice on Geirhos et al. cue-conflict (style-transfer) images: shape bias vs 10 observers, "
+                   "with the paper's CNN trials as published:* respondents; needs images=DIR")
+    prompt_text = ("What object is shown in this image? Choose exactly one: " + ", ".join(geirhos.CLASSES) + ".")
+    human_ref_id = "geirhos2019.cue-conflict.modal"
+    human_data = ("yes: each of 10 observers' answer to every cue-conflict image (Geirhos et al. 2019, raw trials; "
+                  "shape bias per observer, their mean and range); the paper's AlexNet, GoogLeNet and VGG-16 trials as "
+                  "published:* records; the images themselves must be downloaded (images=DIR)")
+    human_prompt_id = "geirhos2019.style-transfer-512-nomask-experiment"
+    human_raw_ref_id = "geirhos2019.cue-conflict.raw"
+    defaults = {"images": ""}
+    settings = {"images": Setting("text", text=f"the release's {cue_conflict.STIMULI_FOLDER} directory")}
+    location_settings = ("images",)
+
+    def conflict_images(self) -> list[cue_conflict.CueConflictImage]:
+        """The release's cue-conflict images (shape class != texture class), sorted by id."""
+        return [i for i in self.experiment.release_images() if i.conflict]
+
+    def split(self, seed: int) -> dict[str, str]:
+        """stimulus_id -> ``"probe_train"`` | ``"test"`` (class docstring)."""
+        by_class: dict[str, list[str]] = {}
+        for i in self.conflict_images():
+            by_class.setdefault(i.shape, []).append(i.stimulus_id)
+        out = {}
+        for label in geirhos.CLASSES:
+            ids = by_class.get(label, [])
+            perm = rng_for(seed, self.base_id, "split", label).permutation(len(ids))
+            for pos, k in enumerate(perm):
+                out[ids[int(k)]] = "probe_train" if pos < len(ids) // 2 else "test"
+        return out
+
+    def check_images(self, seed: int) -> None:
+        """Refuse (MissingSourceError, one line naming what to download) without every image."""
+        self.experiment.images_in(self.params["images"])
+
+    def stimuli(self, seed: int) -> list[Stimulus]:
+        paths = self.experiment.images_in(self.params["images"])
+        split = self.split(seed)
+        return [Stimulus(i.stimulus_id, split[i.stimulus_id],
+                         render=(lambda p=paths[i.stimulus_id]: geirhos.load_image(p)),
+                         ground_truth=i.shape, meta={"texture": i.texture, "source_file": i.relpath,
+                                                     "release_commit": cue_conflict.RELEASE_COMMIT})
+                for i in self.conflict_images()]
+
+    def human_records(self, seed: int, run_id: str, stimuli: list[Stimulus]) -> list[TrialRecord]:
+        """The observers' trials on ``stimuli`` (the same-class images' trials are left out)."""
+        split = {s.stimulus_id: s.split for s in stimuli}
+        return [self._trial_record(t, split[t.stimulus_id], seed, run_id, model=f"human:{t.subject}",
+                                   family="human", readout="human_trial", human_ref_id=self.human_raw_ref_id,
+                                   rt_s=t.rt_s)
+                for t in self.experiment.observer_trials() if t.stimulus_id in split]
+
+    @cached_property
+    def shape_scorer(self) -> ShapeBiasScorer:
+        """This task's shape-bias scorer (cues from the stimulus ids)."""
+        def cues(sid: str):
+            i = cue_conflict.parse_stimulus_id(sid)
+            return None if i is None else (i.shape, i.texture)
+        return ShapeBiasScorer(self.task_id, cues, geirhos.CLASSES)
+
+    def score_columns(self, c: TaskColumns, seed: int) -> list[ScoreRow]:
+        """Human-panel rows (error consistency, ceilings), then the shape-bias rows."""
+        return self.scorer.score(c, seed) + self.shape_scorer.score(c, seed)
 PANEL_CLASSIFICATION_TASKS: tuple[str, ...] = (SilhouetteTask.base_id, EdgeTask.base_id)
 """Base ids of the :class:`GeirhosClassificationTask` definitions: the tasks whose headline,
 report matrix, paired differences and accuracy-vs-kappa figure follow the human-panel rows."""

@@ -9,19 +9,21 @@ from __future__ import annotations
 
 from .base import Task
 from .chart_category import CategoryMeanTask
-from .gestalt import MARK_KERNEL_TASKS, EdgeTask, MarkColorTask, SeriesCountTask, SilhouetteTask
+from .gestalt import MARK_KERNEL_TASKS, CueConflictTask, EdgeTask, MarkColorTask, SeriesCountTask, SilhouetteTask
 from .salbench import SALBENCH_TASKS
 from .things_ooo import ThingsOddOneOutTask
 from ..vsi.benchmarks import VSI_TASKS
 
 TASKS: dict[str, type[Task]] = {t.base_id: t for t in (SilhouetteTask, EdgeTask, MarkColorTask, SeriesCountTask,
+                                                       CueConflictTask,
                                                        *(t for t in MARK_KERNEL_TASKS if t is not MarkColorTask),
                                                        CategoryMeanTask, ThingsOddOneOutTask, *SALBENCH_TASKS,
                                                        *VSI_TASKS)}
 
 DEFAULT_BATTERY = ("closure.nat.silhouette", "similarity.chart.mark_color", "similarity.chart.series_count")
 """What ``perceptbench run`` runs with no ``--task``: the Gestalt battery's runnable tasks.  The
-other kernel odd-one-out tasks (mark shape, size and the three bivariate sets) are opt-in."""
+other kernel odd-one-out tasks (mark shape, size and the three bivariate sets), the edges and the
+cue-conflict shape-bias task are opt-in."""
 
 NOT_RUNNABLE: dict[str, str] = {}
 """Tasks listed but not runnable here (none at present: similarity.nat.things_ooo runs once its
