@@ -756,7 +756,7 @@ def test_figure_csv_numbers_are_those_of_scores_csv(figure_files, hostile_run):
         rows = _csv_rows(path)
         assert rows, path.name
         assert list(rows[0]) == ["figure", "panel", "task_id", "model", "role", "metric", "plotted_as", "x",
-                                 "value", "ci_low", "ci_high", "n", "n_null", "value_source", "note"]
+                                 "value", "ci_low", "ci_high", "n", "n_null", "value_source", "evidence", "note"]
         for r in rows:
             assert r["figure"] == path.stem
             if r["value_source"] != "scores.csv":

@@ -39,3 +39,78 @@ def test_every_row_has_every_column_and_says_where_its_number_comes_from():
     assert (m["model"], m["metric"], m["value"], m["ci_low"], m["ci_high"], m["n"], m["n_null"]) == \
         ("m", "B", 0.5, 0.4, 0.6, 120, 3)
     assert by_role["kernel"]["model"] == "human:kernel-l5" and by_role["kernel"]["x"] == tid
+
+
+# ---------------------------------------------------------------- values on few answers, in every figure
+
+def _planted_scores(answers_by_model: dict, tid: str):
+    from perceptbench.scoring import score_records
+
+    from perceptbench.tasks import get_task
+
+    from helpers.records import plant_answers
+
+    task = get_task(tid)  # the human records the task's scorer compares with, as a run writes them
+    humans = task.human_records(0, "planted", task.stimuli(0))
+    return score_records(humans + [r for m, a in answers_by_model.items() for r in plant_answers(tid, m, a)])
+
+
+def _marker_faces(ax) -> dict:
+    """label -> marker face colour of each labelled Line2D of ``ax`` (errorbar data lines too)."""
+    out = {}
+    for c in ax.containers:
+        if c.get_label() and c.lines[0] is not None:
+            out[c.get_label()] = c.lines[0].get_markerfacecolor()
+    return out
+
+
+def test_null_heavy_model_is_hollow_annotated_and_marked_in_the_data_of_the_scatter(mirror):
+    """Before: a model with 76 of 80 answers null was a clean filled dot at (0, 0) in accuracy vs
+    error consistency, and its tidy rows did not say it rested on 4 answers."""
+    sil = "closure.nat.silhouette"
+    rows = _planted_scores({"thin": {**{i: "right" for i in range(4)}, **{i: None for i in range(4, 80)}},
+                            "full": {i: "right" if i % 3 else "wrong" for i in range(80)}}, sil)
+    d = F.draw_dissociation(rows)
+    try:
+        ev = {(r["model"], r["metric"]): r["evidence"] for r in d.rows if r["role"] == "model"}
+        assert ev[("thin", "accuracy")] == "76/80 null" and ev[("thin", "kappa_pairwise")] == "76/80 null"
+        assert ev[("full", "accuracy")] == "" and ev[("full", "kappa_pairwise")] == ""
+        assert all(r["evidence"] == "" for r in d.rows if r["role"] != "model")
+        ax = d.fig.axes[0]
+        faces = _marker_faces(ax)
+        assert faces["thin (76/80 null)"] == "white" and faces["full"] != "white"
+        assert "76/80 null" in [t.get_text() for t in ax.texts]  # the annotation beside the point
+        assert F.THIN_NOTE in [t.get_text() for t in ax.get_legend().get_texts()]
+    finally:
+        F.close(d)
+
+
+def test_small_n_and_null_heavy_marks_in_the_kernel_figure_and_its_csv_column(mirror):
+    """The same rule in the mark figure: hollow, with the text, and an evidence column (also in
+    the figure's CSV header)."""
+    from perceptbench.reports.headline import MIN_N
+
+    tid = "similarity.chart.mark_color"
+    rows = _planted_scores({"few": {i: "right" if i % 2 else "wrong" for i in range(MIN_N - 10)},
+                            "many": {i: "right" if i % 2 else "wrong" for i in range(120)}}, tid)
+    d = F.draw_mark_color(rows)
+    try:
+        ev = {r["model"]: r["evidence"] for r in d.rows if r["role"] == "model"}
+        assert ev == {"few": f"n={MIN_N - 10}", "many": ""}
+        ax = d.fig.axes[0]
+        assert _marker_faces(ax)["few"] == "white" and _marker_faces(ax)["many"] != "white"
+        assert f"n={MIN_N - 10}" in [t.get_text() for t in ax.texts]
+        assert "evidence" in F.DATA_COLUMNS
+    finally:
+        F.close(d)
+
+
+def test_full_results_draw_no_hollow_marker_and_no_legend_note(mirror):
+    tid = "similarity.chart.mark_color"
+    rows = _planted_scores({"many": {i: "right" if i % 2 else "wrong" for i in range(120)}}, tid)
+    d = F.draw_mark_color(rows)
+    try:
+        assert all(r["evidence"] == "" for r in d.rows)
+        assert F.THIN_NOTE not in [t.get_text() for t in d.fig.legends[0].get_texts()]
+    finally:
+        F.close(d)
