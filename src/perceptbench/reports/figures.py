@@ -236,10 +236,25 @@ def matrix(heads: list[HeadlineRow], models: list[str], cols: list[tuple[str, st
     return svg_of(draw_matrix(heads, models, cols))
 
 
+LOWER_IS_BETTER = ("insensitive_frac",)
+"""Matrix metrics (name prefixes) where a lower value is the better outcome: the VSI
+insensitive fraction (1.00: the answer ignores the image region, seed 002 §2.2).  Their cells
+are coloured by 1 - value, so that in every column the dark end of the scale is the worse
+outcome (floor, chance, image ignored) and the light end the better one."""
+
+
+def colour_value(metric: str, value: float) -> float:
+    """The number a matrix cell's colour shows: ``value``, or 1 - ``value`` for a metric of
+    :data:`LOWER_IS_BETTER` (both proportions)."""
+    return 1.0 - value if metric.startswith(LOWER_IS_BETTER) else value
+
+
 def draw_matrix(heads: list[HeadlineRow], models: list[str], cols: list[tuple[str, str]]) -> Drawn | None:
     """Heatmap: models (rows, in the given order) x (task, metric) columns; cell = value and
-    CI; two extra rows give the floor/chance and the human ceiling of each column.  Double
-    column wide up to 7 columns, wider beyond (the table then suits a paper better)."""
+    CI; two extra rows give the floor/chance and the human ceiling of each column.  Colour
+    runs one way in every column, dark = worse (:func:`colour_value`: a VSI insensitive
+    fraction is coloured by 1 - value; the cell's text is the value itself).  Double column
+    wide up to 7 columns, wider beyond (the table then suits a paper better)."""
     if not models or not cols:
         return None
     d = Drawn("model_by_task_headline_matrix", None)
@@ -268,9 +283,11 @@ def draw_matrix(heads: list[HeadlineRow], models: list[str], cols: list[tuple[st
             if x is None:
                 text[i][j] = "not run"
                 continue
-            d.add(x, role="model", plotted_as="cell", note="; ".join(x.flags))
+            flipped = x.metric.startswith(LOWER_IS_BETTER)
+            d.add(x, role="model", plotted_as="cell, coloured by 1 - value (lower is better)" if flipped else "cell",
+                  note="; ".join(x.flags))
             if _finite(x.value):
-                vals[i, j] = x.value
+                vals[i, j] = colour_value(x.metric, x.value)
                 text[i][j] = fmt(x.value, 2) + (f"\n[{fmt(x.ci_low, 2)}, {fmt(x.ci_high, 2)}]" if x.ci_low is not None else "")
                 if any(f.startswith("≤") for f in x.flags):
                     text[i][j] += " ≤fl"
@@ -284,7 +301,8 @@ def draw_matrix(heads: list[HeadlineRow], models: list[str], cols: list[tuple[st
                 text[i][j] = "skipped" if x.metric == "skipped" else "undefined"
     with plt.rc_context(RC):
         w = max(DOUBLE_COLUMN_IN, min(1.6 + 0.8 * len(cols), 22))
-        fig, ax = plt.subplots(figsize=(w, 1.2 + 0.34 * len(labels)), layout="constrained")
+        lines = max(t.count("\n") + 1 for row in text for t in row)  # a cell's text stays inside its row
+        fig, ax = plt.subplots(figsize=(w, 1.2 + max(0.34, 0.12 * lines + 0.06) * len(labels)), layout="constrained")
         im = ax.imshow(vals, cmap="cividis", vmin=min(0.0, np.nanmin(vals) if np.isfinite(vals).any() else 0),
                        vmax=1.0, aspect="auto")
         for i in range(len(labels)):
@@ -295,14 +313,17 @@ def draw_matrix(heads: list[HeadlineRow], models: list[str], cols: list[tuple[st
                         color="white" if dark else "black")
         ax.axhline(1.5, color="white", lw=3)
         ax.set_yticks(range(len(labels)), labels)
-        ax.set_xticks(range(len(cols)), [_wrap_task(t) + f"\n{m}" for t, m in cols], fontsize=7)
+        flip = [m.startswith(LOWER_IS_BETTER) for _, m in cols]
+        ax.set_xticks(range(len(cols)), [_wrap_task(t) + f"\n{m}" + ("\n(lower is better;\ncolour: 1 - value)" if f else "")
+                                         for (t, m), f in zip(cols, flip)], fontsize=7)
         for lab in ax.get_yticklabels()[:2]:
             lab.set_fontstyle("italic")
         ax.tick_params(length=0)
         if len(labels) > 12:  # tall matrix: column labels on top as well
             ax.tick_params(labeltop=True)
         cb = fig.colorbar(im, ax=ax, fraction=0.03, pad=0.01)
-        cb.set_label("metric value (proportion; kappa unitless)")
+        cb.set_label("metric value (proportion; kappa unitless);\ndark = worse" +
+                     (" (VSI: 1 - value)" if any(flip) else ""))
         ax.set_title("Model x task: headline value [95% CI], floor/chance and human ceiling")
         return d.done(fig)
 

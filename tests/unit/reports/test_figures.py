@@ -114,3 +114,63 @@ def test_full_results_draw_no_hollow_marker_and_no_legend_note(mirror):
         assert F.THIN_NOTE not in [t.get_text() for t in d.fig.legends[0].get_texts()]
     finally:
         F.close(d)
+
+
+# ---------------------------------------------------------------- VSI in the model x task matrix
+
+def _vsi_scores(tid: str) -> list:
+    """Score rows of planted VSI records: model 'ignores' gets the clean distribution back under
+    the region blur (VSI 0 on every sample: insensitive fraction 1.00), 'uses' a very different
+    one (VSI of nats on every sample: insensitive fraction 0.00)."""
+    import numpy as np
+
+    from perceptbench.scoring import score_records
+    from perceptbench.tasks import get_task
+
+    from helpers.records import plant_vsi_record
+
+    task = get_task(tid)
+    lp, moved = [float(x) for x in np.log([0.90, 0.08, 0.02])], [float(x) for x in np.log([0.02, 0.08, 0.90])]
+    recs = []
+    for m, blurred in (("ignores", lp), ("uses", moved)):
+        for i in range(4):
+            recs.append(plant_vsi_record(task, "clean", f"s{i}", [1, 2, 3], lp, model=m))
+            recs.append(plant_vsi_record(task, "region_blur", f"s{i}", [1, 2, 3], blurred, model=m))
+    return score_records(recs)
+
+
+def _cell_colours(d, cells):
+    """(row, col) -> RGBA of each of ``cells`` of the matrix as drawn (the image's colormap and norm)."""
+    im = d.fig.axes[0].images[0]
+    arr = im.get_array()
+    return {(i, j): tuple(im.cmap(im.norm(float(arr[i, j])))) for i, j in cells}
+
+
+def test_vsi_worst_value_has_the_colour_of_the_worst_battery_value():
+    """Before: an insensitive fraction of 1.00 (the answer ignores the image region, the worst
+    outcome) was painted in the light colour that means 'at the human ceiling' in every other
+    column.  Now dark is worse in every column."""
+    from perceptbench.reports.headline import headline_rows
+
+    vt, bt = "vsi.salbench.syn@n=4", "similarity.chart.mark_color"
+    rows = _vsi_scores(vt) + [ScoreRow(bt, "ignores", "B", 0.0, 0.0, 0.1, 120, 0),  # the worst battery value
+                              ScoreRow(bt, "uses", "B", 1.0, 0.9, 1.0, 120, 0)]      # the best
+    heads = headline_rows(rows)
+    ins = next(h.metric for h in heads if h.task_id == vt and h.metric.startswith("insensitive_frac@0.05[region_blur"))
+    by = {(h.model, h.metric): h.value for h in heads}
+    assert by[("ignores", ins)] == 1.0 and by[("uses", ins)] == 0.0  # the planted records do what they say
+    cols = [(bt, "B"), (vt, ins)]
+    d = F.draw_matrix(heads, ["ignores", "uses"], cols)
+    try:
+        ignores, uses = 2, 3  # rows: floor, ceiling, then the models
+        c = _cell_colours(d, [(i, j) for i in (ignores, uses) for j in (0, 1)])
+        assert c[(ignores, 1)] == c[(ignores, 0)]  # VSI 1.00 ("ignores image") = battery 0.0
+        assert c[(uses, 1)] == c[(uses, 0)]  # VSI 0.00 = battery 1.0
+        texts = [t.get_text() for t in d.fig.axes[0].texts]
+        assert any(t.startswith("1.00") and "ignores image" in t for t in texts)  # the cell prints the value
+        assert any("lower is better" in t.get_text() for t in d.fig.axes[0].get_xticklabels())
+        vsi_cells = [r for r in d.rows if r["metric"] == ins]
+        assert {r["value"] for r in vsi_cells} == {0.0, 1.0}
+        assert all("coloured by 1 - value" in r["plotted_as"] for r in vsi_cells)
+    finally:
+        F.close(d)
