@@ -260,12 +260,15 @@ def draw_matrix(heads: list[HeadlineRow], models: list[str], cols: list[tuple[st
     d = Drawn("model_by_task_headline_matrix", None)
     h = {(x.task_id, x.metric, x.model): x for x in heads}
     ref_rows = ["floor / chance", "human ceiling"]
+    if not any(x.floor is not None or x.ceiling is not None for x in heads
+               if (x.task_id, x.metric) in set(cols)):  # no column has a reference (VSI only): no empty rows
+        ref_rows = []
     labels = ref_rows + models
     vals = np.full((len(labels), len(cols)), np.nan)
     text = [["" for _ in cols] for _ in labels]
     for j, (tid, metric) in enumerate(cols):
         any_h = next((x for x in heads if x.task_id == tid and x.metric == metric), None)
-        if any_h is not None:
+        if any_h is not None and ref_rows:
             for i, ref in enumerate((any_h.floor, any_h.ceiling)):
                 if ref is not None:
                     vals[i, j] = ref
@@ -278,7 +281,7 @@ def draw_matrix(heads: list[HeadlineRow], models: list[str], cols: list[tuple[st
                                                       else "ceiling: " + any_h.ceiling_label))
                 else:
                     text[i][j] = "-"
-        for i, m in enumerate(models, start=2):
+        for i, m in enumerate(models, start=len(ref_rows)):
             x = h.get((tid, metric, m)) or h.get((tid, "skipped", m))  # skipped: the setting does not apply
             if x is None:
                 text[i][j] = "not run"
@@ -311,12 +314,13 @@ def draw_matrix(heads: list[HeadlineRow], models: list[str], cols: list[tuple[st
                 dark = np.isfinite(v) and v < 0.55
                 ax.text(j, i, text[i][j], ha="center", va="center", fontsize=7,
                         color="white" if dark else "black")
-        ax.axhline(1.5, color="white", lw=3)
+        if ref_rows:
+            ax.axhline(1.5, color="white", lw=3)
         ax.set_yticks(range(len(labels)), labels)
         flip = [m.startswith(LOWER_IS_BETTER) for _, m in cols]
         ax.set_xticks(range(len(cols)), [_wrap_task(t) + f"\n{m}" + ("\n(lower is better;\ncolour: 1 - value)" if f else "")
                                          for (t, m), f in zip(cols, flip)], fontsize=7)
-        for lab in ax.get_yticklabels()[:2]:
+        for lab in ax.get_yticklabels()[:len(ref_rows)]:
             lab.set_fontstyle("italic")
         ax.tick_params(length=0)
         if len(labels) > 12:  # tall matrix: column labels on top as well
@@ -324,7 +328,7 @@ def draw_matrix(heads: list[HeadlineRow], models: list[str], cols: list[tuple[st
         cb = fig.colorbar(im, ax=ax, fraction=0.03, pad=0.01)
         cb.set_label("metric value (proportion; kappa unitless);\ndark = worse" +
                      (" (VSI: 1 - value)" if any(flip) else ""))
-        ax.set_title("Model x task: headline value [95% CI], floor/chance and human ceiling")
+        ax.set_title("Model x task: headline value [95% CI]" + (", floor/chance and human ceiling" if ref_rows else ""))
         return d.done(fig)
 
 
@@ -462,7 +466,8 @@ def draw_ak_curves(rows: list[ScoreRow], only: list[str] | None = None) -> Drawn
                     for c in eb[2]:
                         c.set_alpha(0.45)
                     if any(thin):  # points on few answers: hollow (the count per k is in the title)
-                        ax.plot(ks[thin], v[thin], st["marker"], color=st["color"], mfc="white", ms=4, ls="none")
+                        ax.plot(ks[thin], v[thin], st["marker"], color=st["color"], mfc="white", ms=4, ls="none",
+                                zorder=3)
                 cap = ix.get((tid, m, "capacity_k"))
                 prob = ix.get((tid, m, "capacity_in_band_prob"))
                 y = len(models) - 1 - i
@@ -477,11 +482,10 @@ def draw_ak_curves(rows: list[ScoreRow], only: list[str] | None = None) -> Drawn
                         axc.plot([cap.ci_low, cap.ci_high], [y, y], color=st["color"], lw=2)
                     axc.plot([cap.value], [y], marker=st["marker"], color=st["color"], ms=6, **hollow(cmark))
                     txt = f"capacity_k {cap.value:.0f} [{cap.ci_low:.0f}, {cap.ci_high:.0f}]"
-                if cmark:
-                    txt += f" ({cmark})"
+                name = m + (f" ({cmark})" if cmark else "")
                 if prob is not None:
                     txt += f", P(in band) {prob.value:.2f}"
-                labels.append(f"{m}\n{txt}")  # two lines: a long model name keeps the axes wide
+                labels.append(f"{name}\n{txt}")  # two lines: a long model name keeps the axes wide
             ax.set_ylim(-0.03, 1.03)
             ax.set_ylabel("a(k): accuracy (proportion)")
             ns = [r.n for (t, _, met), r in ix.items() if t == tid and met.startswith("a_k[") and r.n is not None]
@@ -620,6 +624,7 @@ def draw_salbench_shots(rows: list[ScoreRow], only: list[str] | None = None) -> 
             mine = [t for t in tids if _sal_key(t)[:2] == (kind, split)]
             for col, metric in enumerate(("exact_match", "mean_f1")):
                 ax = axes[row_i, col]
+                ax.set_xlim(-0.8, 5.8)  # before the points: their count labels go right of them
                 for i, m in enumerate(models):
                     st = style(i)
                     pts = sorted((_sal_key(t)[2], ix.get((t, m, metric)), ix.get((t, m, metric + "@nulls_excluded")))
@@ -642,13 +647,12 @@ def draw_salbench_shots(rows: list[ScoreRow], only: list[str] | None = None) -> 
                                 lw=1, label=legend_label(f"{m} (every stimulus; null = empty set)") if first else None)
                     for x_, y_, mark in zip(xs, ys, thin):
                         if mark:
-                            ax.plot([x_], [y_], st["marker"], color=st["color"], mfc="white", ms=5)
+                            ax.plot([x_], [y_], st["marker"], color=st["color"], mfc="white", ms=5, zorder=3)
                             annotate_thin(ax, x_, y_, mark, st["color"])
                     ye = [p[2].value if p[2] is not None else np.nan for p in pts]
                     ax.plot(xs + 0.06, ye, st["marker"], color=st["color"], ms=3.5, alpha=0.45, ls="none",
                             label=legend_label(f"{m} (nulls excluded)") if first else None)
                 ax.set_xticks([0, 3, 5])
-                ax.set_xlim(-0.8, 5.8)
                 ax.set_ylim(-0.03, 1.05)
                 ax.set_xlabel("few-shot examples (shots)")
                 ax.set_ylabel(("exact match" if metric == "exact_match" else "mean F1") + " (proportion)")
@@ -673,7 +677,8 @@ def _dodged_points(ax, i: int, n_models: int, rs: list, label: str | None, marks
                 fmt=st["marker"], color=st["color"], capsize=2, ms=5, label=legend_label(label))
     thin = [j for j in ok if marks and marks[j]]
     if thin:
-        ax.plot(xs[thin], [rs[j].value for j in thin], st["marker"], color=st["color"], mfc="white", ms=5, ls="none")
+        ax.plot(xs[thin], [rs[j].value for j in thin], st["marker"], color=st["color"], mfc="white", ms=5, ls="none",
+                zorder=3)
 
 
 def _dodged_marks(d: Drawn, rs: list, **kw) -> list[str]:

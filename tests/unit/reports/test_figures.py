@@ -162,7 +162,8 @@ def test_vsi_worst_value_has_the_colour_of_the_worst_battery_value():
     cols = [(bt, "B"), (vt, ins)]
     d = F.draw_matrix(heads, ["ignores", "uses"], cols)
     try:
-        ignores, uses = 2, 3  # rows: floor, ceiling, then the models
+        rows_drawn = [t.get_text() for t in d.fig.axes[0].get_yticklabels()]
+        ignores, uses = rows_drawn.index("ignores"), rows_drawn.index("uses")
         c = _cell_colours(d, [(i, j) for i in (ignores, uses) for j in (0, 1)])
         assert c[(ignores, 1)] == c[(ignores, 0)]  # VSI 1.00 ("ignores image") = battery 0.0
         assert c[(uses, 1)] == c[(uses, 0)]  # VSI 0.00 = battery 1.0
