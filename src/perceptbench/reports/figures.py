@@ -137,8 +137,10 @@ def annotate_thin(ax, x, y, mark: str, color) -> None:
     if mark:
         lo, hi = ax.get_xlim()
         right = x > lo + 0.7 * (hi - lo)  # near the right edge: the text goes to the point's left
-        ax.annotate(mark, (x, y), xytext=(-4 if right else 4, 4), textcoords="offset points", fontsize=MIN_FONT_PT,
-                    color=color, ha="right" if right else "left")
+        ylo, yhi = ax.get_ylim()
+        top = y > ylo + 0.85 * (yhi - ylo)  # near the top (the title): below the point
+        ax.annotate(mark, (x, y), xytext=(-4 if right else 4, -4 if top else 4), textcoords="offset points",
+                    fontsize=MIN_FONT_PT, color=color, ha="right" if right else "left", va="top" if top else "bottom")
 
 
 def note_thin(ax, d: Drawn) -> None:
