@@ -435,7 +435,9 @@ def test_report_sections_are_numbered_without_gaps(tmp_path, mirror):
     html, _, _ = render_report(ReportData([d], recs, score_records(recs), "t"), "t")
     nums = [int(n) for n in re.findall(r'<h2 id="[a-z]+">(\d+)\.', html)]
     assert nums == list(range(1, len(nums) + 1)) and 'id="vsi"' not in html
-    assert re.search(r'<h2 id="cards">6\.', html) and "section 6" in html
+    # a mark-colour run shows the matrix, mark colour and the cards (no empty battery sections)
+    assert re.findall(r'<h2 id="([a-z]+)">', html) == ["matrix", "markcolor", "cards", "provenance"]
+    assert re.search(r'<h2 id="cards">3\.', html) and "section 3" in html
 
 
 def test_series_chance_label_explains_the_answer_range():
@@ -756,7 +758,7 @@ def test_figure_csv_numbers_are_those_of_scores_csv(figure_files, hostile_run):
         rows = _csv_rows(path)
         assert rows, path.name
         assert list(rows[0]) == ["figure", "panel", "task_id", "model", "role", "metric", "plotted_as", "x",
-                                 "value", "ci_low", "ci_high", "n", "n_null", "value_source", "note"]
+                                 "value", "ci_low", "ci_high", "n", "n_null", "value_source", "evidence", "note"]
         for r in rows:
             assert r["figure"] == path.stem
             if r["value_source"] != "scores.csv":
@@ -892,3 +894,49 @@ def test_mark_figure_has_one_panel_per_kernel_channel(monkeypatch):
     assert {"a", "b"} <= {t.get_text() for t in labels}  # model b answered the shape panel only
     only_colour = F.mark_color(rows[:3])
     assert len(only_colour.axes) == 1 and only_colour.axes[0].get_title().startswith("Mark colour odd-one-out")
+
+
+def test_vsi_only_report_shows_only_its_sections_and_the_answers(tmp_path):
+    """Before: a VSI-only run's page had four empty battery sections ('No closure.nat.silhouette
+    records' ...), a human-likeness card for tasks without human data, an empty sources table, and
+    'No VLM answers in these records' although the VLMs had answered."""
+    from perceptbench.records import read_records
+    from perceptbench.reports.data import ReportData
+    from perceptbench.reports.html import render_report
+    from perceptbench.scoring import score_records
+    from perceptbench.tasks import get_task
+
+    from helpers.records import plant_vsi_record
+
+    task = get_task("vsi.salbench.syn@n=4")
+    lp, moved = [float(x) for x in np.log([0.9, 0.08, 0.02])], [float(x) for x in np.log([0.02, 0.08, 0.9])]
+    recs = []
+    for m in ("vlm-a", "vlm-b", "vlm-c"):
+        for i in range(4):
+            recs.append(plant_vsi_record(task, "clean", f"s{i}", [1, 2, 3], lp, model=m, response="B",
+                                         raw_output=f"{m} says: the answer is B ({i})"))
+            recs.append(plant_vsi_record(task, "region_blur", f"s{i}", [1, 2, 3], moved if m == "vlm-a" else lp, model=m))
+    run = tmp_path / "run"
+    plant_records(run, recs)
+    recs = read_records(run / "records.jsonl")
+    html, md, _ = render_report(ReportData([run], recs, score_records(recs), "t"), "t")
+    ids = re.findall(r'<h2 id="([a-z]+)">(\d+)\.', html)
+    assert [sid for sid, _ in ids] == ["matrix", "vsi", "paired", "provenance"]
+    assert [int(n) for _, n in ids] == [1, 2, 3, 4]
+    nav = html[html.index("<nav>"):html.index("</nav>")]
+    assert re.findall(r'href="#([a-z]+)"', nav) == ["matrix", "vsi", "paired", "provenance"]
+    for empty in ("No closure.nat.silhouette records", "No similarity.chart.series_count records",
+                  "No similarity.chart.mark_color records", "No SalBench records", "Human-likeness card",
+                  "No VLM answers in these records", "<h3>Human references and source files</h3>"):
+        assert empty not in html, empty
+    answers = html[html.index("<h3>Answers as given"):]
+    for m in ("vlm-a", "vlm-b", "vlm-c"):  # the first 3 answers of each VLM, from its clean trials
+        assert all(f"{m} says: the answer is B ({i})" in answers for i in range(3))
+    assert "~region_blur" not in answers  # a perturbed trial is a distribution, not an answer
+    assert "No human records in these runs" in html
+    matrix = html[html.index('id="matrix"'):html.index('id="vsi"')]
+    svg_text = re.findall(r"<text[^>]*>([^<]*)</text>", matrix[:matrix.index("</svg>")])
+    assert "vlm-a" in svg_text and "floor / chance" not in svg_text and "human ceiling" not in svg_text
+    trials = html[html.index("<h3>Trials per task and model</h3>"):html.index("<h3>Skipped")]
+    # 8 records per model, 4 answers all parsed: a perturbed trial (no answer by design) is no null
+    assert trials.count('<td class="num">8</td><td class="num">0</td>') == 3

@@ -35,7 +35,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
 from ..core.rows import ScoreRow, is_aggregate_model  # noqa: E402
-from .headline import CAPACITY_BAND, MIN_N, HeadlineRow, cell_mark, fmt  # noqa: E402
+from .headline import CAPACITY_BAND, MAX_NULL_RATE, MIN_N, HeadlineRow, cell_mark, fmt, thin_evidence  # noqa: E402
 from ..tasks.gestalt import MARK_KERNEL_IDS  # noqa: E402
 
 OKABE_ITO = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000", "#F0E442")
@@ -59,13 +59,20 @@ RC = {"svg.fonttype": "none", "svg.hashsalt": "perceptbench", "text.parse_math":
 text as ``<text>``, a fixed SVG id salt so two runs write identical files."""
 
 DATA_COLUMNS = ("figure", "panel", "task_id", "model", "role", "metric", "plotted_as", "x", "value", "ci_low",
-                "ci_high", "n", "n_null", "value_source", "note")
+                "ci_high", "n", "n_null", "value_source", "evidence", "note")
 """Columns of a figure's tidy data (one row per plotted point, bar, line, band or cell):
 ``panel`` the panel title or key; ``role`` model / human observer / human ceiling / floor /
 kernel / ...; ``plotted_as`` how the number is drawn (x, y, cell, line, band, bin);
 ``x`` the x category or value a y number is drawn at; ``value``/``ci_low``/``ci_high``/
 ``n``/``n_null`` the numbers (95% CI); ``value_source`` ``scores.csv`` when they are the
-score row's own (task_id, model, metric), else how they were derived."""
+score row's own (task_id, model, metric), else how they were derived; ``evidence`` the
+mark of a model's value resting on few answers (:func:`~.headline.thin_evidence`: 'all null',
+'76/80 null', 'n=12'; empty for a full result and for human and reference rows), drawn as a
+hollow marker with that text beside it."""
+
+THIN_NOTE = (f"hollow: few answers (> {MAX_NULL_RATE:.0%} of the model's trials null,\n"
+             f"or < {MIN_N} scored trials; the count beside it)")
+"""The line a figure with a hollow (thin-evidence) marker prints under its legend."""
 
 FROM_SCORES = "scores.csv"
 
@@ -78,6 +85,9 @@ class Drawn:
     name: str
     fig: object
     rows: list[dict] = field(default_factory=list)
+    trials: dict = field(default_factory=dict)
+    """(task_id, model) -> (null trials, all trials) from the ``null_rate`` score rows
+    (:func:`drawn`), for the ``evidence`` column."""
 
     def done(self, fig) -> "Drawn":
         """Take ``fig`` as the finished figure: lay it out once (constrained layout, under
@@ -90,16 +100,54 @@ class Drawn:
         self.fig = fig
         return self
 
-    def add(self, r: ScoreRow | None = None, **kw) -> None:
+    def add(self, r: ScoreRow | None = None, **kw) -> str:
         """Append a data row: from score row ``r`` (its numbers, value_source scores.csv) and/or
-        keyword fields (a derived number gives ``value`` and ``value_source``)."""
+        keyword fields (a derived number gives ``value`` and ``value_source``).  A model's row
+        (not ``human:``) gets its ``evidence`` mark (:func:`~.headline.thin_evidence`, from its
+        n and the model's null trials on the task), which is returned ('' when none)."""
         d = dict.fromkeys(DATA_COLUMNS, None)
         d["figure"] = self.name
+        d["evidence"] = ""
         if r is not None:
             d.update(task_id=r.task_id, model=r.model, metric=r.metric, value=r.value, ci_low=r.ci_low,
                      ci_high=r.ci_high, n=r.n, n_null=r.n_null, value_source=FROM_SCORES)
+            if not r.model.startswith("human:") and r.metric != "skipped":
+                trials = getattr(r, "trials", None) or self.trials.get((r.task_id, r.model))
+                d["evidence"] = thin_evidence(r.n, r.n_null, trials)
         d.update(kw)
         self.rows.append(d)
+        return d["evidence"]
+
+
+def drawn(name: str, rows) -> Drawn:
+    """A new :class:`Drawn` named ``name`` that knows each model's null trials on each task
+    from the ``null_rate`` rows among ``rows`` (score rows), for the ``evidence`` column."""
+    trials = {(r.task_id, r.model): (int(r.n_null or 0), int(r.n)) for r in rows
+              if r.metric == "null_rate" and r.n}
+    return Drawn(name, None, trials=trials)
+
+
+def hollow(mark: str) -> dict:
+    """Marker keywords for a point: a white face (hollow) when ``mark`` (its evidence) is set."""
+    return {"mfc": "white"} if mark else {}
+
+
+def annotate_thin(ax, x, y, mark: str, color) -> None:
+    """Print ``mark`` (:func:`~.headline.thin_evidence`) beside the point (x, y), in its colour."""
+    if mark:
+        lo, hi = ax.get_xlim()
+        right = x > lo + 0.7 * (hi - lo)  # near the right edge: the text goes to the point's left
+        ylo, yhi = ax.get_ylim()
+        top = y > ylo + 0.85 * (yhi - ylo)  # near the top (the title): below the point
+        ax.annotate(mark, (x, y), xytext=(-4 if right else 4, -4 if top else 4), textcoords="offset points",
+                    fontsize=MIN_FONT_PT, color=color, ha="right" if right else "left", va="top" if top else "bottom")
+
+
+def note_thin(ax, d: Drawn) -> None:
+    """When one of ``d``'s points is marked, give ``ax`` a legend entry (a hollow black marker)
+    that says what a hollow marker means (:data:`THIN_NOTE`); call it before the legend is made."""
+    if any(r["evidence"] for r in d.rows):
+        ax.plot([], [], "o", color="black", mfc="white", ls="none", ms=5, label=THIN_NOTE)
 
 
 def style(i: int) -> dict:
@@ -151,6 +199,12 @@ def _err(r: ScoreRow):
     return [[max(r.value - r.ci_low, 0)], [max(r.ci_high - r.value, 0)]]
 
 
+def _model_mark(d: Drawn, tid: str, m: str) -> str:
+    """Model ``m``'s null-heavy mark on task ``tid`` (:func:`~.headline.thin_evidence` of its
+    null trials alone), for a legend label ('76/80 null'); '' when none."""
+    return thin_evidence(None, None, d.trials.get((tid, m)))
+
+
 def _wrap_task(tid: str) -> str:
     """A task id broken over lines at '.', '@' and ',' so matrix column labels stay narrow."""
     base, _, params = tid.partition("@")
@@ -186,21 +240,39 @@ def matrix(heads: list[HeadlineRow], models: list[str], cols: list[tuple[str, st
     return svg_of(draw_matrix(heads, models, cols))
 
 
+LOWER_IS_BETTER = ("insensitive_frac",)
+"""Matrix metrics (name prefixes) where a lower value is the better outcome: the VSI
+insensitive fraction (1.00: the answer ignores the image region, seed 002 §2.2).  Their cells
+are coloured by 1 - value, so that in every column the dark end of the scale is the worse
+outcome (floor, chance, image ignored) and the light end the better one."""
+
+
+def colour_value(metric: str, value: float) -> float:
+    """The number a matrix cell's colour shows: ``value``, or 1 - ``value`` for a metric of
+    :data:`LOWER_IS_BETTER` (both proportions)."""
+    return 1.0 - value if metric.startswith(LOWER_IS_BETTER) else value
+
+
 def draw_matrix(heads: list[HeadlineRow], models: list[str], cols: list[tuple[str, str]]) -> Drawn | None:
     """Heatmap: models (rows, in the given order) x (task, metric) columns; cell = value and
-    CI; two extra rows give the floor/chance and the human ceiling of each column.  Double
-    column wide up to 7 columns, wider beyond (the table then suits a paper better)."""
+    CI; two extra rows give the floor/chance and the human ceiling of each column.  Colour
+    runs one way in every column, dark = worse (:func:`colour_value`: a VSI insensitive
+    fraction is coloured by 1 - value; the cell's text is the value itself).  Double column
+    wide up to 7 columns, wider beyond (the table then suits a paper better)."""
     if not models or not cols:
         return None
     d = Drawn("model_by_task_headline_matrix", None)
     h = {(x.task_id, x.metric, x.model): x for x in heads}
     ref_rows = ["floor / chance", "human ceiling"]
+    if not any(x.floor is not None or x.ceiling is not None for x in heads
+               if (x.task_id, x.metric) in set(cols)):  # no column has a reference (VSI only): no empty rows
+        ref_rows = []
     labels = ref_rows + models
     vals = np.full((len(labels), len(cols)), np.nan)
     text = [["" for _ in cols] for _ in labels]
     for j, (tid, metric) in enumerate(cols):
         any_h = next((x for x in heads if x.task_id == tid and x.metric == metric), None)
-        if any_h is not None:
+        if any_h is not None and ref_rows:
             for i, ref in enumerate((any_h.floor, any_h.ceiling)):
                 if ref is not None:
                     vals[i, j] = ref
@@ -213,14 +285,16 @@ def draw_matrix(heads: list[HeadlineRow], models: list[str], cols: list[tuple[st
                                                       else "ceiling: " + any_h.ceiling_label))
                 else:
                     text[i][j] = "-"
-        for i, m in enumerate(models, start=2):
+        for i, m in enumerate(models, start=len(ref_rows)):
             x = h.get((tid, metric, m)) or h.get((tid, "skipped", m))  # skipped: the setting does not apply
             if x is None:
                 text[i][j] = "not run"
                 continue
-            d.add(x, role="model", plotted_as="cell", note="; ".join(x.flags))
+            flipped = x.metric.startswith(LOWER_IS_BETTER)
+            d.add(x, role="model", plotted_as="cell, coloured by 1 - value (lower is better)" if flipped else "cell",
+                  note="; ".join(x.flags))
             if _finite(x.value):
-                vals[i, j] = x.value
+                vals[i, j] = colour_value(x.metric, x.value)
                 text[i][j] = fmt(x.value, 2) + (f"\n[{fmt(x.ci_low, 2)}, {fmt(x.ci_high, 2)}]" if x.ci_low is not None else "")
                 if any(f.startswith("≤") for f in x.flags):
                     text[i][j] += " ≤fl"
@@ -234,7 +308,8 @@ def draw_matrix(heads: list[HeadlineRow], models: list[str], cols: list[tuple[st
                 text[i][j] = "skipped" if x.metric == "skipped" else "undefined"
     with plt.rc_context(RC):
         w = max(DOUBLE_COLUMN_IN, min(1.6 + 0.8 * len(cols), 22))
-        fig, ax = plt.subplots(figsize=(w, 1.2 + 0.34 * len(labels)), layout="constrained")
+        lines = max(t.count("\n") + 1 for row in text for t in row)  # a cell's text stays inside its row
+        fig, ax = plt.subplots(figsize=(w, 1.2 + max(0.34, 0.12 * lines + 0.06) * len(labels)), layout="constrained")
         im = ax.imshow(vals, cmap="cividis", vmin=min(0.0, np.nanmin(vals) if np.isfinite(vals).any() else 0),
                        vmax=1.0, aspect="auto")
         for i in range(len(labels)):
@@ -243,17 +318,21 @@ def draw_matrix(heads: list[HeadlineRow], models: list[str], cols: list[tuple[st
                 dark = np.isfinite(v) and v < 0.55
                 ax.text(j, i, text[i][j], ha="center", va="center", fontsize=7,
                         color="white" if dark else "black")
-        ax.axhline(1.5, color="white", lw=3)
+        if ref_rows:
+            ax.axhline(1.5, color="white", lw=3)
         ax.set_yticks(range(len(labels)), labels)
-        ax.set_xticks(range(len(cols)), [_wrap_task(t) + f"\n{m}" for t, m in cols], fontsize=7)
-        for lab in ax.get_yticklabels()[:2]:
+        flip = [m.startswith(LOWER_IS_BETTER) for _, m in cols]
+        ax.set_xticks(range(len(cols)), [_wrap_task(t) + f"\n{m}" + ("\n(lower is better;\ncolour: 1 - value)" if f else "")
+                                         for (t, m), f in zip(cols, flip)], fontsize=7)
+        for lab in ax.get_yticklabels()[:len(ref_rows)]:
             lab.set_fontstyle("italic")
         ax.tick_params(length=0)
         if len(labels) > 12:  # tall matrix: column labels on top as well
             ax.tick_params(labeltop=True)
         cb = fig.colorbar(im, ax=ax, fraction=0.03, pad=0.01)
-        cb.set_label("metric value (proportion; kappa unitless)")
-        ax.set_title("Model x task: headline value [95% CI], floor/chance and human ceiling")
+        cb.set_label("metric value (proportion; kappa unitless);\ndark = worse" +
+                     (" (VSI: 1 - value)" if any(flip) else ""))
+        ax.set_title("Model x task: headline value [95% CI]" + (", floor/chance and human ceiling" if ref_rows else ""))
         return d.done(fig)
 
 
@@ -281,7 +360,7 @@ def draw_dissociation(rows: list[ScoreRow], labelled: list[str] | None = None,
     tid = tids[0]
     ix = _index(rows)
     models = _models(rows, lambda t: t == tid)
-    d = Drawn("accuracy_vs_error_consistency_" + PANEL_STIMULI[task].replace(" ", "_"), None)
+    d = drawn("accuracy_vs_error_consistency_" + PANEL_STIMULI[task].replace(" ", "_"), rows)
     with plt.rc_context(RC):
         fig, ax = plt.subplots(figsize=(SINGLE_COLUMN_IN, 4.6), layout="constrained")
         ceil = ix.get((tid, "human:panel", "ceiling_kappa_pairwise_mean@test"))
@@ -305,8 +384,9 @@ def draw_dissociation(rows: list[ScoreRow], labelled: list[str] | None = None,
                     d.add(r, role="human observer", plotted_as="x")
                     d.add(k, role="human observer", plotted_as="y")
         if hx:
-            ax.scatter(hx, hy, s=22, color=HUMAN_GREY, marker="o", facecolors="none",
+            ax.scatter(hx, hy, s=18, color=HUMAN_GREY, marker="o", alpha=0.7, lw=0,  # filled: hollow means few answers
                        label=f"human observers (n={len(hx)}; kappa vs the others)")
+        ax.set_xlim(-0.02, 1.02)
         labelled = models if labelled is None else [m for m in labelled if m in models]
         others = [m for m in models if m not in labelled]
         ox, oy = [], []
@@ -325,10 +405,12 @@ def draw_dissociation(rows: list[ScoreRow], labelled: list[str] | None = None,
             if a is None or k is None or not (_finite(a.value) and _finite(k.value)):
                 continue
             st = style(i)
-            d.add(a, role="model", plotted_as="x")
-            d.add(k, role="model", plotted_as="y")
+            marks = (d.add(a, role="model", plotted_as="x"), d.add(k, role="model", plotted_as="y"))
+            mark = marks[0] or marks[1]
             ax.errorbar(a.value, k.value, xerr=_err(a), yerr=_err(k), fmt=st["marker"], color=st["color"],
-                        ms=5, capsize=2, lw=1, label=legend_label(m))
+                        ms=5, capsize=2, lw=1, label=legend_label(m + (f" ({mark})" if mark else "")), **hollow(mark))
+            annotate_thin(ax, a.value, k.value, mark, st["color"])
+        note_thin(ax, d)
         ax.set_xlim(-0.02, 1.02)
         ax.set_xlabel(f"accuracy on {PANEL_STIMULI[task]} (proportion correct, 16-way)")
         ax.set_ylabel("error consistency kappa (unitless)")
@@ -365,7 +447,7 @@ def draw_shape_bias_by_category(rows: list[ScoreRow], only: list[str] | None = N
     if not cats:
         cats = sorted({met.split(".", 1)[1] for (t, m, met) in ix if t == tid and met.startswith("shape_bias.")})
     models = [m for m in _models(rows, lambda t: t == tid, only) if (tid, m, "shape_bias") in ix]
-    d = Drawn("shape_bias_by_category", None)
+    d = drawn("shape_bias_by_category", rows)
     y = {c: i for i, c in enumerate(cats)}
     with plt.rc_context(RC):
         fig, ax = plt.subplots(figsize=(SINGLE_COLUMN_IN, 4.8), layout="constrained")
@@ -386,7 +468,7 @@ def draw_shape_bias_by_category(rows: list[ScoreRow], only: list[str] | None = N
         for i, m in enumerate(models):
             st = style(i)
             overall = ix[(tid, m, "shape_bias")]
-            d.add(overall, role="model", plotted_as="x line")
+            mark = d.add(overall, role="model", plotted_as="x line")  # few answers: hollow markers, said
             if _finite(overall.value):
                 ax.axvline(overall.value, color=st["color"], lw=0.8)
             mx, my = [], []
@@ -396,8 +478,10 @@ def draw_shape_bias_by_category(rows: list[ScoreRow], only: list[str] | None = N
                     mx.append(r.value)
                     my.append(y[c])
                     d.add(r, role="model", plotted_as="x", x=c)
-            ax.scatter(mx, my, s=18, marker=st["marker"], color=st["color"], zorder=4,
-                       label=legend_label(f"{m} ({overall.value:.2f})" if _finite(overall.value) else m))
+            name = f"{m} ({overall.value:.2f})" if _finite(overall.value) else m
+            ax.scatter(mx, my, s=18, marker=st["marker"], zorder=4, edgecolors=st["color"],
+                       facecolors="white" if mark else st["color"],
+                       label=legend_label(f"{name}, {mark}" if mark else name))
         ax.set_yticks(range(len(cats)), cats)
         ax.set_ylim(len(cats) - 0.5, -0.5)
         ax.set_xlim(1.02, -0.02)  # shape on the left, as in model-vs-human
@@ -406,6 +490,7 @@ def draw_shape_bias_by_category(rows: list[ScoreRow], only: list[str] | None = N
         top.set_xlabel("fraction of 'texture' decisions")
         ax.grid(axis="y", color="#dddddd", lw=0.5)
         ax.set_title("Shape bias per category\n(cue-conflict images, test split)")
+        note_thin(ax, d)
         fig.legend(loc="outside lower center", frameon=False, ncols=1)
         return d.done(fig)
 
@@ -424,7 +509,7 @@ def draw_ak_curves(rows: list[ScoreRow], only: list[str] | None = None) -> Drawn
     if not tids:
         return None
     ix = _index(rows)
-    d = Drawn("series_count_accuracy_by_k_and_capacity", None)
+    d = drawn("series_count_accuracy_by_k_and_capacity", rows)
     with plt.rc_context(RC):
         sizes = [len(_models(rows, lambda t, tid=tid: t == tid, only)) for tid in tids]
         ratios = []
@@ -448,32 +533,39 @@ def draw_ak_curves(rows: list[ScoreRow], only: list[str] | None = None) -> Drawn
                 pts = sorted((int(r.metric[4:-1]), r) for (t, mm, met), r in ix.items()
                              if t == tid and mm == m and met.startswith("a_k["))
                 st = style(i)
-                for k, r in pts:
-                    d.add(r, role="model", plotted_as="y", x=k, panel=tid)
+                thin = [bool(d.add(r, role="model", plotted_as="y", x=k, panel=tid)) for k, r in pts]
                 if pts:
                     ks = np.array([k for k, _ in pts]) + (i - (len(models) - 1) / 2) * 0.1
                     v = np.array([r.value for _, r in pts])
                     lo = np.array([r.ci_low if _finite(r.ci_low) else np.nan for _, r in pts])
                     hi = np.array([r.ci_high if _finite(r.ci_high) else np.nan for _, r in pts])
+                    mm = _model_mark(d, tid, m)
                     eb = ax.errorbar(ks, v, yerr=[np.nan_to_num(v - lo), np.nan_to_num(hi - v)], color=st["color"],
-                                     marker=st["marker"], ms=4, lw=1.4, capsize=2, elinewidth=0.8, label=legend_label(m))
+                                     marker=st["marker"], ms=4, lw=1.4, capsize=2, elinewidth=0.8,
+                                     label=legend_label(m + (f" ({mm})" if mm else "")))
                     for c in eb[2]:
                         c.set_alpha(0.45)
+                    if any(thin):  # points on few answers: hollow (the count per k is in the title)
+                        ax.plot(ks[thin], v[thin], st["marker"], color=st["color"], mfc="white", ms=4, ls="none",
+                                zorder=3)
                 cap = ix.get((tid, m, "capacity_k"))
                 prob = ix.get((tid, m, "capacity_in_band_prob"))
                 y = len(models) - 1 - i
+                cmark = ""
                 for r in (cap, prob):
                     if r is not None:
-                        d.add(r, role="model", plotted_as="x (lower panel)" if r is cap else "text", panel=tid)
+                        cmark = d.add(r, role="model", plotted_as="x (lower panel)" if r is cap else "text",
+                                      panel=tid) or cmark
                 txt = "capacity_k undefined"
                 if cap is not None and _finite(cap.value):
                     if _finite(cap.ci_low):
                         axc.plot([cap.ci_low, cap.ci_high], [y, y], color=st["color"], lw=2)
-                    axc.plot([cap.value], [y], marker=st["marker"], color=st["color"], ms=6)
+                    axc.plot([cap.value], [y], marker=st["marker"], color=st["color"], ms=6, **hollow(cmark))
                     txt = f"capacity_k {cap.value:.0f} [{cap.ci_low:.0f}, {cap.ci_high:.0f}]"
+                name = m + (f" ({cmark})" if cmark else "")
                 if prob is not None:
                     txt += f", P(in band) {prob.value:.2f}"
-                labels.append(f"{m}\n{txt}")  # two lines: a long model name keeps the axes wide
+                labels.append(f"{name}\n{txt}")  # two lines: a long model name keeps the axes wide
             ax.set_ylim(-0.03, 1.03)
             ax.set_ylabel("a(k): accuracy (proportion)")
             ns = [r.n for (t, _, met), r in ix.items() if t == tid and met.startswith("a_k[") and r.n is not None]
@@ -488,6 +580,7 @@ def draw_ak_curves(rows: list[ScoreRow], only: list[str] | None = None) -> Drawn
             axc.spines["left"].set_visible(False)
             axc.set_xlabel("rendered series count k (number of colour series); lower panel: capacity_k, 95% CI")
             axc.set_xlim(1.3, 16.7)
+        note_thin(axes[0, 0], d)
         legend = {}
         for a_ in axes[::2, 0]:  # one legend under the figure: models and the band, once each
             for h, lab in zip(*a_.get_legend_handles_labels()):
@@ -524,11 +617,12 @@ def _kernel_panel(ax, ix, tids: list[str], models: list[str], d: Drawn) -> None:
             r = ix.get((tid, m, "B"))
             if r is None:
                 continue
-            d.add(r, role="model", plotted_as="y", x=tid)
+            mark = d.add(r, role="model", plotted_as="y", x=tid)
             st = style(i)
             x = j - width / 2 + width * (i + 0.5) / max(len(models), 1) - 0.08
             ax.errorbar([x], [r.value], yerr=_err(r), fmt=st["marker"], color=st["color"], capsize=2, ms=5,
-                        label=legend_label(m) if j == 0 and len(models) <= 12 else None)
+                        label=legend_label(m) if j == 0 and len(models) <= 12 else None, **hollow(mark))
+            annotate_thin(ax, x, r.value, mark, st["color"])
     ax.set_xticks(range(len(tids)), [_wrap_task(t) for t in tids])
     ax.set_ylim(0, 1)
 
@@ -550,7 +644,7 @@ def draw_mark_color(rows: list[ScoreRow], only: list[str] | None = None) -> Draw
         return None
     ix = _index(rows)
     models = _models(rows, lambda t: t in tids, only)
-    d = Drawn("mark_odd_one_out_agreement_vs_kernels", None)
+    d = drawn("mark_odd_one_out_agreement_vs_kernels", rows)
     channels = [b for b in MARK_KERNEL_IDS if any(t.split("@")[0] == b for t in tids)]
     with plt.rc_context(RC):
         widths = [max(sum(t.split("@")[0] == b for t in tids), 1) for b in channels]
@@ -567,6 +661,7 @@ def draw_mark_color(rows: list[ScoreRow], only: list[str] | None = None) -> Draw
         else:
             fig.suptitle("Mark odd-one-out per channel: B vs the position floor and the kernels' spread",
                          fontsize=RC["axes.titlesize"])
+        note_thin(axes[0][0], d)
         legend = {}  # every panel's labelled artists, each label once (a model may answer one channel only)
         for ax in axes[0]:
             for h, lab in zip(*ax.get_legend_handles_labels()):
@@ -593,14 +688,15 @@ def salbench_shots(rows: list[ScoreRow], only: list[str] | None = None):
 def draw_salbench_shots(rows: list[ScoreRow], only: list[str] | None = None) -> Drawn | None:
     """Exact match and mean F1 by shots (0/3/5) per SalBench task and model: every stimulus
     counted, a null as the empty set (filled markers, 95% CI; seed 001 §4 and lmms-eval) and
-    nulls excluded (open markers, the ``@nulls_excluded`` variant)."""
+    nulls excluded (small faint markers, the ``@nulls_excluded`` variant).  A hollow marker is a
+    value on few answers (:func:`~.headline.thin_evidence`), as in every figure."""
     tids = sorted({r.task_id for r in rows if r.task_id.startswith("salbench.")})
     if not tids:
         return None
     ix = _index(rows)
     kinds = sorted({_sal_key(t)[:2] for t in tids})
     models = _models(rows, lambda t: t in tids, only)
-    d = Drawn("salbench_exact_match_and_f1_by_shots", None)
+    d = drawn("salbench_exact_match_and_f1_by_shots", rows)
     with plt.rc_context(RC):
         fig, axes = plt.subplots(len(kinds), 2, figsize=(DOUBLE_COLUMN_IN, 0.8 + 2.3 * len(kinds)), squeeze=False,
                                  layout="constrained")
@@ -608,16 +704,19 @@ def draw_salbench_shots(rows: list[ScoreRow], only: list[str] | None = None) -> 
             mine = [t for t in tids if _sal_key(t)[:2] == (kind, split)]
             for col, metric in enumerate(("exact_match", "mean_f1")):
                 ax = axes[row_i, col]
+                ax.set_xlim(-0.8, 5.8)  # before the points: their count labels go right of them
                 for i, m in enumerate(models):
                     st = style(i)
                     pts = sorted((_sal_key(t)[2], ix.get((t, m, metric)), ix.get((t, m, metric + "@nulls_excluded")))
                                  for t in mine if ix.get((t, m, metric)) is not None)
                     if not pts:
                         continue
+                    thin = []
                     for shots, r, r_ex in pts:
-                        for rr in (r, r_ex):
-                            if rr is not None:
-                                d.add(rr, role="model", plotted_as="y", x=shots, panel=f"salbench.{kind}.{split}: {metric}")
+                        thin.append(d.add(r, role="model", plotted_as="y", x=shots,
+                                          panel=f"salbench.{kind}.{split}: {metric}"))
+                        if r_ex is not None:
+                            d.add(r_ex, role="model", plotted_as="y", x=shots, panel=f"salbench.{kind}.{split}: {metric}")
                     off = (i - (len(models) - 1) / 2) * 0.18
                     xs = np.array([p[0] for p in pts]) + off
                     ys = [p[1].value for p in pts]
@@ -626,22 +725,27 @@ def draw_salbench_shots(rows: list[ScoreRow], only: list[str] | None = None) -> 
                     first = row_i == 0 and col == 0
                     ax.errorbar(xs, ys, yerr=err, fmt=st["marker"] + "-", color=st["color"], capsize=2, ms=5,
                                 lw=1, label=legend_label(f"{m} (every stimulus; null = empty set)") if first else None)
+                    for x_, y_, mark in zip(xs, ys, thin):
+                        if mark:
+                            ax.plot([x_], [y_], st["marker"], color=st["color"], mfc="white", ms=5, zorder=3)
+                            annotate_thin(ax, x_, y_, mark, st["color"])
                     ye = [p[2].value if p[2] is not None else np.nan for p in pts]
-                    ax.plot(xs + 0.06, ye, st["marker"], mfc="none", color=st["color"], ms=6,
+                    ax.plot(xs + 0.06, ye, st["marker"], color=st["color"], ms=3.5, alpha=0.45, ls="none",
                             label=legend_label(f"{m} (nulls excluded)") if first else None)
                 ax.set_xticks([0, 3, 5])
-                ax.set_xlim(-0.8, 5.8)
                 ax.set_ylim(-0.03, 1.05)
                 ax.set_xlabel("few-shot examples (shots)")
                 ax.set_ylabel(("exact match" if metric == "exact_match" else "mean F1") + " (proportion)")
                 ax.set_title(f"salbench.{kind}.{split}: {metric}")
+        note_thin(axes[0, 0], d)
         fig.legend(loc="outside lower center", frameon=False, ncols=2)
         return d.done(fig)
 
 
-def _dodged_points(ax, i: int, n_models: int, rs: list, label: str | None) -> None:
+def _dodged_points(ax, i: int, n_models: int, rs: list, label: str | None, marks: list[str] | None = None) -> None:
     """Model ``i`` of ``n_models``: one point per category slot (score rows ``rs``, None or
-    NaN skipped) with its 95% CI, dodged by 0.15 x-units per model so models do not overlap."""
+    NaN skipped) with its 95% CI, dodged by 0.15 x-units per model so models do not overlap;
+    a point whose ``marks`` entry (:func:`~.headline.thin_evidence`) is set is hollow."""
     st = style(i)
     xs = np.arange(len(rs)) + (i - (n_models - 1) / 2) * 0.15
     ok = [j for j, r in enumerate(rs) if r is not None and _finite(r.value)]
@@ -651,6 +755,17 @@ def _dodged_points(ax, i: int, n_models: int, rs: list, label: str | None) -> No
                 yerr=[[max(rs[j].value - rs[j].ci_low, 0) if _finite(rs[j].ci_low) else 0 for j in ok],
                       [max(rs[j].ci_high - rs[j].value, 0) if _finite(rs[j].ci_high) else 0 for j in ok]],
                 fmt=st["marker"], color=st["color"], capsize=2, ms=5, label=legend_label(label))
+    thin = [j for j in ok if marks and marks[j]]
+    if thin:
+        ax.plot(xs[thin], [rs[j].value for j in thin], st["marker"], color=st["color"], mfc="white", ms=5, ls="none",
+                zorder=3)
+
+
+def _dodged_marks(d: Drawn, rs: list, **kw) -> list[str]:
+    """Add each score row of ``rs`` (None skipped) to ``d``'s data with ``kw`` and ``x`` from
+    ``kw['xs']``; return their evidence marks, '' for a missing row."""
+    xs = kw.pop("xs")
+    return [d.add(r, x=x, **kw) if r is not None else "" for r, x in zip(rs, xs)]
 
 
 def salbench_categories(rows: list[ScoreRow], only: list[str] | None = None):
@@ -666,22 +781,23 @@ def draw_salbench_categories(rows: list[ScoreRow], only: list[str] | None = None
         return None
     ix = _index(rows)
     models = _models(rows, lambda t: t in tids, only)
-    d = Drawn("salbench_f1_by_category", None)
+    d = drawn("salbench_f1_by_category", rows)
     with plt.rc_context(RC):
         fig, axes = plt.subplots(len(tids), 1, figsize=(DOUBLE_COLUMN_IN, 0.6 + 1.9 * len(tids)), squeeze=False,
                                  layout="constrained")
         for ax, tid in zip(axes[:, 0], tids):
             cats = sorted({met[3:-1] for (t, m, met) in ix if t == tid and met.startswith("f1[") and met.endswith("]")})
             for i, m in enumerate(models):
-                for c in cats:
-                    if ix.get((tid, m, f"f1[{c}]")) is not None:
-                        d.add(ix[(tid, m, f"f1[{c}]")], role="model", plotted_as="y", x=c, panel=tid)
-                _dodged_points(ax, i, len(models), [ix.get((tid, m, f"f1[{c}]")) for c in cats],
-                               m if tid == tids[0] else None)
+                rs = [ix.get((tid, m, f"f1[{c}]")) for c in cats]
+                marks = _dodged_marks(d, rs, role="model", plotted_as="y", xs=cats, panel=tid)
+                mm = _model_mark(d, tid, m)
+                _dodged_points(ax, i, len(models), rs, (m + (f" ({mm})" if mm else "")) if tid == tids[0] else None,
+                               marks)
             ax.set_xticks(range(len(cats)), cats)
             ax.set_ylim(-0.03, 1.05)
             ax.set_ylabel("F1 (proportion)")
             ax.set_title(f"{tid}: per-category F1 (every stimulus)")
+        note_thin(axes[0, 0], d)
         fig.legend(loc="outside lower center", frameon=False, ncols=3)
         return d.done(fig)
 
@@ -709,18 +825,17 @@ def draw_salbench_breakdowns(rows: list[ScoreRow], only: list[str] | None = None
     if not panels:
         return None
     models = _models(rows, lambda t: t in tids, only)
-    d = Drawn("salbench_exact_match_by_difficulty_and_distractors", None)
+    d = drawn("salbench_exact_match_by_difficulty_and_distractors", rows)
     with plt.rc_context(RC):
         fig, axes = plt.subplots(len(panels), 1, figsize=(DOUBLE_COLUMN_IN, 0.6 + 2.0 * len(panels)), squeeze=False,
                                  layout="constrained")
         for ax, (tid, g, keys) in zip(axes[:, 0], panels):
             for i, m in enumerate(models):
-                for k in keys:
-                    if ix.get((tid, m, f"exact_match[{g}={k}]")) is not None:
-                        d.add(ix[(tid, m, f"exact_match[{g}={k}]")], role="model", plotted_as="y", x=k,
-                              panel=f"{tid}: {g}")
-                _dodged_points(ax, i, len(models), [ix.get((tid, m, f"exact_match[{g}={k}]")) for k in keys],
-                               m if (tid, g) == panels[0][:2] else None)
+                rs = [ix.get((tid, m, f"exact_match[{g}={k}]")) for k in keys]
+                marks = _dodged_marks(d, rs, role="model", plotted_as="y", xs=keys, panel=f"{tid}: {g}")
+                mm = _model_mark(d, tid, m)
+                _dodged_points(ax, i, len(models), rs,
+                               (m + (f" ({mm})" if mm else "")) if (tid, g) == panels[0][:2] else None, marks)
             ax.set_xticks(range(len(keys)), keys, rotation=20 if g == "feature_difficulty" else 0,
                           ha="right" if g == "feature_difficulty" else "center")
             ax.set_ylim(-0.03, 1.05)
@@ -729,6 +844,7 @@ def draw_salbench_breakdowns(rows: list[ScoreRow], only: list[str] | None = None
                     "distractors": "number of distractors"}[g]
             ax.set_xlabel(unit)
             ax.set_title(f"{tid}: exact match by {g.replace('_', ' x ')} (every stimulus)")
+        note_thin(axes[0, 0], d)
         fig.legend(loc="outside lower center", frameon=False, ncols=3)
         return d.done(fig)
 
@@ -783,15 +899,18 @@ def draw_vsi_histograms(rows: list[ScoreRow], only: list[str] | None = None,
                 frac = counts / max(counts.sum(), 1)
                 ins = next((x for x in rows if x.task_id == tid and x.model == m
                             and x.metric == f"insensitive_frac@{threshold:g}{cell}"), None)
+                # VSI needs no parsed answer: only the number of samples can make it thin
+                mark = thin_evidence(r.n, None, None)
                 lab = m + (f": {ins.value:.0%} below {threshold:g} nats" if ins is not None and _finite(ins.value) else "")
+                lab += f" ({mark} samples)" if mark else ""
                 for j, share in enumerate(frac):
                     d.add(task_id=tid, model=m, role="model", metric=r.metric, plotted_as="bin", panel=f"{tid} {cell}",
                           x=f"[{edges[j] or 0:g}, "
                             f"{format(edges[j + 1], 'g') if j + 1 < len(edges) and edges[j + 1] is not None else 'inf'})",
-                          value=float(share), n=int(counts[j]), n_null=r.n_null,
+                          value=float(share), n=int(counts[j]), n_null=r.n_null, evidence=mark,
                           value_source="share of samples in the bin, from the row's note (edges_nats, counts)")
                 if ins is not None:
-                    d.add(ins, role="model", plotted_as="legend text", panel=f"{tid} {cell}")
+                    d.add(ins, role="model", plotted_as="legend text", panel=f"{tid} {cell}", evidence=mark)
                 ax.stairs(frac, xs, color=style(i)["color"], lw=1.6, label=legend_label(lab))
             ax.axvline(threshold, color="black", ls="--", lw=1)
             ax.set_xscale("log")

@@ -164,7 +164,7 @@ def _make(ix: _Index, task_id: str, model: str, metric: str, label: str, *, floo
                 position = (v - floor) / (ceiling - floor)
     # every trial null: n = 0 where nulls are excluded, or (SalBench, where a null scores as an
     # empty prediction and n counts every stimulus) the null_rate row's n_null = n
-    if (r.n == 0 and r.n_null) or (trials is not None and trials[0] == trials[1]):
+    if thin_evidence(r.n, r.n_null, trials) == "all null":
         flags.append("no parseable answers")
     elif r.n is not None and r.n < MIN_N:
         flags.append(f"small n={r.n}")
@@ -368,12 +368,25 @@ def cell_mark(h: HeadlineRow) -> str:
     when no trial gave a parseable answer (every task family)."""
     if h.metric == "skipped":
         return ""
-    if "no parseable answers" in h.flags:
+    return thin_evidence(h.n, h.n_null, h.trials)
+
+
+def thin_evidence(n: int | None, n_null: int | None, trials: tuple[int, int] | None) -> str:
+    """The one rule that marks a value resting on few answers, in the matrix (:func:`cell_mark`)
+    and in every figure (hollow marker, this text beside it, the ``evidence`` column of the
+    figure's tidy data): 'all null' when no trial gave a parseable answer (``n`` = 0 with nulls,
+    or every one of the respondent's ``trials`` null); '76/80 null' when more than
+    :data:`MAX_NULL_RATE` of the respondent's trials on the task were null; 'n=12' when the
+    value rests on fewer than :data:`MIN_N` scored trials; '' otherwise.
+
+    ``n``, ``n_null``: the row's scored and null trials; ``trials``: (null trials, all trials) of
+    the respondent on the task, from its ``null_rate`` row, or None where there is none."""
+    if (n == 0 and n_null) or (trials is not None and trials[1] and trials[0] == trials[1]):
         return "all null"
-    if h.trials is not None and h.trials[1] and h.trials[0] / h.trials[1] > MAX_NULL_RATE:
-        return f"{h.trials[0]}/{h.trials[1]} null"
-    if h.n is not None and h.n < MIN_N:
-        return f"n={h.n}"
+    if trials is not None and trials[1] and trials[0] / trials[1] > MAX_NULL_RATE:
+        return f"{trials[0]}/{trials[1]} null"
+    if n is not None and n < MIN_N:
+        return f"n={n}"
     return ""
 
 

@@ -32,6 +32,10 @@ PRIMARY = {**{base: ("B", "kappa_pairwise") for base in PANEL_CLASSIFICATION_TAS
 """Headline metrics shown in the model x task matrix (SalBench: exact_match; VSI: its first headline metric)."""
 
 N_EXAMPLES = 3
+ANSWER_READOUTS = ("vlm_prompt", "vlm_vsi_clean")
+"""Readouts whose records hold a VLM's answer as given (a VSI task's answers are its clean
+trials; a perturbed trial records a distribution, no answer); the provenance lists the first
+:data:`N_EXAMPLES` per model and task."""
 MAX_FIGURE_MODELS = 7
 """Point and curve figures draw at most this many models (the first in the matrix order; one
 Okabe-Ito colour each); the matrix, the cards and the tables show every model."""
@@ -98,7 +102,9 @@ def _provenance(data: ReportData):
         settings = {k: v for k, v in ((rs[0].run_meta.model_extra or {}).get("task_params") or {}).items()}
         trial_prov.append(dict(task_id=t, model=m, prompt_ids=sorted({str(r.prompt_id) for r in rs}),
                                prompt_hashes=sorted({str(r.prompt_hash) for r in rs}), n=len(rs),
-                               n_null=sum(r.response is None for r in rs), n_amb=amb.get((t, m)),
+                               # a perturbed VSI trial records a distribution, no answer: not a null
+                               n_null=sum(r.response is None and r.readout != "vlm_vsi_perturbed" for r in rs),
+                               n_amb=amb.get((t, m)),
                                settings=", ".join(f"{k}={v}" for k, v in sorted(settings.items())) or "-"))
     human_prov = []
     for t, rs in sorted(human_groups.items()):
@@ -111,8 +117,8 @@ def _provenance(data: ReportData):
                and (s.metric == "skipped" or (not finite(s.value) and s.value is not None))]
     examples = []
     for (t, m), rs in sorted(by_tm.items()):
-        if rs[0].readout == "vlm_prompt":
-            examples += sorted(rs, key=lambda r: (r.stimulus_id, r.rep))[:N_EXAMPLES]
+        answers = [r for r in rs if r.readout in ANSWER_READOUTS]
+        examples += sorted(answers, key=lambda r: (r.stimulus_id, r.rep))[:N_EXAMPLES]
     return dict(run_ids=run_ids, package_versions=pkg, seeds=seeds, model_prov=model_prov, trial_prov=trial_prov,
                 human_prov=human_prov, skipped=skipped, examples=examples)
 
@@ -275,13 +281,21 @@ def build_report(data: ReportData, title: str):
         fig_vsi=F.draw_vsi_histograms(data.scores, few) if vsi_rows else None)
     # matplotlib-escaped SVG; the figures stay open for the files
     figs = {k: (Markup(F.to_svg(d.fig, close=False)) if d is not None else None) for k, d in drawn.items()}
-    cards = {m: [h for h in heads if h.model == m] for m in models}
+    # the cards: every headline row but the VSI ones, which the VSI section gives (no human data there)
+    cards = {m: [h for h in heads if h.model == m and not h.base_task.startswith("vsi.")] for m in models}
     env = Environment(loader=PackageLoader("perceptbench.reports", "templates"),
                       autoescape=select_autoescape(default=True, default_for_string=True))
-    sections = [("matrix", "matrix"), ("dissociation", "accuracy vs kappa"), ("ak", "a(k)"),
-                ("markcolor", "mark colour"), ("salbench", "SalBench")] + \
-        ([("vsi", "VSI")] if vsi_rows else []) + [("cards", "cards"), ("paired", "model vs model"),
-                                                   ("provenance", "provenance")]
+    cards = {m: c for m, c in cards.items() if c}
+    # only the sections the records support (a VSI-only run: no empty battery sections)
+    present = {"matrix": drawn["fig_matrix"] is not None,
+             "dissociation": drawn["fig_dissociation"] is not None or drawn["fig_dissociation_edges"] is not None,
+             "ak": drawn["fig_ak"] is not None, "markcolor": drawn["fig_mark"] is not None,
+             "salbench": drawn["fig_sal_shots"] is not None, "vsi": bool(vsi_rows), "cards": bool(cards),
+             "paired": bool(diffs or diff_notes or len(models) > 1), "provenance": True}
+    sections = [(sid, name) for sid, name in (
+        ("matrix", "matrix"), ("dissociation", "accuracy vs kappa"), ("ak", "a(k)"), ("markcolor", "mark colour"),
+        ("salbench", "SalBench"), ("vsi", "VSI"), ("cards", "cards"), ("paired", "model vs model"),
+        ("provenance", "provenance")) if present[sid]]
     prov = _provenance(data)
     tables = report_tables(heads=heads, models=models, cols=cols, model_score=model_score, diffs=diffs,
                            vsi_rows=vsi_rows, signal=sorted(signal.items()), signal_names=signal_names,

@@ -48,3 +48,139 @@ def test_rows_about_several_models_are_not_respondents_of_the_headline_or_the_fi
     rows = [ScoreRow(tid, m, "accuracy", 0.5, 0.4, 0.6, 80, 0) for m in ("a", "all-models", "a~b", "all-pairs")]
     assert F._models(rows, lambda t: t == tid) == ["a"]
     assert [h.model for h in headline_rows(rows)] == ["a"]
+
+
+# ---------------------------------------------------------------- values on few answers, in every figure
+
+def _planted_scores(answers_by_model: dict, tid: str):
+    from perceptbench.scoring import score_records
+
+    from perceptbench.tasks import get_task
+
+    from helpers.records import plant_answers
+
+    task = get_task(tid)  # the human records the task's scorer compares with, as a run writes them
+    humans = task.human_records(0, "planted", task.stimuli(0))
+    return score_records(humans + [r for m, a in answers_by_model.items() for r in plant_answers(tid, m, a)])
+
+
+def _marker_faces(ax) -> dict:
+    """label -> marker face colour of each labelled Line2D of ``ax`` (errorbar data lines too)."""
+    out = {}
+    for c in ax.containers:
+        if c.get_label() and c.lines[0] is not None:
+            out[c.get_label()] = c.lines[0].get_markerfacecolor()
+    return out
+
+
+def test_null_heavy_model_is_hollow_annotated_and_marked_in_the_data_of_the_scatter(mirror):
+    """Before: a model with 76 of 80 answers null was a clean filled dot at (0, 0) in accuracy vs
+    error consistency, and its tidy rows did not say it rested on 4 answers."""
+    sil = "closure.nat.silhouette"
+    rows = _planted_scores({"thin": {**{i: "right" for i in range(4)}, **{i: None for i in range(4, 80)}},
+                            "full": {i: "right" if i % 3 else "wrong" for i in range(80)}}, sil)
+    d = F.draw_dissociation(rows)
+    try:
+        ev = {(r["model"], r["metric"]): r["evidence"] for r in d.rows if r["role"] == "model"}
+        assert ev[("thin", "accuracy")] == "76/80 null" and ev[("thin", "kappa_pairwise")] == "76/80 null"
+        assert ev[("full", "accuracy")] == "" and ev[("full", "kappa_pairwise")] == ""
+        assert all(r["evidence"] == "" for r in d.rows if r["role"] != "model")
+        ax = d.fig.axes[0]
+        faces = _marker_faces(ax)
+        assert faces["thin (76/80 null)"] == "white" and faces["full"] != "white"
+        assert "76/80 null" in [t.get_text() for t in ax.texts]  # the annotation beside the point
+        assert F.THIN_NOTE in [t.get_text() for t in ax.get_legend().get_texts()]
+    finally:
+        F.close(d)
+
+
+def test_small_n_and_null_heavy_marks_in_the_kernel_figure_and_its_csv_column(mirror):
+    """The same rule in the mark figure: hollow, with the text, and an evidence column (also in
+    the figure's CSV header)."""
+    from perceptbench.reports.headline import MIN_N
+
+    tid = "similarity.chart.mark_color"
+    rows = _planted_scores({"few": {i: "right" if i % 2 else "wrong" for i in range(MIN_N - 10)},
+                            "many": {i: "right" if i % 2 else "wrong" for i in range(120)}}, tid)
+    d = F.draw_mark_color(rows)
+    try:
+        ev = {r["model"]: r["evidence"] for r in d.rows if r["role"] == "model"}
+        assert ev == {"few": f"n={MIN_N - 10}", "many": ""}
+        ax = d.fig.axes[0]
+        assert _marker_faces(ax)["few"] == "white" and _marker_faces(ax)["many"] != "white"
+        assert f"n={MIN_N - 10}" in [t.get_text() for t in ax.texts]
+        assert "evidence" in F.DATA_COLUMNS
+    finally:
+        F.close(d)
+
+
+def test_full_results_draw_no_hollow_marker_and_no_legend_note(mirror):
+    tid = "similarity.chart.mark_color"
+    rows = _planted_scores({"many": {i: "right" if i % 2 else "wrong" for i in range(120)}}, tid)
+    d = F.draw_mark_color(rows)
+    try:
+        assert all(r["evidence"] == "" for r in d.rows)
+        assert F.THIN_NOTE not in [t.get_text() for t in d.fig.legends[0].get_texts()]
+    finally:
+        F.close(d)
+
+
+# ---------------------------------------------------------------- VSI in the model x task matrix
+
+def _vsi_scores(tid: str) -> list:
+    """Score rows of planted VSI records: model 'ignores' gets the clean distribution back under
+    the region blur (VSI 0 on every sample: insensitive fraction 1.00), 'uses' a very different
+    one (VSI of nats on every sample: insensitive fraction 0.00)."""
+    import numpy as np
+
+    from perceptbench.scoring import score_records
+    from perceptbench.tasks import get_task
+
+    from helpers.records import plant_vsi_record
+
+    task = get_task(tid)
+    lp, moved = [float(x) for x in np.log([0.90, 0.08, 0.02])], [float(x) for x in np.log([0.02, 0.08, 0.90])]
+    recs = []
+    for m, blurred in (("ignores", lp), ("uses", moved)):
+        for i in range(4):
+            recs.append(plant_vsi_record(task, "clean", f"s{i}", [1, 2, 3], lp, model=m))
+            recs.append(plant_vsi_record(task, "region_blur", f"s{i}", [1, 2, 3], blurred, model=m))
+    return score_records(recs)
+
+
+def _cell_colours(d, cells):
+    """(row, col) -> RGBA of each of ``cells`` of the matrix as drawn (the image's colormap and norm)."""
+    im = d.fig.axes[0].images[0]
+    arr = im.get_array()
+    return {(i, j): tuple(im.cmap(im.norm(float(arr[i, j])))) for i, j in cells}
+
+
+def test_vsi_worst_value_has_the_colour_of_the_worst_battery_value():
+    """Before: an insensitive fraction of 1.00 (the answer ignores the image region, the worst
+    outcome) was painted in the light colour that means 'at the human ceiling' in every other
+    column.  Now dark is worse in every column."""
+    from perceptbench.reports.headline import headline_rows
+
+    vt, bt = "vsi.salbench.syn@n=4", "similarity.chart.mark_color"
+    rows = _vsi_scores(vt) + [ScoreRow(bt, "ignores", "B", 0.0, 0.0, 0.1, 120, 0),  # the worst battery value
+                              ScoreRow(bt, "uses", "B", 1.0, 0.9, 1.0, 120, 0)]      # the best
+    heads = headline_rows(rows)
+    ins = next(h.metric for h in heads if h.task_id == vt and h.metric.startswith("insensitive_frac@0.05[region_blur"))
+    by = {(h.model, h.metric): h.value for h in heads}
+    assert by[("ignores", ins)] == 1.0 and by[("uses", ins)] == 0.0  # the planted records do what they say
+    cols = [(bt, "B"), (vt, ins)]
+    d = F.draw_matrix(heads, ["ignores", "uses"], cols)
+    try:
+        rows_drawn = [t.get_text() for t in d.fig.axes[0].get_yticklabels()]
+        ignores, uses = rows_drawn.index("ignores"), rows_drawn.index("uses")
+        c = _cell_colours(d, [(i, j) for i in (ignores, uses) for j in (0, 1)])
+        assert c[(ignores, 1)] == c[(ignores, 0)]  # VSI 1.00 ("ignores image") = battery 0.0
+        assert c[(uses, 1)] == c[(uses, 0)]  # VSI 0.00 = battery 1.0
+        texts = [t.get_text() for t in d.fig.axes[0].texts]
+        assert any(t.startswith("1.00") and "ignores image" in t for t in texts)  # the cell prints the value
+        assert any("lower is better" in t.get_text() for t in d.fig.axes[0].get_xticklabels())
+        vsi_cells = [r for r in d.rows if r["metric"] == ins]
+        assert {r["value"] for r in vsi_cells} == {0.0, 1.0}
+        assert all("coloured by 1 - value" in r["plotted_as"] for r in vsi_cells)
+    finally:
+        F.close(d)

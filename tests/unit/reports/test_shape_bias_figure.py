@@ -38,3 +38,24 @@ def test_the_figure_draws_humans_and_models_per_category():
 
 def test_no_cue_conflict_rows_no_figure():
     assert draw_shape_bias_by_category([r for r in rows() if r.task_id != T]) is None
+
+
+def test_a_model_with_few_answers_is_hollow_and_marked_in_its_legend_and_data():
+    """The figures' one rule for values on few answers (headline.thin_evidence): 40 of 50 null."""
+    thin = [ScoreRow(T, "m", "null_rate", 0.8, None, None, 50, 40)] + rows()
+    d = draw_shape_bias_by_category(thin)
+    try:
+        ev = {(r["model"], r["metric"]): r["evidence"] for r in d.rows}
+        assert ev[("m", "shape_bias")] == "40/50 null" and ev[("human:panel", "shape_bias_pooled@test")] == ""
+        labels = [t.get_text() for t in d.fig.legends[0].get_texts()]
+        assert "m (0.30), 40/50 null" in labels and any(t.startswith("hollow: few answers") for t in labels)
+        faces = [c.get_facecolors() for c in d.fig.axes[0].collections if c.get_label().startswith("m (")]
+        assert faces and all(tuple(f) == (1.0, 1.0, 1.0, 1.0) for f in faces[0])
+    finally:
+        plt.close(d.fig)
+    d = draw_shape_bias_by_category(rows())  # no null_rate row: only the n rule (under 30 scored trials)
+    try:
+        ev = {(r["model"], r["metric"]): r["evidence"] for r in d.rows}
+        assert ev[("m", "shape_bias")] == "" and ev[("m", "shape_bias.airplane")] == "n=20"
+    finally:
+        plt.close(d.fig)
