@@ -43,35 +43,34 @@ class Source:
     hub_revision: str | None = None
 
 
+_GEIRHOS2019 = dict(
+    folder="texture-vs-shape",
+    citation=("R. Geirhos, P. Rubisch, C. Michaelis, M. Bethge, F. A. Wichmann, W. Brendel. "
+              "ImageNet-trained CNNs are biased towards texture; increasing shape bias improves "
+              "accuracy and robustness. ICLR 2019. rgeirhos/texture-vs-shape@ccd0c01"),
+    license="stimuli CC-BY-4.0; raw CSVs carry no explicit license",
+    homepage="https://github.com/rgeirhos/texture-vs-shape",
+)
+"""What the three Geirhos et al. (2019) sources share: one release, one citation."""
+
 _META = {
     "geirhos2019-silhouettes": dict(
-        folder="texture-vs-shape",
         prefixes=("texture-vs-shape/stimuli/filled-silhouettes/",
                   "texture-vs-shape/raw-data/silhouette-filled-experiment/",
                   "texture-vs-shape/DATASET_LICENSE"),
         title="Filled silhouettes (16 classes x 10) and raw per-trial responses of 10 observers",
-        citation=("R. Geirhos, P. Rubisch, C. Michaelis, M. Bethge, F. A. Wichmann, W. Brendel. "
-                  "ImageNet-trained CNNs are biased towards texture; increasing shape bias improves "
-                  "accuracy and robustness. ICLR 2019. rgeirhos/texture-vs-shape@ccd0c01"),
-        license="stimuli CC-BY-4.0; raw CSVs carry no explicit license",
-        homepage="https://github.com/rgeirhos/texture-vs-shape",
+        **_GEIRHOS2019,
     ),
     "geirhos2019-edges": dict(
-        folder="texture-vs-shape",
         prefixes=("texture-vs-shape/stimuli/edges/",
                   "texture-vs-shape/raw-data/edge-experiment/",
                   "texture-vs-shape/raw-data/edge-experiment-trained-CNNs/",
                   "texture-vs-shape/DATASET_LICENSE"),
         title=("Edge line drawings (16 classes x 10), raw per-trial responses of 10 observers and the "
                "paper's own CNN trials (AlexNet, GoogLeNet, VGG-16, ResNet-50 on ImageNet and on Stylized-ImageNet)"),
-        citation=("R. Geirhos, P. Rubisch, C. Michaelis, M. Bethge, F. A. Wichmann, W. Brendel. "
-                  "ImageNet-trained CNNs are biased towards texture; increasing shape bias improves "
-                  "accuracy and robustness. ICLR 2019. rgeirhos/texture-vs-shape@ccd0c01"),
-        license="stimuli CC-BY-4.0; raw CSVs carry no explicit license",
-        homepage="https://github.com/rgeirhos/texture-vs-shape",
+        **_GEIRHOS2019,
     ),
     "geirhos2019-cue-conflict": dict(
-        folder="texture-vs-shape",
         prefixes=("texture-vs-shape/raw-data/style-transfer-512-nomask-experiment/",
                   "texture-vs-shape/DATASET_LICENSE"),
         title=("Cue-conflict (style-transfer) experiment: raw per-trial responses of 10 observers and the "
@@ -79,11 +78,7 @@ _META = {
                "(stimuli/style-transfer-preprocessed-512, 133 MB) are not in the manifest: they are "
                "pinned by the release commit only (no per-file sha256 is declared) and read from the "
                "task setting images=DIR (see perceptbench.stimuli.cue_conflict)"),
-        citation=("R. Geirhos, P. Rubisch, C. Michaelis, M. Bethge, F. A. Wichmann, W. Brendel. "
-                  "ImageNet-trained CNNs are biased towards texture; increasing shape bias improves "
-                  "accuracy and robustness. ICLR 2019. rgeirhos/texture-vs-shape@ccd0c01"),
-        license="stimuli CC-BY-4.0; raw CSVs carry no explicit license",
-        homepage="https://github.com/rgeirhos/texture-vs-shape",
+        **_GEIRHOS2019,
     ),
     "demiralp2014-kernels": dict(
         folder="perceptual-kernels",
