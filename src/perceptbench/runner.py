@@ -160,6 +160,11 @@ def _static_differences(task: Task, stimuli: list[Stimulus], finished: list, see
     return diffs
 
 
+RUNTIME_KEYS = ("dtype", "device_type", "attn_implementation")
+"""The generation settings a resume compares on every readout of a VLM (where and in what precision it
+ran: :mod:`perceptbench.models.runtime`); answers (``vlm_prompt``) compare every setting."""
+
+
 def _model_differences(name: str, model, finished: list, kind: str | None = None) -> list:
     """What differs between a model's finished trials and the loaded model: model_version (never
     allowed: other weights under one short name are another model), a VLM's generation settings
@@ -180,8 +185,11 @@ def _model_differences(name: str, model, finished: list, kind: str | None = None
     def get(r):
         vals = {"model_version": r.run_meta.model_version}
         old = r.run_meta.model_extra.get("settings")
-        if what in cur and isinstance(old, dict):  # every readout (answers, VSI distributions, embeddings)
-            vals[what] = {**gs, **{k: old[k] for k in gs if k in old}}
+        if what in cur and isinstance(old, dict):
+            # answers and embeddings: every setting; other readouts (VSI distributions, whose budget is
+            # the task's) share the precision and device settings only
+            keys = gs if r.readout == "vlm_prompt" or what == "runtime settings" else RUNTIME_KEYS
+            vals[what] = {**gs, **{k: old[k] for k in keys if k in old and k in gs}}
         return vals
 
     tasks = sorted({r.task_id for r in finished})

@@ -124,3 +124,20 @@ def test_runtime_names_are_checked_without_torch():
     with pytest.raises(ValueError, match="--device ''"):
         Runtime(device=" ").check_names()
     assert Runtime().is_default and not Runtime(dtype="bfloat16").is_default
+
+
+def test_a_vsi_resume_in_another_dtype_is_refused(tiny, tmp_path):
+    """VSI records keep the task's answer budget in their settings, so a resume compares their
+    precision and device settings only (runner.RUNTIME_KEYS): another dtype is refused, the same
+    one resumes."""
+    from perceptbench.tasks import get_task
+
+    vsi = "vsi.salbench.syn@n=2"
+    ids = [s.stimulus_id for s in get_task(vsi).stimuli(0) if s.split == "test"]
+    env = {"PERCEPTBENCH_RESPONSE_CACHE": str(tmp_path / "cache")}
+    base = ["run", "--model", f"vlm=hf:{tiny}", "--task", vsi, "--out", str(tmp_path / "run"), "--no-progress"]
+    assert cli(*base, "--stimulus", ids[0], env=env).returncode == 0
+    p = cli(*base, "--stimulus", ids[0], "--stimulus", ids[1], "--dtype", "bfloat16", env=env)
+    assert p.returncode != 0 and "{'dtype': 'float32'} -> {'dtype': 'bfloat16'}" in " ".join(p.stdout.split())
+    p = cli(*base, "--stimulus", ids[0], "--stimulus", ids[1], env=env)
+    assert p.returncode == 0, p.stdout + p.stderr
