@@ -288,7 +288,8 @@ def build_report(data: ReportData, title: str):
     cards = {m: c for m, c in cards.items() if c}
     # only the sections the records support (a VSI-only run: no empty battery sections)
     present = {"matrix": drawn["fig_matrix"] is not None,
-             "dissociation": drawn["fig_dissociation"] is not None or drawn["fig_dissociation_edges"] is not None,
+             "dissociation": any(drawn[k] is not None for k in ("fig_dissociation", "fig_dissociation_edges",
+                                                                 "fig_shape_bias")),
              "ak": drawn["fig_ak"] is not None, "markcolor": drawn["fig_mark"] is not None,
              "salbench": drawn["fig_sal_shots"] is not None, "vsi": bool(vsi_rows), "cards": bool(cards),
              "paired": bool(diffs or diff_notes or len(models) > 1), "provenance": True}
