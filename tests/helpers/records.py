@@ -88,16 +88,18 @@ def plant_answers(tid: str, model: str, answers: dict) -> list[TrialRecord]:
 def plant_vsi_record(task: Task, cond: str, sample: str, ids: list[int], lps: list[float], *, response: Any = "B",
                      raw_output: str | None = None, model: str = "m", conf: float | None = 80.0,
                      fallback: bool = False, skipped: str | None = None, sigma_px: float | None = None,
-                     image_sha256: str = "x", tokens: list[str] | None = None, **more: Any) -> TrialRecord:
+                     image_sha256: str = "x", tokens: list[str] | None = None, benchmark: str = "salbench.syn",
+                     **more: Any) -> TrialRecord:
     """One VSI record (:func:`plant_record`) of ``task``: sample ``sample`` under condition ``cond``
     ('clean' or a perturbation), first-token distribution token ids ``ids`` with log-probabilities
     ``lps`` (natural log), ground truth 'B'.  A clean record carries ``response``, max_prob
     exp(lps[0]) and the verbal confidence ``conf``; a perturbed one no response.  ``skipped``
     marks the trial skipped with that reason; ``sigma_px`` the blur sigma recorded (default 0 for a
     clean record, else 20); ``image_sha256`` the hash of the image the distribution was computed on;
-    ``tokens`` the token strings (default: the ids as strings); ``more`` further ``run_meta`` keys."""
+    ``tokens`` the token strings (default: the ids as strings); ``benchmark`` the sample's benchmark;
+    ``more`` further ``run_meta`` keys."""
     clean = cond == "clean"
-    vsi = {"sample_id": sample, "image_id": sample, "benchmark": "salbench.syn", "condition": cond,
+    vsi = {"sample_id": sample, "image_id": sample, "benchmark": benchmark, "condition": cond,
            "sigma_px": (0.0 if clean else 20.0) if sigma_px is None else sigma_px, "dilate_px": 4, "region_source": "exact", "region_bbox": [0, 0, 4, 4],
            "fallback": fallback, "answer_prefix": "", "top_k": 50, "token_ids": ids,
            "tokens": [str(i) for i in ids] if tokens is None else tokens,

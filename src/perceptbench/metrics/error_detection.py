@@ -145,6 +145,16 @@ def prr_rows(error: np.ndarray, score: np.ndarray, reject: float = REJECT_FRACTI
         return np.where(r0 > 0, (r0 - r_keep) / r0, np.nan)
 
 
+def bin_index(conf: np.ndarray, n_bins: int = N_BINS) -> np.ndarray:
+    """Equal-width bin of each confidence (float array of any shape, in [0, 1]): b with
+    b/n_bins <= conf < (b+1)/n_bins, conf = 1 in the last bin (seed 002 B.2: 10 bins).  Returns
+    int of the same shape.  Raises ValueError for confidences outside [0, 1] or not finite."""
+    conf = np.asarray(conf, float)
+    if np.any((conf < 0) | (conf > 1)) or np.any(~np.isfinite(conf)):
+        raise ValueError("confidences must lie in [0, 1]")
+    return np.minimum((conf * n_bins).astype(int), n_bins - 1)
+
+
 def ece_rows(conf: np.ndarray, correct: np.ndarray, n_bins: int = N_BINS) -> np.ndarray:
     """Expected calibration error with ``n_bins`` equal-width bins, row by row.
 
@@ -154,10 +164,8 @@ def ece_rows(conf: np.ndarray, correct: np.ndarray, n_bins: int = N_BINS) -> np.
     Raises ValueError for confidences outside [0, 1]."""
     conf = np.atleast_2d(np.asarray(conf, float))
     correct = np.atleast_2d(np.asarray(correct, float))
-    if np.any((conf < 0) | (conf > 1)) or np.any(~np.isfinite(conf)):
-        raise ValueError("confidences must lie in [0, 1]")
+    b = bin_index(conf, n_bins)
     d, n = conf.shape
-    b = np.minimum((conf * n_bins).astype(int), n_bins - 1)
     rows = np.repeat(np.arange(d)[:, None], n, 1)
     gap = np.zeros((d, n_bins))
     np.add.at(gap, (rows, b), correct - conf)  # per bin: sum(correct) - sum(conf)

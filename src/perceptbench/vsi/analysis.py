@@ -43,7 +43,7 @@ from ..metrics.error_detection import (MIN_CLASS, auroc_draws, auroc_rows, avera
                                        class_check, ece_rows, paired_auroc_diff, prr_rows, quadrant_counts)
 from ..metrics.permutation import N_PERM, PERM_SEED, permutation_spearman_many
 from ..seeding import rng_for
-from .cells import _cells, _suffix, quintiles
+from .cells import _cells, _suffix, normalised_vsi, quintiles
 from .samples import VSISample
 
 SIGMAS = (10.0, 20.0, 40.0)
@@ -51,11 +51,6 @@ SIGMAS = (10.0, 20.0, 40.0)
 
 DEFAULT_SIGMA = 20.0
 """Default blur strength, pixels (seed 002 §2)."""
-
-
-def normalised_vsi(vsi: np.ndarray) -> np.ndarray:
-    """Confidence read from VSI for calibration: ``1 - exp(-VSI)`` (VSI in nats, >= 0)."""
-    return 1.0 - np.exp(-np.maximum(np.asarray(vsi, float), 0.0))
 
 
 def hybrid_score(vsi_region: np.ndarray, vsi_whole: np.ndarray) -> np.ndarray:
@@ -405,20 +400,24 @@ def score_vsi_analyses(samples: Sequence[VSISample], *, seed: int = 0, families:
     ``families``: optional {model: family} overriding ``VSISample.model_family``;
     ``n_perm``/``perm_seed``: permutation null (default 10^5, 42, seed 002 D.1);
     ``probe``: optional :class:`perceptbench.vsi.features.ProbeFeatures` store whose
-    encoder-LLM gap rows are appended (seed 002 §2.4).  Raises ValueError for a sample id that
-    appears twice in one cell."""
+    encoder-LLM gap rows are appended (seed 002 §2.4), then the pooled and threshold rows of
+    :mod:`perceptbench.vsi.pooled` (seed 002 §3, §4, B.2, C.2).  Raises ValueError for a sample
+    id that appears twice in one cell."""
     cells = _cells(samples)
     rows: list[ScoreRow] = []
     for key in sorted(cells):
         rows += cell_diagnostics(key[0], key[2], cells[key], seed)
     rows += cross_model_rows(cells, families=families, n_perm=n_perm, perm_seed=perm_seed)
     rows += perturbation_and_sigma_rows(cells, n_perm=n_perm, perm_seed=perm_seed)
-    rows += signal_cells(cells, seed)[1]
+    table, signal_rows = signal_cells(cells, seed)
+    rows += signal_rows
     if probe is not None:
         from .probe import probe_rows
 
         rows += probe_rows(samples, probe, seed=seed)
-    return rows
+    from .pooled import pooled_rows
+
+    return rows + pooled_rows(cells, table, SIGNALS)  # after every earlier row: those keep their order
 
 
 def signal_table_from_rows(rows: Sequence[ScoreRow]) -> list[dict]:

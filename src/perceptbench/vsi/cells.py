@@ -63,6 +63,12 @@ def cell_summary(vsi: np.ndarray, argmax_changed: np.ndarray, *, seed: int, n_dr
     return CellSummary(int(v.size), float(med), float(q25), float(q75), ins, arg, tuple(int(c) for c in counts))
 
 
+def normalised_vsi(vsi: np.ndarray) -> np.ndarray:
+    """Confidence read from VSI for calibration (seed 002 B.2, "normalised-VSI"): ``1 - exp(-VSI)``,
+    float (n,) in [0, 1), from VSI in nats (n,), negative values taken as 0."""
+    return 1.0 - np.exp(-np.maximum(np.asarray(vsi, float), 0.0))
+
+
 def quintiles(vsi: np.ndarray, sample_ids: Sequence[str] | None = None) -> np.ndarray:
     """Quintile (0 = lowest VSI ... 4) of each sample, int (n,).  Order by (VSI, sample_id);
     position i of n -> floor(5 i / n)."""

@@ -10,7 +10,11 @@ image) against the same model's argmax-change rate, on the same samples:
   ``LogisticRegression(C=1.0)``, ``GroupKFold(5)`` by ``image_id``), per-sample probe accuracy
   = mean correctness of its two views' out-of-fold predictions;
 * subsets: low-VSI = ``VSI < 0.05``; the size-matched high-VSI control = a seeded random subset,
-  of size min(n_low, n_top), of the top VSI quintile samples not in the low subset;
+  of size min(n_low, n_top), of the top VSI quintile samples not in the low subset; the
+  *shared* low-VSI subset (seed 002 appendix A, "on the shared low-VSI subset ... the same 83
+  images support both"): the samples with VSI < 0.05 under every model that has VSI samples in
+  the (task, perturbation, sigma) group, so every model's gap is read on the same samples
+  (:func:`shared_low_ids`; rows ``*_shared_low_vsi``, beside the per-model ``*_low_vsi``);
 * gap = probe accuracy - argmax-change rate on the same subset; 95% CIs from a bootstrap over
   images (:func:`perceptbench.metrics.probe.gap_on_subset`).
 
@@ -55,37 +59,59 @@ def _names(prefix: str) -> list[str]:
     return [f"{prefix}probe_acc", f"{prefix}argmax_change", f"{prefix}gap"]
 
 
+def shared_low_ids(samples: Sequence[VSISample]) -> dict[tuple, set[str]]:
+    """Per (task_id, perturbation, sigma): the sample ids with VSI < :data:`~.cells.LOW_VSI`
+    under every model that has VSI samples there (a sample a model lacks is not shared).  Seed 002
+    appendix A: the encoder-LLM gap read on one low-VSI subset shared across models."""
+    low: dict[tuple, dict[str, set[str]]] = {}
+    for s in samples:
+        by_model = low.setdefault((s.task_id, s.perturbation, float(s.sigma)), {})
+        ids = by_model.setdefault(s.model, set())
+        if s.vsi < LOW_VSI:
+            ids.add(s.sample_id)
+    return {k: set.intersection(*v.values()) for k, v in low.items()}
+
+
+_SHARED = "shared_low_vsi"
+
+
 def _absent_rows(task_id: str, model: str, sfx: str, prefix: str, store: ProbeFeatures, key: str,
-                 n: int) -> list[ScoreRow]:
-    """Every row of :func:`_gap_rows` as undefined (NaN, n = 0, all ``n`` samples missing), the
+                 n: int) -> tuple[list[ScoreRow], list[ScoreRow]]:
+    """Every row of :func:`_gap_rows` (and its shared rows) as undefined (NaN, n = 0, all ``n`` samples missing), the
     note naming the feature file it needs: a records file scored without its ``features/``."""
     why = (f"needs {store.path(key)}, the probe features `perceptbench run` writes in features/ beside "
            "records.jsonl; this records file was scored without that folder (score the run directory, or copy "
            "features/ with it)")
     return [ScoreRow(task_id, model, f"{prefix}probe_acc_all{sfx}", math.nan, None, None, 0, n, why)] + [
         ScoreRow(task_id, model, f"{nm}_{sub}{sfx}", math.nan, None, None, 0, n, why)
-        for nm in _names(prefix) for sub in _SUBSETS]
+        for nm in _names(prefix) for sub in _SUBSETS], [
+        ScoreRow(task_id, model, f"{nm}_{_SHARED}{sfx}", math.nan, None, None, 0, n, why) for nm in _names(prefix)]
 
 
-def _gap_rows(task_id, model, sfx, prefix, feats, cell, seed, note) -> list[ScoreRow]:
+def _gap_rows(task_id, model, sfx, prefix, feats, cell, seed, note,
+              shared: set[str]) -> tuple[list[ScoreRow], list[ScoreRow]]:
+    """(rows, shared rows): the gap rows of one cell on the full, low-VSI and control subsets,
+    and on the ``shared`` low-VSI sample ids (:func:`shared_low_ids`), which come after every
+    other probe row (added later, so the rows before them keep their order)."""
     keyed = [(s, feats.get((s.sample_id, s.perturbation, float(s.sigma)))) for s in cell]
     have = [(s, f) for s, f in keyed if f is not None]
     missing = len(cell) - len(have)
     names = _names(prefix)
     subsets_ = _SUBSETS
 
-    def nan_rows(why):
+    def nan_rows(why, subs=subsets_):
         return [ScoreRow(task_id, model, f"{nm}_{sub}{sfx}", math.nan, None, None, len(have), missing, why)
-                for nm in names for sub in subsets_]
+                for nm in names for sub in subs]
 
     if len(have) < 2 * N_FOLDS:
-        return nan_rows(f"features for {len(have)} samples (< {2 * N_FOLDS}); {missing} missing")
+        why = f"features for {len(have)} samples (< {2 * N_FOLDS}); {missing} missing"
+        return nan_rows(why), nan_rows(why, (_SHARED,))
     ss = [s for s, _ in have]
     image_ids = np.array([s.image_id for s in ss])
     try:
         ok, folds = probe_oof_correct(np.stack([f[1] for _, f in have]), np.stack([f[2] for _, f in have]), image_ids)
     except ValueError as e:
-        return nan_rows(str(e))
+        return nan_rows(str(e)), nan_rows(str(e), (_SHARED,))
     vsi = np.array([s.vsi for s in ss])
     changed = np.array([s.argmax_changed for s in ss])
     low, ctrl = subsets(vsi, [s.sample_id for s in ss], seed)
@@ -103,7 +129,18 @@ def _gap_rows(task_id, model, sfx, prefix, feats, cell, seed, note) -> list[Scor
         for nm, (v, lo, hi) in zip(names, (g.probe_acc, g.argmax_change, g.gap)):
             rows.append(ScoreRow(task_id, model, f"{nm}_{sub}{sfx}", v, lo, hi, g.n_samples, missing,
                                  f"{note}; {what}; {g.n_images} images; CI over images", N_BOOT_B, 0, seed))
-    return rows
+    mask = np.isin([s.sample_id for s in ss], sorted(shared))
+    if not mask.any():
+        why = (f"no sample with VSI < {LOW_VSI:g} under every model of the task ({len(shared)} shared, "
+               "none with features here)")
+        return rows, [ScoreRow(task_id, model, f"{nm}_{_SHARED}{sfx}", math.nan, None, None, 0, missing, why)
+                      for nm in names]
+    g = gap_on_subset(ok, changed, image_ids, mask, seed)
+    extra = [ScoreRow(task_id, model, f"{nm}_{_SHARED}{sfx}", v, lo, hi, g.n_samples, missing,
+                      f"{note}; VSI < {LOW_VSI:g} under every model of the task ({len(shared)} samples shared); "
+                      f"{g.n_images} images; CI over images", N_BOOT_B, 0, seed)
+             for nm, (v, lo, hi) in zip(names, (g.probe_acc, g.argmax_change, g.gap))]
+    return rows, extra
 
 
 def probe_rows(samples: Sequence[VSISample], store: ProbeFeatures, *, seed: int = 0) -> list[ScoreRow]:
@@ -114,11 +151,16 @@ def probe_rows(samples: Sequence[VSISample], store: ProbeFeatures, *, seed: int 
     scored on its own), every probe row (own tower and witness) is written as undefined with a
     note naming the feature file it needs."""
     rows: list[ScoreRow] = []
+    extra: list[ScoreRow] = []  # the shared-subset rows, after every other probe row
+    shared = shared_low_ids(samples)
     for (task_id, bench, model, pert, sigma), cell in sorted(_cells(samples).items()):
         sfx = _suffix(pert, sigma)
+        common = shared.get((task_id, pert, float(sigma)), set())
         if not store.present:
             for prefix, who in (("", model), ("witness_", WITNESS)):
-                rows += _absent_rows(task_id, model, sfx, prefix, store, store_key(who, task_id), len(cell))
+                a, b = _absent_rows(task_id, model, sfx, prefix, store, store_key(who, task_id), len(cell))
+                rows += a
+                extra += b
             continue
         witness = store.get(store_key(WITNESS, task_id))
         why = store.skipped(store_key(model, task_id))
@@ -128,16 +170,20 @@ def probe_rows(samples: Sequence[VSISample], store: ProbeFeatures, *, seed: int 
         else:
             feats = store.get(store_key(model, task_id))
             if feats is not None:
-                rows += _gap_rows(task_id, model, sfx, "", feats, cell, seed, "own vision tower")
+                a, b = _gap_rows(task_id, model, sfx, "", feats, cell, seed, "own vision tower", common)
+                rows += a
+                extra += b
             else:
                 rows.append(ScoreRow(task_id, model, f"skipped{sfx}", math.nan, None, None, 0, None,
                                      f"encoder-LLM probe: no cached features for {model} on {task_id} in "
                                      f"{store.directory} (rerun `perceptbench run` to extract them)"))
         wwhy = store.skipped(store_key(WITNESS, task_id))
         if witness is not None:
-            rows += _gap_rows(task_id, model, sfx, "witness_", witness, cell, seed,
-                              "frozen external witness (efficientnet-lite0)")
+            a, b = _gap_rows(task_id, model, sfx, "witness_", witness, cell, seed,
+                             "frozen external witness (efficientnet-lite0)", common)
+            rows += a
+            extra += b
         elif wwhy:
             rows.append(ScoreRow(task_id, model, f"witness_skipped{sfx}", math.nan, None, None, 0, None,
                                  f"witness probe: {wwhy}"))
-    return rows
+    return rows + extra
