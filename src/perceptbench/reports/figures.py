@@ -923,6 +923,86 @@ def draw_vsi_histograms(rows: list[ScoreRow], only: list[str] | None = None,
         return d.done(fig)
 
 
+RELIABILITY_SIGNALS = (("max_prob", "max-probability"), ("norm_vsi", "1 - exp(-VSI)"),
+                       ("verbal_conf", "verbal confidence / 100"))
+"""The signals of the reliability diagrams (``reliability_{signal}[...]`` score rows) and their axis names."""
+
+
+def vsi_reliability(rows: list[ScoreRow], only: list[str] | None = None):
+    """:func:`draw_vsi_reliability` as inline SVG (None without reliability rows)."""
+    return svg_of(draw_vsi_reliability(rows, only))
+
+
+def draw_vsi_reliability(rows: list[ScoreRow], only: list[str] | None = None) -> Drawn | None:
+    """Reliability diagrams (seed 002 B.2: empirical accuracy against predicted confidence in 10
+    equal-width bins) from the ``reliability_{signal}[perturbation,sigma=S]`` score rows (their
+    note holds per bin the count, mean confidence and accuracy; :mod:`perceptbench.vsi.pooled`):
+    one panel row per task and cell, one panel per signal (:data:`RELIABILITY_SIGNALS`), one line
+    per model through its bins at (mean confidence, accuracy), the diagonal dashed.  A bin with
+    fewer samples than the row's ``thin_below`` is thin evidence: a hollow marker with its count
+    beside it (:func:`annotate_thin`), left out of the line; an empty bin is not drawn."""
+    import json
+
+    panels: dict[tuple[str, str], dict[str, list[ScoreRow]]] = defaultdict(lambda: defaultdict(list))
+    for r in rows:
+        for sig, _ in RELIABILITY_SIGNALS:
+            stem = f"reliability_{sig}["
+            if r.task_id.startswith("vsi.") and r.metric.startswith(stem) and _finite(r.value):
+                panels[(r.task_id, r.metric[len(stem) - 1:])][sig].append(r)
+    if not panels:
+        return None
+    d = Drawn("vsi_reliability_diagrams", None)
+    keys = sorted(panels)
+    seen = [r.model for k in keys for rs in panels[k].values() for r in rs]
+    models = [m for m in (only or list(dict.fromkeys(seen))) if m in seen]
+    thin_below: set[int] = set()
+    with plt.rc_context(RC):
+        fig, axes = plt.subplots(len(keys), len(RELIABILITY_SIGNALS), squeeze=False, layout="constrained",
+                                 figsize=(DOUBLE_COLUMN_IN, 2.6 * len(keys) + 0.5))
+        for i, m in enumerate(models):  # one legend entry per model
+            axes[0][0].plot([], [], color=style(i)["color"], marker=style(i)["marker"], ms=3.5, label=legend_label(m))
+        for row_axes, (tid, cell) in zip(axes, keys):
+            for ax, (sig, label) in zip(row_axes, RELIABILITY_SIGNALS):
+                ax.plot([0, 1], [0, 1], color=HUMAN_GREY, ls="--", lw=0.8)
+                ax.set_xlim(0, 1)
+                ax.set_ylim(-0.05, 1.05)
+                for i, m in enumerate(models):
+                    r = next((x for x in panels[(tid, cell)][sig] if x.model == m), None)
+                    try:
+                        h = json.loads(r.note) if r is not None else None
+                        bins = list(zip(h["count"], h["mean_conf"], h["accuracy"], h["edges"], h["edges"][1:]))
+                        thin = int(h.get("thin_below", 0))
+                    except (ValueError, KeyError, TypeError):
+                        continue
+                    st = style(i)
+                    full = [(c, a) for n, c, a, _, _ in bins if n and n >= thin]
+                    if full:
+                        ax.plot(*zip(*full), color=st["color"], marker=st["marker"], ms=3.5, lw=1.0)
+                    for n, c, a, lo, hi in bins:
+                        if not n:
+                            continue
+                        mark = f"n={n}" if n < thin else ""
+                        d.add(task_id=tid, model=m, role="model", metric=r.metric, plotted_as="bin",
+                              panel=f"{tid} {cell} {sig}", x=c, value=a, n=int(n), n_null=r.n_null, evidence=mark,
+                              note=f"bin [{lo:g}, {hi:g})",
+                              value_source="accuracy in the bin, from the row's note (count, mean_conf, accuracy)")
+                        if mark:
+                            thin_below.add(thin)
+                            ax.plot([c], [a], color=st["color"], marker=st["marker"], ms=3.5, ls="none", mfc="white")
+                            annotate_thin(ax, c, a, mark, st["color"])
+                ax.set_xlabel(f"{label}, bin mean")
+                ax.set_ylabel("accuracy in the bin")
+                ax.set_title(f"{tid}\n{cell} {sig}", loc="left")
+        if thin_below:
+            axes[0][0].plot([], [], "o", color="black", mfc="white", ls="none", ms=3.5,
+                            label=f"hollow: a bin of fewer than {min(thin_below)} samples (count beside it; "
+                                  "not on the line)")
+        handles, labels = axes[0][0].get_legend_handles_labels()
+        if handles:
+            fig.legend(handles, labels, loc="outside lower center", ncols=min(4, len(handles)), frameon=False)
+        return d.done(fig)
+
+
 # ------------------------------------------------------------------ 8. model vs model
 
 def paired_forest(diffs, max_rows: int = 40):

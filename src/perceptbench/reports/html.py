@@ -278,7 +278,8 @@ def build_report(data: ReportData, title: str):
         fig_sal_shots=F.draw_salbench_shots(data.scores, few),
         fig_sal_cats=F.draw_salbench_categories(data.scores, few),
         fig_sal_break=F.draw_salbench_breakdowns(data.scores, few), fig_forest=F.draw_paired_forest(diffs),
-        fig_vsi=F.draw_vsi_histograms(data.scores, few) if vsi_rows else None)
+        fig_vsi=F.draw_vsi_histograms(data.scores, few) if vsi_rows else None,
+        fig_vsi_reliability=F.draw_vsi_reliability(data.scores, few) if vsi_rows else None)
     # matplotlib-escaped SVG; the figures stay open for the files
     figs = {k: (Markup(F.to_svg(d.fig, close=False)) if d is not None else None) for k, d in drawn.items()}
     # the cards: every headline row but the VSI ones, which the VSI section gives (no human data there)

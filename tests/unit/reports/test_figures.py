@@ -184,3 +184,31 @@ def test_vsi_worst_value_has_the_colour_of_the_worst_battery_value():
         assert all("coloured by 1 - value" in r["plotted_as"] for r in vsi_cells)
     finally:
         F.close(d)
+
+
+def test_reliability_diagram_draws_full_bins_on_the_line_and_thin_bins_hollow_with_their_count():
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    from perceptbench.reports.figures import draw_vsi_reliability
+    from perceptbench.vsi.pooled import reliability_row
+
+    # max_prob: six samples in [.9, 1] (5 right: accuracy 5/6, mean .95), two in [.5, .6) (thin: 2 < 5)
+    conf = np.array([0.9, 0.92, 0.94, 0.96, 0.98, 1.0, 0.52, 0.58])
+    ok = np.array([1, 1, 1, 1, 1, 0, 1, 0], bool)
+    r = reliability_row("vsi.t", "m", "reliability_max_prob[region,sigma=20]", conf, ok, 0, "max_prob")
+    assert draw_vsi_reliability([]) is None
+    d = draw_vsi_reliability([r])
+    try:
+        bins = {round(x["x"], 3): x for x in d.rows}
+        assert set(bins) == {0.95, 0.55}
+        assert bins[0.95]["value"] == pytest.approx(5 / 6) and bins[0.95]["n"] == 6 and bins[0.95]["evidence"] == ""
+        assert bins[0.55]["value"] == 0.5 and bins[0.55]["evidence"] == "n=2"
+        ax = d.fig.axes[0]
+        hollow_marks = [ln for ln in ax.lines if ln.get_markerfacecolor() == "white" and len(ln.get_xdata())]
+        assert len(hollow_marks) == 1 and hollow_marks[0].get_xdata()[0] == pytest.approx(0.55)
+        assert any(t.get_text() == "n=2" for t in ax.texts)
+        line = [ln for ln in ax.lines if ln.get_markerfacecolor() != "white" and len(ln.get_xdata()) == 1]
+        assert line and line[0].get_xdata()[0] == pytest.approx(0.95)  # the thin bin is not on the line
+    finally:
+        plt.close(d.fig)
