@@ -350,11 +350,43 @@ class VSIMMStar(VSIExternalTask):
         return load_mmstar(self.params["source"] or None, limit=self._limit(), seed=seed)
 
 
+ANSWER_PREFIXES: dict[str, str] = {
+    "vsi.salbench.syn": "", "vsi.closure.nat.silhouette": "", "vsi.similarity.chart.mark_color": "",
+    "vsi.similarity.chart.series_count": "", "vsi.pope": "", "vsi.hallusionbench": "", "vsi.mmvp": "",
+    "vsi.mmstar": ""}
+"""The declared answer prefix of each VSI benchmark (the default of its ``answer_prefix`` setting).
+
+Seed 002 D.1: "VSI uses the top-50 next-token distribution after answer-prefix tokens".  The
+distribution is read at the position after the chat template's generation prompt, the tokens
+that open the model's answer turn (``apply_chat_template(..., add_generation_prompt=True)``:
+LLaVA-1.5 ``ASSISTANT:``, Qwen2-VL ``<|im_start|>assistant\n``, Idefics3 ``Assistant:``), followed
+by the declared text (:meth:`perceptbench.models.vlm_hf.HFVLM.next_token_distributions`).  The
+declared text is empty for every benchmark: each prompt ends with an instruction that the answer
+come first and bare (``Answer with the option's letter ...``, ``Answer with yes or no.``, the LLaVA
+evaluation wording; the battery prompts' ``Answer 1, 2, or 3.``, ``Answer with a single integer.``),
+so the position after the generation prompt is the first answer token.  The silhouette prompt is
+seed 000's verbatim ``Choose exactly one: ...``, which does not forbid an opening word before the
+class name ("The object is a cat"); its VSI is then measured on that opening token.  Whether a
+distribution sits at an answer token is checked per record: a most probable token
+that is whitespace or a reasoning tag is flagged ``non_answer_position`` and left out of VSI
+(:mod:`perceptbench.vsi.samples`), and an API answer that does not begin with that token is
+counted in ``n_answer_token_mismatch``.  Every record keeps the prefix it was measured after
+(``run_meta.vsi.answer_prefix``); ``@answer_prefix=TEXT`` declares another (docs/metrics.md)."""
+
+
+def _declare_answer_prefix(cls: type) -> type:
+    """``cls`` with its ``answer_prefix`` default taken from :data:`ANSWER_PREFIXES` (KeyError
+    for a benchmark that declares none)."""
+    cls.defaults = {**cls.defaults, "answer_prefix": ANSWER_PREFIXES[cls.base_id]}
+    return cls
+
+
 def _vsi_tasks() -> tuple[type[Task], ...]:
     from ..tasks.gestalt import MarkColorTask, SeriesCountTask, SilhouetteTask
 
-    return (VSISalBenchSyn,) + tuple(battery_vsi(c) for c in (SilhouetteTask, MarkColorTask, SeriesCountTask)) + (
-        VSIPope, VSIHallusionBench, VSIMMVP, VSIMMStar)
+    return tuple(_declare_answer_prefix(c) for c in (VSISalBenchSyn,) + tuple(
+        battery_vsi(c) for c in (SilhouetteTask, MarkColorTask, SeriesCountTask)) + (
+        VSIPope, VSIHallusionBench, VSIMMVP, VSIMMStar))
 
 
 VSI_TASKS = _vsi_tasks()

@@ -57,3 +57,25 @@ def test_tasks_command_lists_ranges_for_vsi(tmp_path):
     assert p.returncode == 0, p.stderr
     out = " ".join(p.stdout.split())
     assert "sigma=20 (a number > 0, in pixels)" in out and "limit=all (an integer in [1, inf) or all)" in out
+
+
+def test_every_vsi_benchmark_declares_its_answer_prefix_and_its_prompt_asks_for_the_answer_first():
+    """Seed 002 D.1 ("the top-50 next-token distribution after answer-prefix tokens"): each VSI
+    task's answer_prefix default is the one declared for it in ANSWER_PREFIXES (empty: the
+    distribution is read right after the chat template's generation prompt), and the prompt
+    that makes that position the first answer token ends with an answer instruction."""
+    import re
+
+    from perceptbench.vsi.benchmarks import ANSWER_PREFIXES, VSI_TASKS
+
+    assert sorted(c.base_id for c in VSI_TASKS) == sorted(ANSWER_PREFIXES)
+    for cls in VSI_TASKS:
+        assert cls.defaults["answer_prefix"] == ANSWER_PREFIXES[cls.base_id], cls.base_id
+        for prompt in cls.prompt_text.split(" | "):  # external tasks: the letter and the yes/no forms
+            last = prompt.strip().splitlines()[-1]
+            # the last sentence: "Answer ..." (or seed 000's silhouette "Choose exactly one: ...")
+            assert re.search(r"(?:^|[.?] )(?:Answer\b|Choose exactly one:)[^?]*$", last), (cls.base_id, last)
+    t = get_task("vsi.salbench.syn@n=3")
+    assert t.answer_prefix == ANSWER_PREFIXES["vsi.salbench.syn"] and t.task_id == "vsi.salbench.syn@n=3"
+    # a declared prefix other than the benchmark's is a setting of its own, named in the task id
+    assert get_task("vsi.pope@answer_prefix=Answer:").task_id != get_task("vsi.pope").task_id
