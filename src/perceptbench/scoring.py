@@ -209,7 +209,8 @@ def csv_cell(x, metric: str | None = None) -> str:
     return str(x)
 
 
-COUNT_METRIC_PREFIXES = ("n_", "capacity_k", "replicates", "skipped")
+COUNT_METRIC_PREFIXES = ("n_", "capacity_k", "replicates", "skipped", "signal_wins[", "reliability_",
+                         "joint_error_grid[")
 """Metrics whose value (and interval) is a count: written to scores.csv as integers (``23``,
 not ``23.0``) when integral."""
 

@@ -247,6 +247,36 @@ def test_vsi_section_from_vsi_score_rows(tmp_path):
     assert au.floor == 0.5 and "≤ chance" in au.flags
 
 
+def test_vsi_section_draws_reliability_diagrams_and_the_pooled_table(tmp_path):
+    """The VSI section gains the reliability diagrams (seed 002 B.2) from the reliability_* rows and
+    the table of the pooled and threshold rows (seed 002 §3, §4, C.2), also as a table file."""
+    from perceptbench.records import read_records
+    from perceptbench.reports.data import ReportData
+    from perceptbench.reports.html import build_report
+    from perceptbench.reports import figures as F
+    from perceptbench.scoring import score_records
+    from perceptbench.vsi.pooled import reliability_row
+
+    d = write_synthetic_run(tmp_path / "v", ["vlm-a"], tasks=("similarity.chart.mark_color",))
+    recs = read_records(d / "records.jsonl")
+    tid, cell = "vsi.salbench.syn", "[region,sigma=20]"
+    conf = np.array([0.55, 0.62, 0.91, 0.93, 0.95, 0.97, 0.99])
+    vsi = [ScoreRow(tid, "vlm-a", "insensitive_frac@0.05[region_blur,sigma=20]", 0.56, 0.42, 0.7, 50, None),
+           reliability_row(tid, "vlm-a", "reliability_max_prob" + cell, conf, conf > 0.6, 0, "max_prob"),
+           ScoreRow(tid, "vlm-a", "cw_enrichment@0.05" + cell, 2.125, None, None, 17, 0, "counts"),
+           ScoreRow(tid, "all-models", "signal_wins[max_prob,sigma=20]", 3.0, None, None, 4, None, "3 of 4")]
+    data = ReportData([d], recs, score_records(recs) + vsi, "test")
+    html, md, drawn, tables = build_report(data, "vsi")
+    for x in drawn:
+        F.close(x)
+    sec = html[html.index('id="vsi"'):html.index('id="cards"')]
+    assert sec.count("<svg") == 1 and "Reliability diagrams" in sec  # no histogram rows: the diagrams alone
+    assert "Pooled and threshold analyses" in sec and "2.125" in sec and ">3<" in sec  # a count as an integer
+    assert "vsi_reliability_diagrams" in [x.name for x in drawn]
+    t = next(t for t in tables if t.name == "table_vsi_pooled_and_threshold_analyses")
+    assert [r[2] for r in t.rows] == ["cw_enrichment@0.05" + cell, "signal_wins[max_prob,sigma=20]"]
+
+
 def test_report_out_directory_names_report_html(tmp_path, human_run):
     """Before: '--out must be the path of the scores CSV file' (the score command's message)."""
     p = cli("report", str(human_run), "--out", str(tmp_path), columns=250)

@@ -22,6 +22,7 @@ from markupsafe import Markup
 
 from ..core.rundir import write_atomic
 from ..core.urls import redact_urls_in
+from ..scoring import COUNT_METRIC_PREFIXES
 from ..tasks.gestalt import MARK_KERNEL_IDS, PANEL_CLASSIFICATION_TASKS
 from .data import ReportData, finite, load_report_data
 from .headline import MARK_LEGEND, HeadlineRow, cell_text, fmt, fmt_p, headline_rows, value_text
@@ -186,8 +187,8 @@ def markdown_summary(data: ReportData, heads: list[HeadlineRow], diffs, title: s
     return "\n".join(lines)
 
 
-COUNT_METRICS = ("n_", "skipped", "capacity_k", "replicates")
-"""Score rows whose value is a count: printed as integers."""
+COUNT_METRICS = COUNT_METRIC_PREFIXES
+"""Score rows whose value is a count: printed as integers (the rows ``scores.csv`` writes as integers)."""
 
 
 def row_text(r) -> str:
@@ -244,7 +245,7 @@ def build_report(data: ReportData, title: str):
     from . import figures as F
     from .native import native_tables
     from .paired import paired_differences
-    from .tables import report_tables
+    from .tables import report_tables, vsi_pooled_rows
 
     heads = headline_rows(data.scores)
     models = []
@@ -311,7 +312,7 @@ def build_report(data: ReportData, title: str):
         order_rule="descending mean position between floor (0) and human ceiling (1) over the matrix columns "
                    "that declare both; models without such a column last, then by name",
         signal=sorted(signal.items()), signal_names=signal_names,
-        cards=cards, diffs=diffs, diffs_shown=shown, n_excl=len(excl), diff_notes=diff_notes, vsi_rows=vsi_rows,
+        vsi_pooled=vsi_pooled_rows(vsi_rows), cards=cards, diffs=diffs, diffs_shown=shown, n_excl=len(excl), diff_notes=diff_notes, vsi_rows=vsi_rows,
         n_holm=sum(d.significant for d in diffs), n_bh=sum(d.p_bh < 0.05 for d in diffs),
         fmt_p=fmt_p,
         native=native,

@@ -83,6 +83,30 @@ def _vsi(vsi_rows) -> Table:
     return t
 
 
+VSI_POOLED_PREFIXES = ("cw_enrichment@", "cw_enrichment_pooled@", "insensitive_frac_pooled@", "error_rate_ratio_pooled",
+                       "error_rate_ratio_model_mean", "joint_error_rate_", "signal_wins[", "auroc_vsi_sigma_swing",
+                       "auroc_vsi_cell_range", "gap_shared_low_vsi", "gap_low_vsi")
+"""The rows of the report's table of seed 002's pooled and threshold analyses (:mod:`perceptbench.vsi.pooled`;
+the same filter as the HTML page), with the per-model low-VSI gap beside the shared one."""
+
+
+def vsi_pooled_rows(vsi_rows) -> list:
+    """The VSI rows of the pooled-and-threshold table (:data:`VSI_POOLED_PREFIXES`), in their order."""
+    return [r for r in vsi_rows if r.metric.startswith(VSI_POOLED_PREFIXES)]
+
+
+def _vsi_pooled(vsi_rows) -> Table:
+    t = Table("table_vsi_pooled_and_threshold_analyses",
+              "Seed 002's pooled and threshold analyses (§3, §4, A, B.2, C.2): confidently-wrong enrichment at VSI "
+              "< 0.05 / 0.01 against a size-matched top-VSI population, error-rate ratios pooled over models and "
+              "benchmarks, joint-quintile errors of model pairs, the signal win tally, the sigma AUROC swing and the "
+              "encoder-LLM gap on the per-model and the shared low-VSI subsets.",
+              ("task_id", "model", "metric", "value", "ci_low", "ci_high", "n", "note"))
+    for r in vsi_pooled_rows(vsi_rows):
+        t.rows.append((r.task_id, r.model, r.metric, r.value, r.ci_low, r.ci_high, r.n, r.note or ""))
+    return t
+
+
 def _signal(signal, names) -> Table:
     t = Table("table_vsi_signal_auroc", "AUROC for errors per candidate signal (error as the positive class; 0.5 is "
               "chance; seed 002 §4).", ("task_id", "model", "cell") + tuple(names))
@@ -141,6 +165,8 @@ def report_tables(*, heads, models, cols, model_score, diffs, vsi_rows, signal, 
         out.append(_vsi(vsi_rows))
     if signal:
         out.append(_signal(signal, signal_names))
+    if vsi_rows:
+        out.append(_vsi_pooled(vsi_rows))
     out += [_native(nt) for nt in native]
     out += _provenance(prov)
     return [t for t in out if t.rows]
