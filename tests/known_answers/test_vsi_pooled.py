@@ -82,6 +82,8 @@ def test_confidently_wrong_enrichment_at_the_seed_thresholds_per_cell_and_pooled
     # Enrichment = (2/4) / (1/4) = 2.0.
     r = by[(tid, "m1", "cw_enrichment@0.05" + sfx)]
     assert r.value == pytest.approx(2.0) and r.n == 4 and "(2/4)" in r.note and "(1/4)" in r.note
+    # interval: the two populations resampled separately (draws with no CW in the reference dropped)
+    assert r.ci_low <= r.value <= r.ci_high and r.n_draws == 1000 and 0 < r.n_dropped < 1000
     # VSI < 0.01: s0, s1 (VSI 0); CW s0 -> 1/2.  Top 2: s9, s8; CW s8 -> 1/2.  Enrichment 1.0.
     assert by[(tid, "m1", "cw_enrichment@0.01" + sfx)].value == pytest.approx(1.0)
     # m2: high = .9 (s0..s4).  VSI < 0.05: s0, s1, both CW -> 2/2; top 2: s9, s8, both .6 and right

@@ -33,8 +33,8 @@ import numpy as np
 
 from .error_detection import N_BINS, bin_index
 
-__all__ = ["joint_grid", "pooled_ratio", "size_matched_top", "enrichment", "Reliability", "reliability_bins",
-           "swing"]
+__all__ = ["joint_grid", "pooled_ratio", "size_matched_top", "enrichment", "ratio_interval", "Reliability",
+           "reliability_bins", "swing"]
 
 
 def joint_grid(label_a: np.ndarray, label_b: np.ndarray, wrong_a: np.ndarray, wrong_b: np.ndarray,
@@ -95,6 +95,21 @@ def enrichment(flag: np.ndarray, group: np.ndarray, ref: np.ndarray) -> float:
     if not g.any() or not r.any() or not f[r].any():
         return math.nan
     return float(f[g].mean() / f[r].mean())
+
+
+def ratio_interval(a: np.ndarray, b: np.ndarray, idx_a: np.ndarray, idx_b: np.ndarray) -> tuple[float, float, int]:
+    """Percentile 95% interval of the ratio of group means ``mean(a) / mean(b)`` with the two
+    groups resampled separately (their memberships fixed): draw d is ``mean(a[idx_a[d]]) /
+    mean(b[idx_b[d]])``.  ``a`` float/bool (n_a,), ``b`` (n_b,); ``idx_a`` int (D, n_a), ``idx_b``
+    int (D, n_b) resample indices.  Returns (low, high, draws dropped): a draw whose ratio is not
+    finite (a zero reference mean) is dropped; (NaN, NaN, D) when every draw is.  Used for the
+    bottom/top-quintile ratios and the threshold enrichment (seed 002 §3)."""
+    a, b = np.asarray(a, float), np.asarray(b, float)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        draws = a[idx_a].mean(1) / b[idx_b].mean(1)
+    ok = np.isfinite(draws)
+    lo, hi = np.percentile(draws[ok], [2.5, 97.5]) if ok.any() else (math.nan, math.nan)
+    return float(lo), float(hi), int((~ok).sum())
 
 
 @dataclass(frozen=True)

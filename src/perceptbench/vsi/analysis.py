@@ -41,6 +41,7 @@ from ..core.rows import ScoreRow
 from ..metrics.bootstrap import N_BOOT_B, bootstrap
 from ..metrics.error_detection import (MIN_CLASS, auroc_draws, auroc_rows, average_rank_fraction, brier_rows,
                                        class_check, ece_rows, paired_auroc_diff, prr_rows, quadrant_counts)
+from ..metrics.error_structure import ratio_interval
 from ..metrics.permutation import N_PERM, PERM_SEED, permutation_spearman_many
 from ..seeding import rng_for
 from .cells import _cells, _suffix, normalised_vsi, quintiles
@@ -180,12 +181,9 @@ def cell_diagnostics(task_id: str, model: str, cell: Sequence[VSISample], seed: 
             if den == 0:
                 rows.append(_nan_row(task_id, model, f"{metric}{sfx}", f"top-quintile rate is 0 ({note})", n, n_null))
                 continue
-            with np.errstate(invalid="ignore", divide="ignore"):
-                draws = xb[ib].mean(1) / xt[it].mean(1)
-            ok = np.isfinite(draws)
-            lo, hi = np.percentile(draws[ok], [2.5, 97.5]) if ok.any() else (math.nan, math.nan)
-            rows.append(ScoreRow(task_id, model, f"{metric}{sfx}", float(num / den), float(lo), float(hi), n, n_null,
-                                 note + "; quintiles resampled separately", N_BOOT_B, int((~ok).sum()), seed))
+            lo, hi, dropped = ratio_interval(xb, xt, ib, it)
+            rows.append(ScoreRow(task_id, model, f"{metric}{sfx}", float(num / den), lo, hi, n, n_null,
+                                 note + "; quintiles resampled separately", N_BOOT_B, dropped, seed))
     counts = quadrant_counts(~err[bottom], high[bottom])
     for quad, c in counts.items():
         rows.append(ScoreRow(task_id, model, f"quadrant_{quad}_low_vsi{sfx}", c / nb if nb else math.nan,
@@ -417,7 +415,7 @@ def score_vsi_analyses(samples: Sequence[VSISample], *, seed: int = 0, families:
         rows += probe_rows(samples, probe, seed=seed)
     from .pooled import pooled_rows
 
-    return rows + pooled_rows(cells, table, SIGNALS)  # after every earlier row: those keep their order
+    return rows + pooled_rows(cells, table, SIGNALS, seed)  # after every earlier row: those keep their order
 
 
 def signal_table_from_rows(rows: Sequence[ScoreRow]) -> list[dict]:

@@ -39,9 +39,11 @@ from typing import Sequence
 import numpy as np
 
 from ..core.rows import ScoreRow
+from ..metrics.bootstrap import N_BOOT_B
 from ..metrics.error_detection import MIN_CLASS, N_BINS, auroc
-from ..metrics.error_structure import (enrichment, joint_grid, pooled_ratio, reliability_bins, size_matched_top,
-                                       swing)
+from ..metrics.error_structure import (enrichment, joint_grid, pooled_ratio, ratio_interval, reliability_bins,
+                                       size_matched_top, swing)
+from ..seeding import rng_for
 from .cells import INSENSITIVE_THRESHOLDS, _suffix, normalised_vsi, quintiles
 from .samples import VSISample
 
@@ -75,17 +77,26 @@ def _confidently_wrong(err: np.ndarray, mp: np.ndarray) -> np.ndarray:
 
 
 # ------------------------------------------------------------------ per cell
-def threshold_enrichment(cell: Sequence[VSISample], t: float) -> dict:
+def threshold_enrichment(cell: Sequence[VSISample], t: float, seed: int | None = None) -> dict:
     """Counts of the threshold CW enrichment of one cell (seed 002 §3): ``n_low`` samples with
     VSI < t and ``cw_low`` of them confidently wrong, ``n_ref``/``cw_ref`` in the size-matched
     top-VSI population (:func:`~perceptbench.metrics.error_structure.size_matched_top`), the
-    ``value`` (:func:`~perceptbench.metrics.error_structure.enrichment`), ``n``/``n_null``."""
+    ``value`` (:func:`~perceptbench.metrics.error_structure.enrichment`), ``n``/``n_null``; with
+    ``seed``, ``ci`` = (low, high, draws dropped) of a percentile bootstrap resampling the two
+    populations separately (1,000 draws, ``rng_for(seed, "threshold-bootstrap", n_low, n_ref)``;
+    :func:`~perceptbench.metrics.error_structure.ratio_interval`)."""
     p, err, vsi, mp, n_null = _parsed(cell)
     low = vsi < t
     ref = size_matched_top(vsi, low, [s.sample_id for s in p])
     cw = _confidently_wrong(err, mp)
-    return {"n_low": int(low.sum()), "cw_low": int(cw[low].sum()), "n_ref": int(ref.sum()),
-            "cw_ref": int(cw[ref].sum()), "value": enrichment(cw, low, ref), "n": len(p), "n_null": n_null}
+    out = {"n_low": int(low.sum()), "cw_low": int(cw[low].sum()), "n_ref": int(ref.sum()),
+           "cw_ref": int(cw[ref].sum()), "value": enrichment(cw, low, ref), "n": len(p), "n_null": n_null}
+    if seed is not None and out["n_low"] and out["n_ref"]:
+        rng = rng_for(seed, "threshold-bootstrap", out["n_low"], out["n_ref"])
+        il = rng.integers(0, out["n_low"], (N_BOOT_B, out["n_low"]))
+        ir = rng.integers(0, out["n_ref"], (N_BOOT_B, out["n_ref"]))
+        out["ci"] = ratio_interval(cw[low], cw[ref], il, ir) + (seed,)
+    return out
 
 
 def _enrichment_row(task_id: str, model: str, metric: str, c: dict, t: float) -> ScoreRow:
@@ -98,6 +109,10 @@ def _enrichment_row(task_id: str, model: str, metric: str, c: dict, t: float) ->
     elif not c["cw_ref"]:
         why = f"no confidently-wrong sample in the top-VSI population ({what})"
     else:
+        if "ci" in c:
+            lo, hi, dropped, seed = c["ci"]
+            return ScoreRow(task_id, model, metric, c["value"], lo, hi, c["n_low"], c.get("n_null"),
+                            what + "; the two populations resampled separately", N_BOOT_B, dropped, seed)
         return ScoreRow(task_id, model, metric, c["value"], None, None, c["n_low"], c.get("n_null"), what)
     return ScoreRow(task_id, model, metric, math.nan, None, None, c["n_low"], c.get("n_null"), why)
 
@@ -117,14 +132,15 @@ def reliability_row(task_id: str, model: str, metric: str, conf: np.ndarray, cor
     return ScoreRow(task_id, model, metric, float(len(conf)), None, None, len(conf), n_null, note)
 
 
-def cell_rows(task_id: str, model: str, cell: Sequence[VSISample]) -> list[ScoreRow]:
+def cell_rows(task_id: str, model: str, cell: Sequence[VSISample], seed: int) -> list[ScoreRow]:
     """The per-cell rows: ``cw_enrichment@{0.05,0.01}[...]`` and
     ``reliability_{max_prob,norm_vsi,verbal_conf}[...]`` (seed 002 §3, B.2)."""
     sfx = _suffix(cell[0].perturbation, float(cell[0].sigma))
     p, err, vsi, mp, n_null = _parsed(cell)
     rows = []
     for t in INSENSITIVE_THRESHOLDS:
-        rows.append(_enrichment_row(task_id, model, f"cw_enrichment@{t:g}{sfx}", threshold_enrichment(cell, t), t))
+        rows.append(_enrichment_row(task_id, model, f"cw_enrichment@{t:g}{sfx}", threshold_enrichment(cell, t, seed),
+                                    t))
     if not p:
         return rows + [_nan(task_id, model, f"reliability_{k}{sfx}", "no parseable answers (all null)", 0, n_null)
                        for k in ("max_prob", "norm_vsi", "verbal_conf")]
@@ -355,12 +371,14 @@ def sigma_swing_rows(cells: dict[tuple, list[VSISample]]) -> list[ScoreRow]:
     return rows
 
 
-def pooled_rows(cells: dict[tuple, list[VSISample]], signal_cells: Sequence, signals: Sequence[str]) -> list[ScoreRow]:
+def pooled_rows(cells: dict[tuple, list[VSISample]], signal_cells: Sequence, signals: Sequence[str],
+                seed: int = 0) -> list[ScoreRow]:
     """Every row of this module (module docstring), in a fixed order: per cell, model pairs,
-    pooled ratios, pooled enrichment, win tally, sigma swing."""
+    pooled ratios, pooled enrichment, win tally, sigma swing; ``seed``: the bootstrap seed of the
+    per-cell threshold enrichment."""
     rows: list[ScoreRow] = []
     for key in sorted(cells):
-        rows += cell_rows(key[0], key[2], cells[key])
+        rows += cell_rows(key[0], key[2], cells[key], seed)
     rows += joint_quintile_rows(cells)
     rows += pooled_ratio_rows(cells)
     rows += pooled_enrichment_rows(cells)

@@ -71,3 +71,13 @@ def test_swing_over_settings():
     assert es.swing({10: 0.543, 20: 0.591, 40: 0.56}) == (pytest.approx(0.048), 10, 20)
     assert math.isnan(es.swing({10: 0.5, 20: float("nan")})[0])  # one finite value: no swing
     assert es.swing({10: 0.5})[1] is None
+
+
+def test_ratio_interval_resamples_the_groups_separately_and_drops_zero_references():
+    a, b = np.array([1.0, 0.0]), np.array([1.0, 0.0])
+    # two draws: a resampled as [1, 1] and [0, 1] (means 1, .5); b as [1, 0] and [0, 0] (means .5, 0)
+    lo, hi, dropped = es.ratio_interval(a, b, np.array([[0, 0], [1, 0]]), np.array([[0, 1], [1, 1]]))
+    # draw 1: 1 / .5 = 2; draw 2: .5 / 0 dropped -> one draw left, 2
+    assert (lo, hi, dropped) == (2.0, 2.0, 1)
+    assert all(math.isnan(x) for x in es.ratio_interval(a, np.zeros(2), np.zeros((3, 2), int),
+                                                         np.zeros((3, 2), int))[:2])
