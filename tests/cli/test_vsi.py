@@ -139,9 +139,9 @@ def test_records_file_scored_alone_gives_undefined_probe_rows_naming_the_feature
     assert set(rows) == set(full)  # no row dropped
     import re
 
-    probe_metric = re.compile(r"(witness_)?(probe_acc_all|(probe_acc|argmax_change|gap)_(low|high)_vsi)\[")
+    probe_metric = re.compile(r"(witness_)?(probe_acc_all|(probe_acc|argmax_change|gap)_(low|high|shared_low)_vsi)\[")
     probe = [k for k in full if probe_metric.match(k[1])]
-    assert len(probe) >= 2 * 7 * len(MODELS)  # own tower and witness, 7 rows each, per model and cell
+    assert len(probe) >= 2 * 10 * len(MODELS)  # own tower and witness, 10 rows each, per model and cell
     for k in probe:
         r = rows[k]
         assert r["value"] is None and "features/ beside records.jsonl" in r["note"], r
