@@ -1003,6 +1003,64 @@ def draw_vsi_reliability(rows: list[ScoreRow], only: list[str] | None = None) ->
         return d.done(fig)
 
 
+MAX_JOINT_PANELS = 6
+"""The joint-quintile figure draws at most this many (task, cell, model pair) panels; the
+``joint_error_grid`` rows in scores.json hold every pair."""
+
+
+def draw_vsi_joint_quintiles(rows: list[ScoreRow], max_panels: int = MAX_JOINT_PANELS) -> Drawn | None:
+    """Joint error structure of model pairs (seed 002 B.2): one heatmap per ``joint_error_grid``
+    row (model ``A~B``; its note holds the 5 x 5 ``count`` and ``both_wrong`` over the two
+    models' VSI quintiles, :mod:`perceptbench.vsi.pooled`): the share of samples both models get
+    wrong in each joint quintile (cividis; empty cells blank), ``wrong/count`` printed in each
+    cell; rows: A's quintile, columns: B's, 0 = lowest VSI.  At most ``max_panels`` panels, in
+    the rows' order."""
+    import json
+
+    grids = []
+    for r in rows:
+        if r.task_id.startswith("vsi.") and r.metric.startswith("joint_error_grid[") and _finite(r.value):
+            try:
+                h = json.loads(r.note)
+                grids.append((r, np.asarray(h["count"], float), np.asarray(h["both_wrong"], float)))
+            except (ValueError, KeyError, TypeError):
+                continue
+    if not grids:
+        return None
+    grids = grids[:max_panels]
+    d = Drawn("vsi_joint_quintile_errors", None)
+    ncol = min(3, len(grids))
+    nrow = -(-len(grids) // ncol)
+    with plt.rc_context(RC):
+        fig, axes = plt.subplots(nrow, ncol, squeeze=False, layout="constrained",
+                                 figsize=(DOUBLE_COLUMN_IN, 2.5 * nrow + 0.4))
+        im = None
+        for ax, (r, count, both) in zip(axes.ravel(), grids):
+            a, _, b = r.model.partition("~")
+            with np.errstate(invalid="ignore", divide="ignore"):
+                rate = np.where(count > 0, both / np.maximum(count, 1), np.nan)
+            im = ax.imshow(rate, cmap="cividis", vmin=0, vmax=1, origin="lower")
+            k = len(count)
+            for i in range(k):
+                for j in range(k):
+                    if count[i, j]:
+                        ax.text(j, i, f"{both[i, j]:.0f}/{count[i, j]:.0f}", ha="center", va="center",
+                                fontsize=MIN_FONT_PT, color="white" if rate[i, j] < 0.5 else "black")
+                        d.add(task_id=r.task_id, model=r.model, role="model pair", metric=r.metric, plotted_as="cell",
+                              panel=f"{r.task_id} {r.metric[len('joint_error_grid'):]} {r.model}",
+                              x=f"q_{a}={i}, q_{b}={j}", value=float(rate[i, j]), n=int(count[i, j]),
+                              value_source="both wrong / samples in the joint quintile, from the row's note")
+            ax.set_xticks(range(k))
+            ax.set_yticks(range(k))
+            ax.set_xlabel(f"VSI quintile of {b} (0 = lowest)")
+            ax.set_ylabel(f"VSI quintile of {a}")
+            ax.set_title(f"{r.task_id}\n{r.metric[len('joint_error_grid'):]} {r.model}", loc="left")
+        for ax in axes.ravel()[len(grids):]:
+            ax.set_visible(False)
+        fig.colorbar(im, ax=axes.ravel().tolist(), shrink=0.8, label="share both wrong")
+        return d.done(fig)
+
+
 # ------------------------------------------------------------------ 8. model vs model
 
 def paired_forest(diffs, max_rows: int = 40):

@@ -280,7 +280,8 @@ def build_report(data: ReportData, title: str):
         fig_sal_cats=F.draw_salbench_categories(data.scores, few),
         fig_sal_break=F.draw_salbench_breakdowns(data.scores, few), fig_forest=F.draw_paired_forest(diffs),
         fig_vsi=F.draw_vsi_histograms(data.scores, few) if vsi_rows else None,
-        fig_vsi_reliability=F.draw_vsi_reliability(data.scores, few) if vsi_rows else None)
+        fig_vsi_reliability=F.draw_vsi_reliability(data.scores, few) if vsi_rows else None,
+        fig_vsi_joint=F.draw_vsi_joint_quintiles(data.scores) if vsi_rows else None)
     # matplotlib-escaped SVG; the figures stay open for the files
     figs = {k: (Markup(F.to_svg(d.fig, close=False)) if d is not None else None) for k, d in drawn.items()}
     # the cards: every headline row but the VSI ones, which the VSI section gives (no human data there)
@@ -312,7 +313,7 @@ def build_report(data: ReportData, title: str):
         order_rule="descending mean position between floor (0) and human ceiling (1) over the matrix columns "
                    "that declare both; models without such a column last, then by name",
         signal=sorted(signal.items()), signal_names=signal_names,
-        vsi_pooled=vsi_pooled_rows(vsi_rows), cards=cards, diffs=diffs, diffs_shown=shown, n_excl=len(excl), diff_notes=diff_notes, vsi_rows=vsi_rows,
+        vsi_pooled=vsi_pooled_rows(vsi_rows), max_joint=F.MAX_JOINT_PANELS, cards=cards, diffs=diffs, diffs_shown=shown, n_excl=len(excl), diff_notes=diff_notes, vsi_rows=vsi_rows,
         n_holm=sum(d.significant for d in diffs), n_bh=sum(d.p_bh < 0.05 for d in diffs),
         fmt_p=fmt_p,
         native=native,

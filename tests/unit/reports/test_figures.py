@@ -2,6 +2,7 @@
 
 import json
 
+import numpy as np
 import pytest
 
 from perceptbench.core.rows import ScoreRow
@@ -188,7 +189,6 @@ def test_vsi_worst_value_has_the_colour_of_the_worst_battery_value():
 
 def test_reliability_diagram_draws_full_bins_on_the_line_and_thin_bins_hollow_with_their_count():
     import matplotlib.pyplot as plt
-    import numpy as np
 
     from perceptbench.reports.figures import draw_vsi_reliability
     from perceptbench.vsi.pooled import reliability_row
@@ -210,5 +210,27 @@ def test_reliability_diagram_draws_full_bins_on_the_line_and_thin_bins_hollow_wi
         assert any(t.get_text() == "n=2" for t in ax.texts)
         line = [ln for ln in ax.lines if ln.get_markerfacecolor() != "white" and len(ln.get_xdata()) == 1]
         assert line and line[0].get_xdata()[0] == pytest.approx(0.95)  # the thin bin is not on the line
+    finally:
+        plt.close(d.fig)
+
+
+def test_joint_quintile_heatmap_shows_the_share_both_wrong_per_joint_quintile():
+    import matplotlib.pyplot as plt
+
+    count = [[5, 0, 0, 0, 0], [0, 5, 0, 0, 0], [0, 0, 5, 0, 0], [0, 0, 0, 0, 5], [0, 0, 0, 5, 0]]
+    both = [[1, 0, 0, 0, 0], [0, 0, 0, 0, 0], [0, 0, 0, 0, 0], [0, 0, 0, 0, 2], [0, 0, 0, 0, 0]]
+    r = ScoreRow("vsi.t", "A~B", "joint_error_grid[region,sigma=20]", 25.0, None, None, 25, None,
+                 json.dumps({"count": count, "both_wrong": both}))
+    assert F.draw_vsi_joint_quintiles([]) is None
+    d = F.draw_vsi_joint_quintiles([r])
+    try:
+        cells = {x["x"]: x for x in d.rows}
+        # five non-empty joint quintiles; (0, 0): 1 of 5 both wrong; (3, 4): 2 of 5
+        assert len(cells) == 5 and cells["q_A=0, q_B=0"]["value"] == pytest.approx(0.2)
+        assert cells["q_A=3, q_B=4"]["value"] == pytest.approx(0.4) and cells["q_A=3, q_B=4"]["n"] == 5
+        texts = [t.get_text() for t in d.fig.axes[0].texts]
+        assert "1/5" in texts and "2/5" in texts and len(texts) == 5  # empty cells print nothing
+        img = d.fig.axes[0].images[0].get_array()
+        assert img[0, 0] == pytest.approx(0.2) and (np.ma.is_masked(img[0, 1]) or np.isnan(img[0, 1]))
     finally:
         plt.close(d.fig)
