@@ -171,7 +171,8 @@ def _signal_records():
     m1: max_prob .8 for all (AUROC 0.5); m2: errors at max_prob .55..59, right answers .9..94
     (AUROC of -max_prob 1.0).  Error VSI ranks: m1 sigma 20: 1-5; m1 sigma 10: 1, 2, 3, 4, 6;
     m2 sigma 20: 1, 2, 3, 4, 10; m2 sigma 10: 1, 2, 3, 9, 10.  m3 (sigma 20): 2 errors only."""
-    t20, t10 = get_task("vsi.salbench.syn"), get_task("vsi.salbench.syn@sigma=10")
+    # a task id with a comma in its settings (n=10,sigma=10) names the rows whole
+    t20, t10 = get_task("vsi.salbench.syn"), get_task("vsi.salbench.syn@n=10,sigma=10")
     err_ranks = {("m1", 20): {1, 2, 3, 4, 5}, ("m1", 10): {1, 2, 3, 4, 6}, ("m2", 20): {1, 2, 3, 4, 10},
                  ("m2", 10): {1, 2, 3, 9, 10}, ("m3", 20): {1, 2}}
     recs = []

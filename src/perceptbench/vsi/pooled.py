@@ -311,7 +311,7 @@ def win_tally_rows(signal_cells: Sequence, signals: Sequence[str]) -> list[Score
     rows: list[ScoreRow] = []
     for sigma, scs in sorted(by_sigma.items()):
         won = [sc for sc in scs if sc.winner]
-        tid = _join(t for sc in scs for t in sc.task_id.split(","))
+        tid = _join(sc.task_id for sc in scs)  # task ids hold commas (@n=40,sigma=10): never split them
         none = len(scs) - len(won)
         tail = f"; {none} cells without a winner (too few errors or correct answers)" if none else ""
         for sig in signals:
@@ -352,7 +352,7 @@ def sigma_swing_rows(cells: dict[tuple, list[VSISample]]) -> list[ScoreRow]:
                              f"AUROC of -VSI defined at < 2 sigmas on {bench} ({listed})"))
     for pert, ws in sorted(swings.items()):
         w, tid, model, bench = max(ws, key=lambda x: (x[0], x[1], x[2]))
-        rows.append(ScoreRow(_join(t for _, ts, _, _ in ws for t in ts.split(",")), ALL,
+        rows.append(ScoreRow(_join(ts for _, ts, _, _ in ws), ALL,
                              f"auroc_vsi_sigma_swing_max[{pert}]", w, None, None, len(ws), None,
                              f"largest over {len(ws)} (benchmark, model) cells: {model} on {bench}"))
     for pert, sigma in sorted({(p, s) for _, _, p, s in au}):
