@@ -92,7 +92,7 @@ def test_confidently_wrong_enrichment_at_the_seed_thresholds_per_cell_and_pooled
     assert math.isnan(r.value) and "no confidently-wrong sample in the top-VSI population" in r.note
     # pooled over the benchmark's two models (counts summed): (2 + 2) / (4 + 2) over (1 + 0) / (4 + 2) = 4.0
     r = by[(tid, "all-models", "cw_enrichment_pooled@0.05" + sfx)]
-    assert r.value == pytest.approx(4.0) and r.n == 6
+    assert r.value == pytest.approx(4.0) and r.n == 6 and r.ci_low <= r.value <= r.ci_high and r.n_draws == 1000
     # VSI < 0.01 pooled: m1 1/2 + m2 1/1 (s0) = 2/3; top: m1 1/2 + m2 0/1 (s9) = 1/3 -> 2.0
     assert by[(tid, "all-models", "cw_enrichment_pooled@0.01" + sfx)].value == pytest.approx(2.0)
     # share of the grid's 20 samples below 0.05: 4 + 2 = 6 -> 0.3; below 0.01: 2 + 1 = 3 -> 0.15
@@ -131,6 +131,7 @@ def test_error_rate_ratios_pooled_across_models_benchmarks_and_per_benchmark_mea
     # benchmark a pooled over models: (3 + 2)/10 over (1 + 2)/10 = 5/3; mean of own ratios (3 + 1)/2 = 2
     r = by[(ta, "all-models", "error_rate_ratio_pooled_models" + sfx)]
     assert r.value == pytest.approx(5 / 3) and r.n == 20
+    assert r.ci_low <= r.value <= r.ci_high and r.n_draws == 1000  # each cell's quintiles resampled within it
     assert by[(ta, "all-models", "error_rate_ratio_model_mean" + sfx)].value == pytest.approx(2.0)
     # benchmark b: (1 + 4)/10 over (1 + 0)/10 = 5; B's own ratio is undefined (top rate 0), so the
     # mean is A's alone, 1.0, n = 1, and the note says one model was undefined

@@ -31,10 +31,11 @@ from typing import Hashable, Mapping, Sequence
 
 import numpy as np
 
+from ..seeding import rng_for
 from .error_detection import N_BINS, bin_index
 
-__all__ = ["joint_grid", "pooled_ratio", "size_matched_top", "enrichment", "ratio_interval", "Reliability",
-           "reliability_bins", "swing"]
+__all__ = ["joint_grid", "pooled_ratio", "pooled_ratio_interval", "size_matched_top", "enrichment",
+           "ratio_interval", "Reliability", "reliability_bins", "swing"]
 
 
 def joint_grid(label_a: np.ndarray, label_b: np.ndarray, wrong_a: np.ndarray, wrong_b: np.ndarray,
@@ -69,6 +70,34 @@ def pooled_ratio(a_events: Sequence[float], a_n: Sequence[float], b_events: Sequ
     if na == 0 or nb == 0 or sb == 0:
         return math.nan
     return (sa / na) / (sb / nb)
+
+
+def pooled_ratio_interval(a_groups: Sequence[np.ndarray], b_groups: Sequence[np.ndarray], seed: int, key: str,
+                          n_draws: int = 1000) -> tuple[float, float, int]:
+    """Percentile 95% interval of :func:`pooled_ratio` over 0/1 flags, each group resampled within
+    itself (a stratified bootstrap: group g of ``a_groups`` and of ``b_groups`` is, e.g., the
+    bottom and the top VSI quintile of cell g; memberships and sizes fixed).  ``a_groups``,
+    ``b_groups``: sequences of float/bool arrays (n_g,); draws from ``rng_for(seed,
+    "pooled-ratio", key, sizes...)``.  Returns (low, high, draws dropped), a draw with a zero b
+    rate dropped; (NaN, NaN, n_draws) when every draw is (seed 002 §3, pooled ratios)."""
+    sizes = [len(x) for x in a_groups] + [len(x) for x in b_groups]
+    rng = rng_for(seed, "pooled-ratio", key, *sizes)
+
+    def sums(groups):
+        tot = np.zeros(n_draws)
+        for x in groups:
+            x = np.asarray(x, float)
+            if x.size:
+                tot += x[rng.integers(0, x.size, (n_draws, x.size))].sum(1)
+        return tot
+
+    sa, sb = sums(a_groups), sums(b_groups)
+    na, nb = sum(len(x) for x in a_groups), sum(len(x) for x in b_groups)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        draws = (sa / na) / (sb / nb)
+    ok = np.isfinite(draws)
+    lo, hi = np.percentile(draws[ok], [2.5, 97.5]) if ok.any() else (math.nan, math.nan)
+    return float(lo), float(hi), int((~ok).sum())
 
 
 def size_matched_top(score: np.ndarray, below: np.ndarray, ids: Sequence[str]) -> np.ndarray:

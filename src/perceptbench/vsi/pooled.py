@@ -41,8 +41,8 @@ import numpy as np
 from ..core.rows import ScoreRow
 from ..metrics.bootstrap import N_BOOT_B
 from ..metrics.error_detection import MIN_CLASS, N_BINS, auroc
-from ..metrics.error_structure import (enrichment, joint_grid, pooled_ratio, ratio_interval, reliability_bins,
-                                       size_matched_top, swing)
+from ..metrics.error_structure import (enrichment, joint_grid, pooled_ratio, pooled_ratio_interval, ratio_interval,
+                                       reliability_bins, size_matched_top, swing)
 from ..seeding import rng_for
 from .cells import INSENSITIVE_THRESHOLDS, _suffix, normalised_vsi, quintiles
 from .samples import VSISample
@@ -90,7 +90,8 @@ def threshold_enrichment(cell: Sequence[VSISample], t: float, seed: int | None =
     ref = size_matched_top(vsi, low, [s.sample_id for s in p])
     cw = _confidently_wrong(err, mp)
     out = {"n_low": int(low.sum()), "cw_low": int(cw[low].sum()), "n_ref": int(ref.sum()),
-           "cw_ref": int(cw[ref].sum()), "value": enrichment(cw, low, ref), "n": len(p), "n_null": n_null}
+           "cw_ref": int(cw[ref].sum()), "value": enrichment(cw, low, ref), "n": len(p), "n_null": n_null,
+           "a": cw[low], "b": cw[ref]}
     if seed is not None and out["n_low"] and out["n_ref"]:
         rng = rng_for(seed, "threshold-bootstrap", out["n_low"], out["n_ref"])
         il = rng.integers(0, out["n_low"], (N_BOOT_B, out["n_low"]))
@@ -209,10 +210,14 @@ def _quintile_counts(cell: Sequence[VSISample]) -> dict | None:
         return None
     q = quintiles(vsi, [s.sample_id for s in p])
     bot, top = q == 0, q == 4
-    return {"eb": int(err[bot].sum()), "nb": int(bot.sum()), "et": int(err[top].sum()), "nt": int(top.sum())}
+    return {"eb": int(err[bot].sum()), "nb": int(bot.sum()), "et": int(err[top].sum()), "nt": int(top.sum()),
+            "a": err[bot], "b": err[top]}
 
 
-def _ratio_row(task_id: str, model: str, metric: str, parts: list[tuple[str, dict | None]], scope: str) -> ScoreRow:
+def _ratio_row(task_id: str, model: str, metric: str, parts: list[tuple[str, dict | None]], scope: str,
+               seed: int) -> ScoreRow:
+    """A pooled bottom/top ratio row over ``parts`` (name, :func:`_quintile_counts`), with the
+    stratified bootstrap interval of :func:`~perceptbench.metrics.error_structure.pooled_ratio_interval`."""
     used = [(k, c) for k, c in parts if c is not None]
     left = [k for k, c in parts if c is None]
     tail = f"; left out (< {MIN_QUINTILE_N} parseable samples): {', '.join(left)}" if left else ""
@@ -221,12 +226,17 @@ def _ratio_row(task_id: str, model: str, metric: str, parts: list[tuple[str, dic
     eb, nb, et, nt = (sum(c[k] for _, c in used) for k in ("eb", "nb", "et", "nt"))
     v = pooled_ratio([eb], [nb], [et], [nt])
     why = "" if math.isfinite(v) else "top-quintile error rate is 0; "
-    return ScoreRow(task_id, model, metric, v, None, None, nb + nt, None,
-                    f"{why}pooled over {scope} ({len(used)} cells): bottom-quintile errors {eb}/{nb} over top "
-                    f"{et}/{nt}{tail}")
+    note = (f"{why}pooled over {scope} ({len(used)} cells): bottom-quintile errors {eb}/{nb} over top {et}/{nt}"
+            f"{tail}")
+    if why:
+        return ScoreRow(task_id, model, metric, v, None, None, nb + nt, None, note)
+    lo, hi, dropped = pooled_ratio_interval([c["a"] for _, c in used], [c["b"] for _, c in used], seed,
+                                            f"{task_id}|{model}|{metric}", N_BOOT_B)
+    return ScoreRow(task_id, model, metric, v, lo, hi, nb + nt, None,
+                    note + "; each cell's quintiles resampled within it", N_BOOT_B, dropped, seed)
 
 
-def pooled_ratio_rows(cells: dict[tuple, list[VSISample]]) -> list[ScoreRow]:
+def pooled_ratio_rows(cells: dict[tuple, list[VSISample]], seed: int = 0) -> list[ScoreRow]:
     """Seed 002 §3: bottom- / top-quintile error-rate ratio pooled over cells, per (perturbation,
     sigma): ``error_rate_ratio_pooled_benchmarks`` per model (over its benchmarks),
     ``error_rate_ratio_pooled_models`` per benchmark (over its models; model ``all-models``),
@@ -244,11 +254,12 @@ def pooled_ratio_rows(cells: dict[tuple, list[VSISample]]) -> list[ScoreRow]:
     for (model, pert, sigma), parts in sorted(by_model.items()):
         rows.append(_ratio_row(_join(t for t, *_ in parts), model,
                                f"error_rate_ratio_pooled_benchmarks{_suffix(pert, sigma)}",
-                               [(f"{t} ({b})", c) for t, b, _, c in parts], "the model's benchmarks"))
+                               [(f"{t} ({b})", c) for t, b, _, c in parts], "the model's benchmarks", seed))
     for (bench, pert, sigma), parts in sorted(by_bench.items()):
         tid, sfx = _join(t for t, *_ in parts), _suffix(pert, sigma)
         rows.append(_ratio_row(tid, ALL, f"error_rate_ratio_pooled_models{sfx}",
-                               [(f"{m} on {t}", c) for t, _, m, c in parts], f"the models of benchmark {bench}"))
+                               [(f"{m} on {t}", c) for t, _, m, c in parts], f"the models of benchmark {bench}",
+                               seed))
         ratios = [(m, pooled_ratio([c["eb"]], [c["nb"]], [c["et"]], [c["nt"]])) for _, _, m, c in parts if c]
         fin = [(m, r) for m, r in ratios if math.isfinite(r)]
         if fin:
@@ -264,11 +275,11 @@ def pooled_ratio_rows(cells: dict[tuple, list[VSISample]]) -> list[ScoreRow]:
                              "samples and a non-zero top-quintile error rate)"))
     for (pert, sigma), parts in sorted(by_all.items()):
         rows.append(_ratio_row(_join(t for t, *_ in parts), ALL, f"error_rate_ratio_pooled_all{_suffix(pert, sigma)}",
-                               [(f"{m} on {t}", c) for t, _, m, c in parts], "every cell"))
+                               [(f"{m} on {t}", c) for t, _, m, c in parts], "every cell", seed))
     return rows
 
 
-def pooled_enrichment_rows(cells: dict[tuple, list[VSISample]]) -> list[ScoreRow]:
+def pooled_enrichment_rows(cells: dict[tuple, list[VSISample]], seed: int = 0) -> list[ScoreRow]:
     """Seed 002 §3 ("42% of samples on the six-model POPE grid fall below VSI = 0.05, where the
     confidently wrong quadrant is 2.1x denser than in a matched top-VSI population"): per
     (benchmark, perturbation, sigma) and threshold, the CW counts of each model's cell
@@ -286,8 +297,15 @@ def pooled_enrichment_rows(cells: dict[tuple, list[VSISample]]) -> list[ScoreRow
             tot = {k: sum(c[k] for c in cs) for k in ("n_low", "cw_low", "n_ref", "cw_ref", "n", "n_null")}
             tot["value"] = pooled_ratio([tot["cw_low"]], [tot["n_low"]], [tot["cw_ref"]], [tot["n_ref"]]) \
                 if tot["n_low"] else math.nan
-            r = _enrichment_row(tid, ALL, f"cw_enrichment_pooled@{t:g}{sfx}", tot, t)
+            metric = f"cw_enrichment_pooled@{t:g}{sfx}"
+            if tot["n_low"] and tot["n_ref"] and math.isfinite(tot["value"]):
+                tot["ci"] = pooled_ratio_interval([c["a"] for c in cs], [c["b"] for c in cs], seed,
+                                                  f"{tid}|{metric}", N_BOOT_B) + (seed,)
+            r = _enrichment_row(tid, ALL, metric, tot, t)
             r.note += f"; summed over {len(parts)} models of benchmark {bench}"
+            if "ci" in tot:
+                r.note = r.note.replace("; the two populations resampled separately", "") + \
+                    "; each model's two populations resampled within it"
             rows.append(r)
             n_all = sum(len(cell) for _, _, cell in parts)
             below = sum(int(s.vsi < t) for _, _, cell in parts for s in cell)
@@ -380,8 +398,8 @@ def pooled_rows(cells: dict[tuple, list[VSISample]], signal_cells: Sequence, sig
     for key in sorted(cells):
         rows += cell_rows(key[0], key[2], cells[key], seed)
     rows += joint_quintile_rows(cells)
-    rows += pooled_ratio_rows(cells)
-    rows += pooled_enrichment_rows(cells)
+    rows += pooled_ratio_rows(cells, seed)
+    rows += pooled_enrichment_rows(cells, seed)
     rows += win_tally_rows(signal_cells, signals)
     rows += sigma_swing_rows(cells)
     return rows

@@ -81,3 +81,15 @@ def test_ratio_interval_resamples_the_groups_separately_and_drops_zero_reference
     assert (lo, hi, dropped) == (2.0, 2.0, 1)
     assert all(math.isnan(x) for x in es.ratio_interval(a, np.zeros(2), np.zeros((3, 2), int),
                                                          np.zeros((3, 2), int))[:2])
+
+
+def test_pooled_ratio_interval_is_stratified_by_group():
+    # every flag 1 in both groups of both sides: each draw is (3/3) / (4/4) = 1
+    lo, hi, dropped = es.pooled_ratio_interval([np.ones(2), np.ones(1)], [np.ones(3), np.ones(1)], 0, "k")
+    assert (lo, hi, dropped) == (1.0, 1.0, 0)
+    # a b side of zeros: every draw undefined
+    lo, hi, dropped = es.pooled_ratio_interval([np.ones(2)], [np.zeros(3)], 0, "k", n_draws=50)
+    assert math.isnan(lo) and dropped == 50
+    # group a1 = [1, 0] resampled within itself: draws of its mean are 0, .5 or 1; b fixed at rate 1
+    lo, hi, _ = es.pooled_ratio_interval([np.array([1.0, 0.0])], [np.ones(2)], 3, "k", n_draws=2000)
+    assert (lo, hi) == (0.0, 1.0)
