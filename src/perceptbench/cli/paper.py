@@ -27,7 +27,9 @@ def paper(
     every: bool = typer.Option(False, "--all", help="table: list every number the run cannot cover, one line each, "
                                                     "instead of grouped by reason."),
 ) -> None:
-    """Print every number a seed paper publishes beside the run's value and the difference (run minus
+    """A seed paper's published numbers beside the run's (no torch).
+
+    Every number the paper publishes beside the run's value and the difference (run minus
     paper), and what the run cannot cover and why (task not run, model not in run, metric not
     computed, different setting or population).  The published numbers are data with their source
     (perceptbench/published/*.csv); no score uses them."""

@@ -113,19 +113,26 @@ def _same_setting(a: str, b: str) -> bool:
         return a.strip() == b.strip()
 
 
-def paper_names(paper: str, run_models: Iterable[str], declared: Mapping[str, Mapping] | None) -> dict[str, set[str]]:
-    """``{run model: normalised names the paper may call it}``: the ``seed_name`` its
-    ``run.json`` entry declares, the ``seed_name`` of the packaged roster entries of ``paper``
-    (``seed001`` -> ``seed001.toml``, ``seed001-backbones.toml``) that bear its name, and its own
-    name.  Names are compared with case, spaces, ``-``, ``_`` and ``.`` ignored."""
+def _roster_names(paper: str) -> dict[str, set[str]]:
+    """``{roster entry name: {normalised seed_name}}`` over the packaged rosters of ``paper``
+    (``seed001`` -> ``seed001.toml``, ``seed001-backbones.toml``)."""
     from ..models.roster import load_roster, packaged_rosters
 
-    by_name: dict[str, set[str]] = {}
+    out: dict[str, set[str]] = {}
     for rname in packaged_rosters():
         if rname == paper or rname.startswith(paper + "-"):
             for e in load_roster(rname).entries:
                 if e.seed_name:
-                    by_name.setdefault(e.name, set()).add(_norm(e.seed_name))
+                    out.setdefault(e.name, set()).add(_norm(e.seed_name))
+    return out
+
+
+def paper_names(paper: str, run_models: Iterable[str], declared: Mapping[str, Mapping] | None) -> dict[str, set[str]]:
+    """``{run model: normalised names the paper may call it}``: the ``seed_name`` its
+    ``run.json`` entry declares, the ``seed_name`` of the packaged roster entries of ``paper``
+    (:func:`_roster_names`) that bear its name, and its own name.  Names are compared with case,
+    spaces, ``-``, ``_`` and ``.`` ignored."""
+    by_name = _roster_names(paper)
     out = {}
     for m in run_models:
         names = {_norm(m)} | by_name.get(m, set())
@@ -177,7 +184,9 @@ def compare(published: list[PublishedNumber], rows: list[ScoreRow],
     run = _index(rows)
     paper = published[0].seed if published else ""
     names = paper_names(paper, run.models, declared)
-    paper_models = {_norm(p.model) for p in published}
+    # the paper's models: those its numbers name and those its packaged rosters list
+    paper_models = {_norm(p.model) for p in published} - {"human", "all"}
+    paper_models |= set().union(*_roster_names(paper).values()) if paper else set()
     n_paper_models = sum(1 for m in run.models if names[m] & paper_models)
     settings_cache: dict[str, tuple] = {}
     out = []
