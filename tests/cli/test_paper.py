@@ -59,6 +59,10 @@ def test_paper_prints_published_numbers_beside_the_runs_and_what_it_cannot_cover
                 "no perceptbench task"):
         assert why in out
     assert "salbench.detection.nat: Claude-sonnet" in out  # grouped: one line per task and paper model
+    assert "the run's tasks: salbench.detection.nat, salbench.detection.nat@shots=3; its models: mine, qwen2-vl-2b" in out
+    every = cli("paper", "seed001", planted_run, "--all", columns=250, torch="unimported").stdout
+    # --all: one line per number: Claude-sonnet on NAT detection = Table 1 (1) + Table A.1 (exact match, mean F1, 7 F1s)
+    assert sum("Claude-sonnet" in l and "model not in run" in l for l in every.splitlines()) == 1 + 9
 
 
 def test_paper_json_and_csv_give_every_number_with_its_status(planted_run):

@@ -41,9 +41,10 @@ def paper(
     if not run.exists():
         fail(f"{run}: no such run directory")
     try:
-        comparisons = compare_run(seed, run)
+        result = compare_run(seed, run)
     except (ValueError, RecordError) as e:
         fail(e)
+    comparisons = result.comparisons
     if fmt == "json":
         sys.stdout.write(json.dumps([_clean(c.as_dict()) for c in comparisons], indent=1) + "\n")
     elif fmt == "csv":
@@ -54,7 +55,7 @@ def paper(
         w.writerows({k: ("" if v is None else v) for k, v in r.items()} for r in rows)
         sys.stdout.write(buf.getvalue())
     else:
-        _print_table(seed, run, comparisons, every)
+        _print_table(seed, run, result, every)
 
 
 def _clean(d: dict) -> dict:
@@ -69,15 +70,18 @@ def _num(x) -> str:
     return f"{x:.3f}"
 
 
-def _print_table(seed: str, run: Path, comparisons, every: bool) -> None:
+def _print_table(seed: str, run: Path, result, every: bool) -> None:
     from collections import Counter
 
     from ..reports.paper import STATUSES, uncovered_groups
 
+    comparisons = result.comparisons
     paper_id = comparisons[0].published.seed if comparisons else seed
     counts = Counter(c.status for c in comparisons)
     console.print(f"{escape(paper_id)}: {len(comparisons)} published numbers vs run {escape(str(run))}: "
                   + ", ".join(f"{counts[s]} {s}" for s in STATUSES if counts[s]), highlight=False)
+    console.print(f"the run's tasks: {escape(', '.join(result.run_tasks) or 'none')}; its models: "
+                  f"{escape(', '.join(result.run_models) or 'none')}", highlight=False)
     covered = [c for c in comparisons if c.covered]
     if covered:
         t = Table(title="published numbers the run covers (difference = run - paper; paper values in "

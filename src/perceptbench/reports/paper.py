@@ -40,7 +40,8 @@ from typing import Iterable, Mapping
 from ..core.rows import ScoreRow
 from ..published import PublishedNumber
 
-__all__ = ["STATUSES", "Comparison", "compare", "compare_run", "paper_names", "task_settings"]
+__all__ = ["STATUSES", "Comparison", "RunComparison", "compare", "compare_run", "paper_names", "task_settings",
+           "uncovered_groups"]
 
 STATUSES = ("compared", "different population", "different setting", "metric not computed", "model not in run",
             "task not run", "no perceptbench task")
@@ -265,7 +266,17 @@ def _population_reason(p: PublishedNumber, n_paper_models: int, sep: str = "") -
     return f"{sep}the paper's value is over its {p.population}; the run has {n_paper_models} of them"
 
 
-def compare_run(paper: str, run: str | Path) -> list[Comparison]:
+@dataclass
+class RunComparison:
+    """:func:`compare_run`'s answer: the comparisons, and the run's task ids and model names (the
+    respondents that are neither human nor aggregate), for the header of a printout."""
+
+    comparisons: list[Comparison]
+    run_tasks: list[str]
+    run_models: list[str]
+
+
+def compare_run(paper: str, run: str | Path) -> RunComparison:
     """:func:`compare` for a packaged paper (or a published-number file) and a run directory (or
     its ``records.jsonl``): the run's ``scores.json`` when current, else its records scored again,
     and ``run.json``'s ``models``.  Raises ValueError for an unknown paper, RecordError for a
@@ -284,7 +295,9 @@ def compare_run(paper: str, run: str | Path) -> list[Comparison]:
             declared = json.loads(rj.read_text()).get("models")
         except (json.JSONDecodeError, AttributeError):
             declared = None
-    return compare(published, data.scores, declared if isinstance(declared, Mapping) else None)
+    idx = _index(data.scores)
+    return RunComparison(compare(published, data.scores, declared if isinstance(declared, Mapping) else None),
+                         sorted({t for ts in idx.tasks.values() for t in ts}), idx.models)
 
 
 def uncovered_groups(comparisons: list[Comparison]) -> list[tuple[str, str, int, str]]:
