@@ -86,3 +86,22 @@ def test_an_unknown_paper_names_the_packaged_ones():
     with pytest.raises(ValueError, match="packaged: geirhos2019, seed000, seed001, seed002"):
         load_published("seed009")
     assert load_published("0") == load_published("seed000") == load_published(str(PUBLISHED_DIR / "seed000.csv"))
+
+
+def test_only_the_paper_comparison_reads_the_published_numbers():
+    """The published numbers are never used in a computation: no module but the comparison
+    (reports/paper.py) imports perceptbench.published."""
+    import ast
+    from pathlib import Path
+
+    import perceptbench
+
+    root = Path(perceptbench.__file__).parent
+    readers = set()
+    for f in root.rglob("*.py"):
+        for node in ast.walk(ast.parse(f.read_text(encoding="utf-8"))):
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import) else
+                     [("." * node.level) + (node.module or "")] if isinstance(node, ast.ImportFrom) else [])
+            if any(n.endswith("published") or n.endswith("published.") for n in names):
+                readers.add(f.relative_to(root).as_posix())
+    assert readers == {"reports/paper.py"}
