@@ -36,7 +36,7 @@ PACKAGE = "perceptbench"
 #: wins.  ``__init__`` is the package ``perceptbench`` itself.
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("core", "seeding"),
-    ("metrics", "records", "sources"),
+    ("metrics", "records", "sources", "published"),
     ("provenance", "record_table", "runs", "stimuli", "readouts", "models"),
     ("external",),
     ("scorers", "vsi", "vsi.samples", "vsi.cells", "vsi.scoring"),
