@@ -176,8 +176,10 @@ class CueConflictTask(GeirhosClassificationTask):
     Images: the 1,200 of the 1,280 release images whose shape and texture classes differ (the 80
     same-class images are left out, as model-vs-human does, ``modelvshuman/plotting/analyses.py``
     ``ShapeBias.analysis``), read from the setting ``images=DIR`` (a location setting: not part
-    of the task id); without it, or with any image missing, the task refuses in one line naming
-    what to download.  Ground truth = the shape class (so ``accuracy`` and the kappas of the
+    of the task id) or, without it, from the directory ``perceptbench sources fetch
+    geirhos2019-cue-conflict`` downloads them into (:func:`~perceptbench.stimuli.cue_conflict.default_images_dir`,
+    checked against the sha256 manifest written at download); with any image missing, the task
+    refuses in one line naming what to download.  Ground truth = the shape class (so ``accuracy`` and the kappas of the
     human panel are about shape decisions); ``run_meta.texture`` the texture class.
     Split: per shape class, a seeded permutation (``rng_for(seed, base_id, "split", class)``) of
     its cue-conflict images sorted by id; the first half (rounded down) probe-train, the rest test.
@@ -192,12 +194,13 @@ class CueConflictTask(GeirhosClassificationTask):
     principle = "shape_bias"
     experiment = cue_conflict.EXPERIMENT
     description = ("16-way choice on Geirhos et al. cue-conflict (style-transfer) images: shape bias vs 10 observers, "
-                   "with the paper's CNN trials as published:* respondents; needs images=DIR")
+                   "with the paper's CNN trials as published:* respondents; needs the images: "
+                   "`perceptbench sources fetch geirhos2019-cue-conflict` or images=DIR")
     prompt_text = ("What object is shown in this image? Choose exactly one: " + ", ".join(geirhos.CLASSES) + ".")
     human_ref_id = "geirhos2019.cue-conflict.modal"
     human_data = ("yes: each of 10 observers' answer to every cue-conflict image (Geirhos et al. 2019, raw trials; "
                   "shape bias per observer, their mean and range); the paper's AlexNet, GoogLeNet and VGG-16 trials as "
-                  "published:* records; the images themselves must be downloaded (images=DIR)")
+                  "published:* records; the images themselves must be downloaded (sources fetch, or images=DIR)")
     human_prompt_id = "geirhos2019.style-transfer-512-nomask-experiment"
     human_raw_ref_id = "geirhos2019.cue-conflict.raw"
     defaults = {"images": ""}
