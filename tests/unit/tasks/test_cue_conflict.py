@@ -108,7 +108,7 @@ def test_the_task_is_opt_in_and_listed():
     block = p.stdout[p.stdout.index(TASK + "\n"):]
     block = block[:block.index("description:")]
     assert "human data: yes: each of 10 observers' answer to every cue-conflict image" in " ".join(block.split())
-    assert "default run" not in block
+    assert "battery: full" in block
 
 
 # --------------------------------------------------------------------------- the download (sources fetch)
