@@ -9,6 +9,7 @@ same options, check them with the same messages and write the same files:
 option             command line                          Python
 =================  ====================================  ===========================================
 tasks, models      ``--task``, ``--model`` (repeatable)  ``tasks=[...]``, ``models=[...]``
+battery            ``--battery default|full``            ``battery="full"``
 seed               ``--seed``                            ``seed=``
 batch size         ``--batch-size``                      ``batch_size=``
 stimuli            ``--stimulus`` (repeatable)           ``stimuli=[...]``
@@ -101,6 +102,20 @@ class RunOptions:
     roster: str | None = None
     """A packaged roster's name or a roster file (:func:`perceptbench.models.roster.load_roster`):
     its models run before ``models``."""
+    battery: str | None = None
+    """A named task set (:data:`perceptbench.tasks.registry.BATTERIES`: ``default``, ``full``) run
+    before ``tasks``; ``None``: ``tasks``, or the default battery when no task is given."""
+
+    def task_ids(self) -> tuple[str, ...]:
+        """The tasks this run runs: the battery's, then ``tasks`` not already in it; with neither,
+        the default battery."""
+        from .tasks.registry import DEFAULT_BATTERY, battery_tasks
+
+        tasks = tuple(self.tasks) if self.tasks is not None else ()
+        if self.battery is None:
+            return tasks if self.tasks is not None else DEFAULT_BATTERY
+        first = battery_tasks(self.battery)
+        return first + tuple(t for t in tasks if t not in first)
 
     def check(self) -> None:
         """ValueError (one line naming the option and the value) for a bad parser mode,
@@ -110,6 +125,10 @@ class RunOptions:
             raise ValueError(f"cache mode {self.cache!r}: must be one of {', '.join(CACHE_MODES)}")
         if self.executor not in EXECUTORS:
             raise ValueError(f"--executor {self.executor!r}: not 'local' or 'ray'")
+        if self.battery is not None:
+            from .tasks.registry import battery_tasks
+
+            battery_tasks(self.battery)
         self.runtime().check_names()
 
     def runtime(self):
@@ -173,11 +192,13 @@ def run(out: str | Path, options: RunOptions, *, progress: bool = False, console
     written trial is kept)."""
     from .runner import RunConfig, run as run_tasks
     from .scoring import score_file
-    from .tasks.registry import DEFAULT_BATTERY
+    from .tasks.registry import check_battery
 
     from .models.roster import check_available, declared_models, load_roster
 
     options.check()
+    if options.battery is not None:
+        check_battery(options.battery, options.seed)
     rd = RunDir(out)
     why = rd.foreign_reason()
     if why:
@@ -189,7 +210,7 @@ def run(out: str | Path, options: RunOptions, *, progress: bool = False, console
     meta = declared_models(models, roster)
     if roster is not None and not rd.has_records():  # a new run loads every model: all missing ones in one line
         check_available(roster)
-    cfg = RunConfig(out=rd.root, tasks=tuple(options.tasks) if options.tasks is not None else DEFAULT_BATTERY,
+    cfg = RunConfig(out=rd.root, tasks=options.task_ids(),
                     models=models, seed=options.seed, batch_size=options.batch_size, stimuli=tuple(options.stimuli),
                     cache_mode=options.cache, allow_mixed=options.allow_mixed, model_meta=meta,
                     runtime=options.runtime(),

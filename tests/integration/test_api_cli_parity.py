@@ -30,7 +30,7 @@ def test_every_run_option_is_a_python_argument_and_a_cli_flag():
                "families": ("families", "--family"), "conditions": ("conditions", "--condition"),
                "device": ("device", "--device"), "dtype": ("dtype", "--dtype"),
                "attn_implementation": ("attn_implementation", "--attn-implementation"),
-               "roster": ("roster", "--roster")}
+               "roster": ("roster", "--roster"), "battery": ("battery", "--battery")}
     ray = {"address": ("ray_address", "--ray-address"), "gpus_per_model": ("gpus_per_model", "--gpus-per-model"),
            "workers": ("ray_workers", "--ray-workers"), "chunk_size": ("chunk_size", "--chunk-size")}
     fields = {f for f in RunOptions.__dataclass_fields__ if f != "ray"}
@@ -45,6 +45,7 @@ def test_every_run_option_is_a_python_argument_and_a_cli_flag():
 @pytest.mark.parametrize("bad, message", [({"parser": "loose"}, "--parser 'loose'"),
                                           ({"cache": "sometimes"}, "cache mode 'sometimes'"),
                                           ({"executor": "slurm"}, "--executor 'slurm'"),
+                                          ({"battery": "huge"}, "--battery 'huge': must be one of default, full"),
                                           ({"dtype": "float8"}, "--dtype 'float8': must be one of float32, "
                                                                 "bfloat16, float16"),
                                           ({"attn_implementation": "fast"}, "--attn-implementation 'fast'"),

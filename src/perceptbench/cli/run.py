@@ -18,6 +18,12 @@ from .tables import print_scores, print_signal_table
 def run(
     out: Path = typer.Option(Path("runs/default"), help="Run directory (records.jsonl, scores.csv)."),
     task: Optional[List[str]] = typer.Option(None, "--task", help="Task id (repeatable). Default: the Gestalt battery."),
+    battery: Optional[str] = typer.Option(None, "--battery", help="A named task set run before any --task: default "
+                                          "(the Gestalt battery, what runs with no --task) or full (default + the "
+                                          "mark shape/size/bivariate kernels, closure on edges and shape bias on "
+                                          "cue conflict, whose images `perceptbench sources fetch "
+                                          "geirhos2019-cue-conflict` downloads). `perceptbench tasks` lists each "
+                                          "task's battery."),
     model: Optional[List[str]] = typer.Option(None, "--model", help="[SHORT[KEY=VALUE,...]=]SPEC (repeatable; the "
                                               "bracket declares family, objective, params, vision_tower, access, "
                                               "architecture). Default: efficientnet-lite0."),
@@ -80,7 +86,7 @@ def run(
                          executor=executor, ray=RayOptions(ray_address, gpus_per_model, ray_workers, chunk_size),
                          allow_mixed=allow_mixed, families=families_option(family),
                          conditions=tuple(condition) if condition else None, device=device, dtype=dtype,
-                         attn_implementation=attn_implementation, roster=roster)
+                         attn_implementation=attn_implementation, roster=roster, battery=battery)
     check_out(out, "run")
     rd = RunDir(out)
     before = rd.count_records()
