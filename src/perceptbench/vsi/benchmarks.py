@@ -288,6 +288,14 @@ class VSIHallusionBench(VSIExternalTask):
         return super().score(records, seed) + hallusionbench_rows(self.task_id, records, seed,
                                                                   self.params["no_image"] == "1")
 
+    def score_judged(self, records: list, seed: int, judgments: dict) -> list:
+        """A judge model's reading (``perceptbench run --judge``): the ``hallusionbench.*@judge``
+        rows (:func:`perceptbench.vsi.native.hallusionbench_judge_rows`) from ``judgments``
+        (``{trial_id: judgment}``, :func:`perceptbench.vsi.judge.read_judgments`)."""
+        from .native import hallusionbench_judge_rows
+
+        return hallusionbench_judge_rows(self.task_id, records, seed, self.params["no_image"] == "1", judgments)
+
     def load(self, seed: int) -> list:
         from ..external.hallusionbench import load_hallusionbench
 
