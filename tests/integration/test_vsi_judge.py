@@ -32,15 +32,24 @@ def _verdict_for(body) -> str:
     return "I cannot say." if "China, Hongkong" not in text and "importing" in text else "Incorrect"
 
 
-def test_run_with_a_judge_adds_the_judge_rows_beside_unchanged_rule_based_rows(tmp_path):
+@pytest.fixture(scope="module")
+def tiny_llava(tmp_path_factory):
     from perceptbench.testing.tiny_vlm import build_tiny_llava
 
-    vlm = build_tiny_llava(tmp_path / "tiny-llava", init_range=1.0)
+    return build_tiny_llava(tmp_path_factory.mktemp("judge") / "tiny-llava", init_range=1.0)
+
+
+def _hb_images(root) -> None:
     for r in json.loads(HB_JSON.read_text()):
         if r["filename"]:
-            p = tmp_path / "hb" / r["filename"].removeprefix("./")
+            p = root / r["filename"].removeprefix("./")
             p.parent.mkdir(parents=True, exist_ok=True)
             Image.new("RGB", (64, 48), (200, 30, 30)).save(p)
+
+
+def test_run_with_a_judge_adds_the_judge_rows_beside_unchanged_rule_based_rows(tiny_llava, tmp_path):
+    vlm = tiny_llava
+    _hb_images(tmp_path / "hb")
     task = f"vsi.hallusionbench@images={tmp_path / 'hb'},questions={HB_JSON},perturbation=whole,verbal_conf=0"
     out = tmp_path / "run"
     env = {"PERCEPTBENCH_RESPONSE_CACHE": str(tmp_path / "cache")}
@@ -96,3 +105,27 @@ def test_run_with_a_judge_adds_the_judge_rows_beside_unchanged_rule_based_rows(t
     assert "rule-based reading (the default)" in rule and "@judge" not in rule
     assert "HallusionBench (judge reading)" in judge_table and "Judge: gpt (" in judge_table
     assert "hallusionbench.aAcc@judge" in judge_table
+
+
+def test_a_local_hf_vlm_asked_without_an_image_is_a_judge_too(tiny_llava, tmp_path):
+    """``--judge hf:DIR``: a local VLM reads the judge prompt as text only; its raw replies (whatever
+    a random-weight model says) are recorded with their verdicts and the weights' version."""
+    from perceptbench.models.registry import load_model
+    from perceptbench.records import read_records
+    from perceptbench.tasks import get_task
+    from perceptbench.vsi.judge import judge_run, parse_verdict, read_judgments
+
+    _hb_images(tmp_path / "hb")
+    task = f"vsi.hallusionbench@images={tmp_path / 'hb'},questions={HB_JSON},perturbation=whole,verbal_conf=0"
+    out = tmp_path / "run"
+    p = cli("run", "--model", f"llava=hf:{tiny_llava}", "--task", task, "--condition", "image", "--condition",
+            "image_withheld", "--out", str(out), "--no-progress", env={"PERCEPTBENCH_RESPONSE_CACHE": str(tmp_path / "cache")})
+    assert p.returncode == 0, p.stdout + p.stderr
+    written, failed = judge_run(out, f"tj=hf:{tiny_llava}", [get_task(task)], 0, read_records(out / "records.jsonl"),
+                                load_model)
+    assert (written, failed) == (9, 0)
+    got = read_judgments(out / "judgments.jsonl")
+    assert len(got) == 9
+    for j in got.values():
+        assert isinstance(j["reply"], str) and j["verdict"] == parse_verdict(j["reply"])
+        assert j["judge"] == "tj" and "sha256" in j["judge_version"]
