@@ -329,3 +329,32 @@ def test_scoring_adds_the_judge_rows_after_the_rule_based_rows_unchanged():
     judged = score_records(recs, seed=0, judgments=_hb_judgments(recs))
     assert judged[:len(plain)] == plain
     assert judged[len(plain):] and all(r.metric.endswith("@judge") for r in judged[len(plain):])
+
+
+def test_mmvp_per_pattern_pair_and_question_accuracy_from_a_pattern_map(tmp_path):
+    """``vsi.mmvp@patterns=FILE`` (a made-up map of the fixture's two pairs: no public map exists)."""
+    pytest.importorskip("datasets")
+    from perceptbench.external.mmvp import load_mmvp
+
+    task = get_task("vsi.mmvp")
+    m = tmp_path / "patterns.csv"
+    m.write_text("Index,Type\n1,Texts\n2,Texts\n3,Color and Appearance\n4,Color and Appearance\n")
+    stim = load_mmvp(FIXTURES / "mmvp" / "release", patterns=m)
+    # truths 1 A, 2 B, 3 B, 4 A; answers A, B, A, A: pair 1 (Texts) both right; pair 2 (Color) only Index 4 right
+    recs = [_answer(task, s.stimulus_id, s.meta, s.answer, a) for s, a in zip(stim, "ABAA")]
+    v = _values(mmvp_rows(task.task_id, recs, seed=0))
+    expect = {"mmvp.pair_accuracy": 1 / 2, "mmvp.question_accuracy": 3 / 4,
+              "mmvp.pair_accuracy[Texts]": 1.0, "mmvp.question_accuracy[Texts]": 1.0,
+              "mmvp.pair_accuracy[Color and Appearance]": 0.0, "mmvp.question_accuracy[Color and Appearance]": 1 / 2}
+    assert {k: v[k].value for k in expect} == pytest.approx(expect)
+    r = v["mmvp.question_accuracy[Color and Appearance]"]
+    assert r.n == 1 and r.ci_low <= r.value <= r.ci_high  # one pair: the bootstrap unit
+    assert "mmvp.pair_accuracy[pattern]" not in v  # the "no pattern" row only when nothing is labelled
+
+
+def test_the_mmvp_pattern_map_is_a_task_setting_named_by_its_content(tmp_path):
+    m = tmp_path / "patterns.csv"
+    m.write_text("Index,Type\n1,Texts\n2,Texts\n")
+    t = get_task(f"vsi.mmvp@source={FIXTURES / 'mmvp' / 'release'},patterns={m}")
+    assert "patterns=sha256:" in t.task_id and str(tmp_path) not in t.task_id
+    assert get_task("vsi.mmvp").task_id == "vsi.mmvp"

@@ -351,8 +351,10 @@ def mmvp_rows(tid: str, records: Sequence[TrialRecord], seed: int) -> list[Score
                                                   1), len(c), n_null, seed, note, "no answers")
         if not patterns:
             rows.append(ScoreRow(tid, m, "mmvp.pair_accuracy[pattern]", math.nan, None, None, 0, None,
-                                 "the source labels no visual pattern (the released Questions.csv has none): give "
-                                 "source= a copy with a Type column to score the nine patterns"))
+                                 "the source labels no visual pattern: the released Questions.csv and the hub copies "
+                                 "have no Type column and no public per-question map exists (docs/metrics.md, MMVP "
+                                 "visual patterns); give patterns=FILE (a CSV map Index,Type) or source= a copy with "
+                                 "a Type column to score the nine patterns"))
     return rows
 
 
