@@ -14,7 +14,7 @@ Images ``2k-1`` and ``2k`` form pair ``k`` (``meta["pair"]``, 1-based).  A patte
 (``Type`` / ``type`` / ``pattern``, one of the paper's nine visual patterns), when the copy has
 one, is kept as ``meta["pattern"]``; the released ``Questions.csv`` and the hub copies have none,
 and no public per-question map of the 300 questions to the nine patterns exists (the authors
-categorised the questions for the paper's Fig. 6 without releasing the map: tsb0601/MMVP issue 3;
+categorised the questions for the paper's Fig. 6; the repository holds no such map: tsb0601/MMVP issue 3;
 what was searched: docs/metrics.md, "MMVP visual patterns").  A map a user holds can be given as
 a CSV file (``patterns=FILE``, :func:`read_pattern_map`); nothing here invents one.
 

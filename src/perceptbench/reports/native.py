@@ -22,7 +22,8 @@ BENCHMARKS = (
      "its own, never mixed into this one."),
     ("mmvp", "MMVP", "vsi.mmvp",
      "Tong et al. 2024: pair_accuracy = both questions of a CLIP-blind pair right (the paper's headline); "
-     "question_accuracy; per visual pattern when the source labels them. Labels of Index 99, 100, 279, 280 "
+     "question_accuracy; per visual pattern when the questions carry one (a Type column, or patterns=FILE: no public "
+     "map of the 300 questions exists). Labels of Index 99, 100, 279, 280 "
      "corrected unless corrections=0. 95% CI over pairs."),
     ("mmstar", "MMStar", "vsi.mmstar",
      "Chen et al. 2024: accuracy overall, per core capability and per axis (an unparseable answer is wrong); "
