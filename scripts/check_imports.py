@@ -41,7 +41,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("external",),
     ("scorers", "vsi", "vsi.samples", "vsi.cells", "vsi.scoring"),
     ("tasks", "vsi.protocol", "vsi.benchmarks"),
-    ("respond", "runner", "executors", "vsi.respondent", "vsi.features"),
+    ("respond", "runner", "executors", "vsi.respondent", "vsi.features", "vsi.judge"),
     ("scoring", "analyses", "vsi.analysis", "vsi.probe", "vsi.suite"),
     ("reports",),
     ("api", "python_api", "testing"),

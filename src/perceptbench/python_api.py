@@ -55,7 +55,7 @@ def run(out: str | Path, tasks: Sequence[str] | None = None, models: Sequence[st
         allow_mixed: bool = False, families: Mapping[str, str] | None = None,
         conditions: Sequence[str] | None = None, device: str = "cpu", dtype: str | None = None,
         attn_implementation: str | None = None, roster: str | None = None,
-        battery: str | None = None) -> "pd.DataFrame":
+        battery: str | None = None, judge: str | None = None) -> "pd.DataFrame":
     """Run tasks x models into the run directory ``out``, score it, return the scores.
 
     The same orchestration as ``perceptbench run`` (:func:`perceptbench.api.run`), with the
@@ -79,7 +79,9 @@ def run(out: str | Path, tasks: Sequence[str] | None = None, models: Sequence[st
     or a roster file (``--roster``), whose models run before ``models``; ``battery``: ``"default"``
     or ``"full"`` (``--battery``), a named task set run before ``tasks``
     (:data:`perceptbench.tasks.registry.BATTERIES`; ``full`` refuses in one line while the
-    cue-conflict images are not fetched).
+    cue-conflict images are not fetched); ``judge``: ``[SHORT=]SPEC``
+    of a judge model that reads every HallusionBench answer (``--judge``,
+    :mod:`perceptbench.vsi.judge`: ``judgments.jsonl`` and the ``hallusionbench.*@judge`` rows).
 
     Returns the scores as a DataFrame (:func:`scores_frame`).  Raises KeyError (unknown
     task), ValueError (bad option or setting, a different seed than ``out`` holds, ``out`` an
@@ -93,7 +95,7 @@ def run(out: str | Path, tasks: Sequence[str] | None = None, models: Sequence[st
                          parser=parser, cache=cache, executor=executor,
                          ray=RayOptions(ray_address, gpus_per_model, ray_workers, chunk_size),
                          allow_mixed=allow_mixed, families=families, conditions=conditions, device=device,
-                         dtype=dtype, attn_implementation=attn_implementation, roster=roster, battery=battery)
+                         dtype=dtype, attn_implementation=attn_implementation, roster=roster, battery=battery, judge=judge)
     return scores_frame(run_and_score(out, options, progress=progress).rows)
 
 
