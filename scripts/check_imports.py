@@ -36,12 +36,12 @@ PACKAGE = "perceptbench"
 #: wins.  ``__init__`` is the package ``perceptbench`` itself.
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("core", "seeding"),
-    ("metrics", "records", "sources"),
+    ("metrics", "records", "sources", "published"),
     ("provenance", "record_table", "runs", "stimuli", "readouts", "models"),
     ("external",),
     ("scorers", "vsi", "vsi.samples", "vsi.cells", "vsi.scoring"),
     ("tasks", "vsi.protocol", "vsi.benchmarks"),
-    ("respond", "runner", "executors", "vsi.respondent", "vsi.features"),
+    ("respond", "runner", "executors", "vsi.respondent", "vsi.features", "vsi.judge"),
     ("scoring", "analyses", "vsi.analysis", "vsi.probe", "vsi.pooled", "vsi.suite"),
     ("reports",),
     ("api", "python_api", "testing"),

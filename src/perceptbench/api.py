@@ -9,6 +9,7 @@ same options, check them with the same messages and write the same files:
 option             command line                          Python
 =================  ====================================  ===========================================
 tasks, models      ``--task``, ``--model`` (repeatable)  ``tasks=[...]``, ``models=[...]``
+battery            ``--battery default|full``            ``battery="full"``
 seed               ``--seed``                            ``seed=``
 batch size         ``--batch-size``                      ``batch_size=``
 stimuli            ``--stimulus`` (repeatable)           ``stimuli=[...]``
@@ -101,6 +102,25 @@ class RunOptions:
     roster: str | None = None
     """A packaged roster's name or a roster file (:func:`perceptbench.models.roster.load_roster`):
     its models run before ``models``."""
+    battery: str | None = None
+    """A named task set (:data:`perceptbench.tasks.registry.BATTERIES`: ``default``, ``full``) run
+    before ``tasks``; ``None``: ``tasks``, or the default battery when no task is given."""
+
+    judge: str | None = None
+    """``[SHORT=]SPEC`` of a judge model for HallusionBench's judge reading (``--judge``,
+    :mod:`perceptbench.vsi.judge`): after the trials, it reads every HallusionBench answer into
+    ``judgments.jsonl``, scored as the ``hallusionbench.*@judge`` rows.  ``None``: no judge."""
+
+    def task_ids(self) -> tuple[str, ...]:
+        """The tasks this run runs: the battery's, then ``tasks`` not already in it; with neither,
+        the default battery."""
+        from .tasks.registry import DEFAULT_BATTERY, battery_tasks
+
+        tasks = tuple(self.tasks) if self.tasks is not None else ()
+        if self.battery is None:
+            return tasks if self.tasks is not None else DEFAULT_BATTERY
+        first = battery_tasks(self.battery)
+        return first + tuple(t for t in tasks if t not in first)
 
     def check(self) -> None:
         """ValueError (one line naming the option and the value) for a bad parser mode,
@@ -110,6 +130,10 @@ class RunOptions:
             raise ValueError(f"cache mode {self.cache!r}: must be one of {', '.join(CACHE_MODES)}")
         if self.executor not in EXECUTORS:
             raise ValueError(f"--executor {self.executor!r}: not 'local' or 'ray'")
+        if self.battery is not None:
+            from .tasks.registry import battery_tasks
+
+            battery_tasks(self.battery)
         self.runtime().check_names()
 
     def runtime(self):
@@ -173,11 +197,13 @@ def run(out: str | Path, options: RunOptions, *, progress: bool = False, console
     written trial is kept)."""
     from .runner import RunConfig, run as run_tasks
     from .scoring import score_file
-    from .tasks.registry import DEFAULT_BATTERY
+    from .tasks.registry import check_battery
 
     from .models.roster import check_available, declared_models, load_roster
 
     options.check()
+    if options.battery is not None:
+        check_battery(options.battery, options.seed)
     rd = RunDir(out)
     why = rd.foreign_reason()
     if why:
@@ -189,7 +215,8 @@ def run(out: str | Path, options: RunOptions, *, progress: bool = False, console
     meta = declared_models(models, roster)
     if roster is not None and not rd.has_records():  # a new run loads every model: all missing ones in one line
         check_available(roster)
-    cfg = RunConfig(out=rd.root, tasks=tuple(options.tasks) if options.tasks is not None else DEFAULT_BATTERY,
+    judged_tasks = _judged_tasks(options, rd)  # a bad --judge fails before anything is written
+    cfg = RunConfig(out=rd.root, tasks=options.task_ids(),
                     models=models, seed=options.seed, batch_size=options.batch_size, stimuli=tuple(options.stimuli),
                     cache_mode=options.cache, allow_mixed=options.allow_mixed, model_meta=meta,
                     runtime=options.runtime(),
@@ -197,6 +224,8 @@ def run(out: str | Path, options: RunOptions, *, progress: bool = False, console
     summary = run_tasks(cfg, progress=progress, console=console, executor=options.executor,
                         ray_options=options.ray.as_kwargs() if options.executor == "ray" else None,
                         **({} if progress_every is None else {"progress_every": progress_every}))
+    if judged_tasks:
+        _judge(rd, options, judged_tasks, console if progress else None)
     scores_csv = rd.scores_for(options.parser)
     declared = _declared_models(rd)
     if declared:
@@ -205,6 +234,49 @@ def run(out: str | Path, options: RunOptions, *, progress: bool = False, console
                       families=_families(declared_families_of([rd.records]), options.families),
                       models=declared or None)
     return RunResult(summary, rows, rd, scores_csv)
+
+
+def _judged_tasks(options: RunOptions, rd: RunDir) -> list:
+    """The HallusionBench tasks ``options.judge`` reads (none without a judge).  ValueError (one
+    line) for a judge spec that names no model kind, a run without a HallusionBench task, or a
+    run directory whose ``judgments.jsonl`` holds another judge's verdicts."""
+    if not options.judge:
+        return []
+    from .models.registry import parse_model_arg
+    from .tasks import get_task
+    from .vsi.judge import BENCHMARK, check_same_judge, judgments_path, read_judgments
+
+    name, _ = parse_model_arg(options.judge)
+    tasks = [get_task(t) for t in options.task_ids()]
+    hb = [t for t in tasks if t.task_id.split("@", 1)[0] == BENCHMARK]
+    if not hb:
+        raise ValueError(f"--judge {options.judge}: the judge reads HallusionBench answers, and this run has no "
+                         f"{BENCHMARK} task (--task {BENCHMARK}@images=DIR)")
+    path = judgments_path(rd.root)
+    check_same_judge(read_judgments(path), name, None, path)
+    return hb
+
+
+def _judge(rd: RunDir, options: RunOptions, tasks: list, console) -> None:
+    """Run the judge of ``options.judge`` over the run's HallusionBench answers
+    (:func:`perceptbench.vsi.judge.judge_run`), printing what it does on ``console``."""
+    import functools
+
+    from .models.registry import load_model
+    from .records import read_records
+    from .vsi.judge import judge_run
+
+    announce = None
+    if console is not None:
+        from rich.markup import escape
+
+        announce = lambda line: console.print(escape(line), highlight=False)  # noqa: E731
+    written, failed = judge_run(rd.root, options.judge, tasks, options.seed, read_records(rd.records),
+                                functools.partial(load_model, runtime=options.runtime()),
+                                batch_size=options.batch_size or 8, announce=announce)
+    if announce is not None and written:
+        announce(f"judge: {written} verdicts written to {rd.root / 'judgments.jsonl'}"
+                 + (f" ({failed} without a reply: a rerun asks them again)" if failed else ""))
 
 
 def _declared_models(rd: RunDir) -> dict:
@@ -261,8 +333,9 @@ def score(records_files: Sequence[Path], out: str | Path | None = None, *, seed:
           parser: str = "default", families: Mapping[str, str] | None = None) -> list["ScoreRow"]:
     """Score records files (see :func:`perceptbench.runs.records_path`) from the records alone.
 
-    One file: scored with the VSI probe features beside it (``features/``); several: merged
-    by trial id first (:func:`perceptbench.runs.load_runs`; no features).  ``out``: the
+    One file: scored with the VSI probe features (``features/``) and a judge model's verdicts
+    (``judgments.jsonl``, :mod:`perceptbench.vsi.judge`) beside it; several: merged by trial id
+    first (:func:`perceptbench.runs.load_runs`; no features, no judge reading).  ``out``: the
     scores CSV to write (``.json`` beside it); ``None`` writes nothing.  Raises
     :class:`~perceptbench.records.RecordError`, ValueError (bad parser mode, ``out`` a
     directory), KeyError (unknown task in the records).  The VSI same- vs cross-family means
@@ -276,8 +349,12 @@ def score(records_files: Sequence[Path], out: str | Path | None = None, *, seed:
     meta = declared_models_of(records_files) or None
     if len(records_files) == 1 and out is not None:
         return score_file(records_files[0], out, seed, parser, fam, meta)
-    features = RunDir.beside(records_files[0]).features if len(records_files) == 1 else None
-    rows = score_records(load_runs(records_files), seed, parser, features, fam, meta)
+    from .vsi.judge import judgments_path, read_judgments
+
+    one = RunDir.beside(records_files[0]) if len(records_files) == 1 else None
+    features = one.features if one is not None else None
+    judgments = read_judgments(judgments_path(one.root)) if one is not None else None
+    rows = score_records(load_runs(records_files), seed, parser, features, fam, meta, judgments)
     if out is not None:
         write_scores(rows, out)
     return rows

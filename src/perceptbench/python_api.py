@@ -54,7 +54,8 @@ def run(out: str | Path, tasks: Sequence[str] | None = None, models: Sequence[st
         gpus_per_model: float = 0, ray_workers: int | None = None, chunk_size: int = 0,
         allow_mixed: bool = False, families: Mapping[str, str] | None = None,
         conditions: Sequence[str] | None = None, device: str = "cpu", dtype: str | None = None,
-        attn_implementation: str | None = None, roster: str | None = None) -> "pd.DataFrame":
+        attn_implementation: str | None = None, roster: str | None = None,
+        battery: str | None = None, judge: str | None = None) -> "pd.DataFrame":
     """Run tasks x models into the run directory ``out``, score it, return the scores.
 
     The same orchestration as ``perceptbench run`` (:func:`perceptbench.api.run`), with the
@@ -75,7 +76,12 @@ def run(out: str | Path, tasks: Sequence[str] | None = None, models: Sequence[st
     ``bfloat16``, ``float16``; local ``hf:`` VLMs, encoders run in float32),
     ``attn_implementation`` (``--device``, ``--dtype``, ``--attn-implementation``;
     :mod:`perceptbench.models.runtime`); ``roster``: a packaged roster's name
-    or a roster file (``--roster``), whose models run before ``models``.
+    or a roster file (``--roster``), whose models run before ``models``; ``battery``: ``"default"``
+    or ``"full"`` (``--battery``), a named task set run before ``tasks``
+    (:data:`perceptbench.tasks.registry.BATTERIES`; ``full`` refuses in one line while the
+    cue-conflict images are not fetched); ``judge``: ``[SHORT=]SPEC``
+    of a judge model that reads every HallusionBench answer (``--judge``,
+    :mod:`perceptbench.vsi.judge`: ``judgments.jsonl`` and the ``hallusionbench.*@judge`` rows).
 
     Returns the scores as a DataFrame (:func:`scores_frame`).  Raises KeyError (unknown
     task), ValueError (bad option or setting, a different seed than ``out`` holds, ``out`` an
@@ -89,7 +95,7 @@ def run(out: str | Path, tasks: Sequence[str] | None = None, models: Sequence[st
                          parser=parser, cache=cache, executor=executor,
                          ray=RayOptions(ray_address, gpus_per_model, ray_workers, chunk_size),
                          allow_mixed=allow_mixed, families=families, conditions=conditions, device=device,
-                         dtype=dtype, attn_implementation=attn_implementation, roster=roster)
+                         dtype=dtype, attn_implementation=attn_implementation, roster=roster, battery=battery, judge=judge)
     return scores_frame(run_and_score(out, options, progress=progress).rows)
 
 
@@ -147,18 +153,21 @@ def score(*runs: str | Path, seed: int | None = None, parser: str = "default",
 def list_tasks() -> "pd.DataFrame":
     """The tasks: one row per task with ``task_id``, ``principle``, ``track``,
     ``response_space``, ``encoder_readout``, ``settings`` (dict of defaults),
-    ``human_data`` (in words: ``yes: ...`` or ``no: ...``), ``human_ref_id``, ``default_run`` (bool), ``runnable`` (bool) and ``description``."""
+    ``human_data`` (in words: ``yes: ...`` or ``no: ...``), ``human_ref_id``, ``default_run`` (bool), ``battery`` (``default``, ``full`` or empty: the smallest
+    ``--battery`` that runs it), ``runnable`` (bool) and ``description``."""
     import pandas as pd
 
-    from .tasks.registry import DEFAULT_BATTERY, NOT_RUNNABLE, TASKS
+    from .tasks.registry import DEFAULT_BATTERY, NOT_RUNNABLE, TASKS, battery_of
 
     rows = [dict(task_id=c.base_id, principle=c.principle, track=c.track, response_space=c.response_space,
                  encoder_readout=c.encoder_readout, settings=dict(c.defaults), human_data=c().human_data,
                  human_ref_id=c().human_ref_id,
-                 default_run=c.base_id in DEFAULT_BATTERY, runnable=True, description=c.description)
+                 default_run=c.base_id in DEFAULT_BATTERY, battery=battery_of(c.base_id), runnable=True,
+                 description=c.description)
             for c in TASKS.values()]
     rows += [dict(task_id=t, principle=None, track=None, response_space=None, encoder_readout=None, settings={},
-                  human_data=None, human_ref_id=None, default_run=False, runnable=False, description=why)
+                  human_data=None, human_ref_id=None, default_run=False, battery="", runnable=False,
+                  description=why)
              for t, why in NOT_RUNNABLE.items()]
     return pd.DataFrame(rows)
 

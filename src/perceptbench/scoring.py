@@ -106,7 +106,7 @@ def prepare_records(records: list[TrialRecord], parser_mode: str = "default") ->
 def score_records(records: list[TrialRecord], seed: int | None = None, parser_mode: str = "default",
                   features_dir: str | os.PathLike | None = None,
                   families: dict[str, str] | None = None,
-                  models: dict[str, dict] | None = None) -> list[ScoreRow]:
+                  models: dict[str, dict] | None = None, judgments: dict[str, dict] | None = None) -> list[ScoreRow]:
     """Score every task present in ``records``.
 
     The bootstrap seed is ``seed`` if given, else the records' ``run_meta.seed`` (which
@@ -119,18 +119,21 @@ def score_records(records: list[TrialRecord], seed: int | None = None, parser_mo
     per-task rows; ``features_dir`` holds the cached probe features (``<run>/features``) for the
     encoder-LLM gap rows; ``families`` ({model: family}) tags model families for the same- vs
     cross-family agreement means; ``models`` ({model: declared metadata}, run.json ``models``)
-    feeds the per-family and per-objective cross-model summaries."""
+    feeds the per-family and per-objective cross-model summaries; ``judgments`` ({trial_id:
+    judgment}, :func:`perceptbench.vsi.judge.read_judgments`) a judge model's verdicts, scored by
+    the tasks that have a judge reading (``score_judged``: HallusionBench's ``@judge`` rows) after
+    their own rows."""
     by_task: dict[str, list[TrialRecord]] = defaultdict(list)
     for r in records:
         by_task[r.task_id].append(r)
     return _score_tasks(((t, by_task.pop(t)) for t in sorted(by_task)), seed, parser_mode, features_dir,
-                        families, models)
+                        families, models, judgments)
 
 
 def _score_tasks(tasks, seed: int | None, parser_mode: str,
                  features_dir: str | os.PathLike | None,
                  families: dict[str, str] | None = None,
-                 models: dict[str, dict] | None = None) -> list[ScoreRow]:
+                 models: dict[str, dict] | None = None, judgments: dict[str, dict] | None = None) -> list[ScoreRow]:
     """Score ``(task_id, records)`` pairs (sorted by task_id) one task at a time, then the suite
     analyses (:data:`perceptbench.analyses.SUITE_ANALYSES`, in registration order) over the
     records of the tasks that take part in each (only those records are kept)."""
@@ -145,8 +148,11 @@ def _score_tasks(tasks, seed: int | None, parser_mode: str,
             continue
         recs = prepare_records(recs, parser_mode)  # re-parsed; prompt versions never pooled
         s = seed if seed is not None else _task_seed(task_id, (r.run_meta.seed for r in recs))
-        rows += get_task(task_id).score(recs, s)
+        task = get_task(task_id)
+        rows += task.score(recs, s)
         rows += _parse_rows(task_id, recs, parser_mode)
+        if judgments and hasattr(task, "score_judged"):  # a judge model's reading, after the task's own rows
+            rows += task.score_judged(recs, s, judgments)
         for analysis, kept in analyses:
             if analysis.takes_part(recs):
                 kept += recs
@@ -158,7 +164,7 @@ def _score_tasks(tasks, seed: int | None, parser_mode: str,
 
 
 def _score_columns(columns, seed: int | None, parser_mode: str, features_dir, families,
-                   models: dict[str, dict] | None = None) -> list[ScoreRow]:
+                   models: dict[str, dict] | None = None, judgments: dict[str, dict] | None = None) -> list[ScoreRow]:
     """Score a file read by :func:`perceptbench.record_table.read_columns`: a task whose
     records need nothing but their columns (``columns.simple``: no VLM answer to re-parse,
     no VSI or skipped record, one prompt version per model) and whose task has
@@ -182,7 +188,7 @@ def _score_columns(columns, seed: int | None, parser_mode: str, features_dir, fa
                     raise RecordError(f"{columns.path}: cannot index the records file; run `perceptbench validate`")
             yield task_id, task_records(index, task_id)
 
-    return _score_tasks(tasks(), seed, parser_mode, features_dir, families, models)
+    return _score_tasks(tasks(), seed, parser_mode, features_dir, families, models, judgments)
 
 
 def _task_seed(task_id: str, seeds) -> int:
@@ -251,7 +257,8 @@ def score_file(records_path: str | os.PathLike, out_csv: str | os.PathLike | Non
                families: dict[str, str] | None = None,
                models: dict[str, dict] | None = None) -> list[ScoreRow]:
     """Read, validate and score a records file; write scores.csv/json next to it (or to out_csv).
-    VSI probe features are read from the ``features/`` folder beside the records; ``models``:
+    VSI probe features are read from the ``features/`` folder beside the records, a judge model's
+    verdicts from ``judgments.jsonl`` beside them (:mod:`perceptbench.vsi.judge`); ``models``:
     the declared model metadata (run.json ``models``) for the cross-model summaries.
 
     Raises :class:`~perceptbench.records.RecordError` for an invalid or empty records file
@@ -259,8 +266,11 @@ def score_file(records_path: str | os.PathLike, out_csv: str | os.PathLike | Non
     ``out_csv`` that is a directory."""
     from .record_table import iter_task_records, read_columns
 
+    from .vsi.judge import judgments_path, read_judgments
+
     records_path = Path(records_path)
     run_dir = RunDir.beside(records_path)
+    judgments = read_judgments(judgments_path(run_dir.root))
     columns = read_columns(records_path)
     if columns is None:  # files the columnar reader does not take: the validating reader
         tasks = iter_task_records(records_path)
@@ -268,8 +278,8 @@ def score_file(records_path: str | os.PathLike, out_csv: str | os.PathLike | Non
         if first is None:
             raise RecordError(f"{records_path}: holds no trial records (empty file); nothing to score")
         rows = _score_tasks(itertools.chain([first], tasks), seed, parser_mode, run_dir.features,
-                            families, models)
+                            families, models, judgments)
     else:
-        rows = _score_columns(columns, seed, parser_mode, run_dir.features, families, models)
+        rows = _score_columns(columns, seed, parser_mode, run_dir.features, families, models, judgments)
     write_scores(rows, out_csv or run_dir.scores_csv)
     return rows

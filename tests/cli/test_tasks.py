@@ -7,6 +7,8 @@ import re
 
 import pytest
 
+from perceptbench.tasks.registry import DEFAULT_BATTERY
+
 from perceptbench.tasks import get_task
 from perceptbench.tasks.registry import TASKS
 
@@ -53,7 +55,7 @@ def test_the_edge_task_is_listed_with_its_human_data_and_is_not_in_the_default_r
     out = p.stdout
     silh = out[out.index("closure.nat.silhouette\n"):out.index("closure.nat.edges\n")]
     edges = out[out.index("closure.nat.edges\n"):out.index("similarity.chart.mark_color")]
-    assert "default run: yes" in silh and "default run" not in edges  # opt-in: --task closure.nat.edges
+    assert "battery: default (and full)" in silh and "battery: full" in edges  # opt-in: --task or --battery full
     assert "human reference id: geirhos2019.edges.modal" in edges
     assert "published:* records" in " ".join(edges.split())
 
@@ -71,5 +73,18 @@ def test_the_kernel_tasks_are_listed_opt_in_with_their_kernel(base_id, ref):
     block = out[start:out.index("\n", out.index("description:", start))]
     assert "human data: yes: a perceptual kernel" in " ".join(block.split())
     assert f"human reference id: {ref}" in block
-    assert "default run" not in block  # opt-in: the colour task alone is in the default run
-    assert "default run: yes" in out[out.index("similarity.chart.mark_color\n"):]
+    assert "battery: full" in block  # opt-in: the colour task alone is in the default run
+    assert "battery: default (and full)" in out[out.index("similarity.chart.mark_color\n"):]
+
+
+def test_tasks_says_which_battery_runs_each_task():
+    from perceptbench.tasks.registry import FULL_BATTERY
+
+    out = cli("tasks", columns=100).stdout
+    for tid in FULL_BATTERY:
+        block = out[out.index(tid + "\n"):]
+        block = block[:block.index("description:")]
+        assert ("battery: default (and full)" if tid in DEFAULT_BATTERY else "battery: full") in block, tid
+    sal = out[out.index("salbench.detection.syn\n"):]
+    assert "battery:" not in sal[:sal.index("description:")]  # named with --task only
+    assert "full = 10 tasks" in " ".join(out.split())

@@ -128,3 +128,76 @@ class GlitchServer:
     def __exit__(self, *exc) -> None:
         self.server.shutdown()
         self.server.server_close()
+
+
+class FileServer:
+    """A real HTTP server on 127.0.0.1 (a thread) serving the files under ``root`` at
+    ``url/<relative path>``, as a raw-file host (GitHub's raw.githubusercontent.com) does.
+    ``faults`` maps a relative path to what goes wrong there: an int answers that HTTP status,
+    ``"hang"`` sleeps ``hang_s`` seconds before answering (a timeout for a shorter client timeout),
+    ``"truncate"`` announces the full Content-Length and sends half the bytes, then closes; a
+    fault given as ``(fault, n)`` applies to the first ``n`` requests of that path only.
+    ``requests`` lists every requested relative path.  Use as a context manager."""
+
+    def __init__(self, root, faults: dict | None = None, hang_s: float = 3.0):
+        import threading
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+        from urllib.parse import unquote
+
+        self.root = Path(root)
+        self.faults = dict(faults or {})
+        self.requests: list[str] = []
+        self.lock = threading.Lock()
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *a):
+                pass
+
+            def do_GET(self):
+                rel = unquote(self.path.lstrip("/"))
+                with outer.lock:
+                    outer.requests.append(rel)
+                    fault = outer.faults.get(rel)
+                    if isinstance(fault, tuple):
+                        f, left = fault
+                        outer.faults[rel] = (f, left - 1) if left > 1 else None
+                        fault = f
+                if fault == "hang":
+                    time.sleep(hang_s)
+                    fault = None
+                if isinstance(fault, int):
+                    self.send_response(fault)
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+                    return
+                p = outer.root / rel
+                if not p.is_file():
+                    self.send_response(404)
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+                    return
+                data = p.read_bytes()
+                self.send_response(200)
+                self.send_header("Content-Type", "image/png")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                if fault == "truncate":
+                    self.wfile.write(data[:len(data) // 2])
+                    self.wfile.flush()
+                    self.close_connection = True
+                    return
+                self.wfile.write(data)
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+
+    def __enter__(self) -> "FileServer":
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.server.shutdown()
+        self.server.server_close()

@@ -30,7 +30,8 @@ def test_every_run_option_is_a_python_argument_and_a_cli_flag():
                "families": ("families", "--family"), "conditions": ("conditions", "--condition"),
                "device": ("device", "--device"), "dtype": ("dtype", "--dtype"),
                "attn_implementation": ("attn_implementation", "--attn-implementation"),
-               "roster": ("roster", "--roster")}
+               "roster": ("roster", "--roster"), "battery": ("battery", "--battery"),
+               "judge": ("judge", "--judge")}
     ray = {"address": ("ray_address", "--ray-address"), "gpus_per_model": ("gpus_per_model", "--gpus-per-model"),
            "workers": ("ray_workers", "--ray-workers"), "chunk_size": ("chunk_size", "--chunk-size")}
     fields = {f for f in RunOptions.__dataclass_fields__ if f != "ray"}
@@ -45,10 +46,14 @@ def test_every_run_option_is_a_python_argument_and_a_cli_flag():
 @pytest.mark.parametrize("bad, message", [({"parser": "loose"}, "--parser 'loose'"),
                                           ({"cache": "sometimes"}, "cache mode 'sometimes'"),
                                           ({"executor": "slurm"}, "--executor 'slurm'"),
+                                          ({"battery": "huge"}, "--battery 'huge': must be one of default, full"),
                                           ({"dtype": "float8"}, "--dtype 'float8': must be one of float32, "
                                                                 "bfloat16, float16"),
                                           ({"attn_implementation": "fast"}, "--attn-implementation 'fast'"),
                                           ({"device": "tpu9"}, "--device 'tpu9': not a torch device"),
+                                          ({"judge": "gpt=openai:gpt-4o"}, "--judge gpt=openai:gpt-4o: the judge reads "
+                                                                           "HallusionBench answers, and this run has no"),
+                                          ({"judge": "gpt=nonsense:x"}, "unknown model 'nonsense:x'"),
                                           ({"device": "cuda", "models": ["efficientnet-lite0"]},
                                            "--device cuda: CUDA is not available here")])
 def test_python_run_refuses_a_bad_option_before_writing(tmp_path, bad, message):

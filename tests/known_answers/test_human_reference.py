@@ -310,3 +310,75 @@ def test_subject_panel_leaves_out_the_triplets_a_tied_kernel_cannot_answer():
     p, m = rows_by(rows, "human:panel"), rows_by(rows, "m")
     assert p["ceiling_kappa_pairwise_mean@all"].n == 118 and m["kappa_pairwise"].n == 118  # 120 - 2 tied under l5
     assert m["B"].n == 118 and rows_by(rows, "human:kernels")["n_no_human_ref"].value == 2
+
+
+# ---- catch-trial screening of the subjects (min_catch) and colour's opt-in subject panel
+
+
+def test_catch_accuracy_and_screening_by_hand_on_a_slice(mirror):
+    """Subjects 1-10 of mark shape on 30 triplets, their catch answers counted by hand from the raw file;
+    with min_catch=8 subject 9 (3 of 10) leaves the panel, subject 2 (9 of 10) stays."""
+    import itertools
+
+    from helpers.by_hand import kappa_by_hand
+    from perceptbench.stimuli.kernel_triplets import CATCH_TRIPLETS
+
+    lines = (mirror / "perceptual-kernels/data/raw/shape-td.txt").read_text().splitlines()
+    catch_ok = {}
+    for s in range(1, 11):
+        v = [int(x) - 4 for x in lines[s - 1].split(",")]
+        catch_ok[s] = sum(v[3 * (128 + k) + 2] == other for k, (_, other) in enumerate(CATCH_TRIPLETS))
+    assert (catch_ok[9], catch_ok[2]) == (3, 9)
+    for min_catch in (0, 8):
+        t = get_task("similarity.chart.mark_shape" + (f"@min_catch={min_catch}" if min_catch else ""))
+        st = t.stimuli(0)
+        keep = sorted(s.stimulus_id for s in st)[:30]
+        subj = [f"human:subject-{i:02d}" for i in range(1, 11)]
+        hr = [r for r in t.human_records(0, "r", st) if r.model in subj
+              and (r.stimulus_id in keep or r.stimulus_id.startswith("catch_"))]
+        assert sum(r.run_meta.split == "catch" for r in hr) == 100
+        rows = t.score(hr, 0)
+        for s in range(1, 11):
+            assert rows_by(rows, f"human:subject-{s:02d}")["catch_accuracy"].value == catch_ok[s] / 10
+        gt = {s.stimulus_id: s.ground_truth for s in st}
+        resp = {(r.model, r.stimulus_id): r.response for r in hr}
+        panel = [m for s, m in zip(range(1, 11), subj) if catch_ok[s] >= min_catch]
+        obs = [[float(resp[(m, s)] == gt[s]) for s in keep] for m in panel]
+        pair_k = [k for a, b in itertools.combinations(range(len(obs)), 2)
+                  if not np.isnan(k := kappa_by_hand(obs[a], obs[b]))]
+        p = rows_by(rows, "human:panel")
+        assert p["ceiling_kappa_pairwise_mean@all"].value == pytest.approx(np.mean(pair_k))
+        assert p["n_subjects_screened_out"].value == (1 if min_catch else 0)
+        assert p["catch_accuracy_min"].value == 0.3
+        assert ("human:subject-09" in p["n_subjects_screened_out"].note) == bool(min_catch)
+        assert ("human:subject-09" in {r.model for r in rows if r.metric.startswith("kappa_loo")}) == (not min_catch)
+
+
+def test_min_catch_needs_the_subjects_and_stays_out_of_the_records_at_its_default():
+    with pytest.raises(ValueError, match="min_catch=8 .* needs subjects=td"):
+        get_task("similarity.chart.mark_size@min_catch=8,subjects=none")
+    with pytest.raises(ValueError, match="min_catch"):
+        get_task("similarity.chart.mark_size@min_catch=11")
+    t = get_task("similarity.chart.mark_size")
+    assert t.identity_params == {"kernel": "tm", "subjects": "td"}
+    assert get_task("similarity.chart.mark_size@min_catch=8").task_id == "similarity.chart.mark_size@min_catch=8"
+
+
+def test_colour_subject_panel_is_opt_in_and_scored_like_the_other_palettes():
+    base = get_task("similarity.chart.mark_color")
+    st = base.stimuli(0)
+    hr0 = base.human_records(0, "r", st)
+    assert {r.model for r in hr0} == {f"human:kernel-{k}" for k in KERNELS}
+    assert all(r.run_meta.task_params == {"kernel": "tm"} for r in hr0)  # as before the setting existed
+    t = get_task("similarity.chart.mark_color@subjects=td")
+    assert t.task_id == "similarity.chart.mark_color@subjects=td" and "20 subjects" in t.human_data
+    hr = t.human_records(0, "r", t.stimuli(0))
+    assert len({r.model for r in hr if r.model.startswith("human:subject-")}) == 20 and len(hr) == 600 + 20 * 130
+    rows = t.score(hr, 0)
+    p = rows_by(rows, "human:panel")
+    got = tuple(round(p[k].value, 3) for k in ("ceiling_kappa_pairwise_mean@all", "ceiling_kappa_loo_mean@all",
+                                                 "observer_accuracy_mean@all", "triplet_agreement_mean"))
+    assert got == (0.147, 0.147, 0.616, 0.515) and p["catch_accuracy_min"].value == 0.7
+    # the kernel rows are the default task's, row for row
+    kernel_rows = [(r.model, r.metric, r.value, r.n) for r in base.score(hr0, 0)]
+    assert [(r.model, r.metric, r.value, r.n) for r in rows][:len(kernel_rows)] == kernel_rows

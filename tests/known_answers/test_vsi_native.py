@@ -246,3 +246,115 @@ def test_mmstar_auroc_of_minus_vsi_per_category():
     # every error (i < 5) has a lower VSI, so a higher -VSI, than every right answer: AUROC = 1
     assert r.value == pytest.approx(1.0) and r.n == 10
     assert np.isfinite(r.ci_low)
+
+
+# ------------------------------------------------------------------ HallusionBench, judge reading
+HB_VERDICTS = {  # (category, set, figure, question) -> the judge's verdict on m's answer (HB_ANSWERS above)
+    ("VS", "0", "0", "0"): "incorrect",  # no image: wrong
+    ("VS", "0", "0", "1"): "unclear",    # no image, uncertain: right (VS, figure 0)
+    ("VS", "0", "0", "2"): None,         # no reply (a timeout): uncertain, right on VS figure 0
+    ("VS", "0", "0", "3"): "correct",    # right
+    ("VS", "0", "1", "0"): "unclear",    # image (figure 1), uncertain: wrong
+    ("VD", "0", "0", "0"): "correct",    # right
+    ("VD", "0", "0", "1"): "correct",    # right
+    ("VD", "0", "0", "2"): "correct",    # right (the rule read this unparseable answer as wrong)
+    ("VD", "0", "1", "0"): "incorrect",  # wrong
+}
+
+
+def _hb_judgments(recs, verdicts=HB_VERDICTS) -> dict:
+    """One judgment per answer the HallusionBench rows score (m's clean answers and m[image_withheld]'s
+    no-image answers), keyed by trial id, as :func:`perceptbench.vsi.judge.read_judgments` returns them."""
+    out = {}
+    for r in recs:
+        e = r.run_meta.model_extra["external"]
+        if r.model == "m" or r.run_meta.model_extra.get("no_image"):
+            v = verdicts[(e["category"], e["set_id"], e["figure_id"], e["question_id"])]
+            out[r.trial_id] = {"trial_id": r.trial_id, "verdict": v, "reply": None if v is None else v,
+                               "judge": "gpt", "judge_version": "gpt-x@1"}
+    return out
+
+
+def test_hallusionbench_judge_verdicts_combine_into_aacc_facc_qacc_at_judge():
+    from perceptbench.vsi.native import hallusionbench_judge_rows
+
+    task, recs = _hb_records()
+    judgments = _hb_judgments(recs)
+    assert len(judgments) == 9
+    v = _values(hallusionbench_judge_rows(task.task_id, recs, seed=0, no_image=True, judgments=judgments))
+    # right under the judge: VS q1, q2 (uncertain on no-image VS), q3; VD fig0 q0, q1, q2 -> aAcc 6/9
+    assert v["hallusionbench.aAcc@judge"].value == pytest.approx(6 / 9)
+    # fAcc: VS/1 {unclear on a figure: wrong} no, VD/0 {right x3} ok, VD/1 {incorrect} no -> 1/3
+    assert v["hallusionbench.fAcc@judge"].value == pytest.approx(1 / 3)
+    # qAcc: VS q0 {fig0 wrong, fig1 wrong} no, VS q1 ok, VS q2 ok, VS q3 ok, VD q0 {fig0 right, fig1 wrong} no,
+    # VD q1 ok, VD q2 ok -> 5/7
+    assert v["hallusionbench.qAcc@judge"].value == pytest.approx(5 / 7)
+    # per category: VS aAcc 3/5 (q1, q2, q3); VD aAcc 3/4, fAcc 1/2, qAcc 2/3 (q1, q2)
+    assert v["hallusionbench.aAcc[VS]@judge"].value == pytest.approx(3 / 5)
+    assert v["hallusionbench.aAcc[VD/illusion]@judge"].value == pytest.approx(3 / 4)
+    assert v["hallusionbench.fAcc[VD]@judge"].value == pytest.approx(1 / 2)
+    assert v["hallusionbench.qAcc[VD]@judge"].value == pytest.approx(2 / 3)
+    # the questions with an image only: aAcc VS fig1 wrong + VD 3 of 4 -> 3/5; qAcc VS q0 no, VD q0 no, q1, q2 -> 2/4
+    assert v["hallusionbench.aAcc@image_questions@judge"].value == pytest.approx(3 / 5)
+    assert v["hallusionbench.qAcc@image_questions@judge"].value == pytest.approx(2 / 4)
+    # n_null: the answers the judge called unclear or did not answer: VS q1, q2 (no image), VS fig1 q0 -> 3
+    r = v["hallusionbench.aAcc@judge"]
+    assert r.n_null == 3 and r.n == 2 and r.ci_low <= r.value <= r.ci_high
+    assert "judge reading: gpt (gpt-x@1)" in r.note and "1 without a reply" in r.note
+    # the rule-based rows do not change (aAcc 7/9 as in the test above) and no rule row is named @judge
+    rule = _values(hallusionbench_rows(task.task_id, recs, seed=0, no_image=True))
+    assert rule["hallusionbench.aAcc"].value == pytest.approx(7 / 9)
+    assert not any(k.endswith("@judge") for k in rule) and all(k.endswith("@judge") for k in v)
+
+
+def test_hallusionbench_judge_rows_refuse_to_mix_readings_when_an_answer_has_no_verdict():
+    from perceptbench.vsi.native import hallusionbench_judge_rows
+
+    task, recs = _hb_records()
+    judgments = _hb_judgments(recs)
+    judgments.pop(next(iter(judgments)))  # one answer the judge has not read
+    rows = hallusionbench_judge_rows(task.task_id, recs, seed=0, no_image=True, judgments=judgments)
+    assert {r.metric for r in rows} == {"hallusionbench.aAcc@judge", "hallusionbench.fAcc@judge",
+                                        "hallusionbench.qAcc@judge"}
+    assert all(math.isnan(r.value) and "1 of 9 answers of m" in r.note and "--judge" in r.note for r in rows)
+    # no judgment at all: no judge rows (a run without --judge scores as before)
+    assert hallusionbench_judge_rows(task.task_id, recs, seed=0, no_image=True, judgments={}) == []
+
+
+def test_scoring_adds_the_judge_rows_after_the_rule_based_rows_unchanged():
+    from perceptbench.scoring import score_records
+
+    _, recs = _hb_records()
+    plain = score_records(recs, seed=0)
+    judged = score_records(recs, seed=0, judgments=_hb_judgments(recs))
+    assert judged[:len(plain)] == plain
+    assert judged[len(plain):] and all(r.metric.endswith("@judge") for r in judged[len(plain):])
+
+
+def test_mmvp_per_pattern_pair_and_question_accuracy_from_a_pattern_map(tmp_path):
+    """``vsi.mmvp@patterns=FILE`` (a made-up map of the fixture's two pairs: no public map exists)."""
+    pytest.importorskip("datasets")
+    from perceptbench.external.mmvp import load_mmvp
+
+    task = get_task("vsi.mmvp")
+    m = tmp_path / "patterns.csv"
+    m.write_text("Index,Type\n1,Texts\n2,Texts\n3,Color and Appearance\n4,Color and Appearance\n")
+    stim = load_mmvp(FIXTURES / "mmvp" / "release", patterns=m)
+    # truths 1 A, 2 B, 3 B, 4 A; answers A, B, A, A: pair 1 (Texts) both right; pair 2 (Color) only Index 4 right
+    recs = [_answer(task, s.stimulus_id, s.meta, s.answer, a) for s, a in zip(stim, "ABAA")]
+    v = _values(mmvp_rows(task.task_id, recs, seed=0))
+    expect = {"mmvp.pair_accuracy": 1 / 2, "mmvp.question_accuracy": 3 / 4,
+              "mmvp.pair_accuracy[Texts]": 1.0, "mmvp.question_accuracy[Texts]": 1.0,
+              "mmvp.pair_accuracy[Color and Appearance]": 0.0, "mmvp.question_accuracy[Color and Appearance]": 1 / 2}
+    assert {k: v[k].value for k in expect} == pytest.approx(expect)
+    r = v["mmvp.question_accuracy[Color and Appearance]"]
+    assert r.n == 1 and r.ci_low <= r.value <= r.ci_high  # one pair: the bootstrap unit
+    assert "mmvp.pair_accuracy[pattern]" not in v  # the "no pattern" row only when nothing is labelled
+
+
+def test_the_mmvp_pattern_map_is_a_task_setting_named_by_its_content(tmp_path):
+    m = tmp_path / "patterns.csv"
+    m.write_text("Index,Type\n1,Texts\n2,Texts\n")
+    t = get_task(f"vsi.mmvp@source={FIXTURES / 'mmvp' / 'release'},patterns={m}")
+    assert "patterns=sha256:" in t.task_id and str(tmp_path) not in t.task_id
+    assert get_task("vsi.mmvp").task_id == "vsi.mmvp"

@@ -63,7 +63,7 @@ def test_readme_install_claim_is_the_measured_one():
     assert "benchmarks/measure_install.sh" in text
 
 
-def test_readme_export_query_runs_as_written(tmp_path, mirror):
+def test_export_query_in_the_docs_runs_as_written(tmp_path, mirror):
     """Before: the README's query imported duckdb, which no install command installs."""
     import re
     import pyarrow.parquet as pq
@@ -72,7 +72,7 @@ def test_readme_export_query_runs_as_written(tmp_path, mirror):
     from perceptbench.scoring import score_file
     from perceptbench.testing.synthetic_runs import write_synthetic_run
 
-    readme = (REPO / "README.md").read_text()
+    readme = (REPO / "docs" / "running.md").read_text()
     block = re.search(r"perceptbench export runs/default --format parquet\n```\n\n```python\n(.*?)```", readme,
                       re.S).group(1)
     run_dir = tmp_path / "runs" / "default"

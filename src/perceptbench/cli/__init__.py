@@ -6,7 +6,7 @@ commands take).  ``run`` and ``score`` go through the orchestration layer
 :mod:`perceptbench.api`, as the Python API does.
 
 Light commands (``tasks``, ``models``, ``score``, ``sources``, ``validate``, ``report``,
-``show``, ``export``, ``merge``) import no torch; only ``run`` loads model back-ends, and only
+``show``, ``export``, ``merge``, ``paper``) import no torch; only ``run`` loads model back-ends, and only
 for models it needs.  Each command imports what it needs inside its function."""
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ if sys.argv and (sys.argv[0] in ("-m", "-c") or os.path.basename(sys.argv[0]) ==
 
 import typer  # noqa: E402
 
-from . import export, merge, models, render, report, run, score, show, sources, tasks, validate  # noqa: E402
+from . import export, merge, models, paper, render, report, run, score, show, sources, tasks, validate  # noqa: E402
 from .out_checks import REPORT_MARKER, check_out  # noqa: E402
 from .tables import format_ci, format_value  # noqa: E402
 
@@ -45,7 +45,7 @@ _check_out = check_out  # the name tests and scripts used before the CLI became 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="Do vision models see the way people do? Run the battery, score trial records.")
 app.add_typer(sources.app, name="sources")
-for _module in (run, score, merge, report, export, validate, render, show, tasks, models):
+for _module in (run, score, merge, report, export, validate, render, show, tasks, models, paper):
     app.command()(getattr(_module, _module.__name__.rsplit(".", 1)[1]))
 
 

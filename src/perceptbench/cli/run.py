@@ -18,6 +18,12 @@ from .tables import print_scores, print_signal_table
 def run(
     out: Path = typer.Option(Path("runs/default"), help="Run directory (records.jsonl, scores.csv)."),
     task: Optional[List[str]] = typer.Option(None, "--task", help="Task id (repeatable). Default: the Gestalt battery."),
+    battery: Optional[str] = typer.Option(None, "--battery", help="A named task set run before any --task: default "
+                                          "(the Gestalt battery, what runs with no --task) or full (default + the "
+                                          "mark shape/size/bivariate kernels, closure on edges and shape bias on "
+                                          "cue conflict, whose images `perceptbench sources fetch "
+                                          "geirhos2019-cue-conflict` downloads). `perceptbench tasks` lists each "
+                                          "task's battery."),
     model: Optional[List[str]] = typer.Option(None, "--model", help="[SHORT[KEY=VALUE,...]=]SPEC (repeatable; the "
                                               "bracket declares family, objective, params, vision_tower, access, "
                                               "architecture). Default: efficientnet-lite0."),
@@ -60,6 +66,10 @@ def run(
     dtype: Optional[str] = typer.Option(None, "--dtype", help="Precision of local hf: VLMs: float32 (default), "
                                                             "bfloat16 or float16; image encoders always run in "
                                                             "float32. Recorded in every record."),
+    judge: Optional[str] = typer.Option(None, "--judge", help="[SHORT=]SPEC of a judge model (e.g. openai:gpt-4o, "
+                                        "openai-compatible:URL#MODEL, hf:DIR) that reads every HallusionBench answer "
+                                        "as the benchmark's GPT-4 check does: judgments.jsonl, scored as the "
+                                        "hallusionbench.*@judge rows beside the rule-based ones (docs/metrics.md)."),
     attn_implementation: Optional[str] = typer.Option(None, "--attn-implementation",
                                                       help="transformers attention of local hf: VLMs (eager, sdpa, "
                                                            "flash_attention_2, ...); default: the model's own."),
@@ -80,7 +90,7 @@ def run(
                          executor=executor, ray=RayOptions(ray_address, gpus_per_model, ray_workers, chunk_size),
                          allow_mixed=allow_mixed, families=families_option(family),
                          conditions=tuple(condition) if condition else None, device=device, dtype=dtype,
-                         attn_implementation=attn_implementation, roster=roster)
+                         attn_implementation=attn_implementation, roster=roster, battery=battery, judge=judge)
     check_out(out, "run")
     rd = RunDir(out)
     before = rd.count_records()

@@ -11,24 +11,26 @@ from .errors import console
 def tasks() -> None:
     """List the tasks, their settings and the human data behind each.
 
-    For each task: the human data in words and as the reference id records carry, and whether
-    the default run includes it.
+    For each task: the human data in words and as the reference id records carry, and the
+    battery that runs it (``default``: the run with no ``--task``, also in ``full``; ``full``:
+    ``--battery full`` only; empty: only when named with ``--task``).
     Task ids are never broken across lines, whatever the terminal width: a wide terminal
     gets a table whose id column does not wrap, a narrow one a list with each id on a line
     of its own."""
-    from ..tasks.registry import DEFAULT_BATTERY, NOT_RUNNABLE, list_tasks
+    from ..tasks.registry import BATTERIES, NOT_RUNNABLE, battery_of, list_tasks
 
     rows = []
     for cls in list_tasks():
         specs = {k: cls.setting_spec(cls, k) for k in cls.defaults}  # class-level specs, no instance needed
         settings = ", ".join(f"{k}={v} ({specs[k].describe() if specs[k] else 'any'})" for k, v in cls.defaults.items())
         rows.append((cls.base_id, f"{cls.principle}/{cls.track}", cls.response_space, cls.encoder_readout,
-                     settings or "-", cls().human_data, cls().human_ref_id, "yes" if cls.base_id in DEFAULT_BATTERY else "",
+                     settings or "-", cls().human_data, cls().human_ref_id,
+                     {"default": "default (and full)", "full": "full"}.get(battery_of(cls.base_id), ""),
                      cls.description))
     for tid, why in NOT_RUNNABLE.items():
         rows.append((tid, "", "", "", "", "", "", "not runnable", why))
     cols = ("task_id", "principle/track", "response", "encoder readout", "settings (default)", "human data",
-            "human reference id", "default run", "description")
+            "human reference id", "battery", "description")
     id_width = max(len(r[0]) for r in rows)
     if console.width >= id_width + 150:
         t = Table(title="tasks")
@@ -44,5 +46,8 @@ def tasks() -> None:
             for name, value in zip(cols[1:], r[1:]):
                 if value:
                     console.print(f"    {name}: {escape(value)}", highlight=False)
+    console.print(f"Batteries (perceptbench run --battery NAME): default = no --task, {len(BATTERIES['default'])} "
+                  f"tasks; full = {len(BATTERIES['full'])} tasks, the default ones and those marked full.",
+                  highlight=False)
     console.print("Variants: BASE@key=value[,key=value], e.g.", highlight=False)
     console.print("similarity.chart.mark_color@kernel=l5", soft_wrap=True, highlight=False)

@@ -12,7 +12,11 @@ Formats read (field names as released):
 
 Images ``2k-1`` and ``2k`` form pair ``k`` (``meta["pair"]``, 1-based).  A pattern column
 (``Type`` / ``type`` / ``pattern``, one of the paper's nine visual patterns), when the copy has
-one, is kept as ``meta["pattern"]``; the released ``Questions.csv`` has none.
+one, is kept as ``meta["pattern"]``; the released ``Questions.csv`` and the hub copies have none,
+and no public per-question map of the 300 questions to the nine patterns exists (the authors
+categorised the questions for the paper's Fig. 6; the repository holds no such map: tsb0601/MMVP issue 3;
+what was searched: docs/metrics.md, "MMVP visual patterns").  A map a user holds can be given as
+a CSV file (``patterns=FILE``, :func:`read_pattern_map`); nothing here invents one.
 
 Label corrections (``corrections=True``, the default): the answers of Index 99, 100, 279 and
 280 are swapped in the release (github.com/tsb0601/MMVP issues 14 and 30; lmms-eval applies
@@ -32,7 +36,13 @@ from ._hf import load_rows
 from .base import VQAStimulus, option_letters
 from .phrases import principal_noun_phrase
 
-__all__ = ["HUB_ID", "LABEL_CORRECTIONS", "parse_options", "parse_answer", "load_mmvp"]
+__all__ = ["HUB_ID", "LABEL_CORRECTIONS", "PATTERNS", "parse_options", "parse_answer", "read_pattern_map", "load_mmvp"]
+
+PATTERNS = ("Orientation and Direction", "Presence of Specific Features", "State and Condition", "Quantity and Count",
+            "Positional and Relational Context", "Color and Appearance", "Structural Characteristics", "Texts",
+            "Viewpoint and Perspective")
+"""MMVP's nine visual patterns (Tong et al. 2024 §3.2, Fig. 6), spelled as the MMVP-VLM release's
+``Type`` categories (tsb0601/MMVP ``scripts/evaluate_vlm.py``)."""
 
 HUB_ID = "lmms-lab-eval/MMVP"
 
@@ -65,6 +75,51 @@ def parse_answer(answer: str, n_options: int) -> str:
     return letter
 
 
+def read_pattern_map(path: str | Path) -> dict[int, str]:
+    """A user's map of MMVP questions to visual patterns: a CSV file with a header holding an
+    index column (``Index`` / ``index`` / ``lndex``: the 1-based MMVP Index) and a pattern column
+    (``Type`` / ``type`` / ``pattern``, one of :data:`PATTERNS`).  Returns ``{Index: pattern}``.
+
+    Raises FileNotFoundError for a missing file; ValueError naming the file, line and value for a
+    missing column, an index that is not an integer in 1..300 or is repeated, a pattern not among
+    the nine, or the two questions of one pair (Index 2k-1, 2k) mapped to different patterns (a
+    pattern belongs to a CLIP-blind pair)."""
+    import csv
+
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"MMVP pattern map not found: {path}")
+    with path.open(newline="", encoding="utf-8") as f:
+        reader = csv.DictReader(f)
+        cols = reader.fieldnames or []
+        icol = next((c for c in ("Index", "index", "lndex") if c in cols), None)
+        pcol = next((c for c in ("Type", "type", "pattern") if c in cols), None)
+        if icol is None or pcol is None:
+            raise ValueError(f"{path}: an MMVP pattern map needs an Index column and a Type (or pattern) column, "
+                             f"got {cols}")
+        out: dict[int, str] = {}
+        for line, row in enumerate(reader, 2):
+            try:
+                index = int(str(row[icol]).strip())
+            except ValueError:
+                index = 0
+            if not 1 <= index <= 300:
+                raise ValueError(f"{path}:{line}: {icol} must be an MMVP Index 1..300, got {row[icol]!r}")
+            if index in out:
+                raise ValueError(f"{path}:{line}: {icol} {index} appears twice")
+            pattern = str(row[pcol] or "").strip()
+            if pattern not in PATTERNS:
+                raise ValueError(f"{path}:{line}: {pcol} must be one of MMVP's nine patterns ({', '.join(PATTERNS)}), "
+                                 f"got {pattern!r}")
+            out[index] = pattern
+    for index, pattern in out.items():
+        other = index + 1 if index % 2 else index - 1
+        if other in out and out[other] != pattern:
+            raise ValueError(f"{path}: pair {(index + 1) // 2} (Index {min(index, other)}, {max(index, other)}) is "
+                             f"mapped to two patterns, {out[min(index, other)]!r} and {out[max(index, other)]!r}")
+    return out
+
+
 def _field(row: dict, *names: str):
     for n in names:
         if n in row and row[n] is not None:
@@ -81,6 +136,7 @@ def load_mmvp(
     limit: int | None = None,
     seed: int = 0,
     corrections: bool = True,
+    patterns: str | Path | None = None,
 ) -> list[VQAStimulus]:
     """MMVP stimuli (two-option letter questions).
 
@@ -91,6 +147,9 @@ def load_mmvp(
     split / revision / cache_dir: passed to ``datasets.load_dataset`` for the hub.
     limit / seed: a seeded random subset (``rng_for(seed, "mmvp")``), dataset order kept.
     corrections: apply :data:`LABEL_CORRECTIONS` (module docstring).
+    patterns: a CSV map of Index -> visual pattern (:func:`read_pattern_map`); its pattern is
+        ``meta["pattern"]`` (and ``meta["pattern_map"]`` the file), replacing a pattern column of
+        the source; a question the map leaves out has no pattern.
 
     Returns :class:`VQAStimulus` records: ``answer_type="letter"``, ``options`` parsed from
     ``Options``, ``answer`` ``"A"``/``"B"``, ``image_id = "mmvp-<Index>"``, ``region=None``,
@@ -101,6 +160,7 @@ def load_mmvp(
     get and where) for a missing local copy, missing images or an unreachable hub; ValueError
     naming the row for a malformed row.
     """
+    pattern_map = read_pattern_map(patterns) if patterns else None  # a bad map fails before the dataset loads
     root = Path(source).expanduser() if source is not None else None
     csv_release = root is not None and root.is_dir() and (root / "Questions.csv").is_file()
     ds, origin = load_rows(root / "Questions.csv" if csv_release else source, hub_id=HUB_ID, split=split,
@@ -130,6 +190,8 @@ def load_mmvp(
         if corrections and index in LABEL_CORRECTIONS:
             answer = LABEL_CORRECTIONS[index]
         pattern = next((row[k] for k in ("Type", "type", "pattern") if row.get(k) not in (None, "")), None)
+        if pattern_map is not None:
+            pattern = pattern_map.get(index)
         if csv_release:
             img = root / "MMVP Images" / f"{index}.jpg"  # type: ignore[operator]
             paths.append(img)
@@ -151,7 +213,8 @@ def load_mmvp(
             object_phrase=principal_noun_phrase(question),
             meta={"benchmark": "mmvp", "index": index, "pair": (index + 1) // 2, "options_raw": raw_opts,
                   "answer_raw": raw_ans, "answer_released": released, "label_corrected": answer != released,
-                  "origin": origin, "revision": revision, **({"pattern": str(pattern)} if pattern else {})},
+                  "origin": origin, "revision": revision, **({"pattern": str(pattern)} if pattern else {}),
+                  **({"pattern_map": str(patterns)} if pattern_map is not None else {})},
         ))
     if csv_release:
         check_files_exist(paths, "MMVP", root / "MMVP Images", _HOW_TO_GET)  # type: ignore[operator]

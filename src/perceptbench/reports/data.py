@@ -60,8 +60,11 @@ def load_report_data(paths: list[str | os.PathLike]) -> ReportData:
     else:
         records = load_runs(dirs)
     from ..scoring import score_records
+    from ..vsi.judge import judgments_path, read_judgments
 
-    return ReportData(dirs, records, score_records(records), "rescored from records")
+    # one run: a judge's verdicts beside its records are part of its scores (several merged: none)
+    judgments = read_judgments(judgments_path(RunDir.beside(records_path(dirs[0])).root)) if len(dirs) == 1 else None
+    return ReportData(dirs, records, score_records(records, judgments=judgments), "rescored from records")
 
 
 def finite(x) -> bool:

@@ -24,6 +24,10 @@ from .human_panel import HumanPanelScorer
 
 SUBJECT_PREFIX = "human:subject-"
 """Respondent names of the per-subject raw judgments (one record per subject and triplet)."""
+CATCH_SPLIT = "catch"
+"""``run_meta.split`` of a subject's answers to the study's catch triplets (a mark shown twice
+beside another, Demiralp et al. 2014 release, ``d1`` of the experiment pages): scored only as
+the subject's ``catch_accuracy`` and for screening (``min_catch``)."""
 
 PANEL_RENAME = {"B": "B_subject_mode", "B_over_ceiling": "B_subject_mode_over_ceiling",
                 "kappa_aggregate": "kappa_aggregate", "kappa_pairwise": "kappa_pairwise",
@@ -56,9 +60,10 @@ class KernelOddOneOutScorer:
     reference; ``ground_truth`` null marks a triplet without a reference answer (tied
     minimum pair: excluded from B, counted)."""
 
-    def __init__(self, task_id: str, reference: str):
+    def __init__(self, task_id: str, reference: str, min_catch: int = 0):
         self.task_id = task_id
         self.reference = reference
+        self.min_catch = min_catch
         self.panel = HumanPanelScorer(task_id)
 
     def score(self, c: TaskColumns, seed: int) -> list[ScoreRow]:
@@ -66,12 +71,43 @@ class KernelOddOneOutScorer:
         per respondent (respondents with as many trials scored together on the shared
         draws), floors and null rates per model, agreement between the kernels; then, when
         ``human:subject-NN`` records are present, :meth:`panel_rows`."""
+        catch = np.array([s == CATCH_SPLIT for s in c.splits], bool)[c.split] if c.n else None
+        catch_rows: list[ScoreRow] = []
+        if catch is not None and catch.any():
+            catch_rows, screened = self.catch_rows(c.subset(catch))
+            keep = ~catch & ~np.isin(c.model, [c.models.index(m) for m in screened])
+            c = c.subset(keep)
         subject = np.array([str(m).startswith(SUBJECT_PREFIX) for m in c.models], bool)[c.model] if c.n else None
         if subject is None or not subject.any():
-            return self.kernel_rows(c, seed)
+            return self.kernel_rows(c, seed) + catch_rows
         kernel = np.array([str(m).startswith("human:kernel-") for m in c.models], bool)[c.model]
         return (self.kernel_rows(c.subset(~subject), seed)
-                + self.panel_rows(c.subset(~kernel & (c.ground_truth != 0)), seed))
+                + self.panel_rows(c.subset(~kernel & (c.ground_truth != 0)), seed) + catch_rows)
+
+    def catch_rows(self, c: TaskColumns) -> tuple[list[ScoreRow], list[str]]:
+        """Rows from the subjects' catch-trial records (``c``: those only) and the subjects
+        screened out: ``human:subject-NN`` ``catch_accuracy`` (correct / catch trials, n = its
+        catch trials), ``human:panel`` ``catch_accuracy_min``, ``catch_accuracy_mean`` and
+        ``n_subjects_screened_out`` (subjects with fewer than ``min_catch`` correct catch answers:
+        left out of every subject-panel row)."""
+        tid = self.task_id
+        rows, screened, accs = [], [], []
+        why = "catch triplets answered correctly (a mark shown twice: the other is the odd one out)"
+        for m, pos in respondent_positions(c):
+            name = c.models[m]
+            n_ok = int((c.correct[pos] == 1).sum())
+            accs.append(n_ok / len(pos))
+            rows.append(ScoreRow(tid, name, "catch_accuracy", n_ok / len(pos), None, None, len(pos), 0, why))
+            if n_ok < self.min_catch:
+                screened.append(name)
+        rows += [ScoreRow(tid, "human:panel", "catch_accuracy_min", float(min(accs)), None, None, len(accs), 0,
+                          "lowest subject catch accuracy"),
+                 ScoreRow(tid, "human:panel", "catch_accuracy_mean", float(np.mean(accs)), None, None, len(accs), 0,
+                          "mean subject catch accuracy"),
+                 ScoreRow(tid, "human:panel", "n_subjects_screened_out", float(len(screened)), None, None, len(accs),
+                          0, f"subjects with fewer than min_catch={self.min_catch} correct catch answers, left out "
+                             "of the subject panel" + (f": {', '.join(screened)}" if screened else ""))]
+        return rows, screened
 
     def panel_rows(self, c: TaskColumns, seed: int) -> list[ScoreRow]:
         """Rows against the subjects' raw odd-one-out judgments, on the triplets with a kernel

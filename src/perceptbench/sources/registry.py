@@ -76,8 +76,9 @@ _META = {
         title=("Cue-conflict (style-transfer) experiment: raw per-trial responses of 10 observers and the "
                "paper's AlexNet, GoogLeNet and VGG-16 trials on 1,280 images; the images "
                "(stimuli/style-transfer-preprocessed-512, 133 MB) are not in the manifest: they are "
-               "pinned by the release commit only (no per-file sha256 is declared) and read from the "
-               "task setting images=DIR (see perceptbench.stimuli.cue_conflict)"),
+               "pinned by the release commit only (no per-file sha256 is published), downloaded by "
+               "`perceptbench sources fetch geirhos2019-cue-conflict` with a sha256 manifest written at "
+               "download, or read from the task setting images=DIR (see perceptbench.stimuli.cue_conflict)"),
         **_GEIRHOS2019,
     ),
     "demiralp2014-kernels": dict(

@@ -21,13 +21,21 @@ from dataclasses import dataclass
 
 from ..sources import resolve, source_file
 
-__all__ = ["RAW_DIR", "N_SUBJECTS", "N_CATCH", "TripletJudgment", "raw_td_path", "read_td_judgments"]
+__all__ = ["RAW_DIR", "N_SUBJECTS", "N_CATCH", "CATCH_TRIPLETS", "TripletJudgment", "CatchJudgment", "raw_td_path",
+           "read_td_judgments", "read_catch_judgments"]
 
 RAW_DIR = "perceptual-kernels/data/raw"
 N_SUBJECTS = 20
 """Subjects (lines) per raw file (Demiralp et al. 2014 §4: 20 Mechanical Turk workers per condition)."""
 N_CATCH = 10
 """Catch triplets after the test triplets (``d1`` of the experiment page)."""
+CATCH_TRIPLETS: tuple[tuple[int, int], ...] = ((0, 3), (1, 5), (2, 7), (3, 2), (4, 1), (5, 8), (6, 8), (7, 5),
+                                               (8, 9), (9, 4))
+"""The catch triplets as (repeated mark, other mark), in the file's order: ``d1`` of the experiment
+pages (``exp/<palette>/td/<palette>-td.html``, e.g. ``[5, 8, 5]`` is mark 5 twice and mark 8),
+the same list on every palette's page, "fixed across users" and generated so that "well-behaving
+turkers assign identical symbols to be more similar" (the page's comment): the correct odd one
+out is the other mark.  Palette indices (the training offset removed)."""
 
 
 def _layout(n: int) -> tuple[int, int]:
@@ -53,6 +61,23 @@ class TripletJudgment:
     trial: int
 
 
+@dataclass(frozen=True)
+class CatchJudgment:
+    """One subject's answer to one catch triplet: ``subject`` 1..20, ``catch`` its place 0..9 in
+    :data:`CATCH_TRIPLETS`, ``repeated``/``other`` the palette indices, ``chosen`` the palette index
+    the subject chose as the most different; :attr:`correct` when it is the other mark."""
+
+    subject: int
+    catch: int
+    repeated: int
+    other: int
+    chosen: int
+
+    @property
+    def correct(self) -> bool:
+        return self.chosen == self.other
+
+
 def raw_td_path(palette: str) -> str:
     """The mirror-relative path of ``palette``'s raw triplet-discrimination file."""
     return f"{RAW_DIR}/{palette}-td.txt"
@@ -63,11 +88,24 @@ def read_td_judgments(palette: str, n: int) -> list[TripletJudgment]:
     subject in test-list order: 20 x C(n,3) judgments.  Raises KeyError for a palette the
     source does not pin; ValueError naming the file, line and value for a line of the wrong
     length, a non-integer, or a group that is not the expected test triplet."""
+    return _read(palette, n)[0]
+
+
+def read_catch_judgments(palette: str, n: int) -> list[CatchJudgment]:
+    """Every subject's answer to the 10 catch triplets of ``palette``, subject by subject in
+    :data:`CATCH_TRIPLETS` order: 20 x 10 judgments (the groups after the test triplets).  Raises
+    as :func:`read_td_judgments`, and ValueError naming file, line and catch triplet for a group
+    that is not the expected repeated-mark triplet."""
+    return _read(palette, n)[1]
+
+
+def _read(palette: str, n: int) -> tuple[list[TripletJudgment], list[CatchJudgment]]:
     path = resolve(source_file(raw_td_path(palette)))
     n_train_marks, n_train = _layout(n)
     trips = list(itertools.combinations(range(n), 3))
     want = 3 * (n_train + len(trips) + N_CATCH)
     out = []
+    catch = []
     lines = [ln for ln in path.read_text().splitlines() if ln.strip()]
     if len(lines) != N_SUBJECTS:
         raise ValueError(f"{path}: expected {N_SUBJECTS} subject lines, got {len(lines)}")
@@ -84,4 +122,10 @@ def read_td_judgments(palette: str, n: int) -> list[TripletJudgment]:
             if tuple(sorted(g)) != trip:
                 raise ValueError(f"{path}: line {s}, test triplet {t}: got marks {g}, expected {list(trip)}")
             out.append(TripletJudgment(s, trip, g[2], t))
-    return out
+        for k, (rep, other) in enumerate(CATCH_TRIPLETS):
+            at = 3 * (n_train + len(trips) + k)
+            g = [x - n_train_marks for x in v[at:at + 3]]
+            if sorted(g) != sorted([rep, rep, other]):
+                raise ValueError(f"{path}: line {s}, catch triplet {k}: got marks {g}, expected {rep} twice and {other}")
+            catch.append(CatchJudgment(s, k, rep, other, g[2]))
+    return out, catch

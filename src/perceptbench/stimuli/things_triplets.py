@@ -12,7 +12,16 @@ Human reference, computed here from the two files (never typed in):
   has no modal choice (not sampled; counted);
 * test-retest consistency = over every line pair (line i of testset2, line i of the
   repeat) holding the same triple, the fraction whose two choices agree; line pairs whose
-  triples differ are counted as misaligned and left out.
+  triples differ are counted as misaligned and left out;
+* modal test-retest consistency (a second reading of seed 000 D.3's "test-retest consistency
+  of the human modal choice itself") = over the types found in both files, the fraction whose
+  modal choice in testset2 equals their modal choice in the repeat file, each mode taken over
+  that file's lines of the type alone; a type whose mode is tied in either file is left out
+  (counted).
+
+Sampled types are those of ``testset2.txt`` (:meth:`TripletRelease.first_line`): a type found
+only in the repeat file (on a misaligned line) is never sampled, though its responses count
+towards the modal choice of nothing sampled.
 
 Image rule: for concept ``<uniqueID>`` the lexicographically first ``.jpg``/``.jpeg``/``.png``
 file in ``<image root>/<uniqueID>/`` (in the THINGS release ``<uniqueID>_01b.jpg``); it is
@@ -55,6 +64,25 @@ class TripletRelease:
         """Modal chosen concept of a type, None when tied."""
         c = self.responses[t].most_common()
         return None if len(c) > 1 and c[0][1] == c[1][1] else c[0][0]
+
+    def modal_consistency(self) -> tuple[int, int, int]:
+        """(types whose testset2 mode equals their repeat mode, types with a mode in both files,
+        types in both files whose mode is tied in at least one): the modal test-retest
+        consistency is the first over the second (module docstring)."""
+        def modes(rows):
+            by: dict = defaultdict(Counter)
+            for row in rows:
+                by[tuple(sorted(row))][row[2]] += 1
+            out = {}
+            for t, c in by.items():
+                top = c.most_common()
+                out[t] = None if len(top) > 1 and top[0][1] == top[1][1] else top[0][0]
+            return out
+
+        a, b = modes(self.test), modes(self.retest)
+        both = sorted(set(a) & set(b))
+        defined = [t for t in both if a[t] is not None and b[t] is not None]
+        return sum(a[t] == b[t] for t in defined), len(defined), len(both) - len(defined)
 
     def first_line(self) -> dict:
         """type -> first line index in the test file (its test/retest pair is that line)."""

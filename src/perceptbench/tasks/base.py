@@ -69,6 +69,11 @@ class Task(abc.ABC):
     """Settings naming a data file or folder (e.g. a question file) that the task id names by
     content: ``sha256:`` and the first 16 hex digits of its hash (:func:`content_id`); the path
     itself goes to ``run_meta.data_location``."""
+    late_settings: ClassVar[tuple[str, ...]] = ()
+    """Settings added after the task's records were first written: left out of
+    :attr:`identity_params` (so of ``run_meta.task_params`` and the resume check) while at their
+    default, so that records and runs written before the setting existed stay byte-identical and
+    resume; a non-default value is recorded and enters the task id like any setting."""
     owner: ClassVar[str] = "perceptbench"
     n_reps: ClassVar[int] = 1
     is_vsi: ClassVar[bool] = False
@@ -135,7 +140,8 @@ class Task(abc.ABC):
         ident = self.__dict__.get("_identity_params")
         if ident is None:
             ident = {k: (content_id(v) if k in self.content_settings and v != self._defaults.get(k) else v)
-                     for k, v in self.params.items() if k not in self.location_settings}
+                     for k, v in self.params.items() if k not in self.location_settings
+                     and not (k in self.late_settings and v == self._defaults.get(k))}
             self.__dict__["_identity_params"] = ident
         return ident
 

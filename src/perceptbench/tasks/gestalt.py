@@ -20,7 +20,7 @@ from ..record_table import TaskColumns
 from ..records import TrialRecord
 from ..scorers.capacity import CapacityScorer
 from ..scorers.human_panel import HumanPanelScorer
-from ..scorers.kernel import KernelOddOneOutScorer, kernel_odd_one_out
+from ..scorers.kernel import CATCH_SPLIT, KernelOddOneOutScorer, kernel_odd_one_out
 from ..scorers.shape_bias import ShapeBiasScorer
 from ..seeding import rng_for, text_hash
 from ..sources import resolve, source_file
@@ -176,8 +176,10 @@ class CueConflictTask(GeirhosClassificationTask):
     Images: the 1,200 of the 1,280 release images whose shape and texture classes differ (the 80
     same-class images are left out, as model-vs-human does, ``modelvshuman/plotting/analyses.py``
     ``ShapeBias.analysis``), read from the setting ``images=DIR`` (a location setting: not part
-    of the task id); without it, or with any image missing, the task refuses in one line naming
-    what to download.  Ground truth = the shape class (so ``accuracy`` and the kappas of the
+    of the task id) or, without it, from the directory ``perceptbench sources fetch
+    geirhos2019-cue-conflict`` downloads them into (:func:`~perceptbench.stimuli.cue_conflict.default_images_dir`,
+    checked against the sha256 manifest written at download); with any image missing, the task
+    refuses in one line naming what to download.  Ground truth = the shape class (so ``accuracy`` and the kappas of the
     human panel are about shape decisions); ``run_meta.texture`` the texture class.
     Split: per shape class, a seeded permutation (``rng_for(seed, base_id, "split", class)``) of
     its cue-conflict images sorted by id; the first half (rounded down) probe-train, the rest test.
@@ -192,12 +194,13 @@ class CueConflictTask(GeirhosClassificationTask):
     principle = "shape_bias"
     experiment = cue_conflict.EXPERIMENT
     description = ("16-way choice on Geirhos et al. cue-conflict (style-transfer) images: shape bias vs 10 observers, "
-                   "with the paper's CNN trials as published:* respondents; needs images=DIR")
+                   "with the paper's CNN trials as published:* respondents; needs the images: "
+                   "`perceptbench sources fetch geirhos2019-cue-conflict` or images=DIR")
     prompt_text = ("What object is shown in this image? Choose exactly one: " + ", ".join(geirhos.CLASSES) + ".")
     human_ref_id = "geirhos2019.cue-conflict.modal"
     human_data = ("yes: each of 10 observers' answer to every cue-conflict image (Geirhos et al. 2019, raw trials; "
                   "shape bias per observer, their mean and range); the paper's AlexNet, GoogLeNet and VGG-16 trials as "
-                  "published:* records; the images themselves must be downloaded (images=DIR)")
+                  "published:* records; the images themselves must be downloaded (sources fetch, or images=DIR)")
     human_prompt_id = "geirhos2019.style-transfer-512-nomask-experiment"
     human_raw_ref_id = "geirhos2019.cue-conflict.raw"
     defaults = {"images": ""}
@@ -339,7 +342,22 @@ class MarkKernelTask(Task):
     are written as ``human:subject-NN`` records (response: the position of the subject's odd one
     out in the shown order; correct: it is the kernel's), and the models are also scored against
     them (:meth:`KernelOddOneOutScorer.panel_rows`: human–human agreement and accuracy per
-    triplet, error consistency, ceilings computed like the silhouette panel's).
+    triplet, error consistency, ceilings computed like the silhouette panel's).  Each subject's
+    answers to the study's 10 catch triplets (a mark shown twice beside another: the other is
+    the odd one out; :data:`~perceptbench.stimuli.kernel_triplets.CATCH_TRIPLETS`) are written too,
+    as records of split ``catch`` (stimulus ``catch_<repeated>-<repeated>-<other>``, response the
+    position in that order, ground truth 3), and scored as a per-subject ``catch_accuracy`` row;
+    they enter no other row.
+
+    Setting ``min_catch`` (0..10, default 0: nobody screened out): subjects who answered fewer
+    catch triplets correctly are left out of the subject panel (the ceilings and the models'
+    error consistency); their ``catch_accuracy`` rows stay, and ``human:panel``
+    ``n_subjects_screened_out`` counts them.  The default is 0 because the study did not screen:
+    the release's own kernel code (``shared/matlab/rawTripletToKernel.m`` with
+    ``getTestTriplets.m``) builds every triplet kernel from all 20 subjects' rows, catch triplets
+    included, and nothing in the release drops a subject (the paper's text was not available
+    offline to check further).  ``min_catch`` is a late setting: at 0 it is not recorded, so the
+    records and rows of runs made before it existed are unchanged.
     """
 
     channel: ClassVar[MarkChannel]
@@ -347,8 +365,16 @@ class MarkKernelTask(Task):
     track = "chart"
     response_space = "position"
     encoder_readout = "odd_one_out_cosine"
-    defaults = {"kernel": "tm", "subjects": "td"}
+    defaults = {"kernel": "tm", "subjects": "td", "min_catch": "0"}
     allowed = {"kernel": KERNELS, "subjects": ("td", "none")}
+    settings = {"min_catch": Setting("int", 0, kernel_triplets.N_CATCH)}
+    late_settings = ("min_catch",)
+
+    def check_settings(self) -> None:
+        """``min_catch`` screens the subjects: it needs them (``subjects=td``)."""
+        if self.params.get("min_catch", "0") != "0" and self.params.get("subjects") != "td":
+            raise ValueError(f"task {self.base_id}: min_catch={self.params['min_catch']} screens the subjects' raw "
+                             "judgments: it needs subjects=td")
 
     @property
     def human_data(self) -> str:
@@ -435,7 +461,8 @@ class MarkKernelTask(Task):
     def subject_records(self, seed: int, run_id: str, stimuli: list[Stimulus]) -> list[TrialRecord]:
         """One ``human:subject-NN`` record per subject and triplet from the release's raw
         triplet-discrimination file (:func:`~perceptbench.stimuli.kernel_triplets.read_td_judgments`):
-        response = the 1-based position of the subject's odd one out in the shown order."""
+        response = the 1-based position of the subject's odd one out in the shown order; then one
+        per subject and catch triplet (split ``catch``, class docstring)."""
         path = kernel_triplets.raw_td_path(self.channel.palette)
         sha = source_file(path).sha256
         by_id = {s.stimulus_id: s for s in stimuli}
@@ -451,12 +478,23 @@ class MarkKernelTask(Task):
                 model_version=f"sha256:{sha}", seed=seed, run_id=run_id,
                 human_ref_id=f"demiralp2014.{self.channel.palette}-td-raw",
                 split=s.split, order=order, source_file=path, trial=j.trial))
+        for j in kernel_triplets.read_catch_judgments(self.channel.palette, self.channel.n):
+            order = [j.repeated, j.repeated, j.other]
+            out.append(make_record(
+                self, stimulus_id=f"catch_{j.repeated}-{j.repeated}-{j.other}", model=f"human:subject-{j.subject:02d}",
+                model_family="human", readout="human_trial", response=order.index(j.chosen) + 1, ground_truth=3,
+                manipulated_value=None, raw_output=json.dumps({"odd_palette_index": j.chosen, "order": order}),
+                prompt_id=f"demiralp2014.{self.channel.palette}-td-raw", prompt_hash=text_hash(sha),
+                model_version=f"sha256:{sha}", seed=seed, run_id=run_id,
+                human_ref_id=f"demiralp2014.{self.channel.palette}-td-raw",
+                split=CATCH_SPLIT, order=order, source_file=path, trial=len(self.triplets()) + j.catch))
         return out
 
     @cached_property
     def scorer(self) -> KernelOddOneOutScorer:
         """This task's kernel odd-one-out scorer, the task's kernel as reference."""
-        return KernelOddOneOutScorer(self.task_id, f"human:kernel-{self.params['kernel']}")
+        return KernelOddOneOutScorer(self.task_id, f"human:kernel-{self.params['kernel']}",
+                                     min_catch=int(self.params.get("min_catch", "0")))
 
     def score(self, records: list[TrialRecord], seed: int) -> list[ScoreRow]:
         """:meth:`score_columns` of the records' columns."""
@@ -477,12 +515,13 @@ looks the most different", ``exp/*/td/*-td.html``), naming neither channel."""
 class MarkColorTask(MarkKernelTask):
     """``similarity.chart.mark_color``: the 10 Tableau-10 colours as filled chips
     (``color10``; the chip scale is perceptbench's, :func:`perceptbench.stimuli.render.color_chip`).
-    It has no ``subjects`` setting: its settings, records and the default run's pinned scores stay
-    as they were before the other palettes came (issue 23)."""
+    Its subject panel is opt-in (``subjects=td``, default ``none``; ``min_catch`` as on the other
+    palettes): both are late settings, so the default task's id, records and the default run's
+    pinned scores stay as they were before the other palettes came (issue 23)."""
 
     base_id = "similarity.chart.mark_color"
-    defaults = {"kernel": "tm"}
-    allowed = {"kernel": KERNELS}
+    defaults = {"kernel": "tm", "subjects": "none", "min_catch": "0"}
+    late_settings = ("subjects", "min_catch")
     channel = MarkChannel("color", 10, lambda i: render.color_chip(TABLEAU10[i]), TABLEAU10, "colours", "colors")
     description = "odd-one-out over Tableau-10 mark colours vs the perceptual kernel"
     prompt_text = _ODD_PROMPT.format(what="colored chart marks", which="least similar in color to the other two")

@@ -21,9 +21,47 @@ TASKS: dict[str, type[Task]] = {t.base_id: t for t in (SilhouetteTask, EdgeTask,
                                                        *VSI_TASKS)}
 
 DEFAULT_BATTERY = ("closure.nat.silhouette", "similarity.chart.mark_color", "similarity.chart.series_count")
-"""What ``perceptbench run`` runs with no ``--task``: the Gestalt battery's runnable tasks.  The
-other kernel odd-one-out tasks (mark shape, size and the three bivariate sets), the edges and the
-cue-conflict shape-bias task are opt-in."""
+"""What ``perceptbench run`` runs with no ``--task`` (and ``--battery default``): the Gestalt battery's
+runnable tasks, the README's fast main job.  The other kernel odd-one-out tasks (mark shape, size and
+the three bivariate sets), the edges and the cue-conflict shape-bias task are opt-in: with
+``--task``, or all at once with ``--battery full``."""
+
+FULL_BATTERY = DEFAULT_BATTERY + tuple(t.base_id for t in MARK_KERNEL_TASKS if t is not MarkColorTask) + (
+    EdgeTask.base_id, CueConflictTask.base_id)
+"""``--battery full``: the default battery, then every task whose human data the mirror (and, for the
+cue-conflict images, ``perceptbench sources fetch geirhos2019-cue-conflict``) provides: the five other
+kernel odd-one-out tasks (with their 20 subjects' raw judgments), closure on edges (with the paper's
+CNN trials) and shape bias on cue conflict.  A run refuses it, before anything is written, while the
+cue-conflict images are missing (:func:`check_battery`)."""
+
+BATTERIES: dict[str, tuple[str, ...]] = {"default": DEFAULT_BATTERY, "full": FULL_BATTERY}
+"""The named task sets of ``perceptbench run --battery NAME``."""
+
+
+def battery_tasks(name: str) -> tuple[str, ...]:
+    """The task ids of the battery ``name``; ValueError naming the known batteries."""
+    if name not in BATTERIES:
+        raise ValueError(f"--battery {name!r}: must be one of {', '.join(BATTERIES)}")
+    return BATTERIES[name]
+
+
+def battery_of(base_id: str) -> str:
+    """The smallest battery holding the task ``base_id`` (``default`` is also in ``full``), or
+    ``""`` for a task that runs only when named with ``--task``."""
+    return next((name for name, ids in BATTERIES.items() if base_id in ids), "")
+
+
+def check_battery(name: str, seed: int = 0) -> None:
+    """Refuse a battery whose data are not all here, in one line naming what to download: the
+    cue-conflict images of ``full`` (:class:`~perceptbench.sources.MissingSourceError`, or
+    ChecksumError for an image changed after download)."""
+    from ..sources.fetch import MissingSourceError
+
+    for tid in battery_tasks(name):
+        try:
+            get_task(tid).check_images(seed)
+        except MissingSourceError as e:
+            raise MissingSourceError(f"--battery {name} includes {tid}, whose data are missing: {e}") from None
 
 NOT_RUNNABLE: dict[str, str] = {}
 """Tasks listed but not runnable here (none at present: similarity.nat.things_ooo runs once its

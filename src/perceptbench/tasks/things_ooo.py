@@ -20,6 +20,26 @@ from .base import Stimulus, Task, make_record
 TEST, RETEST = "human:testset2", "human:testset2_repeat"
 
 
+def _modal_ceiling_row(tid: str, meta: dict) -> ScoreRow:
+    """``ceiling_test_retest_modal`` (human:panel): the modal test-retest consistency of the
+    release (:meth:`perceptbench.stimuli.things_triplets.TripletRelease.modal_consistency`), the
+    second reading of seed 000 D.3's 0.863; NaN with a note when the records predate it or no
+    type has a mode in both files."""
+    n = meta.get("release_modal_types")
+    if n is None:
+        return ScoreRow(tid, "human:panel", "ceiling_test_retest_modal", float("nan"), None, None, 0, 0,
+                        "the human records predate the modal test-retest count: run the task again")
+    if not n:
+        return ScoreRow(tid, "human:panel", "ceiling_test_retest_modal", float("nan"), None, None, 0, 0,
+                        f"no triplet type has an untied modal choice in both files ({meta.get('release_modal_tied')} "
+                        "tied)")
+    return ScoreRow(tid, "human:panel", "ceiling_test_retest_modal", meta["release_modal_agree"] / n, None, None, n, 0,
+                    f"agreement of each type's modal choice in testset2 with its modal choice in testset2_repeat, "
+                    f"over the {n} types with an untied mode in both files ({meta.get('release_modal_tied')} tied left "
+                    "out); seed 000 D.3's 'test-retest consistency of the human modal choice' read as the mode's "
+                    "own consistency (ceiling_test_retest: individual first-vs-repeat agreement)")
+
+
 class ThingsOddOneOutTask(Task):
     """``similarity.nat.things_ooo``: which of three THINGS object images is the odd one out.
 
@@ -111,9 +131,12 @@ class ThingsOddOneOutTask(Task):
         rel = self._release()
         first = rel.first_line()
         agree = sum(a == b for a, b in rel.pairs.values())
+        modal_agree, modal_types, modal_tied = rel.modal_consistency()
         summary = {"release_pairs": len(rel.pairs), "release_agree": int(agree),
                    "release_misaligned": rel.n_misaligned, "release_types": len(first),
-                   "release_tied_types": sum(rel.modal(t) is None for t in first)}
+                   "release_tied_types": sum(rel.modal(t) is None for t in first),
+                   "release_modal_agree": modal_agree, "release_modal_types": modal_types,
+                   "release_modal_tied": modal_tied}
         out = []
         for s in stimuli:
             order = s.meta["order"]
@@ -164,6 +187,7 @@ class ThingsOddOneOutTask(Task):
                      f"max_k f_k of the modal choice's shown position, f = {freqs} (seed 000 D.3)"),
             ScoreRow(tid, "human:panel", "n_tied_types_excluded", float(meta.get("release_tied_types", 0)), None, None,
                      meta.get("release_types"), 0, "triplet types whose modal choice is tied: never sampled"),
+            _modal_ceiling_row(tid, meta),
         ]
         if TEST in by and RETEST in by:
             t = {r.stimulus_id: r.response for r in by[TEST]}

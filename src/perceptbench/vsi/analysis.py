@@ -40,7 +40,8 @@ import numpy as np
 from ..core.rows import ScoreRow
 from ..metrics.bootstrap import N_BOOT_B, bootstrap
 from ..metrics.error_detection import (MIN_CLASS, auroc_draws, auroc_rows, average_rank_fraction, brier_rows,
-                                       class_check, ece_rows, paired_auroc_diff, prr_rows, quadrant_counts)
+                                       REJECT_FRACTION, class_check, ece_rows, paired_auroc_diff, prr_rows,
+                                       quadrant_counts)
 from ..metrics.error_structure import ratio_interval
 from ..metrics.permutation import N_PERM, PERM_SEED, permutation_spearman_many
 from ..seeding import rng_for
@@ -78,6 +79,18 @@ def _boot_row(task_id, model, metric, stat, n, n_null, seed, note="", why="") ->
     return ScoreRow.from_boot(task_id, model, metric, b, n, n_null, note)
 
 
+def _prr_row(task_id, model, metric, error, score, n, n_null, seed, note) -> ScoreRow:
+    """PRR@80 row of ``error`` bool (n,) ranked by ``score`` (n,) (seed 002 D.2): NaN with "no
+    errors" when there is no error (baseline risk 0); under 5 samples floor(0.2 n) = 0 are
+    rejected, so the bootstrap row is NaN and its note says so."""
+    row = _boot_row(task_id, model, metric, lambda idx: prr_rows(error[idx], score[idx]), n, n_null, seed, note,
+                    "" if error.any() else "no errors (baseline risk 0)")
+    if error.any() and int(math.floor(REJECT_FRACTION * n + 1e-9)) == 0:
+        row.note = (f"{n} parseable samples < {math.ceil(1 / REJECT_FRACTION)}: rejecting the worst-ranked 20% "
+                    "rejects floor(0.2 n) = 0 samples")
+    return row
+
+
 def signal_scores(cell: Sequence[VSISample]) -> dict[str, np.ndarray]:
     """Ranking scores (higher = more likely wrong) of a cell's samples: -VSI and -max_prob."""
     return {"vsi": -np.array([s.vsi for s in cell], float),
@@ -105,10 +118,8 @@ def cell_diagnostics(task_id: str, model: str, cell: Sequence[VSISample], seed: 
         rows.append(_boot_row(task_id, model, f"auroc_{name}{sfx}",
                               lambda idx, sc=sc: auroc_draws(err, sc, idx), n, n_null, seed,
                               "error = positive class", why))
-        rows.append(_boot_row(task_id, model, f"prr80_{name}{sfx}",
-                              lambda idx, sc=sc: prr_rows(err[idx], sc[idx]), n, n_null, seed,
-                              "risk reduction rejecting the worst-ranked 20% / baseline risk",
-                              "" if err.any() else "no errors (baseline risk 0)"))
+        rows.append(_prr_row(task_id, model, f"prr80_{name}{sfx}", err, sc, n, n_null, seed,
+                             "risk reduction rejecting the worst-ranked 20% / baseline risk"))
     # verbalised confidence: its own subset (answers with a parsed integer)
     vs = [s for s in parse if s.verbal_conf is not None]
     nv, nv_null = len(vs), n_null + (n - len(vs))
@@ -120,9 +131,7 @@ def cell_diagnostics(task_id: str, model: str, cell: Sequence[VSISample], seed: 
         rows.append(_boot_row(task_id, model, f"auroc_verbal_conf{sfx}",
                               lambda idx: auroc_draws(verr, -vc, idx), nv, nv_null, seed,
                               "error = positive class", vwhy))
-        rows.append(_boot_row(task_id, model, f"prr80_verbal_conf{sfx}",
-                              lambda idx: prr_rows(verr[idx], -vc[idx]), nv, nv_null, seed, "",
-                              "" if verr.any() else "no errors (baseline risk 0)"))
+        rows.append(_prr_row(task_id, model, f"prr80_verbal_conf{sfx}", verr, -vc, nv, nv_null, seed, ""))
         if np.any((vc < 0) | (vc > 1)):
             raise ValueError(f"{task_id} {model}: verbal_conf outside 0-100")
         rows.append(_boot_row(task_id, model, f"ece_verbal_conf{sfx}",
@@ -185,10 +194,15 @@ def cell_diagnostics(task_id: str, model: str, cell: Sequence[VSISample], seed: 
             rows.append(ScoreRow(task_id, model, f"{metric}{sfx}", float(num / den), lo, hi, n, n_null,
                                  note + "; quintiles resampled separately", N_BOOT_B, dropped, seed))
     counts = quadrant_counts(~err[bottom], high[bottom])
+    qnote = f"fraction of the bottom VSI quintile; high = max_prob > cell median {np.median(mp):.4g}"
+    if not nb:
+        qnote = "no sample in the bottom VSI quintile"
+    elif qwhy:  # the quadrant fractions have no minimum count; the quintile error rates do
+        qnote += (f"; from {nb} bottom-quintile sample(s): quadrant fractions are given from any count, while the "
+                  f"quintile error rates need {5 * MIN_CLASS} parseable samples (docs/metrics.md, minimum counts)")
     for quad, c in counts.items():
         rows.append(ScoreRow(task_id, model, f"quadrant_{quad}_low_vsi{sfx}", c / nb if nb else math.nan,
-                             None, None, nb, n_null,
-                             f"fraction of the bottom VSI quintile; high = max_prob > cell median {np.median(mp):.4g}"))
+                             None, None, nb, n_null, qnote))
     return rows
 
 

@@ -288,6 +288,14 @@ class VSIHallusionBench(VSIExternalTask):
         return super().score(records, seed) + hallusionbench_rows(self.task_id, records, seed,
                                                                   self.params["no_image"] == "1")
 
+    def score_judged(self, records: list, seed: int, judgments: dict) -> list:
+        """A judge model's reading (``perceptbench run --judge``): the ``hallusionbench.*@judge``
+        rows (:func:`perceptbench.vsi.native.hallusionbench_judge_rows`) from ``judgments``
+        (``{trial_id: judgment}``, :func:`perceptbench.vsi.judge.read_judgments`)."""
+        from .native import hallusionbench_judge_rows
+
+        return hallusionbench_judge_rows(self.task_id, records, seed, self.params["no_image"] == "1", judgments)
+
     def load(self, seed: int) -> list:
         from ..external.hallusionbench import load_hallusionbench
 
@@ -298,14 +306,22 @@ class VSIHallusionBench(VSIExternalTask):
 class VSIMMVP(VSIExternalTask):
     """``vsi.mmvp``: MMVP two-option questions (hub dataset ``lmms-lab-eval/MMVP``, or ``source=DIR``
     for a local copy); setting ``corrections`` [1]: the four known label corrections
-    (:data:`perceptbench.external.mmvp.LABEL_CORRECTIONS`), 0 = the answers as released."""
+    (:data:`perceptbench.external.mmvp.LABEL_CORRECTIONS`), 0 = the answers as released; setting
+    ``patterns`` [""]: a CSV map Index -> visual pattern for the per-pattern rows
+    (:func:`perceptbench.external.mmvp.read_pattern_map`; no public map exists)."""
 
     base_id = "vsi.mmvp"
     benchmark = "mmvp"
     description = ("VSI on MMVP (two options; datasets library or source=DIR; grounding regions; corrections=1: "
                    "the four known label fixes)")
-    defaults = {**VSITask.base_defaults, **VSIExternalTask.grounding_defaults, "source": "", "corrections": "1"}
+    defaults = {**VSITask.base_defaults, **VSIExternalTask.grounding_defaults, "source": "", "corrections": "1",
+                "patterns": ""}
     allowed = {**VSIExternalTask.allowed, "corrections": ("0", "1")}
+    content_settings = VSIExternalTask.content_settings + ("patterns",)
+    late_settings = ("patterns",)  # added after runs existed: at its default it is not recorded, so they resume
+    settings = {**VSIExternalTask.settings,
+                "patterns": Setting("text", text="a CSV map Index -> visual pattern (no public one exists: "
+                                                 "docs/metrics.md)")}
 
     def score(self, records: list, seed: int) -> list:
         """The VSI rows, then MMVP's pair, question and per-pattern accuracy
@@ -318,7 +334,7 @@ class VSIMMVP(VSIExternalTask):
         from ..external.mmvp import load_mmvp
 
         return load_mmvp(self.params["source"] or None, limit=self._limit(), seed=seed,
-                         corrections=self.params["corrections"] == "1")
+                         corrections=self.params["corrections"] == "1", patterns=self.params["patterns"] or None)
 
 
 class VSIMMStar(VSIExternalTask):

@@ -151,8 +151,29 @@ def hallusionbench_correct(r: TrialRecord) -> bool:
     counts as right only on a VS question without a figure (figure_id 0), else wrong."""
     if r.correct is not None:
         return bool(r.correct)
+    return _vs_without_figure(r)
+
+
+def _vs_without_figure(r: TrialRecord) -> bool:
     e = ext(r)
     return e.get("category") == "VS" and str(e.get("figure_id")) == "0"
+
+
+JUDGE_VERDICTS = ("correct", "incorrect", "unclear")
+"""The verdicts of a judge model (HallusionBench ``utils.py`` ``evaluate_by_chatgpt``: "1", "0",
+"2"); a judge that gave no reply (a timeout) has the verdict None."""
+
+
+def hallusionbench_judged_correct(r: TrialRecord, verdict: str | None) -> bool:
+    """HallusionBench's correctness of one answer under a judge's ``verdict`` (``utils.py``
+    ``assign_correctness`` on the judge's "0"/"1"/"2"): "correct" is right; "unclear" and no
+    verdict (None: the judge gave no reply) are "uncertain", right only on a VS question without
+    a figure (figure_id 0); "incorrect" is wrong.  Raises ValueError for another verdict."""
+    if verdict not in JUDGE_VERDICTS + (None,):
+        raise ValueError(f"judge verdict must be one of {JUDGE_VERDICTS} or null, got {verdict!r}")
+    if verdict == "correct":
+        return True
+    return verdict != "incorrect" and _vs_without_figure(r)
 
 
 def hallusionbench_cluster_counts(items: Sequence[dict]) -> tuple[list, np.ndarray]:
@@ -179,9 +200,9 @@ def _hb_stat(counts: np.ndarray, cols: Sequence[int]) -> Callable[[np.ndarray], 
     return lambda w: np.stack([ratio_of_sums(w, counts[:, pairs[c][0]], counts[:, pairs[c][1]]) for c in cols], 1)
 
 
-def _hb_items(rs: Sequence[TrialRecord]) -> list[dict]:
+def _hb_items(rs: Sequence[TrialRecord], correct: Callable[[TrialRecord], bool]) -> list[dict]:
     return [{**{k: str(ext(r).get(k)) for k in ("category", "subcategory", "set_id", "figure_id", "question_id")},
-             "correct": hallusionbench_correct(r)} for r in rs]
+             "correct": correct(r)} for r in rs]
 
 
 def _hb_groups(items: list[dict]) -> list[tuple[str, list[dict]]]:
@@ -194,42 +215,105 @@ def _hb_groups(items: list[dict]) -> list[tuple[str, list[dict]]]:
     return out
 
 
-def hallusionbench_rows(tid: str, records: Sequence[TrialRecord], seed: int, no_image: bool) -> list[ScoreRow]:
-    """``hallusionbench.*`` rows of every image respondent (module docstring); ``no_image``: the
-    task includes the questions asked without an image (setting ``no_image``)."""
+def hallusionbench_answers(records: Sequence[TrialRecord], no_image: bool) -> dict[str, tuple[list, list]]:
+    """The answers HallusionBench's rows score, per image respondent ``M``: (its clean answers to
+    the questions with an image, the answers of ``M[image_withheld]`` to the questions asked
+    without one (empty when ``no_image`` is False or they were not asked)).  Every answer a
+    judge reads (:mod:`perceptbench.vsi.judge`) is in one of the two lists."""
     answers = answers_by_respondent(records)
-    note = "rule-based reading; unparseable = uncertain (right only on a VS no-image question); bootstrap over " \
-           "question sets (category, subcategory, set_id)"
-    rows: list[ScoreRow] = []
+    out = {}
     for m, rs in answers.items():
         if parse_respondent_label(m)[1] != DEFAULT_CONDITION:
             continue
-        n_null = sum(r.response is None for r in rs)
+        blind = [r for r in answers.get(respondent_label(m, WITHHELD), []) if _no_image(r)] if no_image else []
+        out[m] = (rs, blind)
+    return out
+
+
+def hallusionbench_rows(tid: str, records: Sequence[TrialRecord], seed: int, no_image: bool, *,
+                        correct: Callable[[TrialRecord], bool] = hallusionbench_correct, suffix: str = "",
+                        reading: str = "rule-based reading; unparseable = uncertain (right only on a VS no-image "
+                                       "question)",
+                        uncertain: Callable[[TrialRecord], bool] = lambda r: r.response is None) -> list[ScoreRow]:
+    """``hallusionbench.*`` rows of every image respondent (module docstring); ``no_image``: the
+    task includes the questions asked without an image (setting ``no_image``).  ``correct``,
+    ``suffix``, ``reading`` and ``uncertain`` (the answers counted in ``n_null``) choose the
+    reading: the defaults are the rule-based reading; :func:`hallusionbench_judge_rows` passes
+    a judge's (metric names ending in ``@judge``)."""
+    note = reading + "; bootstrap over question sets (category, subcategory, set_id)"
+    rows: list[ScoreRow] = []
+    for m, (rs, blind) in hallusionbench_answers(records, no_image).items():
+        n_null = sum(map(uncertain, rs))
         image_rows: list[ScoreRow] = []
-        for where, its in _hb_groups(_hb_items(rs)):  # the questions with an image: what lmms-eval/VLMEvalKit score
+        for where, its in _hb_groups(_hb_items(rs, correct)):  # the questions with an image: lmms-eval/VLMEvalKit
             _, counts = hallusionbench_cluster_counts(its)
-            image_rows += _rows(tid, m, [f"hallusionbench.aAcc{where}@image_questions", f"hallusionbench.fAcc{where}",
-                                   f"hallusionbench.qAcc{where}@image_questions"], _hb_stat(counts, (0, 1, 2)),
-                          len(counts), n_null, seed, note + "; the questions with an image only", "no answers")
+            image_rows += _rows(tid, m, [f"hallusionbench.aAcc{where}@image_questions{suffix}",
+                                         f"hallusionbench.fAcc{where}{suffix}",
+                                         f"hallusionbench.qAcc{where}@image_questions{suffix}"],
+                                _hb_stat(counts, (0, 1, 2)), len(counts), n_null, seed,
+                                note + "; the questions with an image only", "no answers")
         if not no_image:
             rows += image_rows
             continue
         wl = respondent_label(m, WITHHELD)
-        blind = [r for r in answers.get(wl, []) if _no_image(r)]
         if not blind:
-            rows += [ScoreRow(tid, m, f"hallusionbench.{x}", math.nan, None, None, 0, None,
+            rows += [ScoreRow(tid, m, f"hallusionbench.{x}{suffix}", math.nan, None, None, 0, None,
                               f"the questions HallusionBench asks without an image were not answered: run {m} with "
                               f"--condition image --condition image_withheld ({x}@image_questions leaves them out)")
                      for x in ("aAcc", "qAcc")] + image_rows
             continue
         pop = list(rs) + blind
-        n_null = sum(r.response is None for r in pop)
-        for where, its in _hb_groups(_hb_items(pop)):
+        n_null = sum(map(uncertain, pop))
+        for where, its in _hb_groups(_hb_items(pop, correct)):
             _, counts = hallusionbench_cluster_counts(its)
-            rows += _rows(tid, m, [f"hallusionbench.aAcc{where}", f"hallusionbench.qAcc{where}"],
+            rows += _rows(tid, m, [f"hallusionbench.aAcc{where}{suffix}", f"hallusionbench.qAcc{where}{suffix}"],
                           _hb_stat(counts, (0, 2)), len(counts), n_null, seed,
                           note + f"; the no-image questions answered by {wl}", "no answers")
         rows += image_rows  # after the population the benchmark defines
+    return rows
+
+
+def hallusionbench_judge_rows(tid: str, records: Sequence[TrialRecord], seed: int, no_image: bool,
+                              judgments: dict[str, dict]) -> list[ScoreRow]:
+    """The ``hallusionbench.*@judge`` rows: the rows of :func:`hallusionbench_rows` with each
+    answer's correctness read from a judge model's verdict instead of the rule-based parser
+    (:func:`hallusionbench_judged_correct`), beside the rule-based rows, never mixed with them.
+
+    ``judgments``: ``{trial_id: judgment}`` (:func:`perceptbench.vsi.judge.read_judgments`: the
+    latest line per trial; keys used: ``verdict``, ``judge``, ``judge_version``).  No judgment of
+    any answer of the task -> no rows.  A respondent with answers the judge has not read -> one
+    NaN row per ``aAcc``/``fAcc``/``qAcc@judge`` saying how many and how to complete them (a
+    rerun with the same ``--judge``).  ``n_null`` counts the answers the judge called unclear
+    or gave no reply on."""
+    population = hallusionbench_answers(records, no_image)
+    mine = [judgments[r.trial_id] for rs, blind in population.values() for r in [*rs, *blind]
+            if r.trial_id in judgments]
+    if not mine:
+        return []
+    judges = sorted({f"{j.get('judge')} ({j.get('judge_version')})" for j in mine})
+    who = ", ".join(judges)
+    verdict = {tid_: j.get("verdict") for tid_, j in judgments.items()}
+    rows: list[ScoreRow] = []
+    complete = []
+    for m, (rs, blind) in population.items():
+        pop = [*rs, *blind]
+        missing = sum(r.trial_id not in judgments for r in pop)
+        if missing:
+            rows += [ScoreRow(tid, m, f"hallusionbench.{x}@judge", math.nan, None, None, 0, None,
+                              f"{missing} of {len(pop)} answers of {m} have no verdict of the judge {who}: rerun the "
+                              "run with the same --judge to judge them (judged answers are not asked again)")
+                     for x in ("aAcc", "fAcc", "qAcc")]
+        else:
+            complete.append(m)
+    keep = {r.trial_id for m in complete for rs_ in population[m] for r in rs_}
+    if complete:  # the answers of the fully judged respondents only: no answer is read by the rule here
+        no_reply = sum(verdict[t] is None for t in keep)
+        reading = (f"judge reading: {who}, HallusionBench's GPT-4 check (utils.py evaluate_by_chatgpt); unclear or "
+                   f"no reply = uncertain (right only on a VS no-image question; {no_reply} without a reply)")
+        rows += hallusionbench_rows(tid, [r for r in records if r.trial_id in keep], seed, no_image,
+                                    correct=lambda r: hallusionbench_judged_correct(r, verdict[r.trial_id]),
+                                    suffix="@judge", reading=reading,
+                                    uncertain=lambda r: verdict[r.trial_id] in (None, "unclear"))
     return rows
 
 
@@ -267,8 +351,10 @@ def mmvp_rows(tid: str, records: Sequence[TrialRecord], seed: int) -> list[Score
                                                   1), len(c), n_null, seed, note, "no answers")
         if not patterns:
             rows.append(ScoreRow(tid, m, "mmvp.pair_accuracy[pattern]", math.nan, None, None, 0, None,
-                                 "the source labels no visual pattern (the released Questions.csv has none): give "
-                                 "source= a copy with a Type column to score the nine patterns"))
+                                 "the source labels no visual pattern: the released Questions.csv and the hub copies "
+                                 "have no Type column and no public per-question map exists (docs/metrics.md, MMVP "
+                                 "visual patterns); give patterns=FILE (a CSV map Index,Type) or source= a copy with "
+                                 "a Type column to score the nine patterns"))
     return rows
 
 

@@ -128,3 +128,36 @@ def test_mmvp_repeated_index_is_refused_naming_it(tmp_path):
     with pytest.raises(ValueError) as e:
         mmvp.load_mmvp(rel, cache_dir=tmp_path / "c")
     assert "duplicate Index '1'" in str(e.value) and "\n" not in str(e.value)
+
+
+def _pattern_map(tmp_path, rows, header="Index,Type"):
+    p = tmp_path / "patterns.csv"
+    p.write_text(header + "\n" + "\n".join(rows) + "\n")
+    return p
+
+
+def test_mmvp_pattern_map_file_labels_the_questions(tmp_path):
+    """``patterns=FILE``: a user's Index -> pattern map (no public one exists; a made-up test map here)."""
+    pytest.importorskip("datasets")
+    m = _pattern_map(tmp_path, ["1,Orientation and Direction", "2,Orientation and Direction", "3,Color and Appearance",
+                                "4,Color and Appearance"])
+    stim = mmvp.load_mmvp(FIX / "mmvp" / "release", cache_dir=tmp_path, patterns=m)
+    assert [s.meta["pattern"] for s in stim] == ["Orientation and Direction"] * 2 + ["Color and Appearance"] * 2
+    assert stim[0].meta["pattern_map"] == str(m)
+    # a map that leaves a pair out: those questions have no pattern
+    stim = mmvp.load_mmvp(FIX / "mmvp" / "release", cache_dir=tmp_path, patterns=_pattern_map(tmp_path, ["1,Texts"]))
+    assert [s.meta.get("pattern") for s in stim] == ["Texts", None, None, None]
+    assert "pattern" not in mmvp.load_mmvp(FIX / "mmvp" / "release", cache_dir=tmp_path)[0].meta
+
+
+@pytest.mark.parametrize("rows, header, match", [
+    (["1,Texts"], "Index,Category", r"needs an Index column and a Type \(or pattern\) column"),
+    (["301,Texts"], "Index,Type", r"patterns.csv:2: Index must be an MMVP Index 1..300, got '301'"),
+    (["x,Texts"], "Index,Type", r"patterns.csv:2: Index must be an MMVP Index 1..300, got 'x'"),
+    (["1,Texts", "1,Texts"], "Index,Type", r"patterns.csv:3: Index 1 appears twice"),
+    (["1,Colour"], "Index,Type", r"patterns.csv:2: Type must be one of MMVP's nine patterns .*, got 'Colour'"),
+    (["3,Texts", "4,Quantity and Count"], "Index,Type", r"pair 2 \(Index 3, 4\) is mapped to two patterns"),
+])
+def test_a_bad_pattern_map_is_a_one_line_error_naming_file_line_and_value(tmp_path, rows, header, match):
+    with pytest.raises(ValueError, match=match):
+        mmvp.read_pattern_map(_pattern_map(tmp_path, rows, header))

@@ -60,3 +60,28 @@ def test_a_group_that_is_not_the_expected_triplet_is_refused(tmp_path, monkeypat
         read_td_judgments("shape", 10)
     with pytest.raises(ValueError, match="10 or 16"):
         read_td_judgments("shape", 12)
+
+
+def test_catch_triplets_read_by_hand(mirror):
+    from perceptbench.stimuli.kernel_triplets import CATCH_TRIPLETS, read_catch_judgments
+
+    line = (mirror / "perceptual-kernels/data/raw/shape-td.txt").read_text().splitlines()[8]  # subject 9
+    v = [int(x) - 4 for x in line.split(",")]
+    groups = [v[3 * (8 + 120 + k):3 * (8 + 120 + k) + 3] for k in range(10)]
+    by_hand = sum(g[2] == other for g, (_, other) in zip(groups, CATCH_TRIPLETS))
+    got = [j for j in read_catch_judgments("shape", 10) if j.subject == 9]
+    assert [j.chosen for j in got] == [g[2] for g in groups] and sum(j.correct for j in got) == by_hand == 3
+    size = read_catch_judgments("size", 10)
+    assert len(size) == 200 and sum(j.correct for j in size if j.subject == 5) == 1
+    assert len(read_catch_judgments("shapecolor", 16)) == 200
+
+
+def test_a_catch_group_that_is_not_the_pages_triplet_is_named(tmp_path, monkeypatch, mirror):
+    lines = (mirror / "perceptual-kernels/data/raw/shape-td.txt").read_text().splitlines()
+    v = lines[2].split(",")
+    at = 3 * (8 + 120 + 4)  # catch triplet 4: mark 4 twice and mark 1 (offset 4 in the file)
+    v[at:at + 3] = ["5", "6", "7"]
+    lines[2] = ",".join(v)
+    _fake(tmp_path, monkeypatch, "\n".join(lines))
+    with pytest.raises(ValueError, match=r"line 3, catch triplet 4: got marks \[1, 2, 3\], expected 4 twice and 1"):
+        kernel_triplets.read_catch_judgments("shape", 10)

@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from helpers.cli import cli
-from perceptbench.sources.fetch import MissingSourceError
+from perceptbench.sources.downloads import read_manifest
+from perceptbench.sources.fetch import ChecksumError, MissingSourceError
 from perceptbench.stimuli import cue_conflict
 from perceptbench.tasks import get_task
 from perceptbench.tasks.registry import DEFAULT_BATTERY
@@ -41,13 +42,15 @@ def test_the_release_has_1280_images_of_which_1200_are_cue_conflicts():
 
 
 @pytest.mark.parametrize("setting", ["", "/nonexistent/cue-conflict"])
-def test_without_the_images_the_task_refuses_in_one_line_naming_what_to_download(setting):
+def test_without_the_images_the_task_refuses_in_one_line_naming_what_to_download(setting, tmp_path, monkeypatch):
+    monkeypatch.setenv("PERCEPTBENCH_CACHE", str(tmp_path))  # nothing fetched there
     t = get_task(f"{TASK}@images={setting}" if setting else TASK)
     with pytest.raises(MissingSourceError) as e:
         t.stimuli(0)
     msg = str(e.value)
     assert "\n" not in msg
     assert cue_conflict.STIMULI_FOLDER in msg and cue_conflict.RELEASE_COMMIT in msg and "images=DIR" in msg
+    assert "`perceptbench sources fetch geirhos2019-cue-conflict`" in msg
 
 
 def test_a_missing_image_is_named(tmp_path):
@@ -105,4 +108,85 @@ def test_the_task_is_opt_in_and_listed():
     block = p.stdout[p.stdout.index(TASK + "\n"):]
     block = block[:block.index("description:")]
     assert "human data: yes: each of 10 observers' answer to every cue-conflict image" in " ".join(block.split())
-    assert "default run" not in block
+    assert "battery: full" in block
+
+
+# --------------------------------------------------------------------------- the download (sources fetch)
+
+@pytest.fixture
+def release(tmp_path, images, monkeypatch):
+    """A copy of the release served over HTTP (its images folder holding the fixture images in the
+    release's naming), the base URL pointed at it, and an empty cache."""
+    from helpers.servers import FileServer
+
+    (tmp_path / "release" / "stimuli").mkdir(parents=True)
+    (tmp_path / "release" / cue_conflict.STIMULI_FOLDER).symlink_to(images)
+    monkeypatch.setenv("PERCEPTBENCH_CACHE", str(tmp_path / "cache"))
+    with FileServer(tmp_path / "release") as srv:
+        monkeypatch.setenv(cue_conflict.BASE_URL_ENV, srv.url)
+        yield srv
+
+
+def test_sources_fetch_downloads_the_1280_images_and_the_task_reads_them_by_default(release, tmp_path):
+    p = cli("sources", "fetch", "geirhos2019-cue-conflict", in_process=True)
+    assert p.returncode == 0, p.stdout
+    root = tmp_path / "cache" / "texture-vs-shape" / cue_conflict.STIMULI_FOLDER
+    assert "1280 of 1280 images present" in _flat(p) and "1280 downloaded now" in _flat(p)
+    assert len(release.requests) == 1280 and all(r.startswith(cue_conflict.STIMULI_FOLDER + "/") for r in release.requests)
+    assert len(read_manifest(root)) == 1280
+    st = get_task(TASK).stimuli(0)  # no images=DIR: the fetched folder
+    assert len(st) == 1200 and st[0].render().size == (8, 8)
+    release.requests.clear()
+    p = cli("sources", "fetch", "geirhos2019-cue-conflict", in_process=True)
+    assert p.returncode == 0 and release.requests == [] and "1280 already there and verified" in _flat(p)
+    p = cli("sources", "verify", "geirhos2019-cue-conflict", in_process=True)
+    assert p.returncode == 0 and "1280/1280 images verified" in _flat(p)
+
+
+def _flat(p) -> str:
+    """The command's output with rich's line wrapping undone."""
+    return " ".join(p.stdout.split())
+
+
+def test_an_image_changed_after_download_is_caught_by_the_task_and_by_verify(release, tmp_path):
+    assert cli("sources", "fetch", "geirhos2019-cue-conflict", in_process=True).returncode == 0
+    root = tmp_path / "cache" / "texture-vs-shape" / cue_conflict.STIMULI_FOLDER
+    victim = root / "airplane" / "airplane1-bicycle2.png"
+    victim.write_bytes(victim.read_bytes()[:-1] + b"x")
+    with pytest.raises(ChecksumError, match="airplane1-bicycle2.png.*changed after download"):
+        get_task(TASK).check_images(0)
+    p = cli("sources", "verify", "geirhos2019-cue-conflict", in_process=True)
+    assert p.returncode == 1 and "airplane1-bicycle2.png" in _flat(p) and "changed after download" in _flat(p)
+
+
+def test_an_interrupted_fetch_is_refused_by_the_task_and_resumed_by_a_rerun(release, tmp_path):
+    bad = f"{cue_conflict.STIMULI_FOLDER}/bear/bear1-airplane3.png"
+    release.faults[bad] = 404
+    p = cli("sources", "fetch", "geirhos2019-cue-conflict", in_process=True)
+    line = _flat(p)[_flat(p).index("error:"):]
+    assert p.returncode == 2 and "HTTP 404" in line and "bear1-airplane3.png" in line and "rerun to resume" in line
+    with pytest.raises(MissingSourceError, match="not in its download manifest|images missing"):
+        get_task(TASK).check_images(0)
+    release.faults.clear()
+    n_before = len(release.requests)
+    p = cli("sources", "fetch", "geirhos2019-cue-conflict", in_process=True)
+    assert p.returncode == 0, p.stdout
+    assert len(release.requests) - n_before == 1280 - (n_before - 1)  # only what was not downloaded yet
+    assert len(get_task(TASK).stimuli(0)) == 1200
+
+
+def test_offline_the_fetch_fails_in_one_line_naming_what_to_download(tmp_path, monkeypatch):
+    from helpers.servers import free_port
+
+    monkeypatch.setenv("PERCEPTBENCH_CACHE", str(tmp_path))
+    monkeypatch.setenv(cue_conflict.BASE_URL_ENV, f"http://127.0.0.1:{free_port()}")  # nothing listens
+    with pytest.raises(MissingSourceError) as e:
+        cue_conflict.EXPERIMENT.fetch_images(attempts=1, timeout=2)
+    msg = str(e.value)
+    assert "\n" not in msg and "could not download" in msg and cue_conflict.STIMULI_FOLDER in msg
+    assert "images=DIR" in msg
+
+
+def test_the_fetch_never_writes_into_the_data_mirror(mirror):
+    with pytest.raises(MissingSourceError, match="never writes"):
+        cue_conflict.EXPERIMENT.fetch_images(mirror / "texture-vs-shape" / cue_conflict.STIMULI_FOLDER)

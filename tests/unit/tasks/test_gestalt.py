@@ -470,15 +470,17 @@ def test_silhouette_score_variants_after_the_base_panel(variant, who):
                 tol=1e-12)
 
 
-def test_mark_colour_keeps_its_settings_and_the_other_palettes_add_subjects():
-    """Issue 23: colour's task id, records and the default run stay as they were; the new palettes
-    carry the raw subjects by default."""
+def test_mark_colour_keeps_its_identity_and_the_other_palettes_add_subjects():
+    """Issue 23: colour's task id, records and the default run stay as they were (its subject panel
+    is opt-in, subjects=td, a late setting); the new palettes carry the raw subjects by default."""
     from perceptbench.tasks.gestalt import MARK_KERNEL_TASKS, MarkColorTask
 
-    assert MarkColorTask.defaults == {"kernel": "tm"}
-    with pytest.raises(ValueError, match="no setting"):
-        get_task("similarity.chart.mark_color@subjects=td")
+    assert MarkColorTask.defaults == {"kernel": "tm", "subjects": "none", "min_catch": "0"}
+    colour = get_task("similarity.chart.mark_color")
+    assert colour.task_id == "similarity.chart.mark_color" and colour.identity_params == {"kernel": "tm"}
+    assert get_task("similarity.chart.mark_color@subjects=td").task_id == "similarity.chart.mark_color@subjects=td"
     for cls in MARK_KERNEL_TASKS:
         if cls is not MarkColorTask:
-            assert cls.defaults == {"kernel": "tm", "subjects": "td"}
+            assert cls.defaults == {"kernel": "tm", "subjects": "td", "min_catch": "0"}
+            assert get_task(cls.base_id).identity_params == {"kernel": "tm", "subjects": "td"}
             assert get_task(cls.base_id + "@subjects=none").task_id == cls.base_id + "@subjects=none"

@@ -34,6 +34,12 @@ TASK = "similarity.nat.things_ooo"
 #            {0,3,5}: 5,0 tied  -> 2 sampleable types, 2 tied types excluded
 # first lines: {0,1,2} line 1 (test 2, retest 0); {1,2,4} line 5 (test 1, retest 1)
 # B(testset2) = 2/2 = 1.0, B(testset2_repeat) = 1/2 = 0.5, test-retest on the sample 1/2
+# modal test-retest (each file's own mode of a type; types in both files):
+#   {0,1,2}: test 2,2 -> 2; repeat 0,2 -> tied        -> left out
+#   {3,4,5}: test 5,3 -> tied (line 6 is "4 5 3")     -> left out
+#   {0,3,5}: test 5; repeat 0                          -> disagree
+#   {1,2,4}: test 1; repeat 1                          -> agree
+#   ({0,1,5} is only in the repeat file)  -> 1 / 2 = 0.5 over 2 types, 2 tied left out
 
 
 @pytest.fixture
@@ -89,6 +95,8 @@ def test_reference_and_ceiling_by_hand(things_env):
     assert rows[("human:panel", "ceiling_test_retest")].n == 5
     assert rows[("human:panel", "n_tied_types_excluded")].value == 2
     assert rows[("human:panel", "test_retest_on_sample")].value == pytest.approx(0.5)
+    modal = rows[("human:panel", "ceiling_test_retest_modal")]
+    assert (modal.value, modal.n) == (0.5, 2) and "(2 tied left out)" in modal.note
     assert rows[("human:testset2", "B")].value == pytest.approx(1.0)
     assert rows[("human:testset2_repeat", "B")].value == pytest.approx(0.5)
     assert rows[("human:testset2_repeat", "B_over_ceiling")].value == pytest.approx(0.5 / 0.4)
@@ -153,7 +161,7 @@ def test_things_ooo_score_rows_by_hand():
     task = get_task("similarity.nat.things_ooo")
     tid = task.task_id
     summary = {"release_pairs": 5, "release_agree": 2, "release_misaligned": 1, "release_types": 7,
-               "release_tied_types": 2}
+               "release_tied_types": 2, "release_modal_agree": 3, "release_modal_types": 4, "release_modal_tied": 1}
     gt = {"s0": 1, "s1": 2, "s2": 1, "s3": 3, "s9": 2}
     recs = [_ooo_rec(task, "vlm", s, r, gt[s]) for s, r in (("s3", 3), ("s0", 1), ("s1", None), ("s2", 3))]
     recs += [_ooo_rec(task, TEST, s, r, gt[s], **summary) for s, r in (("s2", 2), ("s0", 1), ("s1", 2), ("s3", 3))]
@@ -166,7 +174,12 @@ def test_things_ooo_score_rows_by_hand():
             ScoreRow(tid, "human:panel", "position_floor", 0.5, None, None, 4, 0,
                      "max_k f_k of the modal choice's shown position, f = 0.50/0.25/0.25 (seed 000 D.3)"),
             ScoreRow(tid, "human:panel", "n_tied_types_excluded", 2.0, None, None, 7, 0,
-                     "triplet types whose modal choice is tied: never sampled")]
+                     "triplet types whose modal choice is tied: never sampled"),
+            ScoreRow(tid, "human:panel", "ceiling_test_retest_modal", 0.75, None, None, 4, 0,
+                     "agreement of each type's modal choice in testset2 with its modal choice in testset2_repeat, "
+                     "over the 4 types with an untied mode in both files (1 tied left out); seed 000 D.3's "
+                     "'test-retest consistency of the human modal choice' read as the mode's own consistency "
+                     "(ceiling_test_retest: individual first-vs-repeat agreement)")]
     # retest vs test on the stimuli both have (s9 has no test line): s0 1=1, s1 3!=2, s3 3=3 -> 2/3
     ttr = _agree_boot(np.array([True, False, True]), np.ones(3, bool))
     assert ttr.estimate == pytest.approx(2 / 3)
@@ -211,6 +224,8 @@ def test_things_ooo_score_without_release_counts_or_retest():
                  "max_k f_k of the modal choice's shown position, f = 0.00/1.00/0.00 (seed 000 D.3)"),
         ScoreRow(tid, "human:panel", "n_tied_types_excluded", 0.0, None, None, None, 0,
                  "triplet types whose modal choice is tied: never sampled"),
+        ScoreRow(tid, "human:panel", "ceiling_test_retest_modal", float("nan"), None, None, 0, 0,
+                 "the human records predate the modal test-retest count: run the task again"),
         boot_row(tid, TEST, "B", b_t, 1, 0, "agreement with the modal human choice (this response is one of "
                   "those the mode is taken over)"),
         boot_row(tid, "vlm", "B", b_m, 1, 0, "agreement with the modal human choice"),

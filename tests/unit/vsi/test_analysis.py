@@ -215,3 +215,18 @@ def test_signal_table_says_no_parseable_answers_not_zero_errors():
 
     assert class_check(np.zeros(0, bool)).startswith("no parseable answers")
     assert class_check(np.zeros(40, bool)) == "0 errors < 5"  # 40 parsed, all correct: a real count
+
+
+def test_prr80_under_five_parseable_samples_and_small_quadrants_say_why_in_the_note():
+    # 5 samples, the first unparseable: 4 parseable -> floor(0.2 * 4) = 0 rejected, PRR@80 undefined
+    s = _grid(n=5, models=("m1",), perts=("region",))
+    by = {r.metric: r for r in va.score_vsi_analyses(s, seed=0, n_perm=10)}
+    for signal in ("vsi", "max_prob"):
+        r = by[f"prr80_{signal}[region,sigma=20]"]
+        assert math.isnan(r.value) and "4 parseable samples < 5" in r.note and "floor(0.2 n) = 0" in r.note
+    # the quadrant rows are given from the single bottom-quintile sample, and say that the
+    # quintile error rates beside them need 25
+    q = by["quadrant_correct_high_low_vsi[region,sigma=20]"]
+    assert q.n == 1 and math.isfinite(q.value)
+    assert "from 1 bottom-quintile sample(s)" in q.note and "need 25 parseable samples" in q.note
+    assert "4 parseable samples < 25" in by["error_rate_bottom_quintile[region,sigma=20]"].note
