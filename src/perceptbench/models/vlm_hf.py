@@ -7,7 +7,9 @@ Decoding is greedy (argmax, no sampling, one beam, no repetition penalty), cappe
 new tokens by default (seed 000 appendix D.4), batched with left padding under
 ``torch.inference_mode()``.  Tested on the LLaVA, Idefics3/SmolVLM and Qwen2-VL families
 (``tests/unit/models/test_vlm_hf.py``, on tiny random models from
-:mod:`perceptbench.testing.tiny_vlm`).
+:mod:`perceptbench.testing.tiny_vlm`); the vision-tower features (:meth:`HFVLM.vision_features`,
+one generic route) and the VSI run also on LLaVA-NeXT, Qwen2.5-VL, Qwen3-VL, PaliGemma, Gemma 3
+and SmolVLM (``tests/unit/vsi/test_probe.py``, ``tests/integration/test_vsi_tower_families.py``).
 
 torch and transformers are imported when an :class:`HFVLM` is constructed, not when
 this module is imported.
@@ -359,52 +361,78 @@ class HFVLM:
         )
 
     # ------------------------------------------------------ vision-tower features
-    VISION_TOWERS = {"llava": "vision_tower", "idefics3": "vision_model", "qwen2_vl": "visual"}
-    """config.model_type -> attribute of ``model.model`` holding the vision tower."""
+    def vision_tower(self):
+        """The model's vision tower (an ``nn.Module``), found generically: transformers' own
+        ``get_encoder(modality="image")`` lookup (attributes ``vision_tower``, ``visual``,
+        ``vision_model``, ``vision_encoder``, ``image_tower`` of the model or its base model), and
+        the model's ``get_image_features``, which runs it on the processor's outputs.  Raises
+        ``VisionTowerUnavailable`` naming the model type and class when either is missing."""
+        kind = getattr(getattr(self.model, "config", None), "model_type", "?")
+        cls = type(self.model).__name__
+        get_encoder = getattr(self.model, "get_encoder", None)
+        tower = None
+        if callable(get_encoder):
+            try:
+                tower = get_encoder(modality="image")
+            except (TypeError, ValueError):
+                tower = None
+        inner = getattr(self.model, "base_model", None)
+        if tower is None or tower is self.model or tower is inner:
+            raise VisionTowerUnavailable(f"{self.name}: no vision tower found on {cls} (model_type {kind!r}): "
+                                         "transformers' get_encoder(modality='image') returns the model itself")
+        if not callable(getattr(self.model, "get_image_features", None)):
+            raise VisionTowerUnavailable(f"{self.name}: {cls} (model_type {kind!r}) has a vision tower "
+                                         f"({type(tower).__name__}) but no get_image_features to run it")
+        return tower
 
-    def vision_tower_kind(self) -> str:
-        """The family key of :attr:`VISION_TOWERS` for this model; raises
-        ``VisionTowerUnavailable`` naming the model type when the tower is not reachable."""
-        kind = getattr(self.model.config, "model_type", "?")
-        attr = self.VISION_TOWERS.get(kind)
-        inner = getattr(self.model, "model", None)
-        if attr is None or inner is None or getattr(inner, attr, None) is None:
-            raise VisionTowerUnavailable(
-                f"{self.name}: no vision-tower hook for model_type {kind!r} "
-                f"(supported: {', '.join(sorted(self.VISION_TOWERS))})")
-        return kind
+    def _drops_cls(self) -> bool:
+        """Whether the tower's final layer starts with a CLS token the model itself drops:
+        ``vision_feature_select_strategy == "default"`` (the LLaVA families' CLIP towers; the
+        model's own ``get_image_features`` drops it the same way).  SigLIP towers (PaliGemma,
+        Gemma 3, Idefics3/SmolVLM) and the Qwen-VL towers have no CLS token and no such key."""
+        return getattr(self.model.config, "vision_feature_select_strategy", None) == "default"
 
     def vision_features(self, images: Sequence[Image.Image]) -> np.ndarray:
         """Final-layer vision-tower features, mean-pooled over tokens and L2-normalised.
 
         ``images``: PIL images, preprocessed by the model's own image processor.  Returns
-        float32 ``(n, d)`` with ``d`` the tower's hidden size; rows have unit L2 norm.
-        Per family: LLaVA ``vision_tower(...).last_hidden_state`` without the CLS token when
-        ``vision_feature_select_strategy == "default"``; Idefics3 ``vision_model`` over every
-        crop of the image; Qwen2-VL ``visual`` blocks' output before the patch merger.  This
-        is the input to the encoder-LLM probe (seed 002 §2.4, appendix A: "normalised
-        final-layer image features").  One image per forward pass.  Raises
-        ``VisionTowerUnavailable`` for other model types."""
-        kind = self.vision_tower_kind()
+        float32 ``(n, d)`` with ``d`` the tower's hidden size; rows have unit L2 norm.  This is
+        the input to the encoder-LLM probe (seed 002 §2.4, appendix A: "normalised final-layer
+        image features").  One image per forward pass.
+
+        One route for every family: the model's ``get_image_features`` (transformers 5.x) with
+        the image processor's outputs that it names (``pixel_values`` and, per family,
+        ``image_grid_thw``, ``image_sizes``, ``pixel_attention_mask`` ...), whose
+        ``last_hidden_state`` is the tower's final layer *before* the projector or patch merger:
+        ``(crops, tokens, d)`` for ViT towers (every crop of an any-resolution image: LLaVA-NeXT,
+        Idefics3 without its padding crops), ``(patches, d)`` for the Qwen-VL towers (the patches
+        before the 2x2 merger).  The mean runs over every token of every crop.  Per family only
+        where the outputs differ: the CLS token is dropped where the model declares
+        ``vision_feature_select_strategy == "default"`` (:meth:`_drops_cls`).  Raises
+        ``VisionTowerUnavailable`` when the tower cannot be reached (:meth:`vision_tower`) or
+        ``get_image_features`` returns no ``last_hidden_state``."""
+        import inspect
+
+        self.vision_tower()
         torch = self._torch
-        tower = getattr(self.model.model, self.VISION_TOWERS[kind])
+        fn = self.model.get_image_features
+        names = set(inspect.signature(fn).parameters) | {"pixel_values"}
         ip = self.processor.image_processor
+        drop_cls = self._drops_cls()
         rows = []
         for im in images:
             enc = ip(images=[_rgb(im)], return_tensors="pt")
-            pv = enc["pixel_values"].to(self.device, dtype=self.dtype)
+            kw = {k: v.to(self.device) for k, v in enc.items() if k in names and hasattr(v, "to")}
+            kw["pixel_values"] = kw["pixel_values"].to(self.dtype)
             with torch.inference_mode():
-                if kind == "llava":
-                    h = tower(pv).last_hidden_state[0]
-                    if getattr(self.model.config, "vision_feature_select_strategy", "default") == "default":
-                        h = h[1:]
-                elif kind == "idefics3":
-                    pv = pv.reshape(-1, *pv.shape[-3:])
-                    real = (pv != 0).flatten(1).any(1)  # padding crops are all zeros
-                    h = tower(pixel_values=pv[real]).last_hidden_state.reshape(-1, tower.config.hidden_size)
-                else:  # qwen2_vl
-                    h = tower(pv, grid_thw=enc["image_grid_thw"].to(self.device)).last_hidden_state
-                v = h.float().mean(0)
+                out = fn(**kw)
+            h = getattr(out, "last_hidden_state", None)
+            if h is None:
+                raise VisionTowerUnavailable(f"{self.name}: {type(self.model).__name__}.get_image_features returned "
+                                             "no last_hidden_state (the tower's final layer)")
+            if drop_cls and h.dim() == 3:
+                h = h[:, 1:]
+            v = h.float().reshape(-1, h.shape[-1]).mean(0)
             v = v / v.norm().clamp_min(1e-12)
             rows.append(v.cpu().numpy().astype(np.float32))
         return np.stack(rows) if rows else np.zeros((0, 0), np.float32)
