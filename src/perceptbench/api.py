@@ -208,14 +208,8 @@ def run(out: str | Path, options: RunOptions, *, progress: bool = False, console
 
 
 def _declared_models(rd: RunDir) -> dict:
-    """``run.json``'s ``models`` object, ``{}`` when there is none or run.json cannot be read (the
-    declared metadata is optional to scoring, which reads records alone)."""
-    try:
-        data = rd.read_run_json() or {}
-    except (ValueError, OSError):  # not JSON, not UTF-8, unreadable: scoring goes on from the records
-        return {}
-    models = data.get("models")
-    return models if isinstance(models, dict) else {}
+    """``run.json``'s ``models`` object (:meth:`RunDir.declared_models`)."""
+    return rd.declared_models()
 
 
 def declared_models_of(records_files: Sequence[Path]) -> dict[str, dict]:
