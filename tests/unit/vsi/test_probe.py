@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 
 import numpy as np
 import pytest
@@ -214,3 +215,52 @@ def test_model_without_tower_is_skipped(tmp_path):
     meta = vf2.cache_probe_features(NoTower(), [vf.ProbeItem("s", "i", "region", 20.0, lambda: None, lambda: None)],
                                     tmp_path, key="other@t")
     assert "mllama" in json.loads(meta.read_text())["skipped"]
+
+
+class _FakeTask:
+    """A VSI task of 12 samples (the real stimuli of ``vsi.salbench.syn@n=12``), only what the
+    feature writer reads."""
+
+    def __init__(self):
+        from perceptbench.tasks import get_task
+
+        self._t = get_task("vsi.salbench.syn@n=12")
+        self.task_id = "t"
+
+    def stimuli(self, seed):
+        return self._t.stimuli(seed)
+
+
+def _witness_rows(tmp_path, monkeypatch, clip):
+    monkeypatch.setattr(vf, "WITNESS_CLIP", clip)
+    monkeypatch.setenv("PERCEPTBENCH_RESPONSE_CACHE", str(tmp_path / "cache"))
+    task = _FakeTask()
+    vf.cache_task_features(task, _FakeTower(), tmp_path / "features", 0)
+    items = vf.probe_items(task, 0)
+    samples = [VSISample("t", "b", "fake", "x", it.sample_id, it.image_id, it.perturbation, it.sigma, 0.01, False,
+                         True, 0.9, None, "exact") for it in items]
+    rows = vp.probe_rows(samples, vf.ProbeFeatures(tmp_path / "features"))
+    return [r for r in rows if r.metric.startswith("witness_probe_acc_all")], tmp_path / "features"
+
+
+def test_clip_witness_is_used_when_one_is_available_and_the_rows_say_so(tmp_path, monkeypatch):
+    """Issue 22 item 5: a CLIP witness (seed 002 appendix A) when one is in the local cache (here a
+    local directory standing for it); the store key, the sidecar and every witness row's note name it."""
+    pytest.importorskip("transformers")
+    from perceptbench.testing.tiny_encoders import build_tiny_clip
+
+    clip = build_tiny_clip(tmp_path / "tiny-clip")
+    rows, feats = _witness_rows(tmp_path, monkeypatch, str(clip))
+    assert rows and all(r.note.startswith("frozen external witness (tiny-clip, ") for r in rows)
+    assert not math.isnan(rows[0].value)
+    meta = json.loads((feats / "witness_tiny-clip_t.json").read_text())
+    assert meta["key"] == "witness:tiny-clip@t" and meta["hook"] == "embed" and meta["model_version"]
+    assert not (feats / "witness_efficientnet-lite0_t.json").exists()
+
+
+def test_efficientnet_witness_is_the_offline_default_and_the_rows_say_so(tmp_path, monkeypatch):
+    pytest.importorskip("torch")
+    rows, feats = _witness_rows(tmp_path, monkeypatch, "no-such-org/clip-not-in-the-cache")
+    assert rows and all(r.note.startswith("frozen external witness (efficientnet-lite0);") for r in rows)
+    assert json.loads((feats / "witness_efficientnet-lite0_t.json").read_text())["key"] == "witness:efficientnet-lite0@t"
+    assert not math.isnan(rows[0].value)
