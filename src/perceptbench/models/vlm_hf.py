@@ -250,8 +250,18 @@ class HFVLM:
         kwargs: dict[str, Any] = {"text": texts, "padding": True, "return_tensors": "pt"}
         if any(r.images for r in requests):
             kwargs["images"] = [[_rgb(im) for im in r.images] for r in requests]
-        inputs = self.processor(**kwargs)
-        inputs.pop("token_type_ids", None)
+        return self._model_inputs(self.processor(**kwargs))
+
+    def _model_inputs(self, inputs):
+        """The processor's outputs the model takes, on the device: ``labels`` (PaliGemma's processor
+        adds training labels) never; ``token_type_ids`` only where the model's ``forward`` names it
+        (PaliGemma and Gemma 3 attend bidirectionally over the image tokens with it; other
+        families' tokenizers return it unasked and their models refuse it)."""
+        import inspect
+
+        inputs.pop("labels", None)
+        if "token_type_ids" not in inspect.signature(self.model.forward).parameters:
+            inputs.pop("token_type_ids", None)
         return inputs.to(self.device)
 
     @staticmethod
@@ -384,6 +394,13 @@ class HFVLM:
             raise VisionTowerUnavailable(f"{self.name}: {cls} (model_type {kind!r}) has a vision tower "
                                          f"({type(tower).__name__}) but no get_image_features to run it")
         return tower
+
+    def vision_feature_source(self) -> str:
+        """In words, where :meth:`vision_features` comes from (written in the feature sidecar):
+        the tower's class, and whether the CLS token is dropped.  Raises
+        ``VisionTowerUnavailable`` as :meth:`vision_tower` does."""
+        cls = " without the CLS token" if self._drops_cls() else ""
+        return f"{type(self.vision_tower()).__name__} final layer (last_hidden_state){cls}, mean over tokens"
 
     def _drops_cls(self) -> bool:
         """Whether the tower's final layer starts with a CLS token the model itself drops:
@@ -561,9 +578,7 @@ class HFVLM:
             kwargs: dict[str, Any] = {"text": texts, "padding": True, "return_tensors": "pt"}
             if any(requests[i].images for i in group):
                 kwargs["images"] = [[_rgb(im) for im in requests[i].images] for i in group]
-            inputs = self.processor(**kwargs)
-            inputs.pop("token_type_ids", None)
-            inputs = inputs.to(self.device)
+            inputs = self._model_inputs(self.processor(**kwargs))
             with self._torch.inference_mode():
                 gen = self.model.generate(**inputs, **self._greedy_kwargs(limit), output_logits=return_logits,
                                           return_dict_in_generate=True)
@@ -618,13 +633,16 @@ class HFVLM:
                 cache = gen.get(cache_name)
                 suffixes = self._follow_up_suffixes(batch, texts, follow_up, answer_prefix) \
                     if reuse_cache and cache is not None and hasattr(cache, "crop") else None
+                extra = cache.get_seq_length() - L if suffixes is not None else 0
+                if extra > 0:  # drop the generated answer: the conversation re-tokenizes it
+                    try:
+                        cache.crop(-extra)
+                    except RuntimeError:  # a sliding-window layer past its window (Gemma 3) cannot roll back
+                        suffixes = None
                 if suffixes is None:  # the whole conversation, prefilled
                     fol = self.generate_follow_up(batch, texts, follow_up, follow_max, len(batch), answer_prefix,
                                                   return_logits)
                 else:
-                    extra = cache.get_seq_length() - L
-                    if extra > 0:  # drop the generated answer: the conversation re-tokenizes it
-                        cache.crop(-extra)
                     S = max(map(len, suffixes))
                     pad = self.tokenizer.pad_token_id
                     # pads between the cached prompt and each follow-up (attention mask 0; position ids
