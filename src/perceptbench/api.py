@@ -98,6 +98,10 @@ class RunOptions:
     dtype: str | None = None
     attn_implementation: str | None = None
     """Where and in what precision local models run (:mod:`perceptbench.models.runtime`)."""
+    repetitions: int = 1
+    temperature: float = 0.0
+    """Answers per stimulus of a sampling VLM and its sampling temperature (``--repetitions``,
+    ``--temperature``; :class:`perceptbench.models.runtime.Runtime`; seed 000 D.4)."""
     roster: str | None = None
     """A packaged roster's name or a roster file (:func:`perceptbench.models.roster.load_roster`):
     its models run before ``models``."""
@@ -116,7 +120,7 @@ class RunOptions:
         """The :class:`perceptbench.models.runtime.Runtime` of these options."""
         from .models.runtime import Runtime
 
-        return Runtime(self.device, self.dtype, self.attn_implementation)
+        return Runtime(self.device, self.dtype, self.attn_implementation, int(self.repetitions), float(self.temperature))
 
 
 @dataclass

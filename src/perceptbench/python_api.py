@@ -54,7 +54,8 @@ def run(out: str | Path, tasks: Sequence[str] | None = None, models: Sequence[st
         gpus_per_model: float = 0, ray_workers: int | None = None, chunk_size: int = 0,
         allow_mixed: bool = False, families: Mapping[str, str] | None = None,
         conditions: Sequence[str] | None = None, device: str = "cpu", dtype: str | None = None,
-        attn_implementation: str | None = None, roster: str | None = None) -> "pd.DataFrame":
+        attn_implementation: str | None = None, roster: str | None = None, repetitions: int = 1,
+        temperature: float = 0.0) -> "pd.DataFrame":
     """Run tasks x models into the run directory ``out``, score it, return the scores.
 
     The same orchestration as ``perceptbench run`` (:func:`perceptbench.api.run`), with the
@@ -75,7 +76,9 @@ def run(out: str | Path, tasks: Sequence[str] | None = None, models: Sequence[st
     ``bfloat16``, ``float16``; local ``hf:`` VLMs, encoders run in float32),
     ``attn_implementation`` (``--device``, ``--dtype``, ``--attn-implementation``;
     :mod:`perceptbench.models.runtime`); ``roster``: a packaged roster's name
-    or a roster file (``--roster``), whose models run before ``models``.
+    or a roster file (``--roster``), whose models run before ``models``; ``repetitions``,
+    ``temperature`` (``--repetitions``, ``--temperature``): sampled answers per stimulus of local
+    ``hf:`` VLMs, scored by majority vote (seed 000 D.4).
 
     Returns the scores as a DataFrame (:func:`scores_frame`).  Raises KeyError (unknown
     task), ValueError (bad option or setting, a different seed than ``out`` holds, ``out`` an
@@ -89,7 +92,8 @@ def run(out: str | Path, tasks: Sequence[str] | None = None, models: Sequence[st
                          parser=parser, cache=cache, executor=executor,
                          ray=RayOptions(ray_address, gpus_per_model, ray_workers, chunk_size),
                          allow_mixed=allow_mixed, families=families, conditions=conditions, device=device,
-                         dtype=dtype, attn_implementation=attn_implementation, roster=roster)
+                         dtype=dtype, attn_implementation=attn_implementation, roster=roster,
+                         repetitions=repetitions, temperature=temperature)
     return scores_frame(run_and_score(out, options, progress=progress).rows)
 
 

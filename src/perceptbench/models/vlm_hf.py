@@ -97,6 +97,13 @@ class HFVLM:
         transformers' attention implementation (``"eager"``, ``"sdpa"``,
         ``"flash_attention_2"`` ...; :data:`perceptbench.models.runtime.ATTN_IMPLEMENTATIONS`);
         ``None`` keeps the model's default.  Recorded in ``generation_settings`` when given.
+    temperature:
+        0 (default): greedy answers.  Above 0: :meth:`generate` samples each answer at this
+        temperature (top-k and top-p off, no repetition penalty) with ``torch.manual_seed`` set to the
+        request's ``sample_seed`` before it, one request at a time, so an answer depends on its seed
+        only (not on the batch); recorded in ``generation_settings`` (``decoding: "sample"``,
+        ``do_sample``, ``temperature``).  The VSI methods stay greedy (their distributions are the
+        model's, not a sample).
     max_new_tokens:
         Cap on generated tokens per request of :meth:`generate` (default 40, seed 000 D.4).  A
         request's own ``VLMRequest.max_new_tokens`` applies when it is smaller.  The VSI methods
@@ -143,6 +150,7 @@ class HFVLM:
         dtype: Any = None,
         max_new_tokens: int | None = None,
         attn_implementation: str | None = None,
+        temperature: float = 0.0,
     ) -> None:
         try:
             import torch
@@ -226,6 +234,12 @@ class HFVLM:
         }
         if attn_implementation:  # only when given: the cache keys of runs without it stay as they were
             self.generation_settings["attn_implementation"] = str(attn_implementation)
+        self.temperature = float(temperature)
+        if not self.temperature >= 0:
+            raise ValueError(f"temperature must be >= 0, not {temperature!r}")
+        if self.temperature > 0:  # only when sampling: greedy runs keep their settings and cache keys
+            self.generation_settings.update(decoding="sample", do_sample=True, temperature=self.temperature,
+                                            top_k=0, top_p=1.0)
 
     def __repr__(self) -> str:
         return f"HFVLM(name={self.name!r}, model_version={self.model_version!r})"
@@ -295,6 +309,8 @@ class HFVLM:
         """
         if batch_size < 1:
             raise ValueError("batch_size must be >= 1")
+        if self.temperature > 0:
+            return [self._sample_ids(r) for r in requests]
         results: list[list[int] | None] = [None] * len(requests)
         for group in self._groups(requests, batch_size):
             batch = [requests[i] for i in group]
@@ -313,6 +329,17 @@ class HFVLM:
                 # come after the eos we stop at.
                 results[i] = ids
         return [r if r is not None else [] for r in results]
+
+    def _sample_ids(self, request: VLMRequest) -> list[int]:
+        """One sampled answer (token ids, eos and after removed) to ``request`` at
+        :attr:`temperature`, from ``torch.manual_seed(request.sample_seed)`` (0 when it has none)."""
+        lim = max(1, min(int(request.max_new_tokens), self.max_new_tokens))
+        inputs = self._encode([request])
+        kw = dict(self._greedy_kwargs(lim), do_sample=True, temperature=self.temperature, top_k=0, top_p=1.0)
+        self._torch.manual_seed(int(request.sample_seed or 0))
+        with self._torch.inference_mode():
+            out = self.model.generate(**inputs, **kw)
+        return self._greedy_ids(out[0, inputs["input_ids"].shape[1]:].tolist(), lim)
 
     def generate(self, requests: Sequence[VLMRequest], batch_size: int = 8) -> list[str]:
         """Greedy answers, one decoded string per request, in order.
