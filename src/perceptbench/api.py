@@ -99,6 +99,10 @@ class RunOptions:
     dtype: str | None = None
     attn_implementation: str | None = None
     """Where and in what precision local models run (:mod:`perceptbench.models.runtime`)."""
+    repetitions: int = 1
+    temperature: float = 0.0
+    """Answers per stimulus of a sampling VLM and its sampling temperature (``--repetitions``,
+    ``--temperature``; :class:`perceptbench.models.runtime.Runtime`; seed 000 D.4)."""
     roster: str | None = None
     """A packaged roster's name or a roster file (:func:`perceptbench.models.roster.load_roster`):
     its models run before ``models``."""
@@ -140,7 +144,7 @@ class RunOptions:
         """The :class:`perceptbench.models.runtime.Runtime` of these options."""
         from .models.runtime import Runtime
 
-        return Runtime(self.device, self.dtype, self.attn_implementation)
+        return Runtime(self.device, self.dtype, self.attn_implementation, int(self.repetitions), float(self.temperature))
 
 
 @dataclass
@@ -280,14 +284,8 @@ def _judge(rd: RunDir, options: RunOptions, tasks: list, console) -> None:
 
 
 def _declared_models(rd: RunDir) -> dict:
-    """``run.json``'s ``models`` object, ``{}`` when there is none or run.json cannot be read (the
-    declared metadata is optional to scoring, which reads records alone)."""
-    try:
-        data = rd.read_run_json() or {}
-    except (ValueError, OSError):  # not JSON, not UTF-8, unreadable: scoring goes on from the records
-        return {}
-    models = data.get("models")
-    return models if isinstance(models, dict) else {}
+    """``run.json``'s ``models`` object (:meth:`RunDir.declared_models`)."""
+    return rd.declared_models()
 
 
 def declared_models_of(records_files: Sequence[Path]) -> dict[str, dict]:

@@ -55,7 +55,8 @@ def run(out: str | Path, tasks: Sequence[str] | None = None, models: Sequence[st
         allow_mixed: bool = False, families: Mapping[str, str] | None = None,
         conditions: Sequence[str] | None = None, device: str = "cpu", dtype: str | None = None,
         attn_implementation: str | None = None, roster: str | None = None,
-        battery: str | None = None, judge: str | None = None) -> "pd.DataFrame":
+        battery: str | None = None, judge: str | None = None, repetitions: int = 1,
+        temperature: float = 0.0) -> "pd.DataFrame":
     """Run tasks x models into the run directory ``out``, score it, return the scores.
 
     The same orchestration as ``perceptbench run`` (:func:`perceptbench.api.run`), with the
@@ -81,7 +82,9 @@ def run(out: str | Path, tasks: Sequence[str] | None = None, models: Sequence[st
     (:data:`perceptbench.tasks.registry.BATTERIES`; ``full`` refuses in one line while the
     cue-conflict images are not fetched); ``judge``: ``[SHORT=]SPEC``
     of a judge model that reads every HallusionBench answer (``--judge``,
-    :mod:`perceptbench.vsi.judge`: ``judgments.jsonl`` and the ``hallusionbench.*@judge`` rows).
+    :mod:`perceptbench.vsi.judge`: ``judgments.jsonl`` and the ``hallusionbench.*@judge`` rows); ``repetitions``,
+    ``temperature`` (``--repetitions``, ``--temperature``): sampled answers per stimulus of local
+    ``hf:`` VLMs, scored by majority vote (seed 000 D.4).
 
     Returns the scores as a DataFrame (:func:`scores_frame`).  Raises KeyError (unknown
     task), ValueError (bad option or setting, a different seed than ``out`` holds, ``out`` an
@@ -95,7 +98,8 @@ def run(out: str | Path, tasks: Sequence[str] | None = None, models: Sequence[st
                          parser=parser, cache=cache, executor=executor,
                          ray=RayOptions(ray_address, gpus_per_model, ray_workers, chunk_size),
                          allow_mixed=allow_mixed, families=families, conditions=conditions, device=device,
-                         dtype=dtype, attn_implementation=attn_implementation, roster=roster, battery=battery, judge=judge)
+                         dtype=dtype, attn_implementation=attn_implementation, roster=roster, battery=battery, judge=judge,
+                         repetitions=repetitions, temperature=temperature)
     return scores_frame(run_and_score(out, options, progress=progress).rows)
 
 

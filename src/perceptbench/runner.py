@@ -314,6 +314,8 @@ def run(cfg: RunConfig, *, progress: bool = True, load_model: Callable | None = 
     from .models.registry import load_model as _load, parse_model_arg
 
     check_runtime(cfg.runtime)  # a device that is not there, a dtype it cannot run: before anything is written
+    if executor == "ray" and cfg.runtime.repetitions > 1:
+        raise ValueError(f"--repetitions {cfg.runtime.repetitions} runs on the local executor only; drop --executor ray")
     load_model = load_model or functools.partial(_load, runtime=cfg.runtime)
     out = Path(cfg.out)
     run_id = f"run-{time.strftime('%Y%m%d-%H%M%S', time.gmtime())}-{os.getpid()}"
@@ -390,6 +392,7 @@ def run(cfg: RunConfig, *, progress: bool = True, load_model: Callable | None = 
         extra_meta = lambda: ({"mixed_resume": sorted({f"{d.what} ({d.task_id}, {d.model})" for d in mixed})}
                               if mixed else {})
         plan = []
+        reps = cfg.runtime.repetitions  # a stimulus is pending while one of its repetitions is
         for task, stimuli in task_stimuli:
             res = run_trials(Job(task, HUMAN_PANEL, HUMAN_PANEL.name, list(stimuli), [], store, cfg.seed, run_id, out,
                                  stimulus_ids=frozenset(wanted)))
@@ -402,7 +405,8 @@ def run(cfg: RunConfig, *, progress: bool = True, load_model: Callable | None = 
                 test = trial_stimuli(task, chosen, condition)
                 for arg, name in zip(cfg.models, names):
                     label = respondent_label(name, condition)
-                    pending = [s for s in test if make_trial_id(task.task_id, s.stimulus_id, label, 0) not in store.done]
+                    pending = [s for s in test if any(make_trial_id(task.task_id, s.stimulus_id, label, rep)
+                                                      not in store.done for rep in range(reps))]
                     summary.skipped += len(test) - len(pending)
                     features = (task_kind(task) == "vsi" and condition == DEFAULT_CONDITION
                                 and not _vsi_features_cached(out, name, task.task_id))
@@ -436,8 +440,12 @@ def run(cfg: RunConfig, *, progress: bool = True, load_model: Callable | None = 
                 label = respondent_label(name, condition)
                 base = f"{task.task_id} | {label}"
                 job = Job(task, model, name, pending, [s for s in stimuli if s.split == "probe_train"], store,
-                          cfg.seed, run_id, out, cfg.batch_size, cfg.cache_mode, extra_meta(), condition=condition)
+                          cfg.seed, run_id, out, cfg.batch_size, cfg.cache_mode, extra_meta(), condition=condition,
+                          repetitions=reps)
                 respondent = respondent_for(task, model, condition, name)  # a resumed run loads models lazily
+                if reps > 1 and not getattr(respondent, "repeats", False):  # one record per stimulus: rep 0
+                    job.pending = [s for s in pending
+                                   if make_trial_id(task.task_id, s.stimulus_id, label, 0) not in store.done]
                 # until the first trials are written, say what the model is doing (not a frozen 0/N)
                 bar.update(ptask, description=f"{base}: {respondent.first_step(job)}", refresh=True)
 

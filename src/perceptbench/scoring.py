@@ -92,15 +92,19 @@ def _parse_rows(task_id: str, records: list[TrialRecord], mode: str) -> list[Sco
     return rows
 
 
-def prepare_records(records: list[TrialRecord], parser_mode: str = "default") -> list[TrialRecord]:
+def prepare_records(records: list[TrialRecord], parser_mode: str = "default",
+                    vote: bool = True) -> list[TrialRecord]:
     """The records every scorer sees (scores, report figures, paired differences): VLM raw
-    outputs re-parsed under ``parser_mode`` (:func:`apply_parser_mode`) and two prompt
+    outputs re-parsed under ``parser_mode`` (:func:`apply_parser_mode`), two prompt
     versions of one task and model split into two respondents
-    (:func:`perceptbench.provenance.split_prompt_versions`; never pooled)."""
+    (:func:`perceptbench.provenance.split_prompt_versions`; never pooled) and, with ``vote``, the
+    repetitions of a ``--repetitions`` run replaced by their majority vote
+    (:func:`perceptbench.scorers.repetitions.aggregate_repetitions`; a no-op without repetitions)."""
     from .provenance import split_prompt_versions
+    from .scorers.repetitions import aggregate_repetitions
 
     records, _ = split_prompt_versions(apply_parser_mode(records, parser_mode))
-    return records
+    return aggregate_repetitions(records) if vote else records
 
 
 def score_records(records: list[TrialRecord], seed: int | None = None, parser_mode: str = "default",
@@ -138,6 +142,7 @@ def _score_tasks(tasks, seed: int | None, parser_mode: str,
     analyses (:data:`perceptbench.analyses.SUITE_ANALYSES`, in registration order) over the
     records of the tasks that take part in each (only those records are kept)."""
     from .analyses import SUITE_ANALYSES
+    from .scorers.repetitions import aggregate_repetitions, repetition_rows
 
     analyses = [(cls(), []) for _, cls in SUITE_ANALYSES]
     rows: list[ScoreRow] = []
@@ -146,11 +151,13 @@ def _score_tasks(tasks, seed: int | None, parser_mode: str,
             s = seed if seed is not None else _task_seed(task_id, np.unique(recs.seed).tolist())
             rows += get_task(task_id).score_columns(recs, s)
             continue
-        recs = prepare_records(recs, parser_mode)  # re-parsed; prompt versions never pooled
+        recs = prepare_records(recs, parser_mode, vote=False)  # re-parsed; prompt versions never pooled
+        parse_rows = _parse_rows(task_id, recs, parser_mode)  # over every repetition's answer
+        recs = aggregate_repetitions(recs)  # repetitions -> their majority vote (none: unchanged)
         s = seed if seed is not None else _task_seed(task_id, (r.run_meta.seed for r in recs))
         task = get_task(task_id)
         rows += task.score(recs, s)
-        rows += _parse_rows(task_id, recs, parser_mode)
+        rows += parse_rows + repetition_rows(task_id, recs)
         if judgments and hasattr(task, "score_judged"):  # a judge model's reading, after the task's own rows
             rows += task.score_judged(recs, s, judgments)
         for analysis, kept in analyses:

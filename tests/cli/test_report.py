@@ -970,3 +970,34 @@ def test_vsi_only_report_shows_only_its_sections_and_the_answers(tmp_path):
     trials = html[html.index("<h3>Trials per task and model</h3>"):html.index("<h3>Skipped")]
     # 8 records per model, 4 answers all parsed: a perturbed trial (no answer by design) is no null
     assert trials.count('<td class="num">8</td><td class="num">0</td>') == 3
+
+
+def test_matrix_is_grouped_and_coloured_by_declared_family(tmp_path):
+    """Issue 22 item 3 (seed 000's matrix figure grouped by family): with run.json ``models``
+    declaring families, the report's matrix (figure, table, --figures PNG/CSV) groups the models by
+    family and names each one's family; the same run without the declaration keeps the ranking."""
+    import csv as _csv
+    import re
+
+    from perceptbench.core.rundir import RunDir
+
+    models = ["m0", "m1", "m2", "m3"]  # m3 answers best: first in the ungrouped ranking
+    tasks = ("similarity.chart.mark_color", "closure.nat.silhouette")
+    plain = write_synthetic_run(tmp_path / "plain", models, tasks=tasks)
+    grouped = write_synthetic_run(tmp_path / "grouped", models, tasks=tasks)
+    fams = {"m0": "open-vlm", "m1": "supervised", "m3": "open-vlm"}  # m2 declares none
+    RunDir(grouped).write_run_json({"seed": 0, "models": {m: {"family": f} for m, f in fams.items()}})
+    rows = {}
+    for d in (plain, grouped):
+        p = cli("report", str(d), "--out", str(tmp_path / f"{d.name}.html"), "--figures", str(tmp_path / f"fig-{d.name}"))
+        assert p.returncode == 0, p.stdout + p.stderr
+        html = (tmp_path / f"{d.name}.html").read_text()
+        table = html[html.index('id="matrix"'):html.index('id="dissociation"')]
+        rows[d.name] = re.findall(r"<tr><td>(m\d)</td>(?:<td>([a-z-]+)</td>)?", table)
+    assert [m for m, _ in rows["plain"]] == ["m3", "m2", "m1", "m0"] and {f for _, f in rows["plain"]} == {""}
+    assert rows["grouped"] == [("m1", "supervised"), ("m3", "open-vlm"), ("m0", "open-vlm"), ("m2", "undeclared")]
+    assert "grouped by declared family" in (tmp_path / "grouped.html").read_text()
+    assert "grouped by declared family" not in (tmp_path / "plain.html").read_text()
+    data = list(_csv.DictReader(open(tmp_path / "fig-grouped" / "model_by_task_headline_matrix.csv")))
+    assert {(r["model"], r["role"]) for r in data if r["model"] == "m2"} == {("m2", "model (family: undeclared)")}
+    assert (tmp_path / "fig-grouped" / "model_by_task_headline_matrix.png").stat().st_size > 10_000

@@ -31,7 +31,8 @@ def test_every_run_option_is_a_python_argument_and_a_cli_flag():
                "device": ("device", "--device"), "dtype": ("dtype", "--dtype"),
                "attn_implementation": ("attn_implementation", "--attn-implementation"),
                "roster": ("roster", "--roster"), "battery": ("battery", "--battery"),
-               "judge": ("judge", "--judge")}
+               "judge": ("judge", "--judge"),
+               "repetitions": ("repetitions", "--repetitions"), "temperature": ("temperature", "--temperature")}
     ray = {"address": ("ray_address", "--ray-address"), "gpus_per_model": ("gpus_per_model", "--gpus-per-model"),
            "workers": ("ray_workers", "--ray-workers"), "chunk_size": ("chunk_size", "--chunk-size")}
     fields = {f for f in RunOptions.__dataclass_fields__ if f != "ray"}

@@ -73,6 +73,11 @@ def run(
     attn_implementation: Optional[str] = typer.Option(None, "--attn-implementation",
                                                       help="transformers attention of local hf: VLMs (eager, sdpa, "
                                                            "flash_attention_2, ...); default: the model's own."),
+    repetitions: int = typer.Option(1, "--repetitions", help="Answers per stimulus of each local hf: VLM (needs "
+                                                           "--temperature above 0), each a trial record; scored by "
+                                                           "majority vote (seed 000 D.4). Default 1."),
+    temperature: float = typer.Option(0.0, "--temperature", help="Sampling temperature of local hf: VLMs' answers; "
+                                                               "0 (default): greedy. Recorded in every record."),
 ) -> None:
     """Run tasks x models; write records.jsonl and scores.csv."""
     from ..api import RayOptions, RunOptions, run as run_and_score
@@ -90,7 +95,8 @@ def run(
                          executor=executor, ray=RayOptions(ray_address, gpus_per_model, ray_workers, chunk_size),
                          allow_mixed=allow_mixed, families=families_option(family),
                          conditions=tuple(condition) if condition else None, device=device, dtype=dtype,
-                         attn_implementation=attn_implementation, roster=roster, battery=battery, judge=judge)
+                         attn_implementation=attn_implementation, roster=roster, battery=battery, judge=judge,
+                         repetitions=repetitions, temperature=temperature)
     check_out(out, "run")
     rd = RunDir(out)
     before = rd.count_records()

@@ -285,6 +285,17 @@ class RunDir:
             raise ValueError(f"{self.run_json}: not a JSON object; it is not a run.json perceptbench wrote")
         return data
 
+    def declared_models(self) -> dict[str, Any]:
+        """``run.json``'s ``models`` object (the declared model metadata), ``{}`` when there is none
+        or run.json cannot be read (the metadata is optional to scoring and reports, which read
+        records alone)."""
+        try:
+            data = self.read_run_json() or {}
+        except (ValueError, OSError):  # not JSON, not UTF-8, unreadable: go on from the records
+            return {}
+        models = data.get("models")
+        return models if isinstance(models, dict) else {}
+
     def write_run_json(self, data: dict[str, Any]) -> Path:
         """Replace ``run.json`` with ``data`` (indented JSON; values JSON cannot hold as
         ``str``), atomically and under the records lock."""

@@ -116,6 +116,9 @@ class VLMRequest:
     images: tuple[Image.Image, ...]
     prompt: str
     max_new_tokens: int = 40
+    sample_seed: int | None = None
+    """The seed of a sampled answer (``--temperature`` above 0: one per trial and repetition); None
+    for greedy decoding.  Part of the response cache key when given."""
 
 
 @dataclass(frozen=True)

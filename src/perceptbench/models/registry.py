@@ -259,8 +259,10 @@ def _load(short: str, spec: ModelSpec, rt):
         if repo.startswith(("/", "./", "../", "~")) and not os.path.isdir(os.path.expanduser(repo)):
             raise ModelLoadError(f"hf:{repo}: no such model directory")
         if is_vlm_dir_or_id(spec.ref):
+            sample = {"temperature": rt.temperature} if rt.temperature else {}  # greedy: as before
             return _cls("perceptbench.models.vlm_hf:HFVLM")(repo, name=short, revision=rev or None, **dev,
-                                                            dtype=rt.dtype, attn_implementation=rt.attn_implementation)
+                                                            dtype=rt.dtype, attn_implementation=rt.attn_implementation,
+                                                            **sample)
         return _cls("perceptbench.models.encoders_hf:HFEncoder")(repo, name=short, revision=rev or None, **dev)
     if spec.kind == "timm":
         arch, sep, weights = spec.ref.partition("@")

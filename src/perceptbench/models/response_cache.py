@@ -373,8 +373,12 @@ class _Answering:
         return self.inner.generation_settings
 
     def request_settings(self, request: VLMRequest) -> dict:
-        """Settings that enter the key: the model's plus the request's max_new_tokens."""
-        return dict(self.inner.generation_settings, request_max_new_tokens=int(request.max_new_tokens))
+        """Settings that enter the key: the model's plus the request's max_new_tokens, and its
+        ``sample_seed`` when it has one (a sampled answer: each repetition its own entry)."""
+        out = dict(self.inner.generation_settings, request_max_new_tokens=int(request.max_new_tokens))
+        if request.sample_seed is not None:  # greedy requests keep the keys they always had
+            out["sample_seed"] = int(request.sample_seed)
+        return out
 
     def key_for_request(self, request: VLMRequest, image_sha256s: Sequence[str] | None = None) -> str:
         """Cache key of one :meth:`generate` request (image hashes computed from pixels if not given)."""
@@ -397,9 +401,7 @@ class _Answering:
         without raising is returned as ``""``, neither stored nor counted in ``calls``."""
         reqs = list(requests)
         shas = _per_request(reqs, image_sha256s)
-        keys = [self._budget_key(r, s, "") if budget_in_key else
-                self.cache.key_for(self.inner.model_version, r.prompt, s, self.request_settings(r))
-                for r, s in zip(reqs, shas)]
+        keys = [self._budget_key(r, s, "") if budget_in_key else self.key_for_request(r, s) for r, s in zip(reqs, shas)]
         out: list[str | None] = [self._read(k) for k in keys]
         self.hits += sum(x is not None for x in out)
         if isinstance(self.inner, VerifiesCacheHits) and self.inner.verify_cache_hits and not self.verified:

@@ -47,10 +47,19 @@ class Runtime:
     device: str = "cpu"
     dtype: str | None = None
     attn_implementation: str | None = None
+    repetitions: int = 1
+    """Answers per (task, stimulus) of each VLM answering a prompt (``--repetitions``; seed 000 D.4),
+    each its own trial record (``rep`` 0..N-1), scored by their majority vote
+    (:mod:`perceptbench.scorers.repetitions`); 1: one greedy answer, as every run before."""
+    temperature: float = 0.0
+    """Sampling temperature of local ``hf:`` VLMs' answers (``--temperature``); 0: greedy decoding (the
+    default, seed 000 D.4); above 0 each answer is sampled (top-k and top-p off) from a seed derived
+    from the run seed, the task, the stimulus and the repetition, so a run is reproducible.  Recorded
+    in every record (``run_meta.settings``), in the response cache key and in the resume check."""
 
     @property
     def is_default(self) -> bool:
-        """True for CPU, float32 and the model's default attention."""
+        """True for CPU, float32 and the model's default attention (sampling settings aside)."""
         return self.device == "cpu" and self.dtype in (None, "float32") and self.attn_implementation is None
 
     def check_names(self) -> None:
@@ -64,6 +73,14 @@ class Runtime:
                              f"{', '.join(ATTN_IMPLEMENTATIONS)}")
         if not str(self.device).strip():
             raise ValueError("--device '': name a torch device, e.g. cpu, cuda, cuda:1, mps")
+        if int(self.repetitions) < 1:
+            raise ValueError(f"--repetitions {self.repetitions}: must be 1 or more")
+        if not float(self.temperature) >= 0:
+            raise ValueError(f"--temperature {self.temperature}: must be 0 (greedy) or more")
+        if self.repetitions > 1 and self.temperature == 0:
+            raise ValueError(f"--repetitions {self.repetitions} with --temperature 0: greedy answers repeat "
+                             "exactly; give --temperature above 0 (seed 000 D.4: repetitions are for nonzero "
+                             "temperature)")
 
 
 def check_runtime(rt: Runtime) -> None:

@@ -7,7 +7,9 @@ Decoding is greedy (argmax, no sampling, one beam, no repetition penalty), cappe
 new tokens by default (seed 000 appendix D.4), batched with left padding under
 ``torch.inference_mode()``.  Tested on the LLaVA, Idefics3/SmolVLM and Qwen2-VL families
 (``tests/unit/models/test_vlm_hf.py``, on tiny random models from
-:mod:`perceptbench.testing.tiny_vlm`).
+:mod:`perceptbench.testing.tiny_vlm`); the vision-tower features (:meth:`HFVLM.vision_features`,
+one generic route) and the VSI run also on LLaVA-NeXT, Qwen2.5-VL, Qwen3-VL, PaliGemma, Gemma 3
+and SmolVLM (``tests/unit/vsi/test_probe.py``, ``tests/integration/test_vsi_tower_families.py``).
 
 torch and transformers are imported when an :class:`HFVLM` is constructed, not when
 this module is imported.
@@ -95,6 +97,13 @@ class HFVLM:
         transformers' attention implementation (``"eager"``, ``"sdpa"``,
         ``"flash_attention_2"`` ...; :data:`perceptbench.models.runtime.ATTN_IMPLEMENTATIONS`);
         ``None`` keeps the model's default.  Recorded in ``generation_settings`` when given.
+    temperature:
+        0 (default): greedy answers.  Above 0: :meth:`generate` samples each answer at this
+        temperature (top-k and top-p off, no repetition penalty) with ``torch.manual_seed`` set to the
+        request's ``sample_seed`` before it, one request at a time, so an answer depends on its seed
+        only (not on the batch); recorded in ``generation_settings`` (``decoding: "sample"``,
+        ``do_sample``, ``temperature``).  The VSI methods stay greedy (their distributions are the
+        model's, not a sample).
     max_new_tokens:
         Cap on generated tokens per request of :meth:`generate` (default 40, seed 000 D.4).  A
         request's own ``VLMRequest.max_new_tokens`` applies when it is smaller.  The VSI methods
@@ -141,6 +150,7 @@ class HFVLM:
         dtype: Any = None,
         max_new_tokens: int | None = None,
         attn_implementation: str | None = None,
+        temperature: float = 0.0,
     ) -> None:
         try:
             import torch
@@ -224,6 +234,12 @@ class HFVLM:
         }
         if attn_implementation:  # only when given: the cache keys of runs without it stay as they were
             self.generation_settings["attn_implementation"] = str(attn_implementation)
+        self.temperature = float(temperature)
+        if not self.temperature >= 0:
+            raise ValueError(f"temperature must be >= 0, not {temperature!r}")
+        if self.temperature > 0:  # only when sampling: greedy runs keep their settings and cache keys
+            self.generation_settings.update(decoding="sample", do_sample=True, temperature=self.temperature,
+                                            top_k=0, top_p=1.0)
 
     def __repr__(self) -> str:
         return f"HFVLM(name={self.name!r}, model_version={self.model_version!r})"
@@ -248,8 +264,18 @@ class HFVLM:
         kwargs: dict[str, Any] = {"text": texts, "padding": True, "return_tensors": "pt"}
         if any(r.images for r in requests):
             kwargs["images"] = [[_rgb(im) for im in r.images] for r in requests]
-        inputs = self.processor(**kwargs)
-        inputs.pop("token_type_ids", None)
+        return self._model_inputs(self.processor(**kwargs))
+
+    def _model_inputs(self, inputs):
+        """The processor's outputs the model takes, on the device: ``labels`` (PaliGemma's processor
+        adds training labels) never; ``token_type_ids`` only where the model's ``forward`` names it
+        (PaliGemma and Gemma 3 attend bidirectionally over the image tokens with it; other
+        families' tokenizers return it unasked and their models refuse it)."""
+        import inspect
+
+        inputs.pop("labels", None)
+        if "token_type_ids" not in inspect.signature(self.model.forward).parameters:
+            inputs.pop("token_type_ids", None)
         return inputs.to(self.device)
 
     @staticmethod
@@ -283,6 +309,8 @@ class HFVLM:
         """
         if batch_size < 1:
             raise ValueError("batch_size must be >= 1")
+        if self.temperature > 0:
+            return [self._sample_ids(r) for r in requests]
         results: list[list[int] | None] = [None] * len(requests)
         for group in self._groups(requests, batch_size):
             batch = [requests[i] for i in group]
@@ -301,6 +329,17 @@ class HFVLM:
                 # come after the eos we stop at.
                 results[i] = ids
         return [r if r is not None else [] for r in results]
+
+    def _sample_ids(self, request: VLMRequest) -> list[int]:
+        """One sampled answer (token ids, eos and after removed) to ``request`` at
+        :attr:`temperature`, from ``torch.manual_seed(request.sample_seed)`` (0 when it has none)."""
+        lim = max(1, min(int(request.max_new_tokens), self.max_new_tokens))
+        inputs = self._encode([request])
+        kw = dict(self._greedy_kwargs(lim), do_sample=True, temperature=self.temperature, top_k=0, top_p=1.0)
+        self._torch.manual_seed(int(request.sample_seed or 0))
+        with self._torch.inference_mode():
+            out = self.model.generate(**inputs, **kw)
+        return self._greedy_ids(out[0, inputs["input_ids"].shape[1]:].tolist(), lim)
 
     def generate(self, requests: Sequence[VLMRequest], batch_size: int = 8) -> list[str]:
         """Greedy answers, one decoded string per request, in order.
@@ -359,52 +398,85 @@ class HFVLM:
         )
 
     # ------------------------------------------------------ vision-tower features
-    VISION_TOWERS = {"llava": "vision_tower", "idefics3": "vision_model", "qwen2_vl": "visual"}
-    """config.model_type -> attribute of ``model.model`` holding the vision tower."""
+    def vision_tower(self):
+        """The model's vision tower (an ``nn.Module``), found generically: transformers' own
+        ``get_encoder(modality="image")`` lookup (attributes ``vision_tower``, ``visual``,
+        ``vision_model``, ``vision_encoder``, ``image_tower`` of the model or its base model), and
+        the model's ``get_image_features``, which runs it on the processor's outputs.  Raises
+        ``VisionTowerUnavailable`` naming the model type and class when either is missing."""
+        kind = getattr(getattr(self.model, "config", None), "model_type", "?")
+        cls = type(self.model).__name__
+        get_encoder = getattr(self.model, "get_encoder", None)
+        tower = None
+        if callable(get_encoder):
+            try:
+                tower = get_encoder(modality="image")
+            except (TypeError, ValueError):
+                tower = None
+        inner = getattr(self.model, "base_model", None)
+        if tower is None or tower is self.model or tower is inner:
+            raise VisionTowerUnavailable(f"{self.name}: no vision tower found on {cls} (model_type {kind!r}): "
+                                         "transformers' get_encoder(modality='image') returns the model itself")
+        if not callable(getattr(self.model, "get_image_features", None)):
+            raise VisionTowerUnavailable(f"{self.name}: {cls} (model_type {kind!r}) has a vision tower "
+                                         f"({type(tower).__name__}) but no get_image_features to run it")
+        return tower
 
-    def vision_tower_kind(self) -> str:
-        """The family key of :attr:`VISION_TOWERS` for this model; raises
-        ``VisionTowerUnavailable`` naming the model type when the tower is not reachable."""
-        kind = getattr(self.model.config, "model_type", "?")
-        attr = self.VISION_TOWERS.get(kind)
-        inner = getattr(self.model, "model", None)
-        if attr is None or inner is None or getattr(inner, attr, None) is None:
-            raise VisionTowerUnavailable(
-                f"{self.name}: no vision-tower hook for model_type {kind!r} "
-                f"(supported: {', '.join(sorted(self.VISION_TOWERS))})")
-        return kind
+    def vision_feature_source(self) -> str:
+        """In words, where :meth:`vision_features` comes from (written in the feature sidecar):
+        the tower's class, and whether the CLS token is dropped.  Raises
+        ``VisionTowerUnavailable`` as :meth:`vision_tower` does."""
+        cls = " without the CLS token" if self._drops_cls() else ""
+        return f"{type(self.vision_tower()).__name__} final layer (last_hidden_state){cls}, mean over tokens"
+
+    def _drops_cls(self) -> bool:
+        """Whether the tower's final layer starts with a CLS token the model itself drops:
+        ``vision_feature_select_strategy == "default"`` (the LLaVA families' CLIP towers; the
+        model's own ``get_image_features`` drops it the same way).  SigLIP towers (PaliGemma,
+        Gemma 3, Idefics3/SmolVLM) and the Qwen-VL towers have no CLS token and no such key."""
+        return getattr(self.model.config, "vision_feature_select_strategy", None) == "default"
 
     def vision_features(self, images: Sequence[Image.Image]) -> np.ndarray:
         """Final-layer vision-tower features, mean-pooled over tokens and L2-normalised.
 
         ``images``: PIL images, preprocessed by the model's own image processor.  Returns
-        float32 ``(n, d)`` with ``d`` the tower's hidden size; rows have unit L2 norm.
-        Per family: LLaVA ``vision_tower(...).last_hidden_state`` without the CLS token when
-        ``vision_feature_select_strategy == "default"``; Idefics3 ``vision_model`` over every
-        crop of the image; Qwen2-VL ``visual`` blocks' output before the patch merger.  This
-        is the input to the encoder-LLM probe (seed 002 §2.4, appendix A: "normalised
-        final-layer image features").  One image per forward pass.  Raises
-        ``VisionTowerUnavailable`` for other model types."""
-        kind = self.vision_tower_kind()
+        float32 ``(n, d)`` with ``d`` the tower's hidden size; rows have unit L2 norm.  This is
+        the input to the encoder-LLM probe (seed 002 §2.4, appendix A: "normalised final-layer
+        image features").  One image per forward pass.
+
+        One route for every family: the model's ``get_image_features`` (transformers 5.x) with
+        the image processor's outputs that it names (``pixel_values`` and, per family,
+        ``image_grid_thw``, ``image_sizes``, ``pixel_attention_mask`` ...), whose
+        ``last_hidden_state`` is the tower's final layer *before* the projector or patch merger:
+        ``(crops, tokens, d)`` for ViT towers (every crop of an any-resolution image: LLaVA-NeXT,
+        Idefics3 without its padding crops), ``(patches, d)`` for the Qwen-VL towers (the patches
+        before the 2x2 merger).  The mean runs over every token of every crop.  Per family only
+        where the outputs differ: the CLS token is dropped where the model declares
+        ``vision_feature_select_strategy == "default"`` (:meth:`_drops_cls`).  Raises
+        ``VisionTowerUnavailable`` when the tower cannot be reached (:meth:`vision_tower`) or
+        ``get_image_features`` returns no ``last_hidden_state``."""
+        import inspect
+
+        self.vision_tower()
         torch = self._torch
-        tower = getattr(self.model.model, self.VISION_TOWERS[kind])
+        fn = self.model.get_image_features
+        names = set(inspect.signature(fn).parameters) | {"pixel_values"}
         ip = self.processor.image_processor
+        drop_cls = self._drops_cls()
         rows = []
         for im in images:
             enc = ip(images=[_rgb(im)], return_tensors="pt")
-            pv = enc["pixel_values"].to(self.device, dtype=self.dtype)
+            kw = {k: v.to(self.device) for k, v in enc.items() if k in names and hasattr(v, "to")}
+            kw["pixel_values"] = kw["pixel_values"].to(self.dtype)
             with torch.inference_mode():
-                if kind == "llava":
-                    h = tower(pv).last_hidden_state[0]
-                    if getattr(self.model.config, "vision_feature_select_strategy", "default") == "default":
-                        h = h[1:]
-                elif kind == "idefics3":
-                    pv = pv.reshape(-1, *pv.shape[-3:])
-                    real = (pv != 0).flatten(1).any(1)  # padding crops are all zeros
-                    h = tower(pixel_values=pv[real]).last_hidden_state.reshape(-1, tower.config.hidden_size)
-                else:  # qwen2_vl
-                    h = tower(pv, grid_thw=enc["image_grid_thw"].to(self.device)).last_hidden_state
-                v = h.float().mean(0)
+                out = fn(**kw)
+            h = getattr(out, "last_hidden_state", None)
+            if h is None:
+                raise VisionTowerUnavailable(f"{self.name}: {type(self.model).__name__}.get_image_features returned "
+                                             "no last_hidden_state (the tower's final layer)")
+            if drop_cls and h.dim() == 3:
+                h = h[:, 1:]
+            v = h.float().reshape(-1, h.shape[-1]).mean(0)
             v = v / v.norm().clamp_min(1e-12)
             rows.append(v.cpu().numpy().astype(np.float32))
         return np.stack(rows) if rows else np.zeros((0, 0), np.float32)
@@ -533,9 +605,7 @@ class HFVLM:
             kwargs: dict[str, Any] = {"text": texts, "padding": True, "return_tensors": "pt"}
             if any(requests[i].images for i in group):
                 kwargs["images"] = [[_rgb(im) for im in requests[i].images] for i in group]
-            inputs = self.processor(**kwargs)
-            inputs.pop("token_type_ids", None)
-            inputs = inputs.to(self.device)
+            inputs = self._model_inputs(self.processor(**kwargs))
             with self._torch.inference_mode():
                 gen = self.model.generate(**inputs, **self._greedy_kwargs(limit), output_logits=return_logits,
                                           return_dict_in_generate=True)
@@ -590,13 +660,16 @@ class HFVLM:
                 cache = gen.get(cache_name)
                 suffixes = self._follow_up_suffixes(batch, texts, follow_up, answer_prefix) \
                     if reuse_cache and cache is not None and hasattr(cache, "crop") else None
+                extra = cache.get_seq_length() - L if suffixes is not None else 0
+                if extra > 0:  # drop the generated answer: the conversation re-tokenizes it
+                    try:
+                        cache.crop(-extra)
+                    except RuntimeError:  # a sliding-window layer past its window (Gemma 3) cannot roll back
+                        suffixes = None
                 if suffixes is None:  # the whole conversation, prefilled
                     fol = self.generate_follow_up(batch, texts, follow_up, follow_max, len(batch), answer_prefix,
                                                   return_logits)
                 else:
-                    extra = cache.get_seq_length() - L
-                    if extra > 0:  # drop the generated answer: the conversation re-tokenizes it
-                        cache.crop(-extra)
                     S = max(map(len, suffixes))
                     pad = self.tokenizer.pad_token_id
                     # pads between the cached prompt and each follow-up (attention mask 0; position ids

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import math
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..records import RecordError, TrialRecord, read_records
@@ -25,12 +25,15 @@ from ..core.rundir import RunDir
 class ReportData:
     """``run_dirs``: the directories read; ``records``: every trial record (models and
     humans); ``scores``: the score rows; ``scores_source``: where the rows came from
-    (``scores.json`` path or ``rescored from records``)."""
+    (``scores.json`` path or ``rescored from records``); ``models``: the declared model metadata
+    (``run.json``'s ``models`` of each run, later runs winning for a model declared twice; ``{}``
+    when none is declared)."""
 
     run_dirs: list[Path]
     records: list[TrialRecord]
     scores: list[ScoreRow]
     scores_source: str
+    models: dict = field(default_factory=dict)
 
 
 def _read_scores_json(path: Path) -> list[ScoreRow]:
@@ -51,12 +54,15 @@ def load_report_data(paths: list[str | os.PathLike]) -> ReportData:
     dirs = [Path(p) for p in paths]
     if not dirs:
         raise ValueError("no run directory given")
+    models: dict = {}
+    for d in dirs:
+        models.update(RunDir.beside(records_path(d)).declared_models())
     if len(dirs) == 1:
         rp = records_path(dirs[0])
         records = read_records(rp)
         sj = RunDir.beside(rp).scores_json
         if sj.exists() and sj.stat().st_mtime >= rp.stat().st_mtime:
-            return ReportData(dirs, records, _read_scores_json(sj), str(sj))
+            return ReportData(dirs, records, _read_scores_json(sj), str(sj), models)
     else:
         records = load_runs(dirs)
     from ..scoring import score_records
@@ -64,7 +70,7 @@ def load_report_data(paths: list[str | os.PathLike]) -> ReportData:
 
     # one run: a judge's verdicts beside its records are part of its scores (several merged: none)
     judgments = read_judgments(judgments_path(RunDir.beside(records_path(dirs[0])).root)) if len(dirs) == 1 else None
-    return ReportData(dirs, records, score_records(records, judgments=judgments), "rescored from records")
+    return ReportData(dirs, records, score_records(records, judgments=judgments), "rescored from records", models)
 
 
 def finite(x) -> bool:

@@ -235,9 +235,21 @@ def _models(rows, task_pred, only: list[str] | None = None) -> list[str]:
 
 # ------------------------------------------------------------------ 1. model x task matrix
 
-def matrix(heads: list[HeadlineRow], models: list[str], cols: list[tuple[str, str]]):
+def matrix(heads: list[HeadlineRow], models: list[str], cols: list[tuple[str, str]],
+           families: dict[str, str] | None = None):
     """:func:`draw_matrix` as inline SVG (None without headline columns)."""
-    return svg_of(draw_matrix(heads, models, cols))
+    return svg_of(draw_matrix(heads, models, cols, families))
+
+
+def family_colours(families: dict[str, str]) -> dict[str, str]:
+    """One Okabe-Ito colour per declared family, in order of first appearance (the matrix's
+    grouped order); the ``undeclared`` group grey."""
+    out: dict[str, str] = {}
+    for f in families.values():
+        if f not in out:
+            out[f] = "#777777" if f == "undeclared" else OKABE_ITO[len([k for k in out if k != "undeclared"])
+                                                                     % len(OKABE_ITO)]
+    return out
 
 
 LOWER_IS_BETTER = ("insensitive_frac",)
@@ -253,12 +265,19 @@ def colour_value(metric: str, value: float) -> float:
     return 1.0 - value if metric.startswith(LOWER_IS_BETTER) else value
 
 
-def draw_matrix(heads: list[HeadlineRow], models: list[str], cols: list[tuple[str, str]]) -> Drawn | None:
+def draw_matrix(heads: list[HeadlineRow], models: list[str], cols: list[tuple[str, str]],
+                families: dict[str, str] | None = None) -> Drawn | None:
     """Heatmap: models (rows, in the given order) x (task, metric) columns; cell = value and
     CI; two extra rows give the floor/chance and the human ceiling of each column.  Colour
     runs one way in every column, dark = worse (:func:`colour_value`: a VSI insensitive
     fraction is coloured by 1 - value; the cell's text is the value itself).  Double column
-    wide up to 7 columns, wider beyond (the table then suits a paper better)."""
+    wide up to 7 columns, wider beyond (the table then suits a paper better).
+
+    ``families`` ({model: declared family}, seed 000's matrix figure grouped by family; the
+    caller orders ``models`` by group, :func:`perceptbench.reports.html.group_by_family`): each
+    model's name is coloured by its family (:func:`family_colours`, legend beside the matrix), a
+    white line separates consecutive families, and each model's data row says its family in
+    ``role`` (``model (family: F)``).  None or ``{}``: the matrix as without families."""
     if not models or not cols:
         return None
     d = Drawn("model_by_task_headline_matrix", None)
@@ -291,7 +310,7 @@ def draw_matrix(heads: list[HeadlineRow], models: list[str], cols: list[tuple[st
                 text[i][j] = "not run"
                 continue
             flipped = x.metric.startswith(LOWER_IS_BETTER)
-            d.add(x, role="model", plotted_as="cell, coloured by 1 - value (lower is better)" if flipped else "cell",
+            d.add(x, role=f"model (family: {families[m]})" if families else "model", plotted_as="cell, coloured by 1 - value (lower is better)" if flipped else "cell",
                   note="; ".join(x.flags))
             if _finite(x.value):
                 vals[i, j] = colour_value(x.metric, x.value)
@@ -321,6 +340,17 @@ def draw_matrix(heads: list[HeadlineRow], models: list[str], cols: list[tuple[st
         if ref_rows:
             ax.axhline(1.5, color="white", lw=3)
         ax.set_yticks(range(len(labels)), labels)
+        if families:
+            colours = family_colours({m: families[m] for m in models})
+            for i, (lab, m) in enumerate(zip(ax.get_yticklabels()[len(ref_rows):], models)):
+                lab.set_color(colours[families[m]])
+                lab.set_fontweight("bold")
+                if i and families[models[i - 1]] != families[m]:
+                    ax.axhline(len(ref_rows) + i - 0.5, color="white", lw=2.5)
+            from matplotlib.patches import Patch
+
+            ax.legend(handles=[Patch(color=c, label=f) for f, c in colours.items()], title="declared family",
+                      loc="upper left", bbox_to_anchor=(1.12, 1.0), fontsize=7, title_fontsize=7, frameon=False)
         flip = [m.startswith(LOWER_IS_BETTER) for _, m in cols]
         ax.set_xticks(range(len(cols)), [_wrap_task(t) + f"\n{m}" + ("\n(lower is better;\ncolour: 1 - value)" if f else "")
                                          for (t, m), f in zip(cols, flip)], fontsize=7)

@@ -81,6 +81,38 @@ def _order_models(heads: list[HeadlineRow], models: list[str], cols) -> tuple[li
     return sorted(models, key=lambda m: (m not in score, -score.get(m, 0.0), m)), score
 
 
+UNDECLARED = "undeclared"
+"""The matrix group of models without a declared family, when other models declare one."""
+
+
+def model_families(models: list[str], declared: dict) -> dict[str, str]:
+    """``{model: declared family}`` for the matrix (run.json ``models``, issue 22 item 3), every
+    model without one as :data:`UNDECLARED`; ``{}`` when no model of ``models`` declares a family
+    (the matrix then stays ungrouped)."""
+    fams = {m: e.get("family") for m, e in declared.items() if isinstance(e, dict) and isinstance(e.get("family"), str)}
+    if not any(m in fams for m in models):
+        return {}
+    return {m: fams.get(m) or UNDECLARED for m in models}
+
+
+def group_by_family(models: list[str], families: dict[str, str]) -> list[str]:
+    """``models`` grouped by declared family, the groups in the order of the family vocabulary
+    (:data:`perceptbench.models.metadata.FAMILIES`: supervised, ssl, mim, clip-like, open-vlm,
+    closed-vlm, other), then any other family name alphabetically, :data:`UNDECLARED` last; within
+    a group the given order (the matrix's ranking rule) is kept.  ``{}`` leaves the order as it is."""
+    if not families:
+        return list(models)
+    from ..models.metadata import FAMILIES
+
+    vocab = list(FAMILIES)
+
+    def rank(f):
+        return (f == UNDECLARED, vocab.index(f) if f in vocab else len(vocab), f)
+
+    pos = {m: i for i, m in enumerate(models)}
+    return sorted(models, key=lambda m: (rank(families[m]), pos[m]))
+
+
 def _provenance(data: ReportData):
     recs = data.records
     run_ids = Counter(r.run_meta.run_id for r in recs).most_common()
@@ -257,6 +289,8 @@ def build_report(data: ReportData, title: str):
             models.append(r.model)
     cols = _matrix_cols(heads)
     models, model_score = _order_models(heads, models, cols)
+    families = model_families(models, data.models)
+    models = group_by_family(models, families)
     diffs, diff_notes = paired_differences(data.records)
     diff_notes = diff_notes + unpaired_task_notes(data.records, diffs)
     excl = [d for d in diffs if d.excludes_zero]
@@ -272,7 +306,7 @@ def build_report(data: ReportData, title: str):
     native = native_tables(vsi_rows)
     few = models[:MAX_FIGURE_MODELS]
     drawn = dict(
-        fig_matrix=F.draw_matrix(heads, models, cols), fig_dissociation=F.draw_dissociation(data.scores, few),
+        fig_matrix=F.draw_matrix(heads, models, cols, families), fig_dissociation=F.draw_dissociation(data.scores, few),
         fig_dissociation_edges=F.draw_dissociation(data.scores, few, task="closure.nat.edges"),
         fig_shape_bias=F.draw_shape_bias_by_category(data.scores, few),
         fig_ak=F.draw_ak_curves(data.scores, few), fig_mark=F.draw_mark_color(data.scores, few),
@@ -309,8 +343,10 @@ def build_report(data: ReportData, title: str):
         title=title, sections=sections, secno=secno, models=models, tasks=sorted({r.task_id for r in data.records}),
         n_records=len(data.records), n_model_records=sum(r.model_family != "human" for r in data.records),
         n_human_records=sum(r.model_family == "human" for r in data.records), scores_source=data.scores_source,
-        matrix_cols=cols, head_by={(h.task_id, h.metric, h.model): h for h in heads}, model_score=model_score,
-        order_rule="descending mean position between floor (0) and human ceiling (1) over the matrix columns "
+        families=families, matrix_cols=cols, head_by={(h.task_id, h.metric, h.model): h for h in heads}, model_score=model_score,
+        order_rule=("grouped by declared family (run.json models; in the family vocabulary's order, "
+                    "undeclared last), and within a family: " if families else "") +
+                   "descending mean position between floor (0) and human ceiling (1) over the matrix columns "
                    "that declare both; models without such a column last, then by name",
         signal=sorted(signal.items()), signal_names=signal_names,
         vsi_pooled=vsi_pooled_rows(vsi_rows), max_joint=F.MAX_JOINT_PANELS, cards=cards, diffs=diffs, diffs_shown=shown, n_excl=len(excl), diff_notes=diff_notes, vsi_rows=vsi_rows,

@@ -80,6 +80,9 @@ class Job:
     advance: Callable[[int], None] = lambda k: None
     condition: str = DEFAULT_CONDITION
     stimulus_ids: frozenset = frozenset()
+    repetitions: int = 1
+    """Answers per stimulus of a sampling VLM answering prompts (``--repetitions``; the prompt
+    respondent's :func:`~perceptbench.respond.prompt.repetitions_of`); other respondents ignore it."""
 
     def context(self, *, model_name: str, model_family: str, model_version: str, readout: str,
                 prompt_id: str | None, settings: dict | None = None, meta: dict | None = None) -> TrialContext:

@@ -49,9 +49,9 @@ class TrialContext:
         """A copy with ``changes`` (dataclass fields)."""
         return replace(self, **changes)
 
-    def trial_id(self, stimulus_id: str) -> str:
-        """The ``trial_id`` this context gives stimulus ``stimulus_id`` (rep 0)."""
-        return make_trial_id(self.task.task_id, stimulus_id, self.model, 0)
+    def trial_id(self, stimulus_id: str, rep: int = 0) -> str:
+        """The ``trial_id`` this context gives stimulus ``stimulus_id`` (repetition ``rep``, default 0)."""
+        return make_trial_id(self.task.task_id, stimulus_id, self.model, rep)
 
     def record(self, s: Stimulus, *, response, raw_output: str | None, prompt_hash: str | None,
                readout: str | None = None, settings: dict | None = None, **meta: Any) -> TrialRecord:

@@ -278,8 +278,9 @@ def make_record(task: Task, *, stimulus_id: str, model: str, model_family: str, 
                 response: Answer, ground_truth: Answer, manipulated_value: Any,
                 raw_output: str | None, prompt_id: str | None, prompt_hash: str | None,
                 model_version: str, seed: int, run_id: str, human_ref_id: str | None = None,
-                rep: int = 0, **meta: Any) -> TrialRecord:
-    """Build and validate one trial record for ``task`` (``correct`` is derived)."""
+                rep: int = 0, n_reps: int | None = None, **meta: Any) -> TrialRecord:
+    """Build and validate one trial record for ``task`` (``correct`` is derived); ``n_reps``: the
+    repetitions per stimulus (``--repetitions``; default the task's own ``n_reps``, 1)."""
     from ..core.version import __version__
     from ..records import make_trial_id, score_correct
 
@@ -291,7 +292,7 @@ def make_record(task: Task, *, stimulus_id: str, model: str, model_family: str, 
         response_space=task.response_space, response=response, ground_truth=ground_truth,
         correct=score_correct(response, ground_truth),
         human_ref_id=human_ref_id if human_ref_id is not None else task.human_ref_id,
-        raw_output=raw_output, rep=rep, n_reps=task.n_reps, prompt_id=prompt_id,
+        raw_output=raw_output, rep=rep, n_reps=task.n_reps if n_reps is None else n_reps, prompt_id=prompt_id,
         prompt_hash=prompt_hash,
         run_meta={"model_version": model_version, "seed": seed, "run_id": run_id,
                   "package_version": __version__, "task_params": task.identity_params,

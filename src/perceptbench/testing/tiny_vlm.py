@@ -34,14 +34,26 @@ from pathlib import Path
 
 __all__ = [
     "FAMILIES",
+    "VISION_FAMILIES",
     "build_tiny_vlm",
     "build_tiny_llava",
     "build_tiny_idefics3",
     "build_tiny_qwen2_vl",
+    "build_tiny_qwen2_5_vl",
+    "build_tiny_qwen3_vl",
+    "build_tiny_llava_next",
+    "build_tiny_paligemma",
+    "build_tiny_gemma3",
+    "build_tiny_smolvlm",
     "train_tiny_tokenizer",
 ]
 
 FAMILIES = ("llava", "idefics3", "qwen2_vl")
+"""The families the whole adapter suite runs on (``tests/unit/models/test_vlm_hf.py``)."""
+
+VISION_FAMILIES = FAMILIES + ("llava_next", "qwen2_5_vl", "qwen3_vl", "paligemma", "gemma3", "smolvlm")
+"""Every family with a tiny builder: the vision-tower probe and the VSI run are tested on each
+(``tests/unit/vsi/test_probe.py``, ``tests/integration/test_vsi_tower_families.py``)."""
 
 _HIDDEN = 64
 _HEADS = 4
@@ -251,33 +263,40 @@ def build_tiny_idefics3(directory: str | os.PathLike, seed: int = 0, init_range:
     return _finish(model, processor, directory, tokenizer)
 
 
-def build_tiny_qwen2_vl(directory: str | os.PathLike, seed: int = 0, init_range: float = 0.2) -> Path:
-    """Tiny Qwen2-VL: 64x64 px images, patch 8, merge 2 -> 16 image tokens; M-RoPE with
-    ``mrope_section=[2, 3, 3]`` (sums to head_dim/2 = 8).  Returns the directory path."""
-    from transformers import (
-        Qwen2VLConfig,
-        Qwen2VLForConditionalGeneration,
-        Qwen2VLImageProcessor,
-        Qwen2VLProcessor,
-        Qwen2VLVideoProcessor,
-    )
+def _build_tiny_qwen(kind: str, directory, seed: int, init_range: float) -> Path:
+    """One builder for the Qwen-VL generations (``qwen2_vl``, ``qwen2_5_vl``, ``qwen3_vl``): the
+    same tokenizer, chat template, 64x64 px images and M-RoPE text model; the vision configs
+    differ (Qwen2.5-VL: window attention with one full-attention block; Qwen3-VL: patch 16,
+    learned position embeddings, one deepstack layer, interleaved M-RoPE, explicit head_dim)."""
+    import transformers as tf
 
     tokenizer = train_tiny_tokenizer(
         extra_special_tokens={"image_token": "<|image_pad|>", "video_token": "<|video_pad|>"}
     )
-    patch, merge = 8, 2
+    patch, merge = (16 if kind == "qwen3_vl" else 8), 2
     head_dim = _HIDDEN // _HEADS
     text = dict(
         _text_config_kwargs(tokenizer, init_range),
         rope_parameters={"rope_type": "default", "rope_theta": 10000.0, "mrope_section": [2, 3, 3]},
     )
     assert sum(text["rope_parameters"]["mrope_section"]) == head_dim // 2
-    vision = dict(
-        depth=2, embed_dim=32, hidden_size=_HIDDEN, num_heads=2, mlp_ratio=2,
-        patch_size=patch, spatial_merge_size=merge, temporal_patch_size=2,
-        initializer_range=init_range,
-    )
-    cfg = Qwen2VLConfig(
+    common = dict(depth=2, num_heads=2, patch_size=patch, spatial_merge_size=merge, temporal_patch_size=2,
+                  initializer_range=init_range)
+    if kind == "qwen2_vl":
+        vision = dict(common, embed_dim=32, hidden_size=_HIDDEN, mlp_ratio=2)
+        config, model_cls, proc_cls = tf.Qwen2VLConfig, tf.Qwen2VLForConditionalGeneration, tf.Qwen2VLProcessor
+    elif kind == "qwen2_5_vl":
+        vision = dict(common, hidden_size=32, intermediate_size=64, out_hidden_size=_HIDDEN, window_size=32,
+                      fullatt_block_indexes=[1])
+        config, model_cls, proc_cls = (tf.Qwen2_5_VLConfig, tf.Qwen2_5_VLForConditionalGeneration,
+                                       tf.Qwen2_5_VLProcessor)
+    else:
+        text["head_dim"] = head_dim
+        text["rope_parameters"]["mrope_interleaved"] = True
+        vision = dict(common, hidden_size=32, intermediate_size=64, out_hidden_size=_HIDDEN,
+                      num_position_embeddings=16, deepstack_visual_indexes=[0])
+        config, model_cls, proc_cls = tf.Qwen3VLConfig, tf.Qwen3VLForConditionalGeneration, tf.Qwen3VLProcessor
+    cfg = config(
         text_config=text,
         vision_config=vision,
         image_token_id=tokenizer.convert_tokens_to_ids("<|image_pad|>"),
@@ -286,17 +305,15 @@ def build_tiny_qwen2_vl(directory: str | os.PathLike, seed: int = 0, init_range:
         vision_end_token_id=tokenizer.convert_tokens_to_ids("<|vision_end|>"),
     )
     _seed(seed)
-    model = Qwen2VLForConditionalGeneration(cfg)
+    model = model_cls(cfg)
     pixels = _IMAGE * _IMAGE
-    image_processor = Qwen2VLImageProcessor(
-        patch_size=patch, merge_size=merge, temporal_patch_size=2,
-        min_pixels=pixels, max_pixels=pixels,
-    )
-    video_processor = Qwen2VLVideoProcessor(
-        patch_size=patch, merge_size=merge, temporal_patch_size=2,
-        min_pixels=pixels, max_pixels=pixels,
-    )
-    processor = Qwen2VLProcessor(
+    sizes = dict(patch_size=patch, merge_size=merge, temporal_patch_size=2)
+    image_processor = tf.Qwen2VLImageProcessor(**sizes, min_pixels=pixels, max_pixels=pixels)
+    if kind == "qwen3_vl":
+        video_processor = tf.Qwen3VLVideoProcessor(**sizes, size={"shortest_edge": pixels, "longest_edge": pixels})
+    else:
+        video_processor = tf.Qwen2VLVideoProcessor(**sizes, min_pixels=pixels, max_pixels=pixels)
+    processor = proc_cls(
         image_processor=image_processor,
         tokenizer=tokenizer,
         video_processor=video_processor,
@@ -305,20 +322,161 @@ def build_tiny_qwen2_vl(directory: str | os.PathLike, seed: int = 0, init_range:
     return _finish(model, processor, directory, tokenizer)
 
 
+def build_tiny_qwen2_vl(directory: str | os.PathLike, seed: int = 0, init_range: float = 0.2) -> Path:
+    """Tiny Qwen2-VL: 64x64 px images, patch 8, merge 2 -> 16 image tokens; M-RoPE with
+    ``mrope_section=[2, 3, 3]`` (sums to head_dim/2 = 8).  Returns the directory path."""
+    return _build_tiny_qwen("qwen2_vl", directory, seed, init_range)
+
+
+def build_tiny_qwen2_5_vl(directory: str | os.PathLike, seed: int = 0, init_range: float = 0.2) -> Path:
+    """Tiny Qwen2.5-VL: as :func:`build_tiny_qwen2_vl` (patch 8, merge 2 -> 16 image tokens), the
+    vision tower with window attention (window 32 px) and one full-attention block, an RMSNorm/SwiGLU
+    ViT of width 32 projected to 64 by the merger.  Returns the directory path."""
+    return _build_tiny_qwen("qwen2_5_vl", directory, seed, init_range)
+
+
+def build_tiny_qwen3_vl(directory: str | os.PathLike, seed: int = 0, init_range: float = 0.2) -> Path:
+    """Tiny Qwen3-VL: 64x64 px images, patch 16, merge 2 -> 4 image tokens; learned position
+    embeddings (a 4x4 grid), one deepstack layer, interleaved M-RoPE.  Returns the directory path."""
+    return _build_tiny_qwen("qwen3_vl", directory, seed, init_range)
+
+
+def _clip_vision(patch: int, init_range: float, siglip: bool = False, **extra):
+    import transformers as tf
+
+    cls = tf.SiglipVisionConfig if siglip else tf.CLIPVisionConfig
+    return cls(hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=2,
+               image_size=_IMAGE, patch_size=patch, initializer_range=init_range, **extra)
+
+
+def build_tiny_llava_next(directory: str | os.PathLike, seed: int = 0, init_range: float = 0.2) -> Path:
+    """Tiny LLaVA-NeXT: a CLIP tower (64x64 px, patch 16) run on every crop of the any-resolution
+    grid (pinpoints 64x64, 64x128, 128x64: a square image gives the base view + one crop), the
+    CLS token dropped (``vision_feature_select_strategy="default"``); Llama text model.  Returns
+    the directory path."""
+    import transformers as tf
+
+    tokenizer = train_tiny_tokenizer()
+    patch = 16
+    pins = [[_IMAGE, _IMAGE], [_IMAGE, 2 * _IMAGE], [2 * _IMAGE, _IMAGE]]
+    cfg = tf.LlavaNextConfig(
+        vision_config=_clip_vision(patch, init_range, projection_dim=32),
+        text_config=tf.LlamaConfig(**_text_config_kwargs(tokenizer, init_range)),
+        image_token_index=tokenizer.convert_tokens_to_ids("<image>"),
+        image_grid_pinpoints=pins,
+        vision_feature_select_strategy="default",
+        vision_feature_layer=-1,
+        image_seq_length=(_IMAGE // patch) ** 2,
+    )
+    _seed(seed)
+    model = tf.LlavaNextForConditionalGeneration(cfg)
+    image_processor = tf.LlavaNextImageProcessor(
+        size={"shortest_edge": _IMAGE}, crop_size={"height": _IMAGE, "width": _IMAGE}, image_grid_pinpoints=pins,
+    )
+    processor = tf.LlavaNextProcessor(
+        image_processor=image_processor, tokenizer=tokenizer, patch_size=patch,
+        vision_feature_select_strategy="default", num_additional_image_tokens=1,
+        chat_template=_chat_template("<image>"),
+    )
+    return _finish(model, processor, directory, tokenizer)
+
+
+def build_tiny_paligemma(directory: str | os.PathLike, seed: int = 0, init_range: float = 0.2) -> Path:
+    """Tiny PaliGemma: a SigLIP tower (64x64 px, patch 16 -> 16 image tokens, no CLS token) and a
+    Gemma text model (head_dim 16); the processor adds PaliGemma's location and segmentation
+    tokens to the tokenizer before the text model's vocabulary is sized.  Returns the directory
+    path."""
+    import transformers as tf
+
+    tokenizer = train_tiny_tokenizer()
+    patch = 16
+    image_processor = tf.SiglipImageProcessor(size={"height": _IMAGE, "width": _IMAGE})
+    image_processor.image_seq_length = (_IMAGE // patch) ** 2
+    processor = tf.PaliGemmaProcessor(image_processor=image_processor, tokenizer=tokenizer,
+                                      chat_template=_chat_template("<image>"))
+    text = dict(_text_config_kwargs(tokenizer, init_range), head_dim=_HIDDEN // _HEADS)
+    cfg = tf.PaliGemmaConfig(
+        vision_config=_clip_vision(patch, init_range, siglip=True, projection_dim=_HIDDEN),
+        text_config=tf.GemmaConfig(**text),
+        image_token_index=tokenizer.convert_tokens_to_ids("<image>"),
+        projection_dim=_HIDDEN,
+    )
+    _seed(seed)
+    model = tf.PaliGemmaForConditionalGeneration(cfg)
+    return _finish(model, processor, directory, tokenizer)
+
+
+def build_tiny_gemma3(directory: str | os.PathLike, seed: int = 0, init_range: float = 0.2) -> Path:
+    """Tiny Gemma 3: a SigLIP tower (64x64 px, patch 16 -> 16 patches, pooled to 4 image tokens),
+    ``<|vision_start|>``/``<|vision_end|>`` as the begin/end-of-image tokens, no pan-and-scan; a
+    Gemma 3 text model (head_dim 16, sliding window 64).  Returns the directory path."""
+    import transformers as tf
+
+    tokenizer = train_tiny_tokenizer(extra_special_tokens={
+        "image_token": "<image>", "boi_token": "<|vision_start|>", "eoi_token": "<|vision_end|>"})
+    patch, tokens = 16, 4
+    image_processor = tf.Gemma3ImageProcessor(size={"height": _IMAGE, "width": _IMAGE}, do_pan_and_scan=False)
+    processor = tf.Gemma3Processor(image_processor=image_processor, tokenizer=tokenizer,
+                                   chat_template=_chat_template("<|vision_start|>"), image_seq_length=tokens)
+    text = dict(_text_config_kwargs(tokenizer, init_range), head_dim=_HIDDEN // _HEADS, sliding_window=64)
+    cfg = tf.Gemma3Config(
+        vision_config=_clip_vision(patch, init_range, siglip=True),
+        text_config=tf.Gemma3TextConfig(**text),
+        image_token_index=tokenizer.convert_tokens_to_ids("<image>"),
+        boi_token_index=tokenizer.convert_tokens_to_ids("<|vision_start|>"),
+        eoi_token_index=tokenizer.convert_tokens_to_ids("<|vision_end|>"),
+        mm_tokens_per_image=tokens,
+    )
+    _seed(seed)
+    model = tf.Gemma3ForConditionalGeneration(cfg)
+    return _finish(model, processor, directory, tokenizer)
+
+
+def build_tiny_smolvlm(directory: str | os.PathLike, seed: int = 0, init_range: float = 0.2) -> Path:
+    """Tiny SmolVLM (transformers' ``smolvlm`` classes; the processor needs ``num2words``): as
+    :func:`build_tiny_idefics3`, 64x64 px, patch 16, scale factor 2 -> 4 image tokens, no
+    splitting.  Returns the directory path."""
+    import transformers as tf
+
+    tokenizer = train_tiny_tokenizer()
+    patch, scale = 16, 2
+    vision = tf.SmolVLMVisionConfig(hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=2,
+                                    image_size=_IMAGE, patch_size=patch, initializer_range=init_range)
+    cfg = tf.SmolVLMConfig(vision_config=vision, text_config=tf.LlamaConfig(**_text_config_kwargs(tokenizer, init_range)),
+                           image_token_id=tokenizer.convert_tokens_to_ids("<image>"), scale_factor=scale)
+    _seed(seed)
+    model = tf.SmolVLMForConditionalGeneration(cfg)
+    size = {"longest_edge": _IMAGE}
+    processor = tf.SmolVLMProcessor(
+        image_processor=tf.SmolVLMImageProcessor(do_image_splitting=False, size=size, max_image_size=size),
+        tokenizer=tokenizer,
+        video_processor=tf.SmolVLMVideoProcessor(size=size, max_image_size=size),
+        image_seq_len=((_IMAGE // patch) ** 2) // (scale**2),
+        chat_template=_chat_template("<image>"),
+    )
+    return _finish(model, processor, directory, tokenizer)
+
+
 _BUILDERS = {
     "llava": build_tiny_llava,
     "idefics3": build_tiny_idefics3,
     "qwen2_vl": build_tiny_qwen2_vl,
+    "llava_next": build_tiny_llava_next,
+    "qwen2_5_vl": build_tiny_qwen2_5_vl,
+    "qwen3_vl": build_tiny_qwen3_vl,
+    "paligemma": build_tiny_paligemma,
+    "gemma3": build_tiny_gemma3,
+    "smolvlm": build_tiny_smolvlm,
 }
 
 
 def build_tiny_vlm(family: str, directory: str | os.PathLike, seed: int = 0) -> Path:
-    """Build the tiny model of ``family`` (one of :data:`FAMILIES`) into ``directory``.
+    """Build the tiny model of ``family`` (one of :data:`VISION_FAMILIES`) into ``directory``.
 
     Raises ``ValueError`` for an unknown family.
     """
     try:
         builder = _BUILDERS[family]
     except KeyError:
-        raise ValueError(f"unknown family {family!r}; expected one of {FAMILIES}") from None
+        raise ValueError(f"unknown family {family!r}; expected one of {VISION_FAMILIES}") from None
     return builder(directory, seed=seed)

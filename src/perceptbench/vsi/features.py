@@ -4,14 +4,17 @@ is spelled once.
 
 Written by the VSI respondent after a VSI task x model: the clean and perturbed image of every sample go
 through the model's own vision tower (:meth:`perceptbench.models.vlm_hf.HFVLM.vision_features`)
-and, once per task, through the frozen witness encoder (efficientnet-lite0 ``embed``).  The
+and, once per task, through the frozen witness encoder (``embed``; :func:`default_witness`: a CLIP
+model when one is in the local hub cache, the seed's choice, else the embedded efficientnet-lite0).  The
 features are written beside the records (``<run>/features/``) so that scoring, which reads them
 with numpy only (:class:`ProbeFeatures`), never needs torch.
 
 Layout: ``<run>/features/<slug(model@task_id)>.npz`` (arrays ``sample_id, image_id,
 perturbation, sigma, clean, perturbed``, float32 features) with a ``<slug>.json`` sidecar
-(model, model_version, hook, feature dim, sha256 of the npz); the witness's features under the
-key ``witness:efficientnet-lite0@task_id``.  A model without an accessible vision tower gets
+(model, model_version, hook, feature dim, sha256 of the npz, and for a VLM ``vision_tower``: which
+tower and tokens the features are); the witness's features under the key ``witness:NAME@task_id``
+(``witness:efficientnet-lite0@...`` or ``witness:openai/clip-vit-base-patch32@...``), the name
+saying which witness was used.  A model without an accessible vision tower gets
 ``<slug>.json`` with ``"skipped": reason`` and no npz.  Scoring refits the probe from these
 (deterministic), so re-scoring gives identical numbers.  Module-level imports are numpy and the
 run directory only: the model code is imported inside the writer.
@@ -32,7 +35,47 @@ import numpy as np
 from ..core.rundir import write_atomic
 
 WITNESS = "witness:efficientnet-lite0"
-"""Model part of the store key of the frozen external image-only witness probe's features."""
+"""Model part of the store key of the offline default witness's features (the embedded encoder)."""
+
+WITNESS_CLIP = "openai/clip-vit-base-patch32"
+"""The CLIP witness used when it is in the local hub cache (seed 002 appendix A: "a frozen external
+CLIP probe provides an image-only reference witness"; the seed names no checkpoint, this is the
+original OpenAI ViT-B/32).  A local model directory is accepted too (tests)."""
+
+
+def witness_key(name: str) -> str:
+    """Model part of the store key of a witness named ``name``: ``witness:NAME``."""
+    return f"witness:{name}"
+
+
+def default_witness(clip: str | os.PathLike | None = None):
+    """The frozen external witness encoder: the CLIP model ``clip`` (default :data:`WITNESS_CLIP`)
+    when it is a local directory or already in the local hub cache (nothing is downloaded), else the
+    embedded efficientnet-lite0 (offline default).  Its ``name`` is what the store key and the probe
+    rows' notes say.  Raises ``ModelLoadError`` when neither loads."""
+    from ..models.default import EfficientNetLiteEncoder
+
+    clip = str(clip or WITNESS_CLIP)
+    if Path(clip).is_dir() or _in_hub_cache(clip):
+        from ..models.base import ModelLoadError
+        from ..models.encoders_hf import HFEncoder
+
+        try:
+            return HFEncoder(clip, name=Path(clip).name if Path(clip).is_dir() else clip)
+        except ModelLoadError:
+            pass  # an incomplete cache entry: the offline default
+    return EfficientNetLiteEncoder()
+
+
+def _in_hub_cache(repo_id: str) -> bool:
+    try:
+        from huggingface_hub import try_to_load_from_cache
+    except ImportError:  # pragma: no cover - the model extra brings it
+        return False
+    try:
+        return isinstance(try_to_load_from_cache(repo_id, "config.json"), str)
+    except ValueError:  # not a repo id
+        return False
 
 
 def store_key(model: str, task_id: str) -> str:
@@ -68,7 +111,7 @@ def cache_probe_features(model, items: Sequence[ProbeItem], directory: str | os.
     """Extract and store clean/perturbed features of ``items`` for ``model``.
 
     ``model``: a :class:`~perceptbench.models.base.VisionFeatures` (the ``hf:`` VLM adapter) or an
-    :class:`~perceptbench.models.base.Encoder` (the witness encoder; pass ``key=WITNESS``), usually
+    :class:`~perceptbench.models.base.Encoder` (the witness encoder; pass its ``witness:NAME@task`` key), usually
     behind the response cache (:func:`cache_task_features`).  Writes
     ``<directory>/<slug(key)>.npz`` and ``.json`` (see the module docstring); a model with
     neither method, or whose tower is unreachable (``VisionTowerUnavailable``), gets a
@@ -97,8 +140,11 @@ def cache_probe_features(model, items: Sequence[ProbeItem], directory: str | os.
     from ..models.base import ModelLoadError
 
     fn = model.vision_features if hook == "vision_features" else model.embed
+    source = getattr(getattr(model, "inner", model), "vision_feature_source", None)  # the cache wrapper's model
     clean, pert = [], []
     try:
+        if hook == "vision_features" and callable(source):
+            meta["vision_tower"] = source()
         for i in range(0, len(items), batch):
             chunk = items[i:i + batch]
             clean.append(np.asarray(fn([it.clean() for it in chunk]), np.float32))
@@ -143,8 +189,10 @@ def probe_items(task, seed: int) -> list[ProbeItem]:
 def cache_task_features(task, model, directory: str | os.PathLike, seed: int, witness=None,
                         cache_mode: str = "use") -> list[Path]:
     """Own-tower features of ``model`` and (once per task) witness features for every sample of
-    the VSI ``task``; ``witness`` is an :class:`~perceptbench.models.base.Encoder` (default: the
-    embedded efficientnet-lite0, loaded here).  Returns the sidecar paths written or kept.
+    the VSI ``task``; ``witness`` is an :class:`~perceptbench.models.base.Encoder` (default:
+    :func:`default_witness`, loaded here: CLIP when cached, else efficientnet-lite0), stored under
+    ``witness:NAME@task`` so the record says which; a task whose witness features are written
+    (any witness) is kept.  Returns the sidecar paths written or kept.
 
     Features are model calls of the VSI trial under the run's one cache policy: both models are
     called through the response cache (:class:`~perceptbench.models.response_cache.CachedVLM`,
@@ -156,20 +204,21 @@ def cache_task_features(task, model, directory: str | os.PathLike, seed: int, wi
     model = with_response_cache(model, cache_mode)
     items = probe_items(task, seed)
     out = [cache_probe_features(model, items, directory, key=store_key(model.name, task.task_id))]
-    wkey = store_key(WITNESS, task.task_id)
-    if not (Path(directory) / (slug(wkey) + ".npz")).exists():
-        if witness is None:
-            from ..models.base import ModelLoadError
-            from ..models.default import EfficientNetLiteEncoder
+    if ProbeFeatures(directory).witness_key(task.task_id, with_features=True):
+        return out  # the task's witness features are written (whichever witness it was)
+    if witness is None:
+        from ..models.base import ModelLoadError
 
-            try:
-                witness = EfficientNetLiteEncoder()
-            except ModelLoadError as e:
-                p = Path(directory) / (slug(wkey) + ".json")
-                p.parent.mkdir(parents=True, exist_ok=True)
-                write_atomic(p, json.dumps({"key": wkey, "skipped": str(e)}, indent=1).encode())
-                return out + [p]
-        out.append(cache_probe_features(with_response_cache(witness, cache_mode), items, directory, key=wkey))
+        try:
+            witness = default_witness()
+        except ModelLoadError as e:
+            wkey = store_key(WITNESS, task.task_id)
+            p = Path(directory) / (slug(wkey) + ".json")
+            p.parent.mkdir(parents=True, exist_ok=True)
+            write_atomic(p, json.dumps({"key": wkey, "skipped": str(e)}, indent=1).encode())
+            return out + [p]
+    wkey = store_key(witness_key(witness.name), task.task_id)
+    out.append(cache_probe_features(with_response_cache(witness, cache_mode), items, directory, key=wkey))
     return out
 
 
@@ -193,6 +242,25 @@ class ProbeFeatures:
     def present(self) -> bool:
         """Whether the features folder exists (a records file copied without it: False)."""
         return self.directory.is_dir()
+
+    def witness_key(self, task_id: str, with_features: bool = False) -> str | None:
+        """Store key of the witness whose sidecar is written for ``task_id`` (``witness:NAME@task``),
+        one with features before a skipped one; None when there is none (``with_features``: None
+        unless its features are written)."""
+        keys = []
+        for p in sorted(self.directory.glob("witness_*.json")) if self.present else ():
+            m = json.loads(p.read_text())
+            k = m.get("key", "")
+            if k.startswith("witness:") and k.endswith("@" + task_id):
+                keys.append((bool(m.get("skipped")) or not self.path(k).exists(), k))
+        keys.sort()
+        if not keys or (with_features and keys[0][0]):
+            return None
+        return keys[0][1]
+
+    def meta(self, key: str) -> dict:
+        """The sidecar of ``key`` ({} when none is written)."""
+        return self._meta(key) or {}
 
     def path(self, key: str) -> Path:
         """The ``.npz`` file that holds (or would hold) the features of ``key``."""

@@ -4,8 +4,10 @@ A linear probe on a model's own vision-tower features (clean vs perturbed view o
 image) against the same model's argmax-change rate, on the same samples:
 
 * features: final-layer vision-tower output, mean-pooled, L2-normalised
-  (:meth:`perceptbench.models.vlm_hf.HFVLM.vision_features`); the frozen witness uses the
-  embedded default encoder (efficientnet-lite0, ``embed``), image-only and shared by all models;
+  (:meth:`perceptbench.models.vlm_hf.HFVLM.vision_features`); the frozen witness is image-only and
+  shared by all models: a CLIP model when one was in the local hub cache at run time (the seed's
+  choice), else the embedded efficientnet-lite0 (:func:`perceptbench.vsi.features.default_witness`);
+  the witness rows' notes name the one used (and its version);
 * probe: :func:`perceptbench.metrics.probe.probe_oof_correct` (``StandardScaler`` +
   ``LogisticRegression(C=1.0)``, ``GroupKFold(5)`` by ``image_id``), per-sample probe accuracy
   = mean correctness of its two views' out-of-fold predictions;
@@ -143,6 +145,14 @@ def _gap_rows(task_id, model, sfx, prefix, feats, cell, seed, note,
     return rows, extra
 
 
+def _witness_note(store: ProbeFeatures, wkey: str, task_id: str) -> str:
+    """``frozen external witness (NAME)``, plus its version when it is not the embedded default."""
+    name = wkey[len("witness:"):-len("@" + task_id)]
+    version = store.meta(wkey).get("model_version", "")
+    return f"frozen external witness ({name})" if wkey == store_key(WITNESS, task_id) or not version else \
+        f"frozen external witness ({name}, {version})"
+
+
 def probe_rows(samples: Sequence[VSISample], store: ProbeFeatures, *, seed: int = 0) -> list[ScoreRow]:
     """Encoder-LLM gap rows (own tower, and the external witness where cached) for every
     (task, model, perturbation, sigma) cell of ``samples``; a ``skipped`` row (note: why) for
@@ -162,7 +172,8 @@ def probe_rows(samples: Sequence[VSISample], store: ProbeFeatures, *, seed: int 
                 rows += a
                 extra += b
             continue
-        witness = store.get(store_key(WITNESS, task_id))
+        wkey = store.witness_key(task_id) or store_key(WITNESS, task_id)
+        witness = store.get(wkey)
         why = store.skipped(store_key(model, task_id))
         if why:
             rows.append(ScoreRow(task_id, model, f"skipped{sfx}", math.nan, None, None, 0, None,
@@ -177,10 +188,10 @@ def probe_rows(samples: Sequence[VSISample], store: ProbeFeatures, *, seed: int 
                 rows.append(ScoreRow(task_id, model, f"skipped{sfx}", math.nan, None, None, 0, None,
                                      f"encoder-LLM probe: no cached features for {model} on {task_id} in "
                                      f"{store.directory} (rerun `perceptbench run` to extract them)"))
-        wwhy = store.skipped(store_key(WITNESS, task_id))
+        wwhy = store.skipped(wkey)
         if witness is not None:
             a, b = _gap_rows(task_id, model, sfx, "witness_", witness, cell, seed,
-                             "frozen external witness (efficientnet-lite0)", common)
+                             _witness_note(store, wkey, task_id), common)
             rows += a
             extra += b
         elif wwhy:

@@ -234,3 +234,44 @@ def test_joint_quintile_heatmap_shows_the_share_both_wrong_per_joint_quintile():
         assert img[0, 0] == pytest.approx(0.2) and (np.ma.is_masked(img[0, 1]) or np.isnan(img[0, 1]))
     finally:
         plt.close(d.fig)
+
+
+# ---------------------------------------------------------------- the matrix grouped by declared family
+
+def test_models_group_by_family_in_vocabulary_order_keeping_the_ranking_within_a_family():
+    from perceptbench.reports.html import group_by_family, model_families
+
+    ranked = ["vlm-a", "sup-a", "nodecl", "clip-a", "sup-b", "vlm-b"]
+    declared = {"vlm-a": {"family": "open-vlm"}, "vlm-b": {"family": "open-vlm"}, "sup-a": {"family": "supervised"},
+                "sup-b": {"family": "supervised"}, "clip-a": {"family": "clip-like"}, "other": {"family": "mim"}}
+    fams = model_families(ranked, declared)
+    assert fams["nodecl"] == "undeclared" and set(fams) == set(ranked)  # 'other' is not in the matrix
+    assert group_by_family(ranked, fams) == ["sup-a", "sup-b", "clip-a", "vlm-a", "vlm-b", "nodecl"]
+    assert model_families(ranked, {}) == {} and model_families(ranked, {"x": {"family": "mim"}}) == {}
+    assert group_by_family(ranked, {}) == ranked  # nothing declared: the ranking as it was
+
+
+def test_matrix_colours_model_names_by_family_with_a_legend_and_says_the_family_in_its_data():
+    from matplotlib.colors import to_hex
+
+    from perceptbench.reports.headline import headline_rows
+
+    bt = "similarity.chart.mark_color"
+    heads = headline_rows([ScoreRow(bt, m, "B", v, v - 0.1, v + 0.1, 120, 0)
+                           for m, v in (("s1", 0.9), ("s2", 0.5), ("v1", 0.7))])
+    fams = {"s1": "supervised", "s2": "supervised", "v1": "open-vlm"}
+    d = F.draw_matrix(heads, ["s1", "s2", "v1"], [(bt, "B")], fams)
+    plain = F.draw_matrix(heads, ["s1", "s2", "v1"], [(bt, "B")])
+    try:
+        ax = d.fig.axes[0]
+        colour = {t.get_text(): to_hex(t.get_color()) for t in ax.get_yticklabels()}
+        assert colour["s1"] == colour["s2"] == F.OKABE_ITO[0].lower() and colour["v1"] == F.OKABE_ITO[1].lower()
+        assert [t.get_text() for t in ax.get_legend().get_texts()] == ["supervised", "open-vlm"]
+        assert {r["model"]: r["role"] for r in d.rows if r["model"] in fams} == {
+            "s1": "model (family: supervised)", "s2": "model (family: supervised)", "v1": "model (family: open-vlm)"}
+        pax = plain.fig.axes[0]
+        assert pax.get_legend() is None and {r["role"] for r in plain.rows if r["model"] in fams} == {"model"}
+        assert len({to_hex(t.get_color()) for t in pax.get_yticklabels()}) == 1
+    finally:
+        F.close(d)
+        F.close(plain)

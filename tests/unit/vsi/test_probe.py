@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 
 import numpy as np
 import pytest
@@ -99,30 +100,113 @@ def test_cache_round_trip_and_skipped(tmp_path):
         vf.ProbeFeatures(tmp_path).get("fake@t")
 
 
-@pytest.mark.parametrize("family", ["llava", "idefics3", "qwen2_vl"])
-def test_vision_tower_hook(family, tmp_path):
-    pytest.importorskip("torch")
-    from PIL import Image, ImageFilter
+TOWERS = {"llava": "CLIPVisionModel", "llava_next": "CLIPVisionModel", "idefics3": "Idefics3VisionTransformer",
+          "smolvlm": "SmolVLMVisionTransformer", "qwen2_vl": "Qwen2VisionTransformerPretrainedModel",
+          "qwen2_5_vl": "Qwen2_5_VisionTransformerPretrainedModel", "qwen3_vl": "Qwen3VLVisionModel",
+          "paligemma": "SiglipVisionModel", "gemma3": "SiglipVisionModel"}
+"""The tower each tiny family's model holds, found by the generic lookup (no per-family table)."""
 
+
+def _noise_image(seed=0):
+    from PIL import Image
+
+    rng = np.random.default_rng(seed)
+    return Image.fromarray((rng.random((64, 64, 3)) * 255).astype("uint8"))
+
+
+@pytest.fixture(scope="module")
+def tiny_vlms(tmp_path_factory):
+    pytest.importorskip("transformers")
     from perceptbench.models.vlm_hf import HFVLM
-    from perceptbench.testing.tiny_vlm import build_tiny_vlm
+    from perceptbench.testing.tiny_vlm import VISION_FAMILIES, build_tiny_vlm
 
-    m = HFVLM(build_tiny_vlm(family, tmp_path / family), name=family)
-    rng = np.random.default_rng(0)
-    im = Image.fromarray((rng.random((64, 64, 3)) * 255).astype("uint8"))
+    root = tmp_path_factory.mktemp("towers")
+    return {f: HFVLM(build_tiny_vlm(f, root / f), name=f) for f in VISION_FAMILIES}
+
+
+def test_every_tiny_family_has_a_builder_and_the_families_cover_seed_002s_vlms():
+    pytest.importorskip("transformers")
+    from perceptbench.testing.tiny_vlm import VISION_FAMILIES
+
+    assert set(TOWERS) == set(VISION_FAMILIES) and len(VISION_FAMILIES) >= 5
+    assert {"llava_next", "qwen2_5_vl", "qwen3_vl"} <= set(VISION_FAMILIES)  # skipped before issue 22 item 5
+
+
+@pytest.mark.parametrize("family", sorted(TOWERS))
+def test_vision_tower_hook(family, tiny_vlms):
+    """Every family's tower is found generically and gives unit-norm final-layer features that
+    depend on the image (a blur moves them) and on nothing else (same image, same row)."""
+    from PIL import ImageFilter
+
+    m = tiny_vlms[family]
+    assert type(m.vision_tower()).__name__ == TOWERS[family]
+    im = _noise_image()
     f = m.vision_features([im, im.filter(ImageFilter.GaussianBlur(6)), im])
     assert f.dtype == np.float32 and f.shape == (3, 32)
     assert np.allclose(np.linalg.norm(f, axis=1), 1, atol=1e-5)
     assert np.array_equal(f[0], f[2]) and not np.allclose(f[0], f[1])
 
 
+def _by_hand(h):
+    v = h.float().reshape(-1, h.shape[-1]).mean(0)
+    return (v / v.norm()).numpy()
+
+
+def test_llava_next_features_are_every_crops_patch_tokens_without_cls(tiny_vlms):
+    """LLaVA-NeXT, by hand: the CLIP tower on the base view and each any-resolution crop, CLS
+    token dropped, mean over all crops' patch tokens (a 64x128 image: base view + 2 crops)."""
+    import torch
+
+    m = tiny_vlms["llava_next"]
+    im = _noise_image(1).resize((128, 64))
+    pv = m.processor.image_processor(images=[im], return_tensors="pt")["pixel_values"][0]
+    assert pv.shape[0] == 3
+    with torch.inference_mode():
+        h = m.model.model.vision_tower(pv).last_hidden_state[:, 1:]
+    np.testing.assert_allclose(m.vision_features([im])[0], _by_hand(h), atol=1e-6)
+
+
+@pytest.mark.parametrize("family", ["qwen2_5_vl", "qwen3_vl"])
+def test_qwen_features_are_the_patches_before_the_merger(family, tiny_vlms):
+    """Qwen2.5-VL / Qwen3-VL, by hand: the ``visual`` blocks' output on every patch (before the
+    2x2 merger projects them to the text width), mean over patches."""
+    import torch
+
+    m = tiny_vlms[family]
+    enc = m.processor.image_processor(images=[_noise_image(2)], return_tensors="pt")
+    with torch.inference_mode():
+        h = m.model.model.visual(enc["pixel_values"], grid_thw=enc["image_grid_thw"]).last_hidden_state
+    assert h.shape[-1] == 32 and h.dim() == 2
+    np.testing.assert_allclose(m.vision_features([_noise_image(2)])[0], _by_hand(h), atol=1e-6)
+
+
+@pytest.mark.parametrize("family", ["paligemma", "gemma3"])
+def test_siglip_features_keep_every_token(family, tiny_vlms):
+    """PaliGemma / Gemma 3, by hand: SigLIP has no CLS token; every one of its 16 tokens counts."""
+    import torch
+
+    m = tiny_vlms[family]
+    assert not m._drops_cls()
+    pv = m.processor.image_processor(images=[_noise_image(3)], return_tensors="pt")["pixel_values"]
+    with torch.inference_mode():
+        h = m.model.model.vision_tower(pixel_values=pv).last_hidden_state
+    assert h.shape[1] == 16
+    np.testing.assert_allclose(m.vision_features([_noise_image(3)])[0], _by_hand(h), atol=1e-6)
+
+
 def test_model_without_tower_is_skipped(tmp_path):
     from perceptbench.models.vlm_hf import HFVLM, VisionTowerUnavailable
 
-    class NoTower(HFVLM):  # an hf: model of a type without a registered tower
+    class Bare:  # a model whose get_encoder(modality="image") finds no tower returns itself
+        config = type("C", (), {"model_type": "mllama"})()
+
+        def get_encoder(self, modality=None):
+            return self
+
+    class NoTower(HFVLM):  # an hf: model of a type whose tower transformers' lookup does not find
         def __init__(self):
             self.name = "other"
-            self.model = type("M", (), {"config": type("C", (), {"model_type": "mllama"})(), "model": None})()
+            self.model = Bare()
 
     with pytest.raises(VisionTowerUnavailable, match="mllama"):
         NoTower().vision_features([])
@@ -131,3 +215,52 @@ def test_model_without_tower_is_skipped(tmp_path):
     meta = vf2.cache_probe_features(NoTower(), [vf.ProbeItem("s", "i", "region", 20.0, lambda: None, lambda: None)],
                                     tmp_path, key="other@t")
     assert "mllama" in json.loads(meta.read_text())["skipped"]
+
+
+class _FakeTask:
+    """A VSI task of 12 samples (the real stimuli of ``vsi.salbench.syn@n=12``), only what the
+    feature writer reads."""
+
+    def __init__(self):
+        from perceptbench.tasks import get_task
+
+        self._t = get_task("vsi.salbench.syn@n=12")
+        self.task_id = "t"
+
+    def stimuli(self, seed):
+        return self._t.stimuli(seed)
+
+
+def _witness_rows(tmp_path, monkeypatch, clip):
+    monkeypatch.setattr(vf, "WITNESS_CLIP", clip)
+    monkeypatch.setenv("PERCEPTBENCH_RESPONSE_CACHE", str(tmp_path / "cache"))
+    task = _FakeTask()
+    vf.cache_task_features(task, _FakeTower(), tmp_path / "features", 0)
+    items = vf.probe_items(task, 0)
+    samples = [VSISample("t", "b", "fake", "x", it.sample_id, it.image_id, it.perturbation, it.sigma, 0.01, False,
+                         True, 0.9, None, "exact") for it in items]
+    rows = vp.probe_rows(samples, vf.ProbeFeatures(tmp_path / "features"))
+    return [r for r in rows if r.metric.startswith("witness_probe_acc_all")], tmp_path / "features"
+
+
+def test_clip_witness_is_used_when_one_is_available_and_the_rows_say_so(tmp_path, monkeypatch):
+    """Issue 22 item 5: a CLIP witness (seed 002 appendix A) when one is in the local cache (here a
+    local directory standing for it); the store key, the sidecar and every witness row's note name it."""
+    pytest.importorskip("transformers")
+    from perceptbench.testing.tiny_encoders import build_tiny_clip
+
+    clip = build_tiny_clip(tmp_path / "tiny-clip")
+    rows, feats = _witness_rows(tmp_path, monkeypatch, str(clip))
+    assert rows and all(r.note.startswith("frozen external witness (tiny-clip, ") for r in rows)
+    assert not math.isnan(rows[0].value)
+    meta = json.loads((feats / "witness_tiny-clip_t.json").read_text())
+    assert meta["key"] == "witness:tiny-clip@t" and meta["hook"] == "embed" and meta["model_version"]
+    assert not (feats / "witness_efficientnet-lite0_t.json").exists()
+
+
+def test_efficientnet_witness_is_the_offline_default_and_the_rows_say_so(tmp_path, monkeypatch):
+    pytest.importorskip("torch")
+    rows, feats = _witness_rows(tmp_path, monkeypatch, "no-such-org/clip-not-in-the-cache")
+    assert rows and all(r.note.startswith("frozen external witness (efficientnet-lite0);") for r in rows)
+    assert json.loads((feats / "witness_efficientnet-lite0_t.json").read_text())["key"] == "witness:efficientnet-lite0@t"
+    assert not math.isnan(rows[0].value)
