@@ -3,6 +3,7 @@ torch): re-scoring never re-runs a model."""
 
 from __future__ import annotations
 
+import copy
 import csv
 import itertools
 import json
@@ -46,13 +47,21 @@ def apply_parser_mode(records: list[TrialRecord], mode: str) -> list[TrialRecord
     if mode not in PARSER_MODES:
         raise ValueError(f"parser mode {mode!r} not in {PARSER_MODES}")
     tasks: dict = {}
+    parsed: dict = {}  # (task_id, parse key) -> (response, meta): each distinct answer parsed once
     out = []
     for r in records:
         if not _reparsable(r):
             out.append(r)
             continue
         task = tasks.get(r.task_id) or tasks.setdefault(r.task_id, get_task(r.task_id))
-        response, meta = task.parse_record(r, mode=mode)
+        key = task.parse_key(r)
+        if key is None:
+            response, meta = task.parse_record(r, mode=mode)
+        else:
+            hit = parsed.get((r.task_id, key))
+            if hit is None:
+                hit = parsed[(r.task_id, key)] = task.parse_record(r, mode=mode)
+            response, meta = copy.deepcopy(hit)  # each record owns its response and meta
         meta["recorded_response_differs"] = not _same_answer(response, r.response)
         run_meta = r.run_meta.model_copy(update={"parse": meta})
         out.append(r.model_copy(update={"response": response, "run_meta": run_meta,
