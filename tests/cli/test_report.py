@@ -940,3 +940,14 @@ def test_vsi_only_report_shows_only_its_sections_and_the_answers(tmp_path):
     trials = html[html.index("<h3>Trials per task and model</h3>"):html.index("<h3>Skipped")]
     # 8 records per model, 4 answers all parsed: a perturbed trial (no answer by design) is no null
     assert trials.count('<td class="num">8</td><td class="num">0</td>') == 3
+
+
+def test_report_pairs_option_compares_neighbours_and_refuses_an_unknown_mode(tmp_path):
+    """report --pairs neighbours: 3 models, 2 neighbour pairs on the page (not 3); a bad mode is one line."""
+    run = write_synthetic_run(tmp_path / "run", ["alpha", "beta", "gamma"], tasks=("similarity.chart.mark_color",))
+    p = cli("report", str(run), "--out", str(tmp_path / "r.html"), "--pairs", "neighbours")
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert " of 2 paired differences" in (tmp_path / "r.html").read_text()
+    one_line_error(cli("report", str(run), "--out", str(tmp_path / "r2.html"), "--pairs", "every", columns=250),
+                   "--pairs", "'every'", "auto, all, neighbours")
+    assert not (tmp_path / "r2.html").exists()
