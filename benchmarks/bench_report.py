@@ -1,63 +1,66 @@
-"""Wall time of `perceptbench report` over a run with many models (issue 10: under 10 s
-for 45 models on the build machine).
+"""`perceptbench report` against `perceptbench score` on a run with many models (issue 10
+target: under 10 s for 45 models; issue 25: 400 models within a small multiple of `score`).
 
-Writes a synthetic run directory (perceptbench.testing.synthetic_runs: the real human
-records of the Gestalt battery plus N synthetic VLMs on closure, mark colour, series
-count and SalBench detection with 60 stimuli), scores it once (untimed; reported), then
-times ``write_report`` end to end: reading records.jsonl and scores.json, the headline
-rows, every paired difference (N(N-1)/2 pairs x task x metric), the figures and the page.
+    PYTHONPATH=src PERCEPTBENCH_MIRROR=... python benchmarks/bench_report.py \\
+        [--models 45 400] [--repeats 5] [--pairs auto]
 
-    PYTHONPATH=src PERCEPTBENCH_MIRROR=... python benchmarks/bench_report.py [--models 45] [--repeats 3]
-
-The best of ``--repeats`` runs is reported (shared machine), and the median beside it, with
-the process's CPU time and the load average (on a busy machine wall time exceeds CPU time).
+Method.  For each model count N, a synthetic run directory
+(:func:`perceptbench.testing.synthetic_runs.write_synthetic_run`: the real human records of
+the Gestalt battery plus N synthetic VLMs on closure, mark colour, series count and SalBench
+detection with 60 stimuli; 400 models: about 122,000 records) is written once, untimed.  Then
+``--repeats`` rounds, each running A then B in fresh processes: A = whole-process
+``perceptbench score RUN``, B = whole-process ``perceptbench report RUN --pairs P`` (reading
+records.jsonl and scores.json, re-parsing, the headline rows, the paired differences, every
+figure and the page).  CPU time of each child (user + system, ``os.wait4``), wall time beside
+it; the load average at each round's start.  Printed: median and range over rounds of each
+arm's CPU and wall time and of report/score in CPU time (per round).  Figures measured:
+docs/performance.md.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
-import platform
-import statistics
+import sys
 import tempfile
-import time
 from pathlib import Path
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--models", type=int, default=45)
-    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--models", type=int, nargs="*", default=[45, 400])
+    ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--pairs", default="auto", help="report --pairs (auto, all, neighbours)")
+    ap.add_argument("--keep", type=Path, help="write the runs here (and reuse them) instead of a temp dir")
     args = ap.parse_args()
+    sys.path.insert(0, str(Path(__file__).parent))
+    from _measure import interleave, ratios, run_child, summary
 
-    from perceptbench.reports.html import write_report
-    from perceptbench.scoring import score_file
     from perceptbench.testing.synthetic_runs import write_synthetic_run
 
+    out: dict = {"cpus": os.cpu_count(), "pairs": args.pairs}
     with tempfile.TemporaryDirectory() as tmp:
-        d = Path(tmp) / "run"
-        t0 = time.perf_counter()
-        write_synthetic_run(d, [f"model-{i:02d}" for i in range(args.models)])
-        t_write = time.perf_counter() - t0
-        t0 = time.perf_counter()
-        rows = score_file(d / "records.jsonl")
-        t_score = time.perf_counter() - t0
-        n_rec = sum(1 for _ in open(d / "records.jsonl"))
-        times, cpu = [], []
-        for _ in range(args.repeats):
-            t0, c0 = time.perf_counter(), time.process_time()
-            res = write_report([d], d / "report.html")
-            times.append(time.perf_counter() - t0)
-            cpu.append(time.process_time() - c0)
-        size = (d / "report.html").stat().st_size
-    print(f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, python "
-          f"{platform.python_version()}")
-    print(f"run: {args.models} models, {n_rec} records, {len(rows)} score rows "
-          f"(synthesised in {t_write:.1f} s, scored in {t_score:.1f} s, untimed)")
-    print(f"report: {res.n_figures} figures, {size / 1e6:.2f} MB HTML")
-    print(f"write_report: best {min(times):.2f} s, median {statistics.median(times):.2f} s over {len(times)} runs "
-          f"(target < 10 s); CPU time of this process best {min(cpu):.2f} s")
-    print(f"load average during the run: {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs (shared machine)")
+        base = args.keep or Path(tmp)
+        for n in args.models:
+            d = base / f"models-{n}"
+            if not (d / "records.jsonl").exists():
+                write_synthetic_run(d, [f"model-{i:03d}" for i in range(n)])
+            cli = [sys.executable, "-m", "perceptbench.cli"]
+            rounds = interleave({"score": lambda: run_child(cli + ["score", str(d)]),
+                                 "report": lambda: run_child(cli + ["report", str(d), "--out", str(d / "report.html"),
+                                                                   "--pairs", args.pairs])}, args.repeats)
+            out[f"models_{n}"] = {
+                "records": sum(1 for _ in open(d / "records.jsonl", "rb")),
+                "score_cpu_s": summary([r["score"]["cpu_s"] for r in rounds], 2),
+                "report_cpu_s": summary([r["report"]["cpu_s"] for r in rounds], 2),
+                "score_wall_s": summary([r["score"]["wall_s"] for r in rounds], 2),
+                "report_wall_s": summary([r["report"]["wall_s"] for r in rounds], 2),
+                "report_over_score_cpu": summary(ratios(rounds, "score", "report"), 2),
+                "report_peak_rss_mib": summary([r["report"]["peak_rss_mib"] for r in rounds], 0),
+                "load": summary([r["load"] for r in rounds], 1)}
+            print(json.dumps({f"models_{n}": out[f"models_{n}"]}), file=sys.stderr, flush=True)
+    print(json.dumps(out, indent=1))
 
 
 if __name__ == "__main__":

@@ -46,18 +46,39 @@ def apply_parser_mode(records: list[TrialRecord], mode: str) -> list[TrialRecord
     if mode not in PARSER_MODES:
         raise ValueError(f"parser mode {mode!r} not in {PARSER_MODES}")
     tasks: dict = {}
+    parsed: dict = {}  # (task_id, parse key) -> (response, meta): each distinct answer parsed once
     out = []
     for r in records:
         if not _reparsable(r):
             out.append(r)
             continue
         task = tasks.get(r.task_id) or tasks.setdefault(r.task_id, get_task(r.task_id))
-        response, meta = task.parse_record(r, mode=mode)
+        key = task.parse_key(r)
+        if key is None:
+            response, meta = task.parse_record(r, mode=mode)
+        else:
+            hit = parsed.get((r.task_id, key))
+            if hit is None:
+                hit = parsed[(r.task_id, key)] = task.parse_record(r, mode=mode)
+            response, meta = _fresh(hit)  # each record owns its response and meta
         meta["recorded_response_differs"] = not _same_answer(response, r.response)
         run_meta = r.run_meta.model_copy(update={"parse": meta})
         out.append(r.model_copy(update={"response": response, "run_meta": run_meta,
                                         "correct": score_correct(response, r.ground_truth)}))
     return out
+
+
+def _fresh(v):
+    """A copy of ``v`` whose dicts and lists (at any depth, also inside tuples) are new objects,
+    everything else shared (parse results hold JSON-like values; copy.deepcopy's memo made it 86%
+    of re-parsing)."""
+    if isinstance(v, dict):
+        return {k: _fresh(x) for k, x in v.items()}
+    if isinstance(v, list):
+        return [_fresh(x) for x in v]
+    if isinstance(v, tuple):
+        return tuple(_fresh(x) for x in v)
+    return v
 
 
 def _same_answer(a, b) -> bool:

@@ -1001,3 +1001,14 @@ def test_matrix_is_grouped_and_coloured_by_declared_family(tmp_path):
     data = list(_csv.DictReader(open(tmp_path / "fig-grouped" / "model_by_task_headline_matrix.csv")))
     assert {(r["model"], r["role"]) for r in data if r["model"] == "m2"} == {("m2", "model (family: undeclared)")}
     assert (tmp_path / "fig-grouped" / "model_by_task_headline_matrix.png").stat().st_size > 10_000
+
+
+def test_report_pairs_option_compares_neighbours_and_refuses_an_unknown_mode(tmp_path):
+    """report --pairs neighbours: 3 models, 2 neighbour pairs on the page (not 3); a bad mode is one line."""
+    run = write_synthetic_run(tmp_path / "run", ["alpha", "beta", "gamma"], tasks=("similarity.chart.mark_color",))
+    p = cli("report", str(run), "--out", str(tmp_path / "r.html"), "--pairs", "neighbours")
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert " of 2 paired differences" in (tmp_path / "r.html").read_text()
+    one_line_error(cli("report", str(run), "--out", str(tmp_path / "r2.html"), "--pairs", "every", columns=250),
+                   "--pairs", "'every'", "auto, all, neighbours")
+    assert not (tmp_path / "r2.html").exists()

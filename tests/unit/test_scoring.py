@@ -17,3 +17,79 @@ def test_scores_csv_writes_counts_as_integers(tmp_path):
     assert got["n_verbal_conf_missing"]["value"] == "23"
     assert got["accuracy"]["value"] == "0.8625" and got["accuracy"]["ci_high"] == "1.0"  # not a count: as before
     assert got["B"]["value"] == "0.666667"
+
+
+def _reparse_records():
+    """Silhouette VLM answers with repeated raw outputs (several models give the same text), some
+    ambiguous or naming a negated option, and SalBench label sets (lists as responses)."""
+    from perceptbench.tasks import get_task
+
+    from tests.helpers.records import plant_record
+
+    sil = get_task("closure.nat.silhouette")
+    sal = get_task("salbench.detection.syn@n=60,n_probe=0")
+    texts = ["cat", "Answer: dog", "a cat or a dog", "not a bear, a boat", "I cannot tell", "Answer: cat"]
+    sal_texts = ["red, orientation", "Answer: colour", "none of them", "size and orientation"]
+    recs = []
+    for m in range(4):
+        for i, t in enumerate(texts * 2):
+            recs.append(plant_record(sil, stimulus_id=f"s{i}", model=f"m{m}", response=None, ground_truth="cat",
+                                     raw_output=t, split="test"))
+        for i, t in enumerate(sal_texts):
+            recs.append(plant_record(sal, stimulus_id=f"p{i}", model=f"m{m}", response=None,
+                                     ground_truth=["orientation"], raw_output=t, split="test"))
+    return recs
+
+
+def test_reparsing_each_distinct_answer_once_gives_the_per_record_parse():
+    """apply_parser_mode parses each distinct raw output of a task once (issue 25): the records it
+    returns equal those of parsing every record on its own (parse_record), in every parser mode,
+    and no two records share a response list or parse meta (the cache hands out copies)."""
+    from perceptbench.records import score_correct
+    from perceptbench.scoring import PARSER_MODES, _same_answer, apply_parser_mode
+    from perceptbench.tasks import get_task
+
+    recs = _reparse_records()
+    for mode in PARSER_MODES:
+        got = apply_parser_mode(recs, mode)
+        for r, g in zip(recs, got):
+            response, meta = get_task(r.task_id).parse_record(r, mode=mode)
+            meta["recorded_response_differs"] = not _same_answer(response, r.response)
+            assert g.response == response and g.correct == score_correct(response, r.ground_truth)
+            assert g.run_meta.model_extra["parse"] == meta
+        metas = [id(g.run_meta.model_extra["parse"]) for g in got]
+        lists = [id(g.response) for g in got if isinstance(g.response, list)]
+        assert len(set(metas)) == len(metas) and len(set(lists)) == len(lists)
+
+
+def test_a_task_whose_parse_reads_more_than_the_text_is_parsed_record_by_record():
+    """parse_key is None where parse_record reads more than raw_output (an override), so the
+    cache never hands one record's parse to another."""
+    import copy
+
+    from perceptbench.tasks import get_task
+
+    from tests.helpers.records import plant_record
+
+    sil = get_task("closure.nat.silhouette")
+    r = plant_record(sil, stimulus_id="s0", response=None, ground_truth="cat", raw_output="cat", split="test")
+    assert sil.parse_key(r) == "cat"
+
+    class ReadsMeta(type(sil)):
+        def parse_record(self, r, mode="default"):
+            return super().parse_record(r, mode)
+
+    over = copy.copy(sil)
+    over.__class__ = ReadsMeta
+    assert over.parse_key(r) is None
+
+    vsi = get_task("vsi.salbench.syn@n=40")
+    assert vsi.parse_key(r) == "cat"
+
+    class VSIMeta(type(vsi)):
+        def parse_clean(self, text, meta, mode="default"):
+            return super().parse_clean(text, meta, mode)
+
+    over = copy.copy(vsi)
+    over.__class__ = VSIMeta
+    assert over.parse_key(r) is None

@@ -24,6 +24,11 @@ def report(
              "and LaTeX, into DIR (created if missing; its parent must exist). Figures are sized for a "
              "two-column paper (7.16 in or 3.5 in wide, 7-8 pt type); file names say what each shows, e.g. "
              "accuracy_vs_error_consistency_silhouettes.pdf. Same figures as the HTML page; byte-identical on a re-run."),
+    pairs: str = typer.Option(
+        "auto", "--pairs", metavar="auto|all|neighbours",
+        help="Which model pairs the paired differences compare, per task and metric: all (every pair), neighbours "
+             "(each model against the next in the ranking by its own score) or auto (all up to 20 models, "
+             "neighbours above; the report says where). Holm and BH adjust over the differences computed."),
 ) -> None:
     """Write an HTML report (figures inline) and a Markdown summary.
 
@@ -33,12 +38,16 @@ def report(
     --figures DIR: its figures (PDF, SVG, PNG, CSV) and tables (CSV, LaTeX) as files too."""
     from ..records import RecordError
     from ..reports.html import write_report
+    from ..reports.paired import PAIR_MODES
+
+    if pairs not in PAIR_MODES:
+        fail(ValueError(f"--pairs {pairs!r}: expected one of {', '.join(PAIR_MODES)}"))
 
     out = out or (RunDir(run_dirs[0]) if run_dirs[0].is_dir() else RunDir.beside(run_dirs[0])).report_html
     check_out(out, "report")
     try:
         with TornTailsAsWarnings():
-            res = write_report(run_dirs, out, figures)
+            res = write_report(run_dirs, out, figures, pairs)
     except (RecordError, ValueError, KeyError, OSError) as e:
         fail(e)
     console.print(f"report: {res.html_path} ({res.n_models} model(s), {res.n_tasks} task(s), {res.n_figures} "

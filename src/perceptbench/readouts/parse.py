@@ -80,6 +80,7 @@ Parser modes (:data:`MODES`)
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 from typing import Any, Iterable, Sequence
@@ -263,6 +264,7 @@ def _split_negated(text: str, mentions: list[tuple[int, int, Any, str]]):
     return kept, negated
 
 
+@functools.lru_cache(maxsize=4096)  # one compiled pattern per option label, not one per answer
 def _label_pattern(option: str) -> re.Pattern:
     words = option.strip().split()  # non-empty: blank options are skipped by the caller
     core = r"[\s\-_]+".join(re.escape(w) for w in words)

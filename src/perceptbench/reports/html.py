@@ -260,19 +260,22 @@ def unpaired_task_notes(records, diffs) -> list[str]:
     return notes
 
 
-def render_report(data: ReportData, title: str) -> tuple[str, str, int]:
-    """(html, markdown, number of figures) for ``data``."""
+def render_report(data: ReportData, title: str, pairs: str = "auto") -> tuple[str, str, int]:
+    """(html, markdown, number of figures) for ``data``; ``pairs``: which model pairs the paired
+    differences compare (:data:`~.paired.PAIR_MODES`)."""
     from . import figures as F
 
-    html, md, drawn, _ = build_report(data, title)
+    html, md, drawn, _ = build_report(data, title, pairs)
     for d in drawn:
         F.close(d)
     return html, md, len(drawn)
 
 
-def build_report(data: ReportData, title: str):
+def build_report(data: ReportData, title: str, pairs: str = "auto"):
     """(html, markdown, drawn figures, tables) for ``data``: the page and the objects it was
-    made from, for ``report --figures`` (:mod:`.files`).  The figures
+    made from, for ``report --figures`` (:mod:`.files`).  ``pairs``: which model pairs the
+    paired differences compare (:data:`~.paired.PAIR_MODES`; default: every pair up to
+    :data:`~.paired.ALL_PAIRS_MAX` models, the ranking neighbours above).  The figures
     (:class:`~.figures.Drawn`) are still open: close them with :func:`.figures.close`."""
     from . import figures as F
     from .native import native_tables
@@ -291,7 +294,7 @@ def build_report(data: ReportData, title: str):
     models, model_score = _order_models(heads, models, cols)
     families = model_families(models, data.models)
     models = group_by_family(models, families)
-    diffs, diff_notes = paired_differences(data.records)
+    diffs, diff_notes = paired_differences(data.records, pairs)
     diff_notes = diff_notes + unpaired_task_notes(data.records, diffs)
     excl = [d for d in diffs if d.excludes_zero]
     shown = diffs if len(diffs) <= MAX_DIFF_ROWS else (
@@ -363,7 +366,7 @@ def build_report(data: ReportData, title: str):
 
 
 def write_report(run_dirs: list[str | os.PathLike], out: str | os.PathLike,
-                 figures_dir: str | os.PathLike | None = None) -> ReportResult:
+                 figures_dir: str | os.PathLike | None = None, pairs: str = "auto") -> ReportResult:
     """Write the HTML report to ``out`` and the Markdown summary to ``out`` with suffix
     ``.md``; both through a temporary file and a rename (a crash leaves no half page).
     With ``figures_dir`` (created when missing; its parent must exist), also every figure
@@ -371,7 +374,8 @@ def write_report(run_dirs: list[str | os.PathLike], out: str | os.PathLike,
     (:func:`perceptbench.reports.files.write_figure_files`), written before the page.
     Credentials in URLs (``http://user:secret@host``, e.g. in the ``model_version`` of records
     written before they were redacted) are redacted on the page
-    (:func:`perceptbench.core.urls.redact_urls_in`).
+    (:func:`perceptbench.core.urls.redact_urls_in`).  ``pairs``: which model pairs the paired
+    differences compare (:data:`~.paired.PAIR_MODES`).
 
     Raises RecordError / ValueError (from :func:`load_report_data`) for unreadable or
     unmergeable run directories, ValueError for a ``figures_dir`` that cannot be made or
@@ -384,7 +388,7 @@ def write_report(run_dirs: list[str | os.PathLike], out: str | os.PathLike,
     data = load_report_data(run_dirs)
     out = Path(out)
     title = ", ".join(str(Path(d)) for d in run_dirs)
-    html, md, drawn, tables = build_report(data, title)
+    html, md, drawn, tables = build_report(data, title, pairs)
     n_fig = len(drawn)
     files = []
     try:

@@ -10,7 +10,10 @@ the task), so ``stat_a(draw) - stat_b(draw)`` is the paired bootstrap of the dif
 difference "excludes 0" when both bounds lie on the same side of 0 (unadjusted).  Each
 difference also has its two-sided bootstrap p-value (:func:`bootstrap_p`) and that p-value
 adjusted for the multiple comparisons of the whole report, Holm (family-wise) and
-Benjamini-Hochberg (false discovery rate) (:func:`adjust_p_values`).  With fewer than
+Benjamini-Hochberg (false discovery rate) (:func:`adjust_p_values`), the family being every
+difference the report computes.  Which pairs: every pair of models of a task and metric up to
+:data:`ALL_PAIRS_MAX` models, the neighbours in the models' ranking above (``pairs``,
+:data:`PAIR_MODES`; issue 25).  With fewer than
 :data:`MIN_COMMON` common stimuli no number is given, only a note.  (Subtracting each
 model's own score row would compare B on different stimulus sets.)
 
@@ -282,9 +285,48 @@ MIN_COMMON = 5
 report says so instead of giving a number (the same floor of 5 as the VSI analyses' cells)."""
 
 
-def paired_differences(records: list[TrialRecord]) -> tuple[list[PairedDiff], list[str]]:
-    """Paired differences for every pair of non-human models within each task and
-    headline metric, each on the stimuli *both* models answered.
+PAIR_MODES = ("auto", "all", "neighbours")
+"""Which model pairs :func:`paired_differences` computes: ``all`` (every pair, N(N-1)/2 per task
+and metric), ``neighbours`` (each model against the next one in the ranking of that task and
+metric by its own score, N-1 pairs) or ``auto`` (all pairs up to :data:`ALL_PAIRS_MAX` models,
+neighbours above)."""
+
+ALL_PAIRS_MAX = 20
+"""Most models of one task and metric for which ``auto`` computes every pair (190 pairs); above
+it, the ranking neighbours only (a report of 400 models would otherwise bootstrap 79,800 pairs
+per task and metric, its time growing with the square of the number of models, issue 25)."""
+
+
+def _ranking(models: dict, metric: str, names: list[str]) -> list[str]:
+    """``names`` ranked by each model's own point estimate of ``metric`` on its own trials
+    (best first; undefined last; ties by name)."""
+    def score(m):
+        st = models[m][1][metric]
+        v = float(st.fn()(np.ones((1, len(st.x))))[0])
+        return (0, -v, m) if np.isfinite(v) else (1, 0.0, m)
+    return sorted(names, key=score)
+
+
+def select_pairs(models: dict, metric: str, names: list[str], mode: str) -> tuple[list[tuple[str, str]], bool]:
+    """The (a, b) pairs to compare among ``names`` (sorted) under ``mode`` (:data:`PAIR_MODES`),
+    and whether they are the ranking neighbours.  ``all``: every pair, a before b by name;
+    ``neighbours``: consecutive models of :func:`_ranking`, the better-ranked one as ``a``."""
+    if mode not in PAIR_MODES:
+        raise ValueError(f"pairs {mode!r} not in {PAIR_MODES}")
+    if mode == "all" or (mode == "auto" and len(names) <= ALL_PAIRS_MAX):
+        return list(itertools.combinations(names, 2)), False
+    ranked = _ranking(models, metric, names)
+    return list(zip(ranked, ranked[1:])), True
+
+
+def paired_differences(records: list[TrialRecord], pairs: str = "auto") -> tuple[list[PairedDiff], list[str]]:
+    """Paired differences for the pairs of non-human models that ``pairs`` selects
+    (:data:`PAIR_MODES`, :func:`select_pairs`; default ``auto``: every pair up to
+    :data:`ALL_PAIRS_MAX` models of a task and metric, the ranking neighbours above) within
+    each task and headline metric, each on the stimuli *both* models answered.  The Holm and
+    Benjamini-Hochberg adjustments run over the family of every difference computed (all
+    tasks, metrics and selected pairs of the call); a note says where only neighbours were
+    compared.
 
     For a pair (a, b) the common set is the (stimulus, rep) trials both models have with a
     scorable answer (a null answer of either model drops the stimulus for both, except on
@@ -301,22 +343,28 @@ def paired_differences(records: list[TrialRecord]) -> tuple[list[PairedDiff], li
         metrics = sorted({mt for _, stats in models.values() for mt in stats})
         for metric in metrics:
             names = [m for m in sorted(models) if metric in models[m][1]]
-            for a, b in itertools.combinations(names, 2):
+            chosen, neighbours = select_pairs(models, metric, names, pairs)
+            if neighbours:
+                notes.append(f"{tid} {metric}: {len(names)} models, more than {ALL_PAIRS_MAX}: only the "
+                             f"{len(chosen)} neighbours in the ranking by each model's own score are compared "
+                             f"(not all {len(names) * (len(names) - 1) // 2} pairs); report --pairs all "
+                             f"compares every pair.")
+            for a, b in chosen:
                 (ra, sa), (rb, sb) = models[a], models[b]
                 A, B = sa[metric], sb[metric]
                 ib = {(r.stimulus_id, r.rep): i for i, r in enumerate(rb)}
-                pairs = [(i, ib[(r.stimulus_id, r.rep)]) for i, r in enumerate(ra)
-                         if (r.stimulus_id, r.rep) in ib]
-                pairs = [(i, j) for i, j in pairs if A.valid[i] and B.valid[j]]
-                n = len(pairs)
+                common = [(i, ib[(r.stimulus_id, r.rep)]) for i, r in enumerate(ra)
+                          if (r.stimulus_id, r.rep) in ib]
+                common = [(i, j) for i, j in common if A.valid[i] and B.valid[j]]
+                n = len(common)
                 what = ("stimuli both were shown (null = empty prediction)" if A.nulls_count
                         else "stimuli both answered (nulls excluded)")
                 if n < MIN_COMMON:
                     notes.append(f"{tid} {metric} {a} - {b}: no paired difference: only {n} {what}, "
                                  f"fewer than {MIN_COMMON}.")
                     continue
-                ia = np.array([i for i, _ in pairs])
-                jb = np.array([j for _, j in pairs])
+                ia = np.array([i for i, _ in common])
+                jb = np.array([j for _, j in common])
                 key = (tuple(ra[i].stimulus_id for i in ia), A.n_draws)
                 if key not in counts:
                     strata = _strata(base, [ra[i] for i in ia])

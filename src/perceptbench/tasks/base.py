@@ -224,6 +224,13 @@ class Task(abc.ABC):
         ``--parser``); default: :meth:`parse_answer`."""
         return self.parse_answer(r.raw_output, mode=mode)
 
+    def parse_key(self, r: TrialRecord):
+        """What :meth:`parse_record` reads of ``r``, as a hashable key (records with equal keys
+        parse alike, so scoring parses each distinct key once, issue 25), or None when that is
+        not known (a subclass overriding :meth:`parse_record`): then every record is parsed.
+        Default: the ``raw_output`` text (:meth:`parse_answer` is a function of it and the mode)."""
+        return r.raw_output if type(self).parse_record is Task.parse_record else None
+
     def human_records(self, seed: int, run_id: str, stimuli: list[Stimulus]) -> list[TrialRecord]:
         return []
 

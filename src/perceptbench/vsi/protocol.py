@@ -215,6 +215,13 @@ class VSITask(Task):
         """Re-parse a clean record's ``raw_output`` under ``mode`` (:meth:`parse_clean`)."""
         return self.parse_clean(r.raw_output, r.run_meta.model_extra or {}, mode)
 
+    def parse_key(self, r: TrialRecord):
+        """The ``raw_output`` when :meth:`parse_clean` ignores the stimulus meta (this class's
+        own), else None (every record parsed): see :meth:`Task.parse_key`."""
+        cls = type(self)
+        own = cls.parse_record is VSITask.parse_record and cls.parse_clean is VSITask.parse_clean
+        return r.raw_output if own else None
+
     def vlm_request(self, s: Stimulus, seed: int):
         return (s.render(),), s.meta["vsi_prompt"], {}
 
