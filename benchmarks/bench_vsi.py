@@ -48,8 +48,13 @@ from __future__ import annotations
 import argparse
 import os
 import platform
+import statistics
+import sys
 import tempfile
-import time
+from pathlib import Path
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import _measure as _m  # noqa: E402
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
@@ -84,15 +89,16 @@ def build_prefill_llava(directory: str):
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--n", type=int, default=16)
-    ap.add_argument("--n2", type=int, default=32)
+    ap.add_argument("--n2", type=int, default=0, help="a second size (0: none) for the linear-growth check")
     ap.add_argument("--batch", type=int, default=8)
     ap.add_argument("--verbal-conf", type=int, default=1, choices=[0, 1])
-    ap.add_argument("--repeats", type=int, default=2)
+    ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--model-dir", default=None)
-    ap.add_argument("--scale", default="tiny", choices=["tiny", "prefill"])
+    ap.add_argument("--scale", default="prefill", choices=["tiny", "prefill"])
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--dtype", default=None)
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--profile", default=None, help="cProfile one full run of --n samples into this file, then stop")
     args = ap.parse_args()
 
     import torch
@@ -101,9 +107,10 @@ def main() -> None:
     from perceptbench.models.response_cache import CachedVLM, ResponseCache
     from perceptbench.models.vlm_hf import HFVLM
     from perceptbench.records import RecordStore
+    from perceptbench.respond.base import Job
     from perceptbench.tasks import get_task
     from perceptbench.testing.tiny_vlm import build_tiny_llava
-    from perceptbench.vsi.respondent import run_vsi_task
+    from perceptbench.vsi.respondent import run_vsi_task, vsi_job_context
 
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -116,45 +123,51 @@ def main() -> None:
             d = build_prefill_llava(os.path.join(tmp, "prefill-llava"))
         vlm = HFVLM(d, device=args.device, dtype=args.dtype)
         sync = (lambda: torch.cuda.synchronize()) if args.device.startswith("cuda") else (lambda: None)
+        count = iter(range(10 ** 6))
 
-        def full(n: int, rep: int) -> float:
-            task = get_task(f"vsi.salbench.syn@n={n},verbal_conf={args.verbal_conf}")
-            stim = task.stimuli(0)
-            cached = CachedVLM(vlm, ResponseCache(os.path.join(tmp, f"cache-{n}-{rep}")))
-            with RecordStore(os.path.join(tmp, f"rec-{n}-{rep}.jsonl")) as store:
-                sync()
-                t, c = time.perf_counter(), time.process_time()
-                run_vsi_task(task, cached, store, stim, 0, "bench", args.batch, tmp, lambda k: None)
-                sync()
-                return time.perf_counter() - t, time.process_time() - c
+        def full(n: int):
+            def go():
+                k = next(count)
+                task = get_task(f"vsi.salbench.syn@n={n},verbal_conf={args.verbal_conf}")  # fresh: nothing rendered
+                stim = task.stimuli(0)
+                cached = CachedVLM(vlm, ResponseCache(os.path.join(tmp, f"cache-{k}")))
+                with RecordStore(os.path.join(tmp, f"rec-{k}.jsonl")) as store:
+                    job = Job(task, vlm, cached.name, stim, [], store, 0, "bench", Path(tmp))
+                    run_vsi_task(vsi_job_context(job, cached), cached, store, stim, args.batch, lambda k: None)
+                    sync()
+            return go
 
-        def bare(n: int) -> float:
+        def bare(n: int):
             task = get_task(f"vsi.salbench.syn@n={n}")
-            stim = task.stimuli(0)
-            reqs = [VLMRequest((s.render(),), s.meta["vsi_prompt"]) for s in stim]  # 3 images per sample
-            sync()
-            t, c = time.perf_counter(), time.process_time()
-            for i in range(0, len(reqs), args.batch):
-                vlm._forward_last_logits(vlm._encode(reqs[i:i + args.batch]))
-            sync()
-            return time.perf_counter() - t, time.process_time() - c
+            reqs = [VLMRequest((s.render(),), s.meta["vsi_prompt"]) for s in task.stimuli(0)]  # 3 images per sample
 
-        full(2, -1)  # warm-up
-        bare(2)
+            def go():
+                for i in range(0, len(reqs), args.batch):
+                    vlm._forward_last_logits(vlm._encode(reqs[i:i + args.batch]))
+                sync()
+            return go
+
+        full(2)()  # warm-up
+        bare(2)()
+        if args.profile:
+            import cProfile
+            cProfile.runctx("f()", globals(), {"f": full(args.n)}, args.profile)
+            print(f"profile of one full run (n={args.n}) in {args.profile}")
+            return
         res = {}
-        for n in (args.n, args.n2):
-            runs_f, runs_b = [], []
-            for r in range(args.repeats):  # interleaved, so both see the same neighbours
-                runs_f.append(full(n, r))
-                runs_b.append(bare(n))
-            fw, fc = min(x[0] for x in runs_f), min(x[1] for x in runs_f)
-            bw, bc = min(x[0] for x in runs_b), min(x[1] for x in runs_b)
-            res[n] = (fw, fc, bw, bc)
-            print(f"n={n:4d}  full VSI {n / fc:8.2f} samples/CPU-s ({n / fw:.2f}/wall-s)   3 bare prefills "
-                  f"{n / bc:8.2f} samples/CPU-s ({n / bw:.2f}/wall-s)   ratio CPU {bc / fc:.3f} (wall {bw / fw:.3f})")
-        (f1w, f1c, b1w, b1c), (f2w, f2c, b2w, b2c) = res[args.n], res[args.n2]
-        print(f"time growth n={args.n}->{args.n2} (x{args.n2 / args.n:.2f}): full x{f2c / f1c:.2f} CPU "
-              f"(x{f2w / f1w:.2f} wall), bare x{b2c / b1c:.2f} CPU (x{b2w / b1w:.2f} wall)")
+        for n in [args.n] + ([args.n2] if args.n2 else []):
+            runs = _m.interleave({f"full VSI n={n}": full(n), f"3 bare prefills n={n}": bare(n)}, args.repeats)
+            print(f"n={n} samples, {args.repeats} interleaved repeats (median [range]):")
+            _m.report(runs)
+            f, b = runs.values()
+            print(f"  ratio (3 bare prefills / full VSI time): CPU {_m.spread(_m.ratio(f, b))}   "
+                  f"wall {_m.spread(_m.ratio(f, b, 'wall'))}   load {_m.loads(runs)}")
+            res[n] = runs
+        if args.n2:
+            (f1, b1), (f2, b2) = res[args.n].values(), res[args.n2].values()
+            med = lambda rs: statistics.median(r["cpu"] for r in rs)  # noqa: E731
+            print(f"time growth n={args.n}->{args.n2} (x{args.n2 / args.n:.2f}): full x{med(f2) / med(f1):.2f} CPU, "
+                  f"bare x{med(b2) / med(b1):.2f} CPU (medians)")
         print(f"model {vlm.model_version}; batch {args.batch}; verbal_conf {args.verbal_conf}; device {args.device}; "
               f"torch threads {torch.get_num_threads()}; {platform.processor() or platform.machine()}")
 
