@@ -20,7 +20,12 @@ Printed: per arm the median [min-max] of CPU and wall seconds over the repeats a
 range; the ratios ``bare / path`` and ``bare / (preprocess+forward)`` (CPU time per repeat, median
 [range]): 1.0 = the path costs no more than the forward passes.  ``--threads`` sets torch's
 threads (default 1: on a shared machine the second core belongs to the neighbours).  Needs the
-data mirror (PERCEPTBENCH_MIRROR).  Figures: docs/performance.md.
+data mirror (PERCEPTBENCH_MIRROR).
+
+Measured (issue 25; shared 2-core machine; ``--tasks similarity.chart.series_count``, 190 images,
+CPU ratios, median [range] of 5): bare / path 0.724 [0.633-0.828] before, 0.722 [0.659-0.842]
+after batched normalisation; bare / (preprocess+forward) 0.888 [0.865-0.910] before (load 8-18),
+0.998 [0.870-1.051] after (load 4-8).  Details: docs/performance.md.
 """
 
 from __future__ import annotations
