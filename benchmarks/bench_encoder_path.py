@@ -1,31 +1,53 @@
-"""Encoder-path throughput: stimuli/s from render to written record, against the bare
-batched forward pass ``model(x)`` on the same batch size.
+"""Encoder-path throughput: images/s from render to written record, against a bare batched
+forward pass ``model(x)`` on the same images (issue 25, item 5).
 
-    python benchmarks/bench_encoder_path.py [--batch-size 32] [--repeats 3]
+    PYTHONPATH=src python benchmarks/bench_encoder_path.py [--batch-size 8] [--repeats 5] [--threads 1]
 
 Uses the embedded default (EfficientNet-Lite0) on ``closure.nat.silhouette`` and
-``similarity.chart.series_count`` (every probe-train and test image is rendered, preprocessed,
-embedded and read out; test trials are validated and fsync'ed to records.jsonl).  Prints a JSON
-summary.  Needs the data mirror (PERCEPTBENCH_MIRROR) or internet.
+``similarity.chart.series_count``.  Three arms, interleaved (``benchmarks/_measure.py``: the order
+alternates between repeats; CPU time = ``time.process_time`` of this process, all threads, plus
+ended children; the 1-minute load average is recorded per timing):
+
+* ``path``: ``perceptbench.runner.run`` of both tasks into a fresh run directory: every
+  probe-train and test image rendered, preprocessed, embedded and read out, human records, test
+  trials validated and fsync'ed to records.jsonl, scores written;
+* ``preprocess+forward``: ``EfficientNetLiteEncoder.embed`` on the same images, pre-rendered
+  (resize, crop, normalise, forward, L2 norm);
+* ``bare model(x)``: ``model(x)`` on the same images, preprocessed beforehand, in batches of
+  ``--batch-size``.
+
+Printed: per arm the median [min-max] of CPU and wall seconds over the repeats and the load
+range; the ratios ``bare / path`` and ``bare / (preprocess+forward)`` (CPU time per repeat, median
+[range]): 1.0 = the path costs no more than the forward passes.  ``--threads`` sets torch's
+threads (default 1: on a shared machine the second core belongs to the neighbours).  Needs the
+data mirror (PERCEPTBENCH_MIRROR).
+
+Measured (issue 25; shared 2-core machine; ``--tasks similarity.chart.series_count``, 190 images,
+CPU ratios, median [range] of 5): bare / path 0.724 [0.633-0.828] before, 0.722 [0.659-0.842]
+after batched normalisation; bare / (preprocess+forward) 0.888 [0.865-0.910] before (load 8-18),
+0.998 [0.870-1.051] after (load 4-8).  Details: docs/performance.md.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import tempfile
-import time
 from pathlib import Path
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import _measure_in_process as _m  # noqa: E402
 
 os.environ.setdefault("PERCEPTBENCH_MIRROR", str(Path(__file__).resolve().parents[2] / "shared" / "data"))
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--batch-size", type=int, default=32)
-    ap.add_argument("--repeats", type=int, default=3)
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--batch-size", type=int, default=8)
+    ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--tasks", nargs="+", default=["closure.nat.silhouette", "similarity.chart.series_count"])
     args = ap.parse_args()
 
     import torch
@@ -34,39 +56,36 @@ def main() -> None:
     from perceptbench.runner import RunConfig, run
     from perceptbench.tasks import get_task
 
+    if args.threads:
+        torch.set_num_threads(args.threads)
     enc = EfficientNetLiteEncoder()
-    tasks = ("closure.nat.silhouette", "similarity.chart.series_count")
-    n_images = sum(len(get_task(t).stimuli(0)) for t in tasks)  # probe-train + test, each embedded once
-    n_trials = sum(sum(s.split == "test" for s in get_task(t).stimuli(0)) for t in tasks)
+    tasks = tuple(args.tasks)
+    images = [s.render() for t in tasks for s in get_task(t).stimuli(0)]  # probe-train + test, each embedded once
+    bs = args.batch_size
+    x = [enc._batch(images[i:i + bs]) for i in range(0, len(images), bs)]
 
-    path_times = []
-    for _ in range(args.repeats):
+    def path():
         with tempfile.TemporaryDirectory() as d:
-            t0 = time.perf_counter()
-            run(RunConfig(out=Path(d), tasks=tasks, batch_size=args.batch_size), progress=False,
-                load_model=lambda _arg: enc)
-            path_times.append(time.perf_counter() - t0)
+            run(RunConfig(out=Path(d), tasks=tasks, batch_size=bs), progress=False, load_model=lambda _arg: enc)
 
-    x = torch.randn(args.batch_size, 3, 224, 224)
-    with torch.inference_mode():
-        enc.model(x)  # warm-up
-        fwd = []
-        for _ in range(args.repeats):
-            t0 = time.perf_counter()
-            enc.model(x)
-            fwd.append(time.perf_counter() - t0)
-    path_ips = n_images / min(path_times)
-    bare_ips = args.batch_size / min(fwd)
-    print(json.dumps({
-        "batch_size": args.batch_size, "torch_threads": torch.get_num_threads(),
-        "images_per_run": n_images, "test_trials_per_run": n_trials,
-        "path_seconds_best": round(min(path_times), 3),
-        "path_images_per_s": round(path_ips, 2), "path_trials_per_s": round(n_trials / min(path_times), 2),
-        "bare_forward_images_per_s": round(bare_ips, 2),
-        "path_over_bare_ratio": round(path_ips / bare_ips, 3),
-        "note": "path includes human records, rendering, preprocessing, embedding, readout fit, validation, fsync",
-    }, indent=1))
+    def pre_forward():
+        enc.embed(images, batch_size=bs)
+
+    def bare():
+        with torch.inference_mode():
+            for xb in x:
+                enc.model(xb)
+
+    bare()  # warm-up
+    runs = _m.interleave({"path": path, "preprocess+forward": pre_forward, "bare model(x)": bare}, args.repeats)
+    print(f"{len(images)} images ({', '.join(tasks)}), batch {bs}, torch threads {torch.get_num_threads()}, "
+          f"{args.repeats} interleaved repeats (median [range]):")
+    _m.report(runs)
+    p, pf, b = runs.values()
+    print(f"  bare / path:                CPU {_m.spread(_m.ratio(p, b))}   wall {_m.spread(_m.ratio(p, b, 'wall'))}")
+    print(f"  bare / preprocess+forward:  CPU {_m.spread(_m.ratio(pf, b))}   wall {_m.spread(_m.ratio(pf, b, 'wall'))}")
+    print(f"  load {_m.loads(runs)}")
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()

@@ -12,8 +12,11 @@ memory of a full SalBench run on the default encoder.
    probe-train arrays of the linear probe); default B: the CLI's (8 images per forward pass
    since issue 11; 32 before).
 
-Prints a JSON summary with the 1-minute load average before and after.  Timings depend on
-the machine and its load (CPU time less so than wall time); nothing is asserted.
+Each is repeated ``--repeats`` times (default 5; the run at full size takes an hour a repeat on
+the shared machine: use ``--n`` for a fraction, or ``--skip-run``), render and run interleaved
+(``benchmarks/_measure.py``); printed: median [min-max] of wall, CPU (the child's user + system,
+``RUSAGE_CHILDREN``) and peak RSS per command, with the 1-minute load average at each start.
+Timings depend on the machine and its load (CPU time less so than wall time); nothing is asserted.
 
 Measured (2-core machine shared with other developers, torch 2.14.1 CPU threads = 2):
 
@@ -27,12 +30,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import _measure_in_process as _m  # noqa: E402
 
 os.environ.setdefault("PERCEPTBENCH_MIRROR", str(Path(__file__).resolve().parents[2] / "shared" / "data"))
 
@@ -54,26 +58,36 @@ def main() -> None:
     ap.add_argument("--task", default="salbench.detection.syn")
     ap.add_argument("--n", type=int, default=2514)
     ap.add_argument("--skip-run", action="store_true")
+    ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--batch-size", type=int, default=None, help="--batch-size of the run (default: the CLI's)")
     args = ap.parse_args()
     cli = [sys.executable, "-m", "perceptbench.cli"]
-    res: dict = {"task": args.task, "cpu_count": os.cpu_count(), "load_avg_1min": os.getloadavg()[0]}
+    task = args.task if args.n == 2514 else f"{args.task}@n={args.n}"
+    bs = [] if args.batch_size is None else ["--batch-size", str(args.batch_size)]
     with tempfile.TemporaryDirectory() as tmp:
-        wall, _, rss, rc, tail = _child(cli + ["render", args.task, "--limit", "1", "--out", f"{tmp}/render"])
-        assert rc == 0, tail
-        res["render_limit1_s"] = round(wall, 2)
-        res["render_limit1_peak_rss_mib"] = round(rss)
+        count = iter(range(10 ** 6))
+
+        def command(argv_of):
+            def go():
+                k = next(count)
+                wall, cpu, rss, rc, tail = _child(cli + argv_of(f"{tmp}/{k}"))
+                assert rc == 0, tail
+                return {"wall": wall, "cpu": cpu, "rss": rss}
+            return go
+
+        arms = {"render --limit 1": command(lambda d: ["render", args.task, "--limit", "1", "--out", d])}
         if not args.skip_run:
-            task = args.task if args.n == 2514 else f"{args.task}@n={args.n}"
-            bs = [] if args.batch_size is None else ["--batch-size", str(args.batch_size)]
-            wall, cpu, rss, rc, tail = _child(cli + ["run", "--task", task, "--model", "efficientnet-lite0", "--out",
-                                                     f"{tmp}/run", "--no-progress", *bs])
-            assert rc == 0, tail
-            n = sum(1 for _ in open(f"{tmp}/run/records.jsonl"))
-            res.update(run_task=task, run_batch_size=args.batch_size or "default", run_records=n,
-                       run_s=round(wall, 1), run_cpu_s=round(cpu, 1), run_peak_rss_mib=round(rss))
-    res["load_avg_1min_after"] = os.getloadavg()[0]
-    print(json.dumps(res, indent=1))
+            arms[f"run {task}"] = command(lambda d: ["run", "--task", task, "--model", "efficientnet-lite0", "--out", d,
+                                                     "--no-progress", *bs])
+        runs = _m.interleave(arms, args.repeats)
+    print(f"{args.repeats} interleaved repeats, each command in a fresh subprocess (median [range]; the child's "
+          "own wall, CPU = user + system, peak RSS):")
+    for name, rs in runs.items():
+        v = [r["value"] for r in rs]
+        print(f"  {name:40s} wall {_m.spread([x['wall'] for x in v], '{:.1f}')} s   CPU "
+              f"{_m.spread([x['cpu'] for x in v], '{:.1f}')} s   peak RSS {_m.spread([x['rss'] for x in v], '{:.0f}')} "
+              f"MiB   load {min(r['load'] for r in rs):.1f}-{max(r['load'] for r in rs):.1f}")
+    print(json.dumps({"task": task, "batch_size": args.batch_size or "default", "cpu_count": os.cpu_count()}))
 
 
 if __name__ == "__main__":

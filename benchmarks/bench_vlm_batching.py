@@ -8,8 +8,10 @@ identical token for token, and prints both rates and their ratio.
     PYTHONPATH=src python benchmarks/bench_vlm_batching.py [--family llava] [--n 32] [--batch 8]
 
 Timings exclude model loading and include preprocessing, generation and decoding.  One
-untimed warm-up request runs first.  Each mode is timed ``--repeats`` times; the best
-(maximum) rate is reported, the usual convention for throughput on a shared machine.
+untimed warm-up request runs first.  The two modes are interleaved, ``--repeats`` times (default
+5), the order alternating between repeats (``benchmarks/_measure.py``: CPU = ``time.process_time``,
+all threads; wall; the 1-minute load average per timing); printed: median [min-max] of CPU and
+wall seconds, and of the per-repeat ratio one-at-a-time / batched (CPU), with the load range.
 """
 
 from __future__ import annotations
@@ -17,10 +19,12 @@ from __future__ import annotations
 import argparse
 import os
 import platform
+import sys
 import tempfile
-import time
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import _measure_in_process as _m  # noqa: E402
 
 import numpy as np  # noqa: E402
 from PIL import Image  # noqa: E402
@@ -37,7 +41,7 @@ def main() -> None:
     ap.add_argument("--n", type=int, default=32)
     ap.add_argument("--batch", type=int, default=8)
     ap.add_argument("--max-new-tokens", type=int, default=40)
-    ap.add_argument("--repeats", type=int, default=2)
+    ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--threads", type=int, default=None, help="torch.set_num_threads")
     args = ap.parse_args()
 
@@ -63,29 +67,21 @@ def main() -> None:
         ]
         vlm.generate_ids(reqs[:1], batch_size=1)  # warm-up
 
-        def timed(bs: int) -> tuple[float, list[list[int]]]:
-            best, ids = 0.0, None
-            for _ in range(args.repeats):
-                t0 = time.perf_counter()
-                out = vlm.generate_ids(reqs, batch_size=bs)
-                rate = len(reqs) / (time.perf_counter() - t0)
-                best = max(best, rate)
-                assert ids is None or out == ids
-                ids = out
-            return best, ids
-
-        r1, ids1 = timed(1)
-        rb, idsb = timed(args.batch)
-        assert ids1 == idsb, "batching changed greedy answers"
+        runs = _m.interleave({"one at a time": lambda: vlm.generate_ids(reqs, batch_size=1),
+                              f"batch {args.batch}": lambda: vlm.generate_ids(reqs, batch_size=args.batch)},
+                             args.repeats)
+        one, bat = runs.values()
+        ids1 = one[0]["value"]
+        assert all(r["value"] == ids1 for rs in runs.values() for r in rs), "batching changed greedy answers"
         distinct = len({tuple(x) for x in ids1})
         gen_tokens = sum(len(x) for x in ids1)
         print(f"family={args.family} n={args.n} max_new_tokens={args.max_new_tokens} "
               f"generated_tokens={gen_tokens} distinct_answers={distinct}")
         print(f"machine: {platform.processor() or platform.machine()}, torch threads={torch.get_num_threads()}, "
-              f"torch {torch.__version__}")
-        print(f"one-at-a-time : {r1:8.2f} trials/s")
-        print(f"batch {args.batch:<7d}: {rb:8.2f} trials/s")
-        print(f"ratio batched/one-at-a-time: {rb / r1:.2f}x  (answers identical: True)")
+              f"torch {torch.__version__}; {args.repeats} interleaved repeats (median [range]):")
+        _m.report(runs)
+        print(f"  ratio one-at-a-time / batched: CPU {_m.spread(_m.ratio(bat, one))}   "
+              f"wall {_m.spread(_m.ratio(bat, one, 'wall'))}   (answers identical: True; load {_m.loads(runs)})")
 
 
 if __name__ == "__main__":

@@ -6,21 +6,27 @@
    2-core build machine).
 2. ``score_vsi_analyses`` on a synthetic 6-model x 4-benchmark x 2-perturbation grid at sigma 20
    (n samples per cell, 10^5 shuffles per model pair; target < 60 s).
-Prints a JSON summary with wall-clock and process CPU seconds (the build machine is shared:
-wall time under load overstates the cost; CPU time counts every thread numpy uses).
+Each of the three calls (untied pairs, tied pairs, the grid) is timed ``--repeats`` times (default
+5), the three interleaved with the order alternating between repeats (``benchmarks/_measure.py``:
+CPU = ``time.process_time``, every thread numpy uses; wall; the 1-minute load average per timing);
+printed: median [min-max] of CPU and wall seconds per call and the load range.  The build
+machine is shared: wall time under load overstates the cost, CPU time counts the work.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
-import time
+import os
+import sys
 
 import numpy as np
 
 from perceptbench.metrics.permutation import permutation_spearman_many
 from perceptbench.vsi.analysis import score_vsi_analyses
 from perceptbench.vsi.samples import VSISample
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import _measure_in_process as _m  # noqa: E402
 
 
 def grid(n: int, models: int = 6, benchmarks: int = 4, seed: int = 0) -> list[VSISample]:
@@ -46,28 +52,20 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--n", type=int, default=500)
     ap.add_argument("--n-perm", type=int, default=100_000)
+    ap.add_argument("--repeats", type=int, default=5)
     a = ap.parse_args()
     rng = np.random.default_rng(1)
     lat = rng.random(a.n)
     xs = [lat + rng.normal(0, 1, a.n) for _ in range(6)]
     pairs = [(xs[i], xs[j]) for i in range(6) for j in range(i + 1, 6)]
-    t, c = time.perf_counter(), time.process_time()
-    permutation_spearman_many(pairs, n_perm=a.n_perm)
-    t_perm, c_perm = time.perf_counter() - t, time.process_time() - c
     tied = [(np.round(x, 1), np.round(y, 1)) for x, y in pairs]  # ties: the per-pair path
-    t, c = time.perf_counter(), time.process_time()
-    permutation_spearman_many(tied, n_perm=a.n_perm)
-    t_tied, c_tied = time.perf_counter() - t, time.process_time() - c
     samples = grid(a.n)
-    t, c = time.perf_counter(), time.process_time()
-    rows = score_vsi_analyses(samples, seed=0, n_perm=a.n_perm)
-    t_grid, c_grid = time.perf_counter() - t, time.process_time() - c
-    print(json.dumps({"pairs": 15, "n": a.n, "n_perm": a.n_perm,
-                      "permutation_15_pairs_wall_s": round(t_perm, 2), "permutation_15_pairs_cpu_s": round(c_perm, 2),
-                      "permutation_15_tied_pairs_wall_s": round(t_tied, 2),
-                      "permutation_15_tied_pairs_cpu_s": round(c_tied, 2),
-                      "grid_6x4x2_wall_s": round(t_grid, 2), "grid_6x4x2_cpu_s": round(c_grid, 2),
-                      "grid_samples": len(samples), "grid_rows": len(rows)}, indent=1))
+    runs = _m.interleave({"permutation, 15 pairs": lambda: permutation_spearman_many(pairs, n_perm=a.n_perm),
+                          "permutation, 15 tied pairs": lambda: permutation_spearman_many(tied, n_perm=a.n_perm),
+                          "grid 6x4x2": lambda: score_vsi_analyses(samples, seed=0, n_perm=a.n_perm)}, a.repeats)
+    print(f"n={a.n} samples, n_perm={a.n_perm}, grid {len(samples)} samples -> "
+          f"{len(runs['grid 6x4x2'][0]['value'])} rows; {a.repeats} interleaved repeats (median [range]):")
+    _m.report(runs)
 
 
 if __name__ == "__main__":

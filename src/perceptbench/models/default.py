@@ -88,9 +88,36 @@ class EfficientNetLiteEncoder:
         self.transform = timm.data.create_transform(**self.data_config)
 
     def _batch(self, images: Sequence[Image.Image]):
+        """(n, 3, 224, 224) float32 model input of ``images``: per image only the geometric steps
+        of ``self.transform`` on the PIL image (resize, centre crop); then, on the whole batch
+        at once, uint8 -> float ``/ 255`` and ``(x - mean) / std``: the same elementwise float32
+        operations as the per-image ``ToTensor`` and ``Normalize``, so the input is bit-identical
+        to ``torch.stack([self.transform(im) ...])`` (tested), for a fraction of the
+        per-image overhead (issue 25)."""
         import torch
 
-        return torch.stack([self.transform(im.convert("RGB")) for im in images]).to(self.device)
+        geometric, mean, std = self._preprocess_steps()
+        crops = [geometric(im.convert("RGB")) for im in images]
+        x = torch.from_numpy(np.stack([np.asarray(c, dtype=np.uint8) for c in crops])).permute(0, 3, 1, 2).contiguous()
+        x = x.to(torch.float32).div(255)
+        return x.sub_(mean).div_(std).to(self.device)
+
+    def _preprocess_steps(self):
+        """(geometric transform of a PIL image, mean (1, 3, 1, 1), std (1, 3, 1, 1)) split out of
+        ``self.transform`` (timm's ``Resize, CenterCrop, MaybeToTensor, Normalize``); raises
+        ModelLoadError when the transform has another shape."""
+        steps = self.__dict__.get("_steps")
+        if steps is None:
+            from torchvision import transforms as T
+
+            ts = list(self.transform.transforms)
+            names = [type(t).__name__ for t in ts]
+            if names[-2:] != ["MaybeToTensor", "Normalize"] and names[-2:] != ["ToTensor", "Normalize"]:
+                raise ModelLoadError(f"{self.variant}: unexpected preprocessing {names}")
+            norm = ts[-1]
+            steps = self._steps = (T.Compose(ts[:-2]), norm.mean.reshape(1, -1, 1, 1).float(),
+                                   norm.std.reshape(1, -1, 1, 1).float())
+        return steps
 
     def embed(self, images: Sequence[Image.Image], batch_size: int = ENCODER_BATCH_SIZE) -> np.ndarray:
         import torch

@@ -54,6 +54,7 @@ import hashlib
 import io
 import math
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Iterator, Mapping, Sequence
 
 import numpy as np
@@ -270,7 +271,7 @@ class SearchStimulus:
     target_angle_deg / distractor_angle_deg: rotation, counter-clockwise as displayed.
     target_area_px / distractor_area_px: rendered pixel areas.
     target_size_px / distractor_size_px: nominal extents (circumscribed diameters).
-    sha256: hex digest of :meth:`png_bytes`.
+    sha256: hex digest of :meth:`png_bytes` (a cached property: computed on first use).
     pixel_sha256: ``seeding.image_sha256`` of the image (pixels only, independent of the
         PNG encoder; the project's usual stimulus hash).
     """
@@ -297,8 +298,17 @@ class SearchStimulus:
     distractor_area_px: int
     target_size_px: float
     distractor_size_px: float
-    sha256: str
-    pixel_sha256: str
+
+    @cached_property
+    def sha256(self) -> str:
+        """Hex sha256 of :meth:`png_bytes` (computed on first use: PNG encoding costs ~15 ms per
+        512 px array, which a caller that only needs the pixels, e.g. the VSI task, never pays)."""
+        return hashlib.sha256(_png_bytes(self.image)).hexdigest()
+
+    @cached_property
+    def pixel_sha256(self) -> str:
+        """``seeding.image_sha256`` of the image (computed on first use)."""
+        return image_sha256(self.image)
 
     @property
     def labels(self) -> frozenset[str]:
@@ -583,8 +593,6 @@ def make_search_stimulus(
         distractor_area_px=int(d_mask.sum()),
         target_size_px=float(t_size),
         distractor_size_px=float(d_size),
-        sha256=hashlib.sha256(_png_bytes(image)).hexdigest(),
-        pixel_sha256=image_sha256(image),
     )
 
 

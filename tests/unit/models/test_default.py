@@ -56,6 +56,24 @@ def test_embeddings_shape_norm_determinism(enc, photo):
     assert enc.data_config["mean"] == (0.5, 0.5, 0.5) and enc.data_config["crop_pct"] == 0.875
 
 
+def test_batch_preprocessing_is_bit_identical_to_the_per_image_transform_and_normalises_once(enc, photo,
+                                                                                               monkeypatch):
+    # issue 25: ToTensor and Normalize run once on the whole batch, not per image; the input (and
+    # so every embedding) stays bit-identical to timm's per-image transform
+    imgs = [photo, photo.resize((100, 300)), photo.convert("L"), Image.new("RGB", (224, 224), "white"),
+            photo.crop((0, 0, 384, 384))]
+    ref = torch.stack([enc.transform(im.convert("RGB")) for im in imgs])
+    norm = type(enc.transform.transforms[-1])
+    calls = []
+    real = norm.forward
+    monkeypatch.setattr(norm, "forward", lambda self, x: calls.append(tuple(x.shape)) or real(self, x))
+    x = enc._batch(imgs)
+    assert calls == []  # no per-image Normalize
+    assert x.dtype == torch.float32 and x.is_contiguous() and torch.equal(x, ref)
+    with torch.inference_mode():
+        assert torch.equal(enc.model(x), enc.model(ref))
+
+
 def test_default_batch_size_per_family():
     from perceptbench.models.base import ENCODER_BATCH_SIZE, VLM_BATCH_SIZE, default_batch_size
 

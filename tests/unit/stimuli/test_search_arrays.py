@@ -339,3 +339,17 @@ def test_folded_angle_difference_rejects_non_positive_period(period):
 def test_folded_angle_difference_small_positive_period():
     # any period > 0 is valid, also 1 degree: 0.75 mod 1 = 0.75; min(0.75, 0.25) = 0.25
     assert folded_angle_difference(0.75, 0.0, 1.0) == pytest.approx(0.25)
+
+
+def test_png_and_pixel_hashes_are_computed_on_first_use_only(monkeypatch):
+    # issue 25: rendering an array (the VSI and SalBench hot path) no longer PNG-encodes it to hash
+    # it; the hashes are computed when read, once, and equal the eager ones
+    png_calls, pix_calls = [], []
+    real_png, real_pix = sa._png_bytes, sa.image_sha256
+    monkeypatch.setattr(sa, "_png_bytes", lambda im: png_calls.append(1) or real_png(im))
+    monkeypatch.setattr(sa, "image_sha256", lambda im: pix_calls.append(1) or real_pix(im))
+    stim = sa.make_search_stimulus(7, 2, "color", "medium")
+    assert png_calls == [] and pix_calls == []
+    assert stim.sha256 == hashlib.sha256(real_png(stim.image)).hexdigest() == stim.sha256
+    assert stim.pixel_sha256 == real_pix(stim.image) == stim.pixel_sha256
+    assert len(png_calls) == 1 and len(pix_calls) == 1
