@@ -589,6 +589,120 @@ def draw_ak_curves(rows: list[ScoreRow], only: list[str] | None = None) -> Drawn
         return d.done(fig)
 
 
+# ------------------------------------------------------------------ 3b. chart category mean
+
+CATEGORY_MEAN_TASK = "similarity.chart.category_mean"
+
+
+def category_mean(rows: list[ScoreRow], only: list[str] | None = None):
+    """:func:`draw_category_mean` as inline SVG (None without category-mean rows)."""
+    return svg_of(draw_category_mean(rows, only))
+
+
+def draw_category_mean(rows: list[ScoreRow], only: list[str] | None = None) -> Drawn | None:
+    """``similarity.chart.category_mean`` (Tseng et al. 2023): left, accuracy by number of
+    categories k (2-10) per model with 95% CIs, beside the human curve (every released human
+    trial on the test split pooled, ``human:panel a_k[k]@test``, its 95% CI as a band) and the
+    chance level 1/k; right, each model's pairwise error consistency kappa (95% CI) against the
+    human-human ceiling (mean kappa of participant pairs who saw the same batch in the same
+    palette, ``ceiling_kappa_pairwise_mean@test``, line and CI band; seed 000 Eq. 2, D.2).
+    Double column; one legend under both panels.  None without rows of the task; file name
+    ``category_mean_accuracy_by_k_and_error_consistency``."""
+    tids = sorted({r.task_id for r in rows if r.task_id.split("@")[0] == CATEGORY_MEAN_TASK})
+    if not tids:
+        return None
+    tid = tids[0]
+    ix = _index(rows)
+    models = _models(rows, lambda t: t == tid, only)
+    d = drawn("category_mean_accuracy_by_k_and_error_consistency", rows)
+
+    def level(met: str) -> int:
+        return int(met[4:].split("]")[0])
+
+    with plt.rc_context(RC):
+        fig, (ax, axk) = plt.subplots(1, 2, figsize=(DOUBLE_COLUMN_IN, 3.3), layout="constrained",
+                                      gridspec_kw={"width_ratios": [2.2, 1]})
+        hum = sorted((level(met), r) for (t, m, met), r in ix.items()
+                     if t == tid and m == "human:panel" and met.startswith("a_k[") and met.endswith("]@test"))
+        if hum:
+            ks = np.array([k for k, _ in hum])
+            for k, r in hum:
+                d.add(r, role="human (all trials pooled)", plotted_as="y line and band (CI)", x=k, panel="accuracy by k")
+            ax.fill_between(ks, [r.ci_low for _, r in hum], [r.ci_high for _, r in hum], color=HUMAN_GREY, alpha=0.2,
+                            lw=0)
+            ax.plot(ks, [r.value for _, r in hum], color=HUMAN_GREY, lw=1.6, marker="D", ms=3.5,
+                    label=f"humans: {sum(int(r.n or 0) for _, r in hum):,} trials on the test split pooled, "
+                          "95% CI band")
+        kk = np.arange(2, 11)
+        ax.plot(kk, 1 / kk, color="black", ls=":", lw=0.8, label="chance 1/k")
+        for i, m in enumerate(models):
+            pts = sorted((level(met), r) for (t, mm, met), r in ix.items()
+                         if t == tid and mm == m and met.startswith("a_k[") and met.endswith("]"))
+            if not pts:
+                continue
+            st = style(i)
+            thin = [bool(d.add(r, role="model", plotted_as="y", x=k, panel="accuracy by k")) for k, r in pts]
+            xs = np.array([k for k, _ in pts]) + (i - (len(models) - 1) / 2) * 0.1
+            v = np.array([r.value for _, r in pts], float)
+            lo = np.array([r.ci_low if _finite(r.ci_low) else np.nan for _, r in pts])
+            hi = np.array([r.ci_high if _finite(r.ci_high) else np.nan for _, r in pts])
+            mm = _model_mark(d, tid, m)
+            eb = ax.errorbar(xs, v, yerr=[np.nan_to_num(v - lo), np.nan_to_num(hi - v)], color=st["color"],
+                             marker=st["marker"], ms=4, lw=1.2, capsize=2, elinewidth=0.8,
+                             label=legend_label(m + (f" ({mm})" if mm else "")))
+            for c in eb[2]:
+                c.set_alpha(0.5)
+            if any(thin):
+                ax.plot(xs[thin], v[thin], st["marker"], color=st["color"], mfc="white", ms=4, ls="none", zorder=3)
+        ax.set_xticks(kk)
+        ax.set_xlim(1.5, 10.5)
+        ax.set_ylim(-0.03, 1.03)
+        ax.set_xlabel("number of categories k in the scatterplot")
+        ax.set_ylabel("accuracy (proportion correct)")
+        ax.set_title("Highest-mean category: accuracy by k, 95% CI", loc="left")
+        ceil = ix.get((tid, "human:panel", "ceiling_kappa_pairwise_mean@test"))
+        if ceil is not None and _finite(ceil.value):
+            d.add(ceil, role="human-human ceiling", plotted_as="y line and band (CI)", panel="error consistency")
+            if _finite(ceil.ci_low):
+                axk.axhspan(ceil.ci_low, ceil.ci_high, color=HUMAN_GREY, alpha=0.2, lw=0)
+            axk.axhline(ceil.value, color=HUMAN_GREY, lw=1.2, ls="--",
+                        label=f"human-human ceiling: mean kappa of participant pairs\n"
+                              f"(same batch and palette) {ceil.value:.2f}, 95% CI band")
+        axk.axhline(0, color="black", lw=0.6, ls=":")
+        names = []
+        for i, m in enumerate(models):
+            r = ix.get((tid, m, "kappa_pairwise"))
+            if r is None:
+                continue
+            st = style(i)
+            mark = d.add(r, role="model", plotted_as="y", x=m, panel="error consistency")
+            x = len(names)
+            names.append(m)
+            if _finite(r.value):
+                axk.errorbar([x], [r.value], yerr=_err(r), fmt=st["marker"], color=st["color"], capsize=2, ms=5,
+                             **hollow(mark))
+                annotate_thin(axk, x, r.value, mark, st["color"])
+        axk.set_xticks(range(len(names)), names, rotation=30 if len(names) > 1 else 0,
+                       ha="right" if len(names) > 1 else "center")
+        axk.set_xlim(-0.6, max(len(names), 1) - 0.4)
+        lo_y = min([0.0] + [ix[(tid, m, "kappa_pairwise")].ci_low for m in names
+                            if _finite(ix[(tid, m, "kappa_pairwise")].ci_low)])
+        hi_y = max([1.0 if ceil is None or not _finite(ceil.value) else
+                    (ceil.ci_high if _finite(ceil.ci_high) else ceil.value)] +
+                   [ix[(tid, m, "kappa_pairwise")].ci_high for m in names
+                    if _finite(ix[(tid, m, "kappa_pairwise")].ci_high)])
+        axk.set_ylim(lo_y - 0.05, hi_y + 0.05)
+        axk.set_ylabel("error consistency kappa (unitless)")
+        axk.set_title("Error consistency vs humans", loc="left")
+        note_thin(ax, d)
+        legend = {}
+        for a_ in (ax, axk):
+            for h, lab in zip(*a_.get_legend_handles_labels()):
+                legend.setdefault(lab, h)
+        fig.legend(list(legend.values()), list(legend), loc="outside lower center", frameon=False, ncols=2)
+        return d.done(fig)
+
+
 # ------------------------------------------------------------------ 4. mark kernels (colour, shape, size, ...)
 
 def _kernel_panel(ax, ix, tids: list[str], models: list[str], d: Drawn) -> None:

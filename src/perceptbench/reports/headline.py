@@ -240,6 +240,32 @@ def _series(ix: _Index, tid: str, m: str) -> list[HeadlineRow | None]:
     return out
 
 
+CATEGORY_MEAN_TASK = "similarity.chart.category_mean"
+
+
+def _category_mean(ix: _Index, tid: str, m: str) -> list[HeadlineRow | None]:
+    """``similarity.chart.category_mean`` (Tseng et al. 2023 highest-mean judgement): accuracy
+    against chance (mean 1/k over the model's stimuli, the ``chance`` row) with the human
+    accuracy on the test split as its ceiling (every released human trial pooled,
+    ``human:panel accuracy@test``, with its CI; models answer test stimuli only), and the
+    pairwise error consistency kappa against the human-human ceiling (mean kappa of the
+    participant pairs who saw the same batch in the same palette,
+    ``ceiling_kappa_pairwise_mean@test``; seed 000 Eq. 2, D.2).  The position floor (always
+    naming the most frequent answer position, seed 000 D.3) is given beside the accuracy."""
+    pos = ix.value(tid, m, "position_floor")
+    return [
+        _make(ix, tid, m, "accuracy", "accuracy", floor=ix.value(tid, m, "chance"),
+              floor_label="chance (mean 1/k over the model's stimuli)",
+              ceiling_row=ix.get(tid, "human:panel", "accuracy@test"),
+              ceiling_label="human accuracy@test (all trials pooled)",
+              extra=f"position floor {fmt(pos)}" if pos is not None else "", source="Tseng et al. 2023; seed 000 D.1, D.3"),
+        _make(ix, tid, m, "kappa_pairwise", "error consistency kappa (vs each participant)", floor=0.0,
+              floor_label="chance 0", ceiling_row=ix.get(tid, "human:panel", "ceiling_kappa_pairwise_mean@test"),
+              ceiling_label="human-human ceiling: mean kappa of participant pairs in one batch x palette@test",
+              proportion=False, source="seed 000 Eq. 2, D.2"),
+    ]
+
+
 def _salbench(ix: _Index, tid: str, m: str) -> list[HeadlineRow | None]:
     sk = ix.get(tid, m, "skipped")
     if sk is not None:
@@ -302,6 +328,7 @@ TASK_RULES = {
     **{base: _panel_classification for base in PANEL_CLASSIFICATION_TASKS},
     **{base: _mark_color for base in MARK_KERNEL_IDS},  # every kernel odd-one-out task, one rule
     "similarity.chart.series_count": _series,
+    CATEGORY_MEAN_TASK: _category_mean,
 }
 
 
