@@ -52,7 +52,7 @@ def test_headline_marks_floor_small_n_nulls_and_unclipped_ratio():
         ScoreRow(sil, "enc", "kappa_pairwise", 0.146, -0.009, 0.302, 80, 0),
         ScoreRow(sil, "enc", "null_rate", 0.0, None, None, 80, 0),
         ScoreRow("similarity.chart.series_count", "enc", "capacity_k", 8.0, 2.0, 8.0, 40, 0),
-        ScoreRow("similarity.chart.series_count", "enc", "replicates", 1.0, None, None, 40, 0),
+        ScoreRow("similarity.chart.series_count", "enc", "replicates", 0.0, None, None, 40, 0),
         ScoreRow("similarity.chart.series_count", "enc", "capacity_in_band_prob", 0.399, None, None, 40, 0),
     ]
     b = _h(rows, "m", "B")
@@ -73,7 +73,8 @@ def test_headline_marks_floor_small_n_nulls_and_unclipped_ratio():
     heads = headline_rows(rows)
     assert not any(h.metric == "replicates" for h in heads)  # never on its own
     cap = _h(rows, "enc", "capacity_k")
-    assert "replicates: yes (k=8 inside the human band 6-12)" in cap.extra and "P(in band)=0.399" in cap.extra
+    assert ("replicates: no (k=8 inside the human band 6-12, but in the band in only 40% of draws (< 95%: not "
+            "shown))") in cap.extra and "P(in band)=0.399" in cap.extra
     assert "k in the band in only 40% of draws" in cap.flags  # was the cryptic "P(in band) < 0.5"
 
 

@@ -497,6 +497,28 @@ def draw_shape_bias_by_category(rows: list[ScoreRow], only: list[str] | None = N
 
 # ------------------------------------------------------------------ 3. a(k)
 
+def _level_curve(ax, d: Drawn, tid: str, m: str, i: int, n_models: int, pts: list, panel: str) -> None:
+    """Model ``m`` (the i-th of ``n_models``) as a line over levels k: ``pts`` (k, score row)
+    sorted by k, each point with its 95% CI (faint), dodged by 0.1 k per model; a point on few
+    answers is hollow (:func:`~.headline.thin_evidence`); every row appended to ``d``'s data."""
+    if not pts:
+        return
+    st = style(i)
+    thin = [bool(d.add(r, role="model", plotted_as="y", x=k, panel=panel)) for k, r in pts]
+    ks = np.array([k for k, _ in pts]) + (i - (n_models - 1) / 2) * 0.1
+    v = np.array([r.value for _, r in pts], float)
+    lo = np.array([r.ci_low if _finite(r.ci_low) else np.nan for _, r in pts])
+    hi = np.array([r.ci_high if _finite(r.ci_high) else np.nan for _, r in pts])
+    mm = _model_mark(d, tid, m)
+    eb = ax.errorbar(ks, v, yerr=[np.nan_to_num(v - lo), np.nan_to_num(hi - v)], color=st["color"],
+                     marker=st["marker"], ms=4, lw=1.4, capsize=2, elinewidth=0.8,
+                     label=legend_label(m + (f" ({mm})" if mm else "")))
+    for c in eb[2]:
+        c.set_alpha(0.45)
+    if any(thin):  # points on few answers: hollow
+        ax.plot(ks[thin], v[thin], st["marker"], color=st["color"], mfc="white", ms=4, ls="none", zorder=3)
+
+
 def ak_curves(rows: list[ScoreRow], only: list[str] | None = None):
     """:func:`draw_ak_curves` as inline SVG (None without series-count rows)."""
     return svg_of(draw_ak_curves(rows, only))
@@ -533,21 +555,7 @@ def draw_ak_curves(rows: list[ScoreRow], only: list[str] | None = None) -> Drawn
                 pts = sorted((int(r.metric[4:-1]), r) for (t, mm, met), r in ix.items()
                              if t == tid and mm == m and met.startswith("a_k["))
                 st = style(i)
-                thin = [bool(d.add(r, role="model", plotted_as="y", x=k, panel=tid)) for k, r in pts]
-                if pts:
-                    ks = np.array([k for k, _ in pts]) + (i - (len(models) - 1) / 2) * 0.1
-                    v = np.array([r.value for _, r in pts])
-                    lo = np.array([r.ci_low if _finite(r.ci_low) else np.nan for _, r in pts])
-                    hi = np.array([r.ci_high if _finite(r.ci_high) else np.nan for _, r in pts])
-                    mm = _model_mark(d, tid, m)
-                    eb = ax.errorbar(ks, v, yerr=[np.nan_to_num(v - lo), np.nan_to_num(hi - v)], color=st["color"],
-                                     marker=st["marker"], ms=4, lw=1.4, capsize=2, elinewidth=0.8,
-                                     label=legend_label(m + (f" ({mm})" if mm else "")))
-                    for c in eb[2]:
-                        c.set_alpha(0.45)
-                    if any(thin):  # points on few answers: hollow (the count per k is in the title)
-                        ax.plot(ks[thin], v[thin], st["marker"], color=st["color"], mfc="white", ms=4, ls="none",
-                                zorder=3)
+                _level_curve(ax, d, tid, m, i, len(models), pts, panel=tid)
                 cap = ix.get((tid, m, "capacity_k"))
                 prob = ix.get((tid, m, "capacity_in_band_prob"))
                 y = len(models) - 1 - i
@@ -638,22 +646,7 @@ def draw_category_mean(rows: list[ScoreRow], only: list[str] | None = None) -> D
         for i, m in enumerate(models):
             pts = sorted((level(met), r) for (t, mm, met), r in ix.items()
                          if t == tid and mm == m and met.startswith("a_k[") and met.endswith("]"))
-            if not pts:
-                continue
-            st = style(i)
-            thin = [bool(d.add(r, role="model", plotted_as="y", x=k, panel="accuracy by k")) for k, r in pts]
-            xs = np.array([k for k, _ in pts]) + (i - (len(models) - 1) / 2) * 0.1
-            v = np.array([r.value for _, r in pts], float)
-            lo = np.array([r.ci_low if _finite(r.ci_low) else np.nan for _, r in pts])
-            hi = np.array([r.ci_high if _finite(r.ci_high) else np.nan for _, r in pts])
-            mm = _model_mark(d, tid, m)
-            eb = ax.errorbar(xs, v, yerr=[np.nan_to_num(v - lo), np.nan_to_num(hi - v)], color=st["color"],
-                             marker=st["marker"], ms=4, lw=1.2, capsize=2, elinewidth=0.8,
-                             label=legend_label(m + (f" ({mm})" if mm else "")))
-            for c in eb[2]:
-                c.set_alpha(0.5)
-            if any(thin):
-                ax.plot(xs[thin], v[thin], st["marker"], color=st["color"], mfc="white", ms=4, ls="none", zorder=3)
+            _level_curve(ax, d, tid, m, i, len(models), pts, panel="accuracy by k")
         ax.set_xticks(kk)
         ax.set_xlim(1.5, 10.5)
         ax.set_ylim(-0.03, 1.03)

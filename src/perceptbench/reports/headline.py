@@ -27,7 +27,9 @@ perceptbench cannot tell random weights from trained ones; these flags are what 
 random-weight test model's rows show (README, report example).
 
 ``replicates`` (series counting) is never shown on its own: it appears inside the
-``capacity_k`` row together with ``capacity_in_band_prob``.
+``capacity_k`` row together with ``capacity_in_band_prob``; it is yes only when the point
+estimate is in the band and at least 95% of the bootstrap draws are
+(:func:`perceptbench.scorers.capacity.replicates`).
 
 Reads nothing but score rows (no torch, no records).
 """
@@ -40,6 +42,7 @@ from dataclasses import dataclass, field
 from typing import Iterable
 
 from ..core.rows import ScoreRow, is_aggregate_model
+from ..scorers.capacity import REPLICATES_MIN_PROB
 from ..tasks.gestalt import MARK_KERNEL_IDS, PANEL_CLASSIFICATION_TASKS
 
 MIN_N = 30
@@ -224,9 +227,12 @@ def _series(ix: _Index, tid: str, m: str) -> list[HeadlineRow | None]:
     if cap is not None:
         lo, hi = CAPACITY_BAND
         extra = ""
-        if rep is not None:  # replicates = the point estimate lies in the band (seed 000 §2.3)
-            where = (f"k={cap.value:.0f} {'inside' if rep else 'outside'} the human band {lo}-{hi}"
+        if rep is not None:  # the rule: point estimate in the band and P(in band) >= 0.95 (scorers/capacity.py)
+            inside = _finite(cap.value) and lo <= cap.value <= hi
+            where = (f"k={cap.value:.0f} {'inside' if inside else 'outside'} the human band {lo}-{hi}"
                      if _finite(cap.value) else "k undefined")
+            if inside and not rep and prob is not None:
+                where += f", but in the band in only {prob:.0%} of draws (< {REPLICATES_MIN_PROB:.0%}: not shown)"
             extra = f"replicates: {'yes' if rep else 'no'} ({where})"
         if prob is not None:
             extra += (f"{'; ' if extra else ''}P(in band)={fmt(prob)}, the share of bootstrap draws whose k is "
