@@ -330,8 +330,9 @@ def draw_matrix(heads: list[HeadlineRow], models: list[str], cols: list[tuple[st
         if len(labels) > 12:  # tall matrix: column labels on top as well
             ax.tick_params(labeltop=True)
         cb = fig.colorbar(im, ax=ax, fraction=0.03, pad=0.01)
-        cb.set_label("metric value (proportion; kappa unitless);\ndark = worse" +
-                     (" (VSI: 1 - value)" if any(flip) else ""))
+        # short lines: a matrix of one or two model rows is short, and a long label ran off its top
+        cb.set_label("metric value\n(proportion; kappa\nunitless); dark = worse" +
+                     ("\n(VSI: 1 - value)" if any(flip) else ""))
         ax.set_title("Model x task: headline value [95% CI]" + (", floor/chance and human ceiling" if ref_rows else ""))
         return d.done(fig)
 
