@@ -240,3 +240,18 @@ def test_capacity_labels_stay_inside_the_figure_with_long_model_names():
         assert _inside_figure(d.fig)
     finally:
         F.close(d)
+
+
+def test_one_model_matrix_keeps_its_colour_bar_label_inside_the_figure():
+    """Before: the colour bar's two-line label ran off the top of a one-model matrix (README screenshot)."""
+    from perceptbench.reports.headline import headline_rows
+
+    sil = "closure.nat.silhouette"
+    rows = [ScoreRow(sil, "m", "B", 0.68, 0.58, 0.79, 80, 0), ScoreRow(sil, "m", "null_rate", 0.0, None, None, 80, 0),
+            ScoreRow(sil, "human:panel", "observer_B_mean@test", 0.82, None, None, 80, 0)]
+    heads = headline_rows(rows)
+    d = F.draw_matrix(heads, ["m"], [(sil, "B")])
+    try:
+        assert _inside_figure(d.fig)
+    finally:
+        F.close(d)
