@@ -272,6 +272,16 @@ def _category_mean(ix: _Index, tid: str, m: str) -> list[HeadlineRow | None]:
     ]
 
 
+def _things(ix: _Index, tid: str, m: str) -> list[HeadlineRow | None]:
+    """``similarity.nat.things_ooo``: B (agreement with the modal human choice) against the
+    position floor (max_k f_k, seed 000 D.3) and the release's test-retest agreement as the
+    ceiling (``human:panel ceiling_test_retest``, Hebart et al. 2023; seed 000 D.1, D.3)."""
+    return [_make(ix, tid, m, "B", "B (odd-one-out agreement with the modal human choice)",
+                  floor=ix.value(tid, m, "position_floor"), floor_label="position floor",
+                  ceiling_row=ix.get(tid, "human:panel", "ceiling_test_retest"),
+                  ceiling_label="human test-retest agreement (release)", source="seed 000 D.1, D.3")]
+
+
 def _salbench(ix: _Index, tid: str, m: str) -> list[HeadlineRow | None]:
     sk = ix.get(tid, m, "skipped")
     if sk is not None:
@@ -294,7 +304,8 @@ def _salbench(ix: _Index, tid: str, m: str) -> list[HeadlineRow | None]:
 
 
 def _vsi(ix: _Index, tid: str, m: str) -> list[HeadlineRow | None]:
-    """VSI task rows (branch ``vsi`` names): per region-blur cell the insensitive fraction at
+    """VSI task rows (branch ``vsi`` names): per region-blur cell (whole-image cells when the
+    task has no region cell) the insensitive fraction at
     0.05 nats, the median VSI (its ci columns are quartiles, shown as IQR, not as a CI), the
     argmax-change rate, and the AUROC of -VSI for errors against chance 0.5 (seed 002 §2-§4)."""
     sk = ix.get(tid, m, "skipped")
@@ -303,9 +314,12 @@ def _vsi(ix: _Index, tid: str, m: str) -> list[HeadlineRow | None]:
                             source="seed 002", flags=(f"skipped: {sk.note}",))]
     out: list[HeadlineRow | None] = []
     mine = [r for r in ix.rows if r.task_id == tid and r.model == m]
+    # the region-blur cells where the task has them; else (a whole-image-only task: vsi.mmstar, or
+    # perturbation=whole) the whole-image cells, so that every VSI task has headline rows
+    cell = "[region" if any("[region" in r.metric for r in mine) else "[whole"
     for r in mine:
         met = r.metric
-        if "[region" not in met:
+        if cell not in met:
             continue
         if met.startswith("insensitive_frac@0.05["):
             h = _make(ix, tid, m, met, "insensitive fraction (VSI < 0.05 nats; lower = more use of the image)",
@@ -335,6 +349,7 @@ TASK_RULES = {
     **{base: _mark_color for base in MARK_KERNEL_IDS},  # every kernel odd-one-out task, one rule
     "similarity.chart.series_count": _series,
     CATEGORY_MEAN_TASK: _category_mean,
+    "similarity.nat.things_ooo": _things,
 }
 
 

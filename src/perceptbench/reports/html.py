@@ -29,7 +29,8 @@ from .headline import MARK_LEGEND, HeadlineRow, cell_text, fmt, fmt_p, headline_
 PRIMARY = {**{base: ("B", "kappa_pairwise") for base in PANEL_CLASSIFICATION_TASKS},
            **{base: ("B",) for base in MARK_KERNEL_IDS},
            "similarity.chart.series_count": ("accuracy",),
-           "similarity.chart.category_mean": ("accuracy", "kappa_pairwise")}
+           "similarity.chart.category_mean": ("accuracy", "kappa_pairwise"),
+           "similarity.nat.things_ooo": ("B",)}
 """Headline metrics shown in the model x task matrix (SalBench: exact_match; VSI: its first headline metric)."""
 
 N_EXAMPLES = 3
@@ -58,7 +59,7 @@ def _matrix_cols(heads: list[HeadlineRow]) -> list[tuple[str, str]]:
     cols: list[tuple[str, str]] = []
     for h in heads:
         want = PRIMARY.get(h.base_task, ("exact_match",) if h.base_task.startswith("salbench.") else
-                           ("insensitive_frac@0.05[region_blur",) if h.base_task.startswith("vsi.") else ())
+                           ("insensitive_frac@0.05[",) if h.base_task.startswith("vsi.") else ())
         hit = h.metric in want or (h.base_task.startswith("vsi.") and h.metric.startswith(want))
         metric = h.metric
         if h.metric == "skipped" and h.base_task.startswith("salbench."):  # a column even if every model skipped
