@@ -86,3 +86,11 @@ def test_runs_that_differ_in_more_than_the_seed_are_refused(tmp_path, change, wo
     p = cli("score", str(a), str(b), "--across-seeds", "--out", str(tmp_path / "s.csv"), columns=400)
     one_line_error(p, words)
     assert not (tmp_path / "s.csv").exists()
+
+
+def test_report_and_merge_over_seeds_point_to_the_summary(runs, tmp_path):
+    """Before: 'cannot be merged (score them separately)' and no way to summarise the seeds."""
+    p = cli("report", str(runs[0]), str(runs[1]), "--out", str(tmp_path / "r.html"), columns=400)
+    one_line_error(p, "of seed 1", "--across-seeds")
+    p = cli("merge", str(runs[0]), str(runs[1]), "--out", str(tmp_path / "m"), columns=400)
+    one_line_error(p, "--across-seeds")
