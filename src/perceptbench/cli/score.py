@@ -28,7 +28,7 @@ def score(
         False, "--across-seeds",
         help="The runs differ only in their seed: score each on its own (records never merged) and write, per "
              "task, respondent and metric, the mean over the seeds, the SD, min and max and each seed's value to "
-             "--out (default seeds_summary.csv beside the first run). Runs that differ in tasks, settings or "
+             "--out (default seeds_summary.csv in the first run directory). Runs that differ in tasks, settings or "
              "models are refused."),
 ) -> None:
     """Recompute scores.csv from trial records alone (no torch).
