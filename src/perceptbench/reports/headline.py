@@ -199,6 +199,17 @@ def _panel_classification(ix: _Index, tid: str, m: str) -> list[HeadlineRow | No
     ]
 
 
+def _cue_conflict(ix: _Index, tid: str, m: str) -> list[HeadlineRow | None]:
+    """``shape_bias.nat.cue_conflict``: the shape bias (shape decisions among shape + texture
+    decisions) beside the observers' pooled shape bias on the test split as its human reference
+    (Geirhos et al. 2019 §3, Fig. 4: humans near 0.96), then the human-panel rows of the
+    classification tasks (accuracy = shape decisions, B, kappa) where the scorer wrote them."""
+    return [_make(ix, tid, m, "shape_bias", "shape bias (shape / (shape + texture) decisions)",
+                  ceiling_row=ix.get(tid, "human:panel", "shape_bias_pooled@test"),
+                  ceiling_label="human shape bias@test (the observers' decisions pooled)",
+                  source="Geirhos et al. 2019 §3, Fig. 4")] + _panel_classification(ix, tid, m)
+
+
 def _mark_color(ix: _Index, tid: str, m: str) -> list[HeadlineRow | None]:
     kernels = [r for r in ix.rows if r.task_id == tid and r.model.startswith("human:kernel-") and r.metric == "B"
                and _finite(r.value)]
@@ -350,6 +361,7 @@ TASK_RULES = {
     "similarity.chart.series_count": _series,
     CATEGORY_MEAN_TASK: _category_mean,
     "similarity.nat.things_ooo": _things,
+    "shape_bias.nat.cue_conflict": _cue_conflict,
 }
 
 

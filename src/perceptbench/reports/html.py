@@ -30,7 +30,7 @@ PRIMARY = {**{base: ("B", "kappa_pairwise") for base in PANEL_CLASSIFICATION_TAS
            **{base: ("B",) for base in MARK_KERNEL_IDS},
            "similarity.chart.series_count": ("accuracy",),
            "similarity.chart.category_mean": ("accuracy", "kappa_pairwise"),
-           "similarity.nat.things_ooo": ("B",)}
+           "similarity.nat.things_ooo": ("B",), "shape_bias.nat.cue_conflict": ("shape_bias",)}
 """Headline metrics shown in the model x task matrix (SalBench: exact_match; VSI: its first headline metric)."""
 
 N_EXAMPLES = 3

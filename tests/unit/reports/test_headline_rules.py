@@ -30,3 +30,13 @@ def test_a_whole_image_only_vsi_task_gets_its_whole_blur_rows():
     region = "[region_blur,sigma=20]"
     rows.append(ScoreRow(tid, "m", f"insensitive_frac@0.05{region}", 0.2, 0.0, 0.5, 3, None))
     assert [h.metric for h in headline_rows(rows)] == [f"insensitive_frac@0.05{region}"]
+
+
+def test_cue_conflict_shape_bias_beside_the_observers_pooled_shape_bias():
+    tid = "shape_bias.nat.cue_conflict"
+    rows = [ScoreRow(tid, "human:panel", "shape_bias_pooled@test", 0.96, 0.95, 0.97, 600, 0),
+            ScoreRow(tid, "m", "shape_bias", 0.24, 0.2, 0.28, 500, 0),
+            ScoreRow(tid, "m", "null_rate", 0.0, None, None, 608, 0)]
+    (h,) = headline_rows(rows)
+    assert (h.metric, h.value, h.ceiling, h.ceiling_ci) == ("shape_bias", 0.24, 0.96, (0.95, 0.97))
+    assert h.ratio == pytest.approx(0.25) and h.floor is None
