@@ -42,7 +42,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("scorers", "vsi", "vsi.samples", "vsi.cells", "vsi.scoring"),
     ("tasks", "vsi.protocol", "vsi.benchmarks"),
     ("respond", "runner", "executors", "vsi.respondent", "vsi.features", "vsi.judge"),
-    ("scoring", "analyses", "vsi.analysis", "vsi.probe", "vsi.pooled", "vsi.suite"),
+    ("scoring", "seeds", "analyses", "vsi.analysis", "vsi.probe", "vsi.pooled", "vsi.suite"),
     ("reports",),
     ("api", "python_api", "testing"),
     ("cli", "__init__"),

@@ -110,7 +110,7 @@ def load_runs(paths: Sequence[str | Path]) -> list[TrialRecord]:
                 raise RecordError(
                     f"{f} holds records of seed {s} but {first_seed[1]} of seed {first_seed[0]}: "
                     "runs of different seeds show different stimuli and cannot be merged "
-                    "(score them separately)")
+                    "(summarise them over seeds with perceptbench score RUN... --across-seeds)")
             prev = merged.get(r.trial_id)
             if prev is None:
                 merged[r.trial_id] = r

@@ -16,7 +16,7 @@ from perceptbench.records import SCHEMA_FIELDS, read_records
 from helpers.cli import TORCH_IMPORTED, cli
 
 BATTERY_TRIALS = {"closure.nat.silhouette": 80, "similarity.chart.mark_color": 120,
-                  "similarity.chart.series_count": 40}
+                  "similarity.chart.series_count": 150}  # 10 per k (issue 24: 40 gave 2-3 per k)
 HUMAN_RECORDS = 1600 + 600  # 10 observers x 160; 5 kernels x 120
 
 

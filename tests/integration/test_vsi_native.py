@@ -10,15 +10,14 @@ import csv
 import json
 from pathlib import Path
 
-import numpy as np
 import pytest
-from PIL import Image
 
 pytest.importorskip("transformers", reason="model extra not installed")
 pytest.importorskip("datasets", reason="external extra not installed")
 
 from helpers.cli import cli
 from helpers.paths import FIXTURES
+from helpers.task_data import write_hallusionbench_images, write_pope_images
 from perceptbench.records import read_records
 
 
@@ -54,20 +53,11 @@ def test_vsi_mmstar_runs_end_to_end(tiny_llava, tmp_path):
 
 
 def _hb_images(root: Path) -> None:
-    for r in json.loads((FIXTURES / "hallusionbench" / "HallusionBench.json").read_text()):
-        if r["filename"]:
-            p = root / r["filename"].removeprefix("./")
-            p.parent.mkdir(parents=True, exist_ok=True)
-            Image.new("RGB", (64, 48), (200, 30, 30)).save(p)
+    write_hallusionbench_images(root, FIXTURES / "hallusionbench" / "HallusionBench.json")
 
 
 def _pope_images(folder: Path) -> None:
-    folder.mkdir(parents=True, exist_ok=True)
-    names = {json.loads(l)["image"] for l in (FIXTURES / "pope" / "coco_pope_adversarial.json").read_text()
-             .splitlines() if l.strip()}
-    rng = np.random.default_rng(0)
-    for n in sorted(names):
-        Image.fromarray(rng.integers(0, 256, (48, 64, 3), dtype=np.uint8)).save(folder / n, "JPEG")
+    write_pope_images(folder, FIXTURES / "pope" / "coco_pope_adversarial.json")
 
 
 def test_pope_hallusionbench_mmvp_native_rows_end_to_end(tiny_llava, tmp_path):

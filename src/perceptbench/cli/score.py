@@ -24,8 +24,19 @@ def score(
     all_rows: bool = typer.Option(False, "--all-rows", help="Print every score row (per-observer, per-difficulty, "
                                                             "notes), not only the headline metrics."),
     family: Optional[List[str]] = typer.Option(None, "--family", help=FAMILY_HELP),
+    across_seeds: bool = typer.Option(
+        False, "--across-seeds",
+        help="The runs differ only in their seed: score each on its own (records never merged) and write, per "
+             "task, respondent and metric, the mean over the seeds, the SD, min and max and each seed's value to "
+             "--out (default seeds_summary.csv in the first run directory). Runs that differ in tasks, settings or "
+             "models are refused."),
 ) -> None:
-    """Recompute scores.csv from trial records alone (no torch)."""
+    """Recompute scores.csv from trial records alone (no torch).
+
+    --across-seeds: a summary over runs of different seeds instead (seeds_summary.csv)."""
+    if across_seeds:
+        _across_seeds(records, out)
+        return
     from ..api import score as score_runs
     from ..core.rundir import RunDir
     from ..records import RecordError
@@ -52,3 +63,29 @@ def score(
     print_scores(rows, all_rows, csv_path)
     print_signal_table(rows)
     console.print(f"scores: {csv_path}")
+
+
+def _across_seeds(records: List[Path], out: Optional[Path]) -> None:
+    """``score --across-seeds``: :func:`perceptbench.seeds.score_seed_runs`, the summary CSV and
+    the headline metrics over seeds in the terminal."""
+    from ..core.rundir import RunDir
+    from ..records import RecordError
+    from ..runs import records_path
+    from ..seeds import SEEDS_SUMMARY_CSV, score_seed_runs, seed_summary, write_seeds_summary
+    from .tables import print_seed_summary
+
+    if out is not None:
+        check_out(out, "file")
+    try:
+        first = records_path(records[0])
+        with TornTailsAsWarnings():
+            by_seed = score_seed_runs(records)
+        rows = seed_summary(by_seed)
+        path = out or RunDir.beside(first).root / SEEDS_SUMMARY_CSV
+        write_seeds_summary(rows, list(by_seed), path)
+    except (RecordError, ValueError, KeyError) as e:
+        fail(e)
+    except OSError as e:
+        fail(os_error_line(e, out) if e.errno is not None and out is not None else e)
+    print_seed_summary(rows, by_seed)
+    console.print(f"seeds summary ({len(by_seed)} seeds: {', '.join(map(str, by_seed))}): {path}", highlight=False)

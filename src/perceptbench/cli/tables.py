@@ -112,3 +112,29 @@ def print_signal_table(rows) -> None:
             margin = r["note"] or "-"
         t.add_row(*(escape(str(c)) for c in (r["task_id"], r["model"], r["sigma"], *au, r["winner"] or "-", margin)))
     console.print(t)
+
+
+def print_seed_summary(rows, by_seed) -> None:
+    """The headline metrics over seeds (``score --across-seeds``): per task, model and headline
+    metric (perceptbench.reports.headline, from the first seed's rows) the mean over the seeds,
+    the SD, min-max and each seed's value; every row is in seeds_summary.csv."""
+    from ..reports.headline import fmt, headline_rows
+
+    seeds = list(by_seed)
+    keys = []
+    for rs in by_seed.values():
+        for h in headline_rows(rs):
+            if (h.task_id, h.model, h.metric) not in keys:
+                keys.append((h.task_id, h.model, h.metric))
+    by_key = {(r.task_id, r.model, r.metric): r for r in rows}
+    t = Table(title=f"headline metrics over {len(seeds)} seeds (mean, SD, min-max, per seed)", title_justify="left")
+    for c in ("task", "model", "metric", "mean", "SD", "min-max", *[f"seed {s}" for s in seeds]):
+        t.add_column(c, overflow="fold", no_wrap=c not in ("task", "model"))
+    for k in keys:
+        r = by_key.get(k)
+        if r is None:
+            continue
+        t.add_row(*(escape(x) for x in (r.task_id, r.model, r.metric, fmt(r.mean), fmt(r.sd),
+                                        f"{fmt(r.low)}-{fmt(r.high)}",
+                                        *[fmt(r.values.get(s)) for s in seeds])))
+    console.print(t)

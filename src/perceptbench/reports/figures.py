@@ -360,8 +360,9 @@ def draw_matrix(heads: list[HeadlineRow], models: list[str], cols: list[tuple[st
         if len(labels) > 12:  # tall matrix: column labels on top as well
             ax.tick_params(labeltop=True)
         cb = fig.colorbar(im, ax=ax, fraction=0.03, pad=0.01)
-        cb.set_label("metric value (proportion; kappa unitless);\ndark = worse" +
-                     (" (VSI: 1 - value)" if any(flip) else ""))
+        # short lines: a matrix of one or two model rows is short, and a long label ran off its top
+        cb.set_label("metric value\n(proportion; kappa\nunitless); dark = worse" +
+                     ("\n(VSI: 1 - value)" if any(flip) else ""))
         ax.set_title("Model x task: headline value [95% CI]" + (", floor/chance and human ceiling" if ref_rows else ""))
         return d.done(fig)
 
@@ -527,6 +528,28 @@ def draw_shape_bias_by_category(rows: list[ScoreRow], only: list[str] | None = N
 
 # ------------------------------------------------------------------ 3. a(k)
 
+def _level_curve(ax, d: Drawn, tid: str, m: str, i: int, n_models: int, pts: list, panel: str) -> None:
+    """Model ``m`` (the i-th of ``n_models``) as a line over levels k: ``pts`` (k, score row)
+    sorted by k, each point with its 95% CI (faint), dodged by 0.1 k per model; a point on few
+    answers is hollow (:func:`~.headline.thin_evidence`); every row appended to ``d``'s data."""
+    if not pts:
+        return
+    st = style(i)
+    thin = [bool(d.add(r, role="model", plotted_as="y", x=k, panel=panel)) for k, r in pts]
+    ks = np.array([k for k, _ in pts]) + (i - (n_models - 1) / 2) * 0.1
+    v = np.array([r.value for _, r in pts], float)
+    lo = np.array([r.ci_low if _finite(r.ci_low) else np.nan for _, r in pts])
+    hi = np.array([r.ci_high if _finite(r.ci_high) else np.nan for _, r in pts])
+    mm = _model_mark(d, tid, m)
+    eb = ax.errorbar(ks, v, yerr=[np.nan_to_num(v - lo), np.nan_to_num(hi - v)], color=st["color"],
+                     marker=st["marker"], ms=4, lw=1.4, capsize=2, elinewidth=0.8,
+                     label=legend_label(m + (f" ({mm})" if mm else "")))
+    for c in eb[2]:
+        c.set_alpha(0.45)
+    if any(thin):  # points on few answers: hollow
+        ax.plot(ks[thin], v[thin], st["marker"], color=st["color"], mfc="white", ms=4, ls="none", zorder=3)
+
+
 def ak_curves(rows: list[ScoreRow], only: list[str] | None = None):
     """:func:`draw_ak_curves` as inline SVG (None without series-count rows)."""
     return svg_of(draw_ak_curves(rows, only))
@@ -544,7 +567,7 @@ def draw_ak_curves(rows: list[ScoreRow], only: list[str] | None = None) -> Drawn
         sizes = [len(_models(rows, lambda t, tid=tid: t == tid, only)) for tid in tids]
         ratios = []
         for n in sizes:
-            ratios += [2.6, 0.35 + 0.3 * max(n, 1)]
+            ratios += [2.6, 0.35 + 0.42 * max(n, 1)]
         fig, axes = plt.subplots(2 * len(tids), 1, figsize=(DOUBLE_COLUMN_IN, sum(ratios) + 0.5 * len(tids)),
                                  gridspec_kw={"height_ratios": ratios}, squeeze=False, layout="constrained")
         for q, tid in enumerate(tids):
@@ -558,26 +581,11 @@ def draw_ak_curves(rows: list[ScoreRow], only: list[str] | None = None) -> Drawn
                 a_.axvspan(CAPACITY_BAND[0], CAPACITY_BAND[1], color=HUMAN_GREY, alpha=0.15, lw=0,
                            label=f"human capacity band {CAPACITY_BAND[0]}-{CAPACITY_BAND[1]} series"
                            if a_ is ax else None)
-            labels = []
             for i, m in enumerate(models):
                 pts = sorted((int(r.metric[4:-1]), r) for (t, mm, met), r in ix.items()
                              if t == tid and mm == m and met.startswith("a_k["))
                 st = style(i)
-                thin = [bool(d.add(r, role="model", plotted_as="y", x=k, panel=tid)) for k, r in pts]
-                if pts:
-                    ks = np.array([k for k, _ in pts]) + (i - (len(models) - 1) / 2) * 0.1
-                    v = np.array([r.value for _, r in pts])
-                    lo = np.array([r.ci_low if _finite(r.ci_low) else np.nan for _, r in pts])
-                    hi = np.array([r.ci_high if _finite(r.ci_high) else np.nan for _, r in pts])
-                    mm = _model_mark(d, tid, m)
-                    eb = ax.errorbar(ks, v, yerr=[np.nan_to_num(v - lo), np.nan_to_num(hi - v)], color=st["color"],
-                                     marker=st["marker"], ms=4, lw=1.4, capsize=2, elinewidth=0.8,
-                                     label=legend_label(m + (f" ({mm})" if mm else "")))
-                    for c in eb[2]:
-                        c.set_alpha(0.45)
-                    if any(thin):  # points on few answers: hollow (the count per k is in the title)
-                        ax.plot(ks[thin], v[thin], st["marker"], color=st["color"], mfc="white", ms=4, ls="none",
-                                zorder=3)
+                _level_curve(ax, d, tid, m, i, len(models), pts, panel=tid)
                 cap = ix.get((tid, m, "capacity_k"))
                 prob = ix.get((tid, m, "capacity_in_band_prob"))
                 y = len(models) - 1 - i
@@ -595,18 +603,20 @@ def draw_ak_curves(rows: list[ScoreRow], only: list[str] | None = None) -> Drawn
                 name = m + (f" ({cmark})" if cmark else "")
                 if prob is not None:
                     txt += f", P(in band) {prob.value:.2f}"
-                labels.append(f"{name}\n{txt}")  # two lines: a long model name keeps the axes wide
+                # the label sits above its line, inside the panel: labels beside the axes squeezed it
+                # and were clipped at the figure's edge with long model names (issue 24)
+                axc.annotate(f"{name}: {txt}", (1.4, y), xytext=(0, 4), textcoords="offset points",
+                             fontsize=MIN_FONT_PT, va="bottom", ha="left", color="#222222")
             ax.set_ylim(-0.03, 1.03)
             ax.set_ylabel("a(k): accuracy (proportion)")
             ns = [r.n for (t, _, met), r in ix.items() if t == tid and met.startswith("a_k[") and r.n is not None]
-            small = f"; small n: {min(ns)}-{max(ns)} trials per k (< {MIN_N}), CIs wide or degenerate" \
+            count = f"{min(ns)}" if ns and min(ns) == max(ns) else f"{min(ns) if ns else 0}-{max(ns) if ns else 0}"
+            small = f"; small n: {count} trials per k (< {MIN_N}), CIs wide or degenerate" \
                 if ns and min(ns) < MIN_N else ""
             ax.set_title(f"a(k) for {tid}, 95% CI per k" + (f"\n{small[2:]}" if small else ""), loc="left")
             ax.tick_params(labelbottom=False)
-            axc.set_yticks(range(len(models)), labels[::-1], fontsize=MIN_FONT_PT)
-            axc.yaxis.tick_right()
-            axc.tick_params(axis="y", length=0)  # the labels name the lines; a tick beside them is noise
-            axc.set_ylim(-0.6, len(models) - 0.4)
+            axc.set_yticks([])  # each line is named by the text above it
+            axc.set_ylim(-0.5, len(models) - 0.1)
             axc.spines["left"].set_visible(False)
             axc.set_xlabel("rendered series count k (number of colour series); lower panel: capacity_k, 95% CI")
             axc.set_xlim(1.3, 16.7)
@@ -619,42 +629,198 @@ def draw_ak_curves(rows: list[ScoreRow], only: list[str] | None = None) -> Drawn
         return d.done(fig)
 
 
+# ------------------------------------------------------------------ 3b. chart category mean
+
+CATEGORY_MEAN_TASK = "similarity.chart.category_mean"
+
+
+def category_mean(rows: list[ScoreRow], only: list[str] | None = None):
+    """:func:`draw_category_mean` as inline SVG (None without category-mean rows)."""
+    return svg_of(draw_category_mean(rows, only))
+
+
+def draw_category_mean(rows: list[ScoreRow], only: list[str] | None = None) -> Drawn | None:
+    """``similarity.chart.category_mean`` (Tseng et al. 2023): left, accuracy by number of
+    categories k (2-10) per model with 95% CIs, beside the human curve (every released human
+    trial on the test split pooled, ``human:panel a_k[k]@test``, its 95% CI as a band) and the
+    chance level 1/k; right, each model's pairwise error consistency kappa (95% CI) against the
+    human-human ceiling (mean kappa of participant pairs who saw the same batch in the same
+    palette, ``ceiling_kappa_pairwise_mean@test``, line and CI band; seed 000 Eq. 2, D.2).
+    Double column; one legend under both panels.  None without rows of the task; file name
+    ``category_mean_accuracy_by_k_and_error_consistency``."""
+    tids = sorted({r.task_id for r in rows if r.task_id.split("@")[0] == CATEGORY_MEAN_TASK})
+    if not tids:
+        return None
+    tid = tids[0]
+    ix = _index(rows)
+    models = _models(rows, lambda t: t == tid, only)
+    d = drawn("category_mean_accuracy_by_k_and_error_consistency", rows)
+
+    def level(met: str) -> int:
+        return int(met[4:].split("]")[0])
+
+    with plt.rc_context(RC):
+        fig, (ax, axk) = plt.subplots(1, 2, figsize=(DOUBLE_COLUMN_IN, 3.3), layout="constrained",
+                                      gridspec_kw={"width_ratios": [2.2, 1]})
+        hum = sorted((level(met), r) for (t, m, met), r in ix.items()
+                     if t == tid and m == "human:panel" and met.startswith("a_k[") and met.endswith("]@test"))
+        if hum:
+            ks = np.array([k for k, _ in hum])
+            for k, r in hum:
+                d.add(r, role="human (all trials pooled)", plotted_as="y line and band (CI)", x=k, panel="accuracy by k")
+            ax.fill_between(ks, [r.ci_low for _, r in hum], [r.ci_high for _, r in hum], color=HUMAN_GREY, alpha=0.2,
+                            lw=0)
+            ax.plot(ks, [r.value for _, r in hum], color=HUMAN_GREY, lw=1.6, marker="D", ms=3.5,
+                    label=f"humans: {sum(int(r.n or 0) for _, r in hum):,} trials on the test split pooled, "
+                          "95% CI band")
+        kk = np.arange(2, 11)
+        ax.plot(kk, 1 / kk, color="black", ls=":", lw=0.8, label="chance 1/k")
+        for i, m in enumerate(models):
+            pts = sorted((level(met), r) for (t, mm, met), r in ix.items()
+                         if t == tid and mm == m and met.startswith("a_k[") and met.endswith("]"))
+            _level_curve(ax, d, tid, m, i, len(models), pts, panel="accuracy by k")
+        ax.set_xticks(kk)
+        ax.set_xlim(1.5, 10.5)
+        ax.set_ylim(-0.03, 1.03)
+        ax.set_xlabel("number of categories k in the scatterplot")
+        ax.set_ylabel("accuracy (proportion correct)")
+        ax.set_title("Highest-mean category: accuracy by k, 95% CI", loc="left")
+        ceil = ix.get((tid, "human:panel", "ceiling_kappa_pairwise_mean@test"))
+        if ceil is not None and _finite(ceil.value):
+            d.add(ceil, role="human-human ceiling", plotted_as="y line and band (CI)", panel="error consistency")
+            if _finite(ceil.ci_low):
+                axk.axhspan(ceil.ci_low, ceil.ci_high, color=HUMAN_GREY, alpha=0.2, lw=0)
+            axk.axhline(ceil.value, color=HUMAN_GREY, lw=1.2, ls="--",
+                        label=f"human-human ceiling: mean kappa of participant pairs\n"
+                              f"(same batch and palette) {ceil.value:.2f}, 95% CI band")
+        axk.axhline(0, color="black", lw=0.6, ls=":")
+        names = []
+        for i, m in enumerate(models):
+            r = ix.get((tid, m, "kappa_pairwise"))
+            if r is None:
+                continue
+            st = style(i)
+            mark = d.add(r, role="model", plotted_as="y", x=m, panel="error consistency")
+            x = len(names)
+            names.append(m)
+            if _finite(r.value):
+                axk.errorbar([x], [r.value], yerr=_err(r), fmt=st["marker"], color=st["color"], capsize=2, ms=5,
+                             **hollow(mark))
+                annotate_thin(axk, x, r.value, mark, st["color"])
+        axk.set_xticks(range(len(names)), names, rotation=30 if len(names) > 1 else 0,
+                       ha="right" if len(names) > 1 else "center")
+        axk.set_xlim(-0.6, max(len(names), 1) - 0.4)
+        lo_y = min([0.0] + [ix[(tid, m, "kappa_pairwise")].ci_low for m in names
+                            if _finite(ix[(tid, m, "kappa_pairwise")].ci_low)])
+        hi_y = max([1.0 if ceil is None or not _finite(ceil.value) else
+                    (ceil.ci_high if _finite(ceil.ci_high) else ceil.value)] +
+                   [ix[(tid, m, "kappa_pairwise")].ci_high for m in names
+                    if _finite(ix[(tid, m, "kappa_pairwise")].ci_high)])
+        axk.set_ylim(lo_y - 0.05, hi_y + 0.05)
+        axk.set_ylabel("error consistency kappa (unitless)")
+        axk.set_title("Error consistency vs humans", loc="left")
+        note_thin(ax, d)
+        legend = {}
+        for a_ in (ax, axk):
+            for h, lab in zip(*a_.get_legend_handles_labels()):
+                legend.setdefault(lab, h)
+        fig.legend(list(legend.values()), list(legend), loc="outside lower center", frameon=False, ncols=2)
+        return d.done(fig)
+
+
 # ------------------------------------------------------------------ 4. mark kernels (colour, shape, size, ...)
 
-def _kernel_panel(ax, ix, tids: list[str], models: list[str], d: Drawn) -> None:
-    """One channel's panel: per task variant, B per model (95% CI), the position floor as a
-    line and the other kernels' B against the task's kernel as grey labelled ticks; every
-    plotted number appended to ``d``'s data."""
-    width = 0.7
+KERNEL_LABEL_GAP = 0.035
+"""Kernels whose B against the task's kernel differ by less than this (B units) share one label
+('l5, l9' for 0.870 and 0.874), so that close kernels never print over each other."""
+
+
+def _kernel_groups(kern: list[tuple[str, ScoreRow]]) -> list[tuple[float, str]]:
+    """(x, label) per group of kernels (name, B row) sorted by B, a new group wherever the gap to
+    the previous kernel is at least :data:`KERNEL_LABEL_GAP`; x is the group's mean B."""
+    groups: list[list[tuple[str, float]]] = []
+    for m, r in sorted(kern, key=lambda x: x[1].value):
+        name = m.removeprefix("human:kernel-")
+        if groups and r.value - groups[-1][-1][1] < KERNEL_LABEL_GAP:
+            groups[-1].append((name, r.value))
+        else:
+            groups.append([(name, r.value)])
+    return [(float(np.mean([v for _, v in g])), ", ".join(n for n, _ in g)) for g in groups]
+
+
+def _place_labels(groups: list[tuple[float, str]], x_per_pt: float) -> list[int]:
+    """A level per label (0: above the band, 1: below it, 2: above, one line higher ...): the
+    lowest level where the label's estimated extent (0.6 em per character at
+    :data:`MIN_FONT_PT`, ``x_per_pt`` data units per point, plus 3 pt) clears the labels already
+    on that level."""
+    right: dict[int, float] = {}
+    levels = []
+    for x, text in groups:
+        half = (0.6 * MIN_FONT_PT * len(text) / 2 + 3) * x_per_pt
+        lev = 0
+        while lev in right and x - half < right[lev]:
+            lev += 1
+        right[lev] = x + half
+        levels.append(lev)
+    return levels
+
+
+def _kernel_panel(ax, ix, tids: list[str], models: list[str], d: Drawn, width_in: float) -> None:
+    """One channel's panel, one horizontal strip per task variant (the first on top), B on x
+    (0-1, never clipped): the range of the other kernels' B against the task's kernel as a grey
+    band with a tick and a label per kernel (close kernels share a label), the position floor
+    as a dashed line, and each model as a point with its 95% CI (hollow on few answers); every
+    plotted number appended to ``d``'s data.  ``width_in``: the axes' width in inches, for the
+    label placement."""
+    ax.set_xlim(-0.03, 1.05)  # B = 1.0 sits inside the axes
+    ax.set_ylim(-0.5, len(tids) - 0.5)
+    x_per_pt = 1.08 / (width_in * 72)
+    half_band = 0.2
     for j, tid in enumerate(tids):
+        y0 = len(tids) - 1 - j
+        kern = [(m, r) for (t, m, met), r in ix.items() if t == tid and m.startswith("human:kernel-") and met == "B"
+                and _finite(r.value)]
+        if kern:
+            vals = [r.value for _, r in kern]
+            ax.fill_betweenx([y0 - half_band, y0 + half_band], min(vals), max(vals), color=HUMAN_GREY, alpha=0.22,
+                             lw=0, label="range of the other kernels' B (the human reference's spread)"
+                             if j == 0 else None)
+            for m, r in kern:
+                d.add(r, role="kernel", plotted_as="x tick in the band", x=tid)
+                ax.plot([r.value] * 2, [y0 - half_band, y0 + half_band], color="#555555", lw=1,
+                        label="one other kernel (label: its name)" if j == 0 and m == kern[0][0] else None)
+            groups = _kernel_groups(kern)
+            for (x, text), lev in zip(groups, _place_labels(groups, x_per_pt)):
+                below = lev % 2 == 1
+                y = y0 - half_band if below else y0 + half_band
+                ax.annotate(text, (x, y), xytext=(0, (2 + 8 * (lev // 2)) * (-1 if below else 1)),
+                            textcoords="offset points", fontsize=MIN_FONT_PT, color="#444444", ha="center",
+                            va="top" if below else "bottom")
         fl = next((r for (t, m, met), r in ix.items() if t == tid and met == "position_floor"), None)
         if fl is not None:
-            d.add(fl, role="floor", plotted_as="y line", x=tid)
-            ax.plot([j - 0.45, j + 0.45], [fl.value] * 2, color="black", ls="--", lw=1,
+            d.add(fl, role="floor", plotted_as="x line", x=tid)
+            ax.plot([fl.value] * 2, [y0 - 0.45, y0 + 0.45], color="black", ls="--", lw=1,
                     label="position floor" if j == 0 else None)
-        kern = [(m, r) for (t, m, met), r in ix.items() if t == tid and m.startswith("human:kernel-") and met == "B"]
-        label_y = []  # labels at least 0.07 apart (B units), so close kernels (l5 0.870, l9 0.874) stay legible
-        for _, r in sorted(kern, key=lambda x: x[1].value):
-            label_y.append(r.value if not label_y else max(r.value, label_y[-1] + 0.07))
-        for q, (m, r) in enumerate(sorted(kern, key=lambda x: x[1].value)):
-            d.add(r, role="kernel", plotted_as="y", x=tid)
-            ax.scatter([j + 0.38], [r.value], color=HUMAN_GREY, marker="_", s=120,
-                       label="other kernels vs this kernel (reference spread)" if j == 0 and q == 0 else None)
-            ax.annotate(m.removeprefix("human:kernel-"), (j + 0.38, r.value), xytext=(j + 0.47, label_y[q]),
-                        textcoords="data", fontsize=MIN_FONT_PT, color="#555555", va="center",
-                        arrowprops=dict(arrowstyle="-", color="#bbbbbb", lw=0.5, shrinkA=0, shrinkB=0))
+        shown = [m for m in models if ix.get((tid, m, "B")) is not None]
         for i, m in enumerate(models):
             r = ix.get((tid, m, "B"))
             if r is None:
                 continue
-            mark = d.add(r, role="model", plotted_as="y", x=tid)
+            mark = d.add(r, role="model", plotted_as="x", x=tid)
             st = style(i)
-            x = j - width / 2 + width * (i + 0.5) / max(len(models), 1) - 0.08
-            ax.errorbar([x], [r.value], yerr=_err(r), fmt=st["marker"], color=st["color"], capsize=2, ms=5,
-                        label=legend_label(m) if j == 0 and len(models) <= 12 else None, **hollow(mark))
-            annotate_thin(ax, x, r.value, mark, st["color"])
-    ax.set_xticks(range(len(tids)), [_wrap_task(t) for t in tids])
-    ax.set_ylim(0, 1)
+            q = shown.index(m)
+            y = y0 + (0.0 if len(shown) == 1 else 0.15 - 0.3 * q / (len(shown) - 1))  # inside the band's height
+            err = None if not _finite(r.ci_low) else [[max(r.value - r.ci_low, 0)], [max(r.ci_high - r.value, 0)]]
+            eb = ax.errorbar([r.value], [y], xerr=err, fmt=st["marker"], color=st["color"], capsize=2, ms=5,
+                             zorder=4, label=legend_label(m) if j == 0 and len(models) <= 12 else None, **hollow(mark))
+            for art in (eb.lines[0], *eb.lines[1], *eb.lines[2]):
+                art.set_clip_on(False)
+            annotate_thin(ax, r.value, y, mark, st["color"])
+    ax.set_yticks(range(len(tids)), [_wrap_task(t) for t in tids][::-1])
+    ax.tick_params(axis="y", length=0)
+    ax.spines["left"].set_visible(False)
+    ax.grid(axis="x", color="#eeeeee", lw=0.5)
+    ax.set_axisbelow(True)
 
 
 def mark_color(rows: list[ScoreRow], only: list[str] | None = None):
@@ -665,10 +831,12 @@ def mark_color(rows: list[ScoreRow], only: list[str] | None = None):
 
 def draw_mark_color(rows: list[ScoreRow], only: list[str] | None = None) -> Drawn | None:
     """The kernel odd-one-out tasks (mark colour, and shape, size and the bivariate sets where
-    the rows hold them), one panel per channel: B per model (95% CI) per task variant, the
-    position floor as a line, and the other kernels' B against the task's kernel as grey
-    points: the reference's own spread.  None without kernel-task rows.  One column wide for
-    a single task variant, else double column; one legend under the panels."""
+    the rows hold them), one panel per channel, stacked, one horizontal strip per task variant:
+    B on the x axis (0-1), the other kernels' B against the task's kernel as a grey band (their
+    range: the spread of the human reference itself) with a labelled tick per kernel, the
+    position floor dashed, and each model as a point with its 95% CI, so the model's place
+    among the kernels reads at a glance.  None without kernel-task rows.  Double column wide
+    (one column for a single task variant); one legend under the panels."""
     tids = sorted({r.task_id for r in rows if r.task_id.split("@")[0] in MARK_KERNEL_IDS})
     if not tids:
         return None
@@ -676,28 +844,30 @@ def draw_mark_color(rows: list[ScoreRow], only: list[str] | None = None) -> Draw
     models = _models(rows, lambda t: t in tids, only)
     d = drawn("mark_odd_one_out_agreement_vs_kernels", rows)
     channels = [b for b in MARK_KERNEL_IDS if any(t.split("@")[0] == b for t in tids)]
+    width = SINGLE_COLUMN_IN if len(tids) == 1 else DOUBLE_COLUMN_IN
     with plt.rc_context(RC):
-        widths = [max(sum(t.split("@")[0] == b for t in tids), 1) for b in channels]
-        fig, axes = plt.subplots(1, len(channels), figsize=(SINGLE_COLUMN_IN if len(tids) == 1 else DOUBLE_COLUMN_IN,
-                                                             3.6), sharey=True, squeeze=False,
-                                 gridspec_kw={"width_ratios": widths}, layout="constrained")
-        for ax, base in zip(axes[0], channels):
-            _kernel_panel(ax, ix, [t for t in tids if t.split("@")[0] == base], models, d)
+        per = [[t for t in tids if t.split("@")[0] == b] for b in channels]
+        strip_in = 0.55 + 0.12 * max(len(models), 1)
+        heights = [len(p) * strip_in + 0.3 for p in per]
+        fig, axes = plt.subplots(len(channels), 1, figsize=(width, sum(heights) + 1.3 + 0.14 * len(models)),
+                                 sharex=True, squeeze=False, gridspec_kw={"height_ratios": heights},
+                                 layout="constrained")
+        for ax, base, mine in zip(axes[:, 0], channels, per):
+            _kernel_panel(ax, ix, mine, models, d, width_in=width - 1.4)
             if len(channels) > 1:
                 ax.set_title(base.removeprefix("similarity.chart."))
-        axes[0][0].set_ylabel("B, agreement with the kernel (proportion)")
+        axes[-1, 0].set_xlabel("B, agreement with the kernel (proportion)")
         if len(channels) == 1 and channels[0] == "similarity.chart.mark_color":
-            fig.axes[0].set_title("Mark colour odd-one-out: B vs the\nposition floor and the kernels' spread")
+            axes[0, 0].set_title("Mark colour odd-one-out: B vs the\nposition floor and the kernels' spread")
         else:
             fig.suptitle("Mark odd-one-out per channel: B vs the position floor and the kernels' spread",
                          fontsize=RC["axes.titlesize"])
-        note_thin(axes[0][0], d)
+        note_thin(axes[0, 0], d)
         legend = {}  # every panel's labelled artists, each label once (a model may answer one channel only)
-        for ax in axes[0]:
+        for ax in axes[:, 0]:
             for h, lab in zip(*ax.get_legend_handles_labels()):
                 legend.setdefault(lab, h)
-        fig.legend(list(legend.values()), list(legend), loc="outside lower center", frameon=False,
-                   ncols=1 if len(tids) == 1 else 2)
+        fig.legend(list(legend.values()), list(legend), loc="outside lower center", frameon=False, ncols=1)
         return d.done(fig)
 
 

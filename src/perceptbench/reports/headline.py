@@ -27,7 +27,9 @@ perceptbench cannot tell random weights from trained ones; these flags are what 
 random-weight test model's rows show (README, report example).
 
 ``replicates`` (series counting) is never shown on its own: it appears inside the
-``capacity_k`` row together with ``capacity_in_band_prob``.
+``capacity_k`` row together with ``capacity_in_band_prob``; it is yes only when the point
+estimate is in the band and at least 95% of the bootstrap draws are
+(:func:`perceptbench.scorers.capacity.replicates`).
 
 Reads nothing but score rows (no torch, no records).
 """
@@ -40,6 +42,7 @@ from dataclasses import dataclass, field
 from typing import Iterable
 
 from ..core.rows import ScoreRow, is_aggregate_model
+from ..scorers.capacity import REPLICATES_MIN_PROB
 from ..tasks.gestalt import MARK_KERNEL_IDS, PANEL_CLASSIFICATION_TASKS
 
 MIN_N = 30
@@ -196,6 +199,17 @@ def _panel_classification(ix: _Index, tid: str, m: str) -> list[HeadlineRow | No
     ]
 
 
+def _cue_conflict(ix: _Index, tid: str, m: str) -> list[HeadlineRow | None]:
+    """``shape_bias.nat.cue_conflict``: the shape bias (shape decisions among shape + texture
+    decisions) beside the observers' pooled shape bias on the test split as its human reference
+    (Geirhos et al. 2019 §3, Fig. 4: humans near 0.96), then the human-panel rows of the
+    classification tasks (accuracy = shape decisions, B, kappa) where the scorer wrote them."""
+    return [_make(ix, tid, m, "shape_bias", "shape bias (shape / (shape + texture) decisions)",
+                  ceiling_row=ix.get(tid, "human:panel", "shape_bias_pooled@test"),
+                  ceiling_label="human shape bias@test (the observers' decisions pooled)",
+                  source="Geirhos et al. 2019 §3, Fig. 4")] + _panel_classification(ix, tid, m)
+
+
 def _mark_color(ix: _Index, tid: str, m: str) -> list[HeadlineRow | None]:
     kernels = [r for r in ix.rows if r.task_id == tid and r.model.startswith("human:kernel-") and r.metric == "B"
                and _finite(r.value)]
@@ -224,9 +238,12 @@ def _series(ix: _Index, tid: str, m: str) -> list[HeadlineRow | None]:
     if cap is not None:
         lo, hi = CAPACITY_BAND
         extra = ""
-        if rep is not None:  # replicates = the point estimate lies in the band (seed 000 §2.3)
-            where = (f"k={cap.value:.0f} {'inside' if rep else 'outside'} the human band {lo}-{hi}"
+        if rep is not None:  # the rule: point estimate in the band and P(in band) >= 0.95 (scorers/capacity.py)
+            inside = _finite(cap.value) and lo <= cap.value <= hi
+            where = (f"k={cap.value:.0f} {'inside' if inside else 'outside'} the human band {lo}-{hi}"
                      if _finite(cap.value) else "k undefined")
+            if inside and not rep and prob is not None:
+                where += f", but in the band in only {prob:.0%} of draws (< {REPLICATES_MIN_PROB:.0%}: not shown)"
             extra = f"replicates: {'yes' if rep else 'no'} ({where})"
         if prob is not None:
             extra += (f"{'; ' if extra else ''}P(in band)={fmt(prob)}, the share of bootstrap draws whose k is "
@@ -238,6 +255,42 @@ def _series(ix: _Index, tid: str, m: str) -> list[HeadlineRow | None]:
             row = HeadlineRow(**{**row.__dict__, "flags": row.flags + (flag,)})
         out.append(row)
     return out
+
+
+CATEGORY_MEAN_TASK = "similarity.chart.category_mean"
+
+
+def _category_mean(ix: _Index, tid: str, m: str) -> list[HeadlineRow | None]:
+    """``similarity.chart.category_mean`` (Tseng et al. 2023 highest-mean judgement): accuracy
+    against chance (mean 1/k over the model's stimuli, the ``chance`` row) with the human
+    accuracy on the test split as its ceiling (every released human trial pooled,
+    ``human:panel accuracy@test``, with its CI; models answer test stimuli only), and the
+    pairwise error consistency kappa against the human-human ceiling (mean kappa of the
+    participant pairs who saw the same batch in the same palette,
+    ``ceiling_kappa_pairwise_mean@test``; seed 000 Eq. 2, D.2).  The position floor (always
+    naming the most frequent answer position, seed 000 D.3) is given beside the accuracy."""
+    pos = ix.value(tid, m, "position_floor")
+    return [
+        _make(ix, tid, m, "accuracy", "accuracy", floor=ix.value(tid, m, "chance"),
+              floor_label="chance (mean 1/k over the model's stimuli)",
+              ceiling_row=ix.get(tid, "human:panel", "accuracy@test"),
+              ceiling_label="human accuracy@test (all trials pooled)",
+              extra=f"position floor {fmt(pos)}" if pos is not None else "", source="Tseng et al. 2023; seed 000 D.1, D.3"),
+        _make(ix, tid, m, "kappa_pairwise", "error consistency kappa (vs each participant)", floor=0.0,
+              floor_label="chance 0", ceiling_row=ix.get(tid, "human:panel", "ceiling_kappa_pairwise_mean@test"),
+              ceiling_label="human-human ceiling: mean kappa of participant pairs in one batch x palette@test",
+              proportion=False, source="seed 000 Eq. 2, D.2"),
+    ]
+
+
+def _things(ix: _Index, tid: str, m: str) -> list[HeadlineRow | None]:
+    """``similarity.nat.things_ooo``: B (agreement with the modal human choice) against the
+    position floor (max_k f_k, seed 000 D.3) and the release's test-retest agreement as the
+    ceiling (``human:panel ceiling_test_retest``, Hebart et al. 2023; seed 000 D.1, D.3)."""
+    return [_make(ix, tid, m, "B", "B (odd-one-out agreement with the modal human choice)",
+                  floor=ix.value(tid, m, "position_floor"), floor_label="position floor",
+                  ceiling_row=ix.get(tid, "human:panel", "ceiling_test_retest"),
+                  ceiling_label="human test-retest agreement (release)", source="seed 000 D.1, D.3")]
 
 
 def _salbench(ix: _Index, tid: str, m: str) -> list[HeadlineRow | None]:
@@ -262,7 +315,8 @@ def _salbench(ix: _Index, tid: str, m: str) -> list[HeadlineRow | None]:
 
 
 def _vsi(ix: _Index, tid: str, m: str) -> list[HeadlineRow | None]:
-    """VSI task rows (branch ``vsi`` names): per region-blur cell the insensitive fraction at
+    """VSI task rows (branch ``vsi`` names): per region-blur cell (whole-image cells when the
+    task has no region cell) the insensitive fraction at
     0.05 nats, the median VSI (its ci columns are quartiles, shown as IQR, not as a CI), the
     argmax-change rate, and the AUROC of -VSI for errors against chance 0.5 (seed 002 §2-§4)."""
     sk = ix.get(tid, m, "skipped")
@@ -271,9 +325,12 @@ def _vsi(ix: _Index, tid: str, m: str) -> list[HeadlineRow | None]:
                             source="seed 002", flags=(f"skipped: {sk.note}",))]
     out: list[HeadlineRow | None] = []
     mine = [r for r in ix.rows if r.task_id == tid and r.model == m]
+    # the region-blur cells where the task has them; else (a whole-image-only task: vsi.mmstar, or
+    # perturbation=whole) the whole-image cells, so that every VSI task has headline rows
+    cell = "[region" if any("[region" in r.metric for r in mine) else "[whole"
     for r in mine:
         met = r.metric
-        if "[region" not in met:
+        if cell not in met:
             continue
         if met.startswith("insensitive_frac@0.05["):
             h = _make(ix, tid, m, met, "insensitive fraction (VSI < 0.05 nats; lower = more use of the image)",
@@ -302,6 +359,9 @@ TASK_RULES = {
     **{base: _panel_classification for base in PANEL_CLASSIFICATION_TASKS},
     **{base: _mark_color for base in MARK_KERNEL_IDS},  # every kernel odd-one-out task, one rule
     "similarity.chart.series_count": _series,
+    CATEGORY_MEAN_TASK: _category_mean,
+    "similarity.nat.things_ooo": _things,
+    "shape_bias.nat.cue_conflict": _cue_conflict,
 }
 
 

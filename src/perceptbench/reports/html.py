@@ -29,7 +29,9 @@ from .headline import MARK_LEGEND, HeadlineRow, cell_text, fmt, fmt_p, headline_
 
 PRIMARY = {**{base: ("B", "kappa_pairwise") for base in PANEL_CLASSIFICATION_TASKS},
            **{base: ("B",) for base in MARK_KERNEL_IDS},
-           "similarity.chart.series_count": ("accuracy",)}
+           "similarity.chart.series_count": ("accuracy",),
+           "similarity.chart.category_mean": ("accuracy", "kappa_pairwise"),
+           "similarity.nat.things_ooo": ("B",), "shape_bias.nat.cue_conflict": ("shape_bias",)}
 """Headline metrics shown in the model x task matrix (SalBench: exact_match; VSI: its first headline metric)."""
 
 N_EXAMPLES = 3
@@ -58,7 +60,7 @@ def _matrix_cols(heads: list[HeadlineRow]) -> list[tuple[str, str]]:
     cols: list[tuple[str, str]] = []
     for h in heads:
         want = PRIMARY.get(h.base_task, ("exact_match",) if h.base_task.startswith("salbench.") else
-                           ("insensitive_frac@0.05[region_blur",) if h.base_task.startswith("vsi.") else ())
+                           ("insensitive_frac@0.05[",) if h.base_task.startswith("vsi.") else ())
         hit = h.metric in want or (h.base_task.startswith("vsi.") and h.metric.startswith(want))
         metric = h.metric
         if h.metric == "skipped" and h.base_task.startswith("salbench."):  # a column even if every model skipped
@@ -312,7 +314,8 @@ def build_report(data: ReportData, title: str, pairs: str = "auto"):
         fig_matrix=F.draw_matrix(heads, models, cols, families), fig_dissociation=F.draw_dissociation(data.scores, few),
         fig_dissociation_edges=F.draw_dissociation(data.scores, few, task="closure.nat.edges"),
         fig_shape_bias=F.draw_shape_bias_by_category(data.scores, few),
-        fig_ak=F.draw_ak_curves(data.scores, few), fig_mark=F.draw_mark_color(data.scores, few),
+        fig_ak=F.draw_ak_curves(data.scores, few), fig_category=F.draw_category_mean(data.scores, few),
+        fig_mark=F.draw_mark_color(data.scores, few),
         fig_sal_shots=F.draw_salbench_shots(data.scores, few),
         fig_sal_cats=F.draw_salbench_categories(data.scores, few),
         fig_sal_break=F.draw_salbench_breakdowns(data.scores, few), fig_forest=F.draw_paired_forest(diffs),
@@ -330,11 +333,12 @@ def build_report(data: ReportData, title: str, pairs: str = "auto"):
     present = {"matrix": drawn["fig_matrix"] is not None,
              "dissociation": any(drawn[k] is not None for k in ("fig_dissociation", "fig_dissociation_edges",
                                                                  "fig_shape_bias")),
-             "ak": drawn["fig_ak"] is not None, "markcolor": drawn["fig_mark"] is not None,
+             "ak": drawn["fig_ak"] is not None, "category": drawn["fig_category"] is not None,
+             "markcolor": drawn["fig_mark"] is not None,
              "salbench": drawn["fig_sal_shots"] is not None, "vsi": bool(vsi_rows), "cards": bool(cards),
              "paired": bool(diffs or diff_notes or len(models) > 1), "provenance": True}
     sections = [(sid, name) for sid, name in (
-        ("matrix", "matrix"), ("dissociation", "accuracy vs kappa"), ("ak", "a(k)"), ("markcolor", "mark colour"),
+        ("matrix", "matrix"), ("dissociation", "accuracy vs kappa"), ("ak", "a(k)"), ("category", "category mean"), ("markcolor", "mark colour"),
         ("salbench", "SalBench"), ("vsi", "VSI"), ("cards", "cards"), ("paired", "model vs model"),
         ("provenance", "provenance")) if present[sid]]
     prov = _provenance(data)

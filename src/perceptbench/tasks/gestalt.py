@@ -621,8 +621,9 @@ def render_series_stimulus(seed: int, split: str, index: int) -> tuple[int, call
 class SeriesCountTask(Task):
     """``similarity.chart.series_count``: how many colour series in a bare scatterplot.
 
-    40 test stimuli and a disjoint probe-train split (``n_probe`` stimuli, default 150 = 10
-    per k); k = 2..16 series.  No per-trial human data exist: scored against the human
+    ``n_test`` test stimuli (default 150 = 10 per k, so that each a(k) rests on 10 trials and
+    ``replicates`` can be shown; 40 gave 2-3 per k and every a(k) interval spanned 0-1) and a
+    disjoint probe-train split (``n_probe`` stimuli, default 150 = 10 per k); k = 2..16 series.  No per-trial human data exist: scored against the human
     categorical-colour capacity band 6-12 through a(k) (seed 000 §2.1, §2.3).  Encoder
     readout: ridge regression on embeddings (alpha by 5-fold CV on probe-train only),
     rounded and clipped to 2..16.  A VLM's count answer must be an integer 1..20.
@@ -639,7 +640,7 @@ class SeriesCountTask(Task):
     human_ref_id = "capacity-band.healey1996-ware2013"
     human_data = ("no per-trial answers: a published capacity band, 6-12 distinguishable colour series "
                   "(Healey 1996; Ware 2013), that the model's a(k) curve is compared with")
-    defaults = {"n_test": "40", "n_probe": "150"}
+    defaults = {"n_test": "150", "n_probe": "150"}
     settings = {"n_test": Setting("int", 1, 100_000), "n_probe": Setting("int", 0, 100_000)}
 
     def options(self) -> tuple:

@@ -275,3 +275,74 @@ def test_matrix_colours_model_names_by_family_with_a_legend_and_says_the_family_
     finally:
         F.close(d)
         F.close(plain)
+
+
+# ---------------------------------------------------------------- nothing clipped (issue 24)
+
+def _inside_figure(fig) -> bool:
+    """Every drawn artist (text, marker, legend) lies within the figure's own area."""
+    from perceptbench.reports.figures import RC
+    import matplotlib.pyplot as plt
+
+    with plt.rc_context(RC):
+        fig.canvas.draw()
+        tb = fig.get_tightbbox(fig.canvas.get_renderer())
+    w, h = fig.get_size_inches()
+    return tb.x0 >= 0 and tb.y0 >= 0 and tb.x1 <= w and tb.y1 <= h
+
+
+def test_mark_figure_draws_a_point_at_b_1_whole_and_the_kernels_as_a_labelled_band():
+    """Before: a model at B = 1.0 sat on the axes' edge, half clipped, and the kernels were grey
+    ticks squeezed into the right margin."""
+    tid = "similarity.chart.mark_color"
+    rows = [ScoreRow(tid, "perfect", "B", 1.0, 1.0, 1.0, 120, 0),
+            ScoreRow(tid, "perfect", "position_floor", 0.39, None, None, 120, 0)]
+    rows += [ScoreRow(tid, f"human:kernel-{k}", "B", v, None, None, 120, 0)
+             for k, v in (("l5", 0.870), ("l9", 0.874), ("td", 0.76), ("sa", 0.70))]
+    d = F.draw_mark_color(rows)
+    try:
+        ax = d.fig.axes[0]
+        assert ax.get_xlim()[1] > 1.0 and ax.get_xlim()[0] < 0.0  # B = 0 and 1 inside the axes
+        point = ax.containers[0].lines[0]
+        assert not point.get_clip_on() and list(point.get_xdata()) == [1.0]
+        band = [c for c in ax.collections if c.get_label().startswith("range of the other kernels")]
+        (x0, x1) = band[0].get_paths()[0].get_extents().intervalx
+        assert (round(x0, 3), round(x1, 3)) == (0.70, 0.874)  # the kernels' range, min to max
+        assert _inside_figure(d.fig)
+    finally:
+        F.close(d)
+
+
+def test_capacity_labels_stay_inside_the_figure_with_long_model_names():
+    """Before: the a(k) capacity panel's 'P(in band)' labels sat right of the axes and were
+    clipped at the figure's edge (long model names squeezed the axes)."""
+    tid = "similarity.chart.series_count"
+    rows = []
+    for i, m in enumerate(["efficientnet-lite0", "hf:some-organisation/a-very-long-model-name-for-testing-7B-Instruct"]):
+        rows += [ScoreRow(tid, m, f"a_k[{k}]", max(0.0, 1 - k / 14), 0.0, 1.0, 10, 0) for k in range(2, 17)]
+        rows += [ScoreRow(tid, m, "capacity_k", 8.0 + i, 2.0, 16.0, 150, 0),
+                 ScoreRow(tid, m, "capacity_in_band_prob", 0.4, None, None, 150, 0)]
+    d = F.draw_ak_curves(rows)
+    try:
+        lower = d.fig.axes[1]
+        texts = [t.get_text() for t in lower.texts]
+        assert any(t.endswith("P(in band) 0.40") and "a-very-long-model-name" in t for t in texts)
+        assert not [t for t in lower.get_yticklabels() if t.get_text()]  # no labels beside the axes
+        assert _inside_figure(d.fig)
+    finally:
+        F.close(d)
+
+
+def test_one_model_matrix_keeps_its_colour_bar_label_inside_the_figure():
+    """Before: the colour bar's two-line label ran off the top of a one-model matrix (README screenshot)."""
+    from perceptbench.reports.headline import headline_rows
+
+    sil = "closure.nat.silhouette"
+    rows = [ScoreRow(sil, "m", "B", 0.68, 0.58, 0.79, 80, 0), ScoreRow(sil, "m", "null_rate", 0.0, None, None, 80, 0),
+            ScoreRow(sil, "human:panel", "observer_B_mean@test", 0.82, None, None, 80, 0)]
+    heads = headline_rows(rows)
+    d = F.draw_matrix(heads, ["m"], [(sil, "B")])
+    try:
+        assert _inside_figure(d.fig)
+    finally:
+        F.close(d)

@@ -76,7 +76,8 @@ def test_one_setting_one_task_id(a, b):
 
 
 def test_normalised_ids():
-    assert get_task(f"{SC}@n_test=040").task_id == SC  # 40 is the default
+    assert get_task(f"{SC}@n_test=0150").task_id == SC  # 150 is the default (issue 24; 40 before)
+    assert get_task(f"{SC}@n_test=040").task_id == f"{SC}@n_test=40"
     assert get_task(f"{SC}@n_test=041").task_id == f"{SC}@n_test=41"
     assert get_task("salbench.detection.nat@probe_fraction=0.0").task_id == "salbench.detection.nat"
     assert get_task("salbench.detection.nat@probe_fraction=0.50").task_id == "salbench.detection.nat@probe_fraction=0.5"

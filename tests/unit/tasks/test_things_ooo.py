@@ -4,7 +4,6 @@ and ceiling computed by hand, and the one-line refusal without the release."""
 
 import numpy as np
 import pytest
-from PIL import Image
 
 from perceptbench.core.rows import ScoreRow
 from perceptbench.metrics.bootstrap import N_BOOT_B, bootstrap
@@ -17,6 +16,7 @@ from helpers.cli import cli
 from helpers.paths import FIXTURES
 from helpers.records import plant_record
 from helpers.score_rows import SEED, assert_rows, boot_row
+from helpers.task_data import write_things_images
 
 FIXTURE = FIXTURES / "things" / "triplet_dataset"
 TASK = "similarity.nat.things_ooo"
@@ -44,14 +44,7 @@ TASK = "similarity.nat.things_ooo"
 
 @pytest.fixture
 def things_env(tmp_path, monkeypatch):
-    cons = concepts()
-    root = tmp_path / "images"
-    colors = {0: (200, 30, 30), 1: (210, 40, 35), 2: (30, 30, 200), 4: (30, 200, 30)}
-    for c, rgb in colors.items():
-        d = root / cons[c].unique_id
-        d.mkdir(parents=True)
-        Image.new("RGB", (300, 240), rgb).save(d / f"{cons[c].unique_id}_01b.jpg")
-        Image.new("RGB", (300, 240), (0, 0, 0)).save(d / f"{cons[c].unique_id}_02s.jpg")
+    root = write_things_images(tmp_path / "images")
     monkeypatch.setenv(TRIPLETS_ENV, str(FIXTURE))
     monkeypatch.setenv(IMAGES_ENV, str(root))
     return root

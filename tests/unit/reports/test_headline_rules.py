@@ -1,0 +1,42 @@
+"""Headline rules added so that every listed task has headline rows (issue 24): THINGS
+odd-one-out (B against the position floor and the release's test-retest ceiling) and VSI tasks
+without a region cell (vsi.mmstar, perturbation=whole: the whole-image cells)."""
+
+import pytest
+
+from perceptbench.core.rows import ScoreRow
+from perceptbench.reports.headline import headline_rows
+
+
+def test_things_b_sits_between_the_position_floor_and_the_test_retest_ceiling():
+    tid = "similarity.nat.things_ooo@n=2"
+    rows = [ScoreRow(tid, "human:panel", "ceiling_test_retest", 0.4, None, None, 5, 0),
+            ScoreRow(tid, "m", "B", 0.5, 0.0, 1.0, 2, 0), ScoreRow(tid, "m", "position_floor", 0.5, None, None, 2, 0),
+            ScoreRow(tid, "m", "null_rate", 0.0, None, None, 2, 0)]
+    (h,) = headline_rows(rows)
+    assert (h.metric, h.value, h.floor, h.ceiling) == ("B", 0.5, 0.5, 0.4)
+    assert h.ratio == pytest.approx(1.25) and "≤ floor" in h.flags and "small n=2" in h.flags
+
+
+def test_a_whole_image_only_vsi_task_gets_its_whole_blur_rows():
+    tid = "vsi.mmstar@limit=3"
+    cell = "[whole_blur,sigma=20]"
+    rows = [ScoreRow(tid, "m", f"insensitive_frac@0.05{cell}", 1.0, 0.5, 1.0, 3, None),
+            ScoreRow(tid, "m", f"vsi_median{cell}", 0.01, 0.0, 0.02, 3, None)]
+    heads = headline_rows(rows)
+    assert [h.metric for h in heads] == [f"insensitive_frac@0.05{cell}", f"vsi_median{cell}"]
+    assert "every sample insensitive" in heads[0].flags
+    # with a region cell present, only the region cells are headline rows (as before)
+    region = "[region_blur,sigma=20]"
+    rows.append(ScoreRow(tid, "m", f"insensitive_frac@0.05{region}", 0.2, 0.0, 0.5, 3, None))
+    assert [h.metric for h in headline_rows(rows)] == [f"insensitive_frac@0.05{region}"]
+
+
+def test_cue_conflict_shape_bias_beside_the_observers_pooled_shape_bias():
+    tid = "shape_bias.nat.cue_conflict"
+    rows = [ScoreRow(tid, "human:panel", "shape_bias_pooled@test", 0.96, 0.95, 0.97, 600, 0),
+            ScoreRow(tid, "m", "shape_bias", 0.24, 0.2, 0.28, 500, 0),
+            ScoreRow(tid, "m", "null_rate", 0.0, None, None, 608, 0)]
+    (h,) = headline_rows(rows)
+    assert (h.metric, h.value, h.ceiling, h.ceiling_ci) == ("shape_bias", 0.24, 0.96, (0.95, 0.97))
+    assert h.ratio == pytest.approx(0.25) and h.floor is None
