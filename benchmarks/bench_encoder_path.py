@@ -16,6 +16,10 @@ ended children; the 1-minute load average is recorded per timing):
 * ``bare model(x)``: ``model(x)`` on the same images, preprocessed beforehand, in batches of
   ``--batch-size``.
 
+The first ``path`` run of the process is timed apart (before the repeats) and printed on its own
+line: it also pays importing scikit-learn, once per process (a user's ``perceptbench run`` pays it
+once for all its tasks); the repeats measure the per-run cost.
+
 Printed: per arm the median [min-max] of CPU and wall seconds over the repeats and the load
 range; the ratios ``bare / path`` and ``bare / (preprocess+forward)`` (CPU time per repeat, median
 [range]): 1.0 = the path costs no more than the forward passes.  ``--threads`` sets torch's
@@ -32,6 +36,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import statistics
 import sys
 import tempfile
 from pathlib import Path
@@ -77,6 +82,9 @@ def main() -> None:
                 enc.model(xb)
 
     bare()  # warm-up
+    # the first run in a process also imports scikit-learn (the probe; once per process, ~2-3 s CPU):
+    # timed apart, so that the interleaved repeats compare the steady per-run cost
+    first = _m.timed(path)
     runs = _m.interleave({"path": path, "preprocess+forward": pre_forward, "bare model(x)": bare}, args.repeats)
     print(f"{len(images)} images ({', '.join(tasks)}), batch {bs}, torch threads {torch.get_num_threads()}, "
           f"{args.repeats} interleaved repeats (median [range]):")
@@ -84,6 +92,8 @@ def main() -> None:
     p, pf, b = runs.values()
     print(f"  bare / path:                CPU {_m.spread(_m.ratio(p, b))}   wall {_m.spread(_m.ratio(p, b, 'wall'))}")
     print(f"  bare / preprocess+forward:  CPU {_m.spread(_m.ratio(pf, b))}   wall {_m.spread(_m.ratio(pf, b, 'wall'))}")
+    print(f"  first run (imports scikit-learn): CPU {first['cpu']:.2f} s, wall {first['wall']:.2f} s, load {first['load']:.1f};"
+          f" bare (median) / first: CPU {statistics.median(r['cpu'] for r in b) / first['cpu']:.3f}")
     print(f"  load {_m.loads(runs)}")
 
 
