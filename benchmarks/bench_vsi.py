@@ -84,6 +84,79 @@ def build_prefill_llava(directory: str):
     return tv._finish(model, proc, directory, tok)
 
 
+class Stages:
+    """Exclusive CPU seconds (``time.process_time``) per named stage: a stage's time excludes the stages
+    timed inside it (a stack), so the stages and the remainder add up to the total."""
+
+    def __init__(self):
+        self.cpu: dict[str, float] = {}
+        self.calls: dict[str, int] = {}
+        self._stack: list[list] = []
+
+    def wrap(self, name, fn):
+        """``fn`` timed under ``name`` (a string, or a callable of the call's arguments giving it); the
+        wrapper keeps ``fn``'s signature (transformers inspects ``forward``'s)."""
+        import functools
+
+        @functools.wraps(fn)
+        def timed(*a, **kw):
+            import time
+
+            key = name(*a, **kw) if callable(name) else name
+            self._stack.append([key, time.process_time(), 0.0])
+            try:
+                return fn(*a, **kw)
+            finally:
+                k, t0, inner = self._stack.pop()
+                dt = time.process_time() - t0
+                self.cpu[k] = self.cpu.get(k, 0.0) + dt - inner
+                self.calls[k] = self.calls.get(k, 0) + 1
+                if self._stack:
+                    self._stack[-1][2] += dt
+        return timed
+
+    def report(self, total: float, title: str) -> None:
+        print(f"{title}: {total:.3f} s CPU")
+        for k, v in sorted(self.cpu.items(), key=lambda kv: -kv[1]):
+            print(f"  {k:44s} {v:7.3f} s  {100 * v / total:5.1f}%  ({self.calls[k]} calls)")
+        rest = total - sum(self.cpu.values())
+        print(f"  {'other (response cache, records, parsing, checks)':44s} {rest:7.3f} s  {100 * rest / total:5.1f}%")
+
+
+def instrument(vlm, stages: Stages) -> None:
+    """Time ``vlm``'s VSI stages in ``stages`` (instance attributes only: the model's work is unchanged):
+    the processor, the vision tower, each model forward by kind (a prompt's prefill, a follow-up turn's
+    prefill over the cache, one decoding step; in a generation or a bare prefill pass) and the
+    distributions' extraction."""
+    phase = ["bare prefill pass"]
+
+    def forward_kind(*a, **kw):
+        ids = kw.get("input_ids")
+        cache = kw.get("cache", kw.get("past_key_values"))
+        past = cache.get_seq_length() if cache is not None and hasattr(cache, "get_seq_length") else 0
+        n = ids.shape[1] if ids is not None else kw["inputs_embeds"].shape[1]
+        step = "decoding step" if n == 1 else ("turn prefill over the cache" if past else "prompt prefill (LM)")
+        return f"{phase[0]}: {step}"
+
+    gen = vlm.model.generate
+
+    def generate(*a, **kw):
+        cache = kw.get("cache", kw.get("past_key_values"))
+        phase[0] = "follow-up" if cache is not None and cache.get_seq_length() > 0 else "clean generation"
+        try:
+            return gen(*a, **kw)
+        finally:
+            phase[0] = "bare prefill pass"
+
+    vlm.model.generate = generate
+    vlm.model.forward = stages.wrap(forward_kind, vlm.model.forward)
+    inner = vlm.model.base_model
+    inner.get_image_features = stages.wrap("vision tower (+ projector)", inner.get_image_features)
+    vlm._encode = stages.wrap("processor (images + chat text)", vlm._encode)
+    vlm._distribution = stages.wrap("top-50 distributions", vlm._distribution)
+    vlm._follow_up_suffixes = stages.wrap("follow-up token suffixes", vlm._follow_up_suffixes)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--n", type=int, default=16)
@@ -97,6 +170,10 @@ def main() -> None:
     ap.add_argument("--dtype", default=None)
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--profile", default=None, help="cProfile one full run of --n samples into this file, then stop")
+    ap.add_argument("--stages", action="store_true",
+                    help="CPU seconds per stage of one full run and of one bare run (after the warm-up), then stop")
+    ap.add_argument("--kv-in-place", type=int, default=1, choices=[0, 1],
+                    help="0: transformers' own KV cache in the VSI generations (the path before issue 25)")
     args = ap.parse_args()
 
     import torch
@@ -120,14 +197,23 @@ def main() -> None:
         else:
             d = build_prefill_llava(os.path.join(tmp, "prefill-llava"))
         vlm = HFVLM(d, device=args.device, dtype=args.dtype)
+        vlm.kv_in_place = bool(args.kv_in_place)
         sync = (lambda: torch.cuda.synchronize()) if args.device.startswith("cuda") else (lambda: None)
         count = iter(range(10 ** 6))
+
+        stages = Stages() if args.stages else None
 
         def full(n: int):
             def go():
                 k = next(count)
                 task = get_task(f"vsi.salbench.syn@n={n},verbal_conf={args.verbal_conf}")  # fresh: nothing rendered
-                stim = task.stimuli(0)
+                stim = (task.stimuli if stages is None else stages.wrap("stimuli (samples, search-array layouts)",
+                                                                        task.stimuli))(0)
+                if stages is not None:
+                    import dataclasses
+
+                    stim = [dataclasses.replace(s, render=stages.wrap(f"render ({s.meta['vsi']['condition']})",
+                                                                      s.render)) for s in stim]
                 cached = CachedVLM(vlm, ResponseCache(os.path.join(tmp, f"cache-{k}")))
                 with RecordStore(os.path.join(tmp, f"rec-{k}.jsonl")) as store:
                     job = Job(task, vlm, cached.name, stim, [], store, 0, "bench", Path(tmp))
@@ -147,6 +233,26 @@ def main() -> None:
 
         full(2)()  # warm-up
         bare(2)()
+        if args.stages:
+            import time
+
+            import perceptbench.vsi.respondent as resp
+
+            instrument(vlm, stages)
+            resp.image_sha256 = stages.wrap("image hashes", resp.image_sha256)
+            f, b = full(args.n), bare(args.n)  # the bare arm's images rendered here, untimed
+            stages.cpu.clear(), stages.calls.clear()  # (the warm-up's renders)
+            c0 = time.process_time()
+            f()
+            full_cpu = time.process_time() - c0
+            stages.report(full_cpu, f"full VSI, n={args.n} (one run, kv_in_place={args.kv_in_place})")
+            stages.cpu.clear(), stages.calls.clear()
+            c0 = time.process_time()
+            b()
+            bare_cpu = time.process_time() - c0
+            stages.report(bare_cpu, f"3 bare prefills, n={args.n}")
+            print(f"ratio bare / full (this one pair): {bare_cpu / full_cpu:.3f}")
+            return
         if args.profile:
             import cProfile
             cProfile.runctx("f()", globals(), {"f": full(args.n)}, args.profile)
