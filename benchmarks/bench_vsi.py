@@ -18,7 +18,7 @@ wall time measures the neighbours' load, CPU time the work done.
 
     PYTHONPATH=src python benchmarks/bench_vsi.py [--n 16] [--n2 32] [--batch 8] [--verbal-conf 0|1]
         [--repeats 5] [--scale prefill|tiny] [--model-dir DIR] [--device cpu|cuda] [--dtype float32|bfloat16]
-        [--profile FILE]
+        [--profile FILE] [--stages] [--kv-in-place 0|1]
 
 Without ``--model-dir`` a random LLaVA is built offline: ``--scale prefill`` (default: 336 px /
 patch 14 = 576 image tokens as in LLaVA-1.5, a small CLIP tower and Llama: hidden 256 / 384, 4
@@ -26,13 +26,19 @@ layers each; prefill dominates the cost as in 7B-class VLMs) or ``--scale tiny``
 (perceptbench.testing.tiny_vlm: 16 image tokens, hidden 64; decode steps cost about as much as a
 prefill).  Random weights never emit EOS, so every clean generation and confidence answer runs
 the full 8 new tokens (a worst case: real models answer "Yes" / "B" in one or two tokens).
-Timings exclude model loading.  ``--profile FILE``: cProfile one full run instead.
+Timings exclude model loading.  ``--profile FILE``: cProfile one full run instead.  ``--stages``:
+exclusive CPU seconds per stage (processor, vision tower, prompt prefills, the follow-up turn's
+prefill, decoding steps, renders, hashes, distributions; the rest is the response cache and records)
+of one full run and one bare run, after the warm-up; the model's work is unchanged (wrappers on the
+instance only).
 
 Measured (issue 25; shared 2-core machine; ``--n 8 --repeats 5``, prefill scale, CPU ratio
 bare / full, median [range]): 0.801 [0.762-0.917] at load 5-13 before the search arrays hashed
-lazily, 0.837 [0.814-0.904] at load 13-22 after.  The ceiling with this model's 8 + 8 decoded
-tokens is ~0.90 (docs/performance.md).  Earlier figures (best of 2, issue 9: 0.94 / 0.89 at 8 / 16
-samples) were best-of timings and did not hold under interleaved medians.
+lazily, 0.857 [0.810-0.942] at load 15-17 after, 0.899 [0.850-0.902] at load 16-17 with the VSI
+generations' KV cache grown in place (``HFVLM.kv_in_place``; ``--kv-in-place 0``: the old path).
+``--stages`` gives where the time goes (docs/performance.md, "VSI: full measurement vs three bare
+prefills").  Earlier figures (best of 2, issue 9: 0.94 / 0.89 at 8 / 16 samples) were best-of
+timings and did not hold under interleaved medians.
 
 The tiny model is not a VSI-shaped workload: its three prefills cost ~9 ms per sample, while
 rendering the search array (~10 ms), the two blurs (~20 ms) and 15 decode steps
