@@ -34,8 +34,8 @@ instance only).
 
 Measured (issue 25; shared 2-core machine; ``--n 8 --repeats 5``, prefill scale, CPU ratio
 bare / full, median [range]): 0.801 [0.762-0.917] at load 5-13 before the search arrays hashed
-lazily, 0.857 [0.810-0.942] at load 15-17 after, 0.899 [0.850-0.902] at load 16-17 with the VSI
-generations' KV cache grown in place (``HFVLM.kv_in_place``; ``--kv-in-place 0``: the old path).
+lazily, 0.857 [0.810-0.942] at load 15-17 after, 0.899 [0.850-0.902] at load 16-17 (and 0.880
+[0.836-0.981] over 7 repeats at load 16-21) with the VSI generations' KV cache grown in place (``HFVLM.kv_in_place``; ``--kv-in-place 0``: the old path).
 ``--stages`` gives where the time goes (docs/performance.md, "VSI: full measurement vs three bare
 prefills").  Earlier figures (best of 2, issue 9: 0.94 / 0.89 at 8 / 16 samples) were best-of
 timings and did not hold under interleaved medians.
