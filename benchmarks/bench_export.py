@@ -69,7 +69,7 @@ def main() -> None:
         out.update({"before_cpu_s": summary([r["before"]["cpu_s"] for r in rounds], 2),
                     "before_wall_s": summary([r["before"]["wall_s"] for r in rounds], 2),
                     "before_over_duckdb_cpu": summary(ratios(rounds, "duckdb", "before"), 2),
-                    "before_peak_rss_mib": summary([r["before"]["peak_rss_mib"] for r in rounds], 0)}
+                    "before_peak_rss_mib": summary([r["before"]["peak_rss_mib"] for r in rounds], 0)})
     print(json.dumps(out, indent=1))
 
 
