@@ -103,8 +103,10 @@ def _records_sql(path: Path) -> str:
 class _Canonical:
     """duckdb's JSON text of a value -> the text :func:`~perceptbench.record_table.records_to_arrow`
     writes for it (``json.dumps`` of the parsed value, ``ensure_ascii=False``; ``sort_keys``
-    for run_meta), computed once per distinct text.  Exact: duckdb keeps every number's text
-    (big integers too), so ``json.loads`` gives what it gives on the line itself."""
+    for run_meta), computed once per distinct text.  Exact: duckdb rewrites numbers only in
+    ways ``json.loads`` reads back as the same value (``1e-05`` as ``0.00001``, ``1E2`` as
+    ``100.0``; integers beyond 64 bits, ``NaN`` and ``1e400`` kept as written), so the value
+    is the one ``json.loads`` gives on the line itself (tests/unit/reports/test_export.py)."""
 
     def __init__(self, sort_keys: bool = False):
         self.sort_keys, self.cache = sort_keys, {}
