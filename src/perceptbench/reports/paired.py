@@ -32,7 +32,7 @@ excluded); kappa_pairwise = mean over observers of Cohen-style error consistency
 from __future__ import annotations
 
 import itertools
-from collections import defaultdict
+from collections import OrderedDict, defaultdict
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -125,6 +125,11 @@ def _model_groups(records: list[TrialRecord]):
         for rs in models.values():
             rs.sort(key=lambda r: (r.stimulus_id, r.rep))
     return by_task
+
+
+COUNTS_KEPT = 8
+"""How many resample count matrices :func:`paired_differences` keeps per task (least recently
+used dropped): each is (draws x common stimuli) float64, 2.6 MB at 2,000 draws and 160 stimuli."""
 
 
 def _counts(idx: np.ndarray, n: int) -> np.ndarray:
@@ -267,7 +272,10 @@ def model_draws(records: list[TrialRecord]) -> dict[tuple[str, str, str], tuple[
     out = {}
     for tid, (seed, models) in _prepared_groups(records).items():
         base = tid.split("@", 1)[0]
-        counts: dict[tuple, np.ndarray] = {}
+        # resample counts per common stimulus set: a few kept (pairs with the same set share them);
+        # keeping every set's (draws x stimuli) matrix held 1.2 GiB at 400 models.  The counts are a
+        # function of the key (and the task's seed), so evicting one changes no number.
+        counts: OrderedDict[tuple, np.ndarray] = OrderedDict()
         for m, (rs, stats) in models.items():
             key = tuple((r.stimulus_id, r.rep) for r in rs)
             n = len(rs)
@@ -339,7 +347,10 @@ def paired_differences(records: list[TrialRecord], pairs: str = "auto") -> tuple
     notes: list[str] = []
     for tid, (seed, models) in _prepared_groups(records).items():
         base = tid.split("@", 1)[0]
-        counts: dict[tuple, np.ndarray] = {}
+        # resample counts per common stimulus set: a few kept (pairs with the same set share them);
+        # keeping every set's (draws x stimuli) matrix held 1.2 GiB at 400 models.  The counts are a
+        # function of the key (and the task's seed), so evicting one changes no number.
+        counts: OrderedDict[tuple, np.ndarray] = OrderedDict()
         metrics = sorted({mt for _, stats in models.values() for mt in stats})
         for metric in metrics:
             names = [m for m in sorted(models) if metric in models[m][1]]
@@ -366,9 +377,13 @@ def paired_differences(records: list[TrialRecord], pairs: str = "auto") -> tuple
                 ia = np.array([i for i, _ in common])
                 jb = np.array([j for _, j in common])
                 key = (tuple(ra[i].stimulus_id for i in ia), A.n_draws)
-                if key not in counts:
+                if key in counts:
+                    counts.move_to_end(key)
+                else:
                     strata = _strata(base, [ra[i] for i in ia])
                     counts[key] = _counts(resample_indices(n, A.n_draws, seed, strata), n)
+                    if len(counts) > COUNTS_KEPT:
+                        counts.popitem(last=False)
                 C = counts[key]
                 fa, fb = A.fn(ia), B.fn(jb)
                 one = np.ones((1, n))
