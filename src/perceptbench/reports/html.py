@@ -25,7 +25,8 @@ from ..core.urls import redact_urls_in
 from ..scoring import COUNT_METRIC_PREFIXES
 from ..tasks.gestalt import MARK_KERNEL_IDS, PANEL_CLASSIFICATION_TASKS
 from .data import ReportData, finite, load_report_data
-from .headline import MARK_LEGEND, HeadlineRow, cell_text, fmt, fmt_p, headline_rows, value_text
+from .headline import (MARK_LEGEND, HeadlineRow, cell_text, fmt, fmt_p, headline_rows, reference_notes,
+                       value_text)
 
 PRIMARY = {**{base: ("B", "kappa_pairwise") for base in PANEL_CLASSIFICATION_TASKS},
            **{base: ("B",) for base in MARK_KERNEL_IDS},
@@ -187,13 +188,7 @@ def markdown_summary(data: ReportData, heads: list[HeadlineRow], diffs, title: s
             f"{h.n if h.n is not None else '-'} ({h.n_null or 0})", flags)) + " |")
     if any("·" in cell_text(h) for h in heads):
         lines += ["", f"Marks: {_md_cell(MARK_LEGEND)}."]
-    refs = {}
-    for h in heads:
-        ref = "; ".join(x for x in (f"floor = {h.floor_label}" if h.floor_label else "",
-                                    f"ceiling = {h.ceiling_label}" if h.ceiling_label else "") if x)
-        if ref:
-            refs[(h.base_task, h.metric)] = ref
-    lines += [""] + [f"- {_md_cell(t)} {_md_cell(m)}: {_md_cell(r)}" for (t, m), r in refs.items()]
+    lines += [""] + [f"- {_md_cell(t)} {_md_cell(m)}: {_md_cell(r)}" for (t, m), r in reference_notes(heads).items()]
     excl = [d for d in diffs if d.excludes_zero]
     if diffs:
         lines += ["", f"Paired differences: {len(excl)} of {len(diffs)} have a 95% interval that excludes 0 "
@@ -364,6 +359,7 @@ def build_report(data: ReportData, title: str, pairs: str = "auto"):
         few_note=(f"Figures 2-5 draw the first {len(few)} of the {len(models)} models in the matrix order "
                   "(one Okabe-Ito colour each, yellow left out: weak on white); the matrix, the cards and the tables give every model."
                   if len(models) > len(few) else ""),
+        refs=reference_notes(h for c in cards.values() for h in c),
         vtext=value_text, ctext=cell_text, mark_legend=MARK_LEGEND, fmt=fmt, rtext=row_text,
         bar_left=lambda p: f"{25 + 50 * max(-0.5, min(1.5, p)):.1f}", **figs, **prov)
     return html, markdown_summary(data, heads, diffs, title), [d for d in drawn.values() if d is not None], tables
