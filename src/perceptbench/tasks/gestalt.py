@@ -32,7 +32,7 @@ from .base import Stimulus, Task, make_record
 __all__ = ["GeirhosClassificationTask", "SilhouetteTask", "EdgeTask", "CueConflictTask", "PANEL_CLASSIFICATION_TASKS",
            "MarkKernelTask", "MarkChannel", "MarkColorTask", "MarkShapeTask", "MarkSizeTask",
            "MarkShapeColorTask", "MarkSizeColorTask", "MarkShapeSizeTask", "MARK_KERNEL_TASKS", "MARK_KERNEL_IDS",
-           "SeriesCountTask", "KERNELS", "TABLEAU10", "TAB20", "SERIES_K", "load_kernel", "load_color_kernel",
+           "SeriesCountTask", "KERNELS", "KERNEL_NAMES", "TABLEAU10", "TAB20", "SERIES_K", "load_kernel", "load_color_kernel",
            "kernel_odd_one_out", "render_series_stimulus"]
 
 # --------------------------------------------------------------------------- closure
@@ -269,6 +269,9 @@ report matrix, paired differences and accuracy-vs-kappa figure follow the human-
 KERNELS = ("l5", "l9", "sa", "td", "tm")
 """The kernel study's elicitation methods (Demiralp et al. 2014 §3): Likert 5 and 9 points,
 spatial arrangement, triplet discrimination (odd one out), triplet matching."""
+KERNEL_NAMES = {"l5": "Likert, 5 points", "l9": "Likert, 9 points", "sa": "spatial arrangement",
+                "td": "triplet discrimination", "tm": "triplet matching"}
+"""What each kernel code of :data:`KERNELS` names (Demiralp et al. 2014 §3), for figures and tables."""
 
 KERNEL_DIR = "perceptual-kernels/data/kernels"
 
