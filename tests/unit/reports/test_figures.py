@@ -291,15 +291,20 @@ def _inside_figure(fig) -> bool:
     return tb.x0 >= 0 and tb.y0 >= 0 and tb.x1 <= w and tb.y1 <= h
 
 
+def _mark_rows(model: str, b: float, ci: tuple[float, float], floor: float) -> list:
+    """Score rows of the default mark-colour task: ``model``'s B with its CI and position floor,
+    and the other four kernels' B against tm (their values in the default run)."""
+    tid = "similarity.chart.mark_color"
+    rows = [ScoreRow(tid, model, "B", b, ci[0], ci[1], 120, 0),
+            ScoreRow(tid, model, "position_floor", floor, None, None, 120, 0)]
+    return rows + [ScoreRow(tid, f"human:kernel-{k}", "B", v, None, None, 120, 0)
+                   for k, v in (("l5", 0.870), ("l9", 0.874), ("td", 0.76), ("sa", 0.70))]
+
+
 def test_mark_figure_draws_a_point_at_b_1_whole_and_the_kernels_as_a_labelled_band():
     """Before: a model at B = 1.0 sat on the axes' edge, half clipped, and the kernels were grey
     ticks squeezed into the right margin."""
-    tid = "similarity.chart.mark_color"
-    rows = [ScoreRow(tid, "perfect", "B", 1.0, 1.0, 1.0, 120, 0),
-            ScoreRow(tid, "perfect", "position_floor", 0.39, None, None, 120, 0)]
-    rows += [ScoreRow(tid, f"human:kernel-{k}", "B", v, None, None, 120, 0)
-             for k, v in (("l5", 0.870), ("l9", 0.874), ("td", 0.76), ("sa", 0.70))]
-    d = F.draw_mark_color(rows)
+    d = F.draw_mark_color(_mark_rows("perfect", 1.0, (1.0, 1.0), 0.39))
     try:
         ax = d.fig.axes[0]
         assert ax.get_xlim()[1] > 1.0 and ax.get_xlim()[0] < 0.0  # B = 0 and 1 inside the axes
@@ -394,11 +399,7 @@ def test_mark_figure_names_the_reference_kernel_and_says_what_each_kernel_code_m
     """Before: the mark figure did not name the kernel B is scored against (tm) nor explain
     'sa', 'td', 'l5', 'l9'."""
     tid = "similarity.chart.mark_color"
-    rows = [ScoreRow(tid, "m", "B", 0.52, 0.42, 0.61, 120, 0),
-            ScoreRow(tid, "m", "position_floor", 0.33, None, None, 120, 0)]
-    rows += [ScoreRow(tid, f"human:kernel-{k}", "B", v, None, None, 120, 0)
-             for k, v in (("l5", 0.870), ("l9", 0.874), ("td", 0.76), ("sa", 0.70))]
-    d = F.draw_mark_color(rows)
+    d = F.draw_mark_color(_mark_rows("m", 0.52, (0.42, 0.61), 0.33))
     try:
         ax = d.fig.axes[0]
         assert [t.get_text() for t in ax.get_yticklabels()] == ["similarity.chart.\nmark_color\nreference: tm"]
