@@ -578,8 +578,8 @@ def ak_curves(rows: list[ScoreRow], only: list[str] | None = None):
     return svg_of(draw_ak_curves(rows, only))
 
 
-AK_THIN_NOTE = (f"hollow: few answers (< {MIN_N} trials at that k: n above each k;\n"
-                f"or > {MAX_NULL_RATE:.0%} of the model's trials null: said after its name)")
+AK_THIN_NOTE = (f"hollow: few answers: < {MIN_N} trials at that k\n(n above each k), or > {MAX_NULL_RATE:.0%} "
+                "of the model's\ntrials null (said after its name)")
 """The a(k) figure's legend line for hollow points: the per-k counts are printed once per k along
 the top of the panel (beside each of up to 15 x 7 points they would cover the curves)."""
 
@@ -626,7 +626,7 @@ def draw_ak_curves(rows: list[ScoreRow], only: list[str] | None = None) -> Drawn
                 thr = capacity_threshold({k: r.value for k, r in pts if _finite(r.value)})
                 if _finite(thr):
                     ax.axhline(thr, color=st["color"], lw=0.8, ls="--", alpha=0.8,
-                               label="dashed: half the mean a(k \u2264 4), the capacity threshold"
+                               label="dashed: capacity threshold, half the mean a(k \u2264 4)"
                                if q == 0 and i == 0 else None)
                     d.add(task_id=tid, model=m, role="capacity threshold", metric="a_k", plotted_as="y line",
                           value=thr, panel=tid,
@@ -653,6 +653,7 @@ def draw_ak_curves(rows: list[ScoreRow], only: list[str] | None = None) -> Drawn
                 axc.annotate(f"{name}: {txt}", (1.4, y), xytext=(0, 4), textcoords="offset points",
                              fontsize=MIN_FONT_PT, va="bottom", ha="left", color="#222222")
             ax.set_ylim(-0.03, 1.03)
+            ax.set_yticks(np.linspace(0, 1, 6))  # fixed: a locator would choose by the font size at each draw
             ax.set_ylabel("a(k): accuracy (proportion)")
             ns = [r.n for (t, mm, met), r in ix.items() if t == tid and met.startswith("a_k[") and r.n is not None
                   and mm in models]
@@ -667,7 +668,8 @@ def draw_ak_curves(rows: list[ScoreRow], only: list[str] | None = None) -> Drawn
                 top = matplotlib.transforms.blended_transform_factory(ax.transData, ax.transAxes)
                 for k, kn in sorted(by_k.items()):
                     ax.text(k, 1.0, f"n={min(kn)}" if min(kn) == max(kn) else f"n={min(kn)}-{max(kn)}",
-                            transform=top, fontsize=MIN_FONT_PT, ha="center", va="bottom", color="#444444")
+                            transform=top, fontsize=MIN_FONT_PT, ha="center", va="bottom", color="#444444",
+                            in_layout=False)  # inside the axes' width, under the title's pad: no room to make
             ax.set_title(f"{task_label(tid)}: a(k), 95% CI per k" + (f"\n{small[2:]}" if small else ""), loc="left",
                          pad=12 if small else 6)
             ax.tick_params(labelbottom=False)
@@ -683,7 +685,7 @@ def draw_ak_curves(rows: list[ScoreRow], only: list[str] | None = None) -> Drawn
             for h, lab in zip(*a_.get_legend_handles_labels()):
                 legend.setdefault(lab, h)
         widest = max(len(line) for lab in legend for line in lab.split("\n"))
-        ncols = 2 if widest <= 60 else 1  # two columns of long labels run off a 7.16 in page
+        ncols = 2 if widest <= 52 else 1  # two columns of long labels run off a 7.16 in page
         if ncols == 1:  # the legend's extra rows get their own height, the panels keep theirs
             fig.set_figheight(fig.get_figheight() + 0.13 * sum(lab.count("\n") + 1 for lab in legend) / 2)
         fig.legend(list(legend.values()), list(legend), loc="outside lower center", frameon=False, ncols=ncols)

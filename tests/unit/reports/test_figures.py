@@ -375,7 +375,7 @@ def test_ak_figure_prints_the_counts_its_hollow_points_promise_draws_chance_and_
         ax, axc = d.fig.axes[:2]
         counts = [t for t in ax.texts if t.get_text() == "n=10"]
         assert len(counts) == 15  # one count per k, for the 15 hollow points
-        assert any("n above each k" in t for t in _legend_texts(d.fig))
+        assert any("trials at that k\n(n above each k)" in t for t in _legend_texts(d.fig))
         chance = [ln for ln in ax.get_lines() if list(ln.get_ydata()) == [0.05, 0.05]]
         assert chance and any(t.startswith("chance 0.05") for t in _legend_texts(d.fig))
         assert "capacity_k = the smallest k with a(k) below 0.5 x the model's mean a(k ≤ 4)" in axc.get_xlabel()
