@@ -60,6 +60,7 @@ class CategoryMeanTask(Task):
     """
 
     base_id = "similarity.chart.category_mean"
+    title = "Highest-mean category in scatterplots"
     principle = "similarity"
     track = "chart"
     response_space = "choice"

@@ -38,6 +38,7 @@ from typing import Iterable, Sequence
 import numpy as np
 
 from ..core.rows import ScoreRow
+from ..core.text import counted
 from ..metrics.bootstrap import N_BOOT_B, bootstrap
 from ..metrics.error_detection import (MIN_CLASS, auroc_draws, auroc_rows, average_rank_fraction, brier_rows,
                                        REJECT_FRACTION, class_check, ece_rows, paired_auroc_diff, prr_rows,
@@ -86,7 +87,7 @@ def _prr_row(task_id, model, metric, error, score, n, n_null, seed, note) -> Sco
     row = _boot_row(task_id, model, metric, lambda idx: prr_rows(error[idx], score[idx]), n, n_null, seed, note,
                     "" if error.any() else "no errors (baseline risk 0)")
     if error.any() and int(math.floor(REJECT_FRACTION * n + 1e-9)) == 0:
-        row.note = (f"{n} parseable samples < {math.ceil(1 / REJECT_FRACTION)}: rejecting the worst-ranked 20% "
+        row.note = (f"{counted(n, 'parseable sample')} < {math.ceil(1 / REJECT_FRACTION)}: rejecting the worst-ranked 20% "
                     "rejects floor(0.2 n) = 0 samples")
     return row
 
@@ -138,7 +139,7 @@ def cell_diagnostics(task_id: str, model: str, cell: Sequence[VSISample], seed: 
                               lambda idx: ece_rows(vc[idx], ~verr[idx]), nv, nv_null, seed))
         rows.append(_boot_row(task_id, model, f"brier_verbal_conf{sfx}",
                               lambda idx: brier_rows(vc[idx], ~verr[idx]), nv, nv_null, seed))
-        pwhy = "" if nv >= MIN_CLASS else f"{nv} samples with verbalised confidence < {MIN_CLASS}"
+        pwhy = "" if nv >= MIN_CLASS else f"{counted(nv, 'sample')} with verbalised confidence < {MIN_CLASS}"
 
         def pearson(idx):
             a, b = -vvsi[idx], -vc[idx]
@@ -166,7 +167,7 @@ def cell_diagnostics(task_id: str, model: str, cell: Sequence[VSISample], seed: 
     # quintiles, quadrants (fixed membership; the CI resamples samples within each group)
     q = quintiles(vsi, [s.sample_id for s in parse])
     bottom, top = q == 0, q == 4
-    qwhy = "" if n >= 5 * MIN_CLASS else f"{n} parseable samples < {5 * MIN_CLASS} (5 per quintile)"
+    qwhy = "" if n >= 5 * MIN_CLASS else f"{counted(n, 'parseable sample')} < {5 * MIN_CLASS} (5 per quintile)"
     eb, et = err[bottom], err[top]
     rows.append(_boot_row(task_id, model, f"error_rate_bottom_quintile{sfx}",
                           lambda idx: eb[idx].mean(1), int(bottom.sum()), n_null, seed, "", qwhy))

@@ -39,6 +39,7 @@ from typing import Sequence
 import numpy as np
 
 from ..core.rows import ScoreRow
+from ..core.text import counted
 from ..metrics.bootstrap import N_BOOT_B
 from ..metrics.error_detection import MIN_CLASS, N_BINS, auroc
 from ..metrics.error_structure import (enrichment, joint_grid, pooled_ratio, pooled_ratio_interval, ratio_interval,
@@ -331,7 +332,7 @@ def win_tally_rows(signal_cells: Sequence, signals: Sequence[str]) -> list[Score
         won = [sc for sc in scs if sc.winner]
         tid = _join(sc.task_id for sc in scs)  # task ids hold commas (@n=40,sigma=10): never split them
         none = len(scs) - len(won)
-        tail = f"; {none} cells without a winner (too few errors or correct answers)" if none else ""
+        tail = f"; {counted(none, 'cell')} without a winner (too few errors or correct answers)" if none else ""
         for sig in signals:
             k = sum(sc.winner == sig for sc in won)
             rows.append(ScoreRow(tid, ALL, f"signal_wins[{sig},sigma={sigma:g}]", float(k), None, None, len(won), None,

@@ -230,3 +230,14 @@ def test_prr80_under_five_parseable_samples_and_small_quadrants_say_why_in_the_n
     assert q.n == 1 and math.isfinite(q.value)
     assert "from 1 bottom-quintile sample(s)" in q.note and "need 25 parseable samples" in q.note
     assert "4 parseable samples < 25" in by["error_rate_bottom_quintile[region,sigma=20]"].note
+
+
+def test_class_check_note_is_singular_for_one_error_or_one_correct_answer():
+    """Before: '1 errors < 5' in the VSI signal table and notes."""
+    import numpy as np
+
+    from perceptbench.metrics.error_detection import class_check
+
+    assert class_check(np.array([True] + [False] * 9)) == "1 error < 5"
+    assert class_check(np.array([False] + [True] * 9)) == "1 correct answer < 5"
+    assert class_check(np.array([True] * 3 + [False] * 9)) == "3 errors < 5"
