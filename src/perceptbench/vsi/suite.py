@@ -18,12 +18,13 @@ from .samples import BLURS, VSISample, vsi_samples
 
 def vsi_analysis_rows(records: list[TrialRecord], seed: int | None = None,
                       features_dir: str | os.PathLike | None = None,
-                      families: dict[str, str] | None = None) -> list[ScoreRow]:
+                      families: dict[str, str] | None = None, pairs: str = "auto") -> list[ScoreRow]:
     """Seed 002 §2.3-§4 analyses over every VSI record of a blur condition (all tasks and models
     together): empty when there is none.  Seed: ``seed``, else the VSI records' unique seed
     (ValueError if several).  Probe rows need ``features_dir`` (read with numpy; no torch); when
     it is given but does not exist (a records file copied without its run directory), the probe
-    rows are undefined and name the feature files they need."""
+    rows are undefined and name the feature files they need.  ``pairs``: which model pairs get
+    per-pair rows (:data:`perceptbench.scorers.pairs.PAIR_MODES`; :func:`~.analysis.score_vsi_analyses`)."""
     samples = blur_samples(records)
     if not samples:
         return []
@@ -35,7 +36,7 @@ def vsi_analysis_rows(records: list[TrialRecord], seed: int | None = None,
             raise ValueError(f"VSI records carry several seeds {sorted(seeds)}; pass --seed")
         s = seeds.pop()
     probe = ProbeFeatures(features_dir) if features_dir is not None else None
-    return score_vsi_analyses(samples, seed=s, probe=probe, families=families)
+    return score_vsi_analyses(samples, seed=s, probe=probe, families=families, pairs=pairs)
 
 
 def blur_samples(records: list[TrialRecord]) -> list[VSISample]:
@@ -52,5 +53,5 @@ class VSISuiteAnalysis(SuiteAnalysis):
 
     def rows(self, records: list[TrialRecord], *, seed: int | None, features_dir: str | os.PathLike | None,
              families: dict[str, str] | None, task_rows: list[ScoreRow],
-             models: dict[str, dict] | None) -> list[ScoreRow]:
-        return vsi_analysis_rows(records, seed, features_dir, families)
+             models: dict[str, dict] | None, pairs: str = "auto") -> list[ScoreRow]:
+        return vsi_analysis_rows(records, seed, features_dir, families, pairs)
