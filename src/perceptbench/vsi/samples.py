@@ -92,7 +92,8 @@ per cell):
 
 Support of truncated distributions (documented in ``docs/metrics.md``)
 ----------------------------------------------------------------------
-See :func:`perceptbench.metrics.topk_kl.kl_topk`, the one KL formula.
+See :func:`perceptbench.metrics.topk_kl.kl_topk`, the one KL formula (computed for many pairs
+at once, bit for bit, by :func:`perceptbench.metrics.topk_kl.kl_topk_batch`).
 """
 
 from __future__ import annotations
@@ -270,6 +271,10 @@ def _pairs(records: Iterable[Any]) -> list:
     A perturbed record without its clean record is ignored (an interrupted run; a rerun
     completes it).  Sorted by (task_id, model, sample_id,
     perturbation).  Raises ValueError when a VSI record lacks a key of :data:`VSI_META_KEYS`.
+    The guards and the KL of every pair are computed at once on arrays (:class:`_Distributions`,
+    :func:`~perceptbench.metrics.topk_kl.kl_topk_batch`), each record's distribution read once,
+    with the values of the pair-by-pair definition (:func:`distribution_flags`,
+    :func:`vsi_of_records`), bit for bit.
     """
     clean: dict[tuple, Any] = {}
     pert: list[tuple[tuple, Any, dict]] = []
