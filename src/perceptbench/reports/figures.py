@@ -1292,7 +1292,8 @@ def draw_vsi_reliability(rows: list[ScoreRow], only: list[str] | None = None) ->
 
 MAX_JOINT_PANELS = 6
 """The joint-quintile figure draws at most this many (task, cell, model pair) panels; the
-``joint_error_grid`` rows in scores.json hold every pair."""
+``joint_error_grid`` rows in scores.json hold every pair scoring compared (every pair up to 20
+models, the ranking neighbours above: ``score --pairs``, docs/metrics.md "VSI model pairs")."""
 
 
 def draw_vsi_joint_quintiles(rows: list[ScoreRow], max_panels: int = MAX_JOINT_PANELS) -> Drawn | None:
