@@ -16,6 +16,7 @@ from perceptbench.metrics.error_consistency import (
 from perceptbench.record_table import TaskColumns, read_columns
 from perceptbench.records import RecordError, read_records
 from perceptbench.scoring import score_file, score_records
+from perceptbench.tasks import get_task
 from helpers.paths import FIXTURES
 
 FIX = FIXTURES / "scale"
@@ -285,3 +286,26 @@ def test_human_rows_cached_by_the_task_instance_per_seed_and_human_data(tmp_path
     assert len(cache) == 2  # other human data, other key
     assert [vars(r) for r in changed] != [vars(r) for r in first]
     assert [vars(r) for r in score_file(p, tmp_path / "a.csv") if r.task_id == tid] == [vars(r) for r in first]
+
+
+def test_chart_category_and_salbench_score_on_the_columns_like_score_records(tmp_path, monkeypatch):
+    """The chart-category panel and SalBench label sets (VLM answers re-parsed) score from the
+    columns, no record read back, and give exactly the rows of the record path."""
+    import perceptbench.record_table as rt
+    from perceptbench.testing.synthetic_runs import synthetic_records
+    from helpers.records import plant_records
+
+    tasks = ("similarity.chart.category_mean@n_test=60", "salbench.detection.syn@n=60,n_probe=0")
+    recs = synthetic_records(["m0", "m1", "m2"], tasks=tasks, raw_output="I think")
+    p = plant_records(tmp_path / "run", recs)
+
+    def refuse(*a, **k):
+        raise AssertionError("a columnar task was read back as records")
+
+    monkeypatch.setattr(rt, "task_records", refuse)
+    for mode in ("default", "strict"):
+        rows = score_file(p, tmp_path / f"{mode}.csv", parser_mode=mode)
+        assert [vars(r) for r in rows] == [vars(r) for r in score_records(recs, parser_mode=mode)]
+    assert {r.task_id for r in rows} == {get_task(t).task_id for t in tasks}
+    assert any(r.metric == "kappa_pairwise" and r.model == "m1" for r in rows)
+    assert any(r.metric == "mean_f1" and r.model == "m1" for r in rows)
