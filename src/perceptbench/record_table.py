@@ -11,8 +11,9 @@ for ``validate`` and resume, too heavy for scoring 10^6 records.  Two readers he
   type per column) and decoded once per distinct value.
   VLM prompt answers (and encoders' retrieval cosines) are kept as dictionary-coded
   ``raw_output`` text, so scoring re-parses each distinct answer once, on the columns.
-* :func:`read_index` + :func:`task_records` (``export``, and tasks that need record objects:
-  VSI records, skipped trials, repeated trials to vote on): pyarrow reads the fixed-type index columns
+  Tasks that need record objects (VSI records, skipped trials, repeated trials to vote on) are
+  read back line by line (:meth:`ColumnarRecords.records`).
+* :func:`read_index` + :func:`task_records` (``export``): pyarrow reads the fixed-type index columns
   (``task_id``, ``model``, ``trial_id``, ``run_meta.seed``); the records of **one task at a
   time** are read back by byte offset and validated line by line
   (:func:`~perceptbench.records.parse_record_line`, the validating reader's parser).
@@ -352,6 +353,26 @@ class ColumnarRecords(dict):
         super().__init__()
         self.path = path
         self.simple: dict[str, bool] = {}
+
+    def records(self, task_id: str) -> list[TrialRecord]:
+        """The records of one task as objects, in file order: one pass over the file's lines
+        picking the task's lines (:attr:`TaskColumns.row`: :func:`read_columns` takes only files
+        without blank lines, so rows are line numbers), each validated by the validating reader's
+        line parser (:func:`~perceptbench.records.parse_record_line`; a bad line raises its
+        :class:`RecordError` naming file, line and field)."""
+        from .records import parse_record_line
+
+        rows = iter(np.sort(self[task_id].row).tolist())
+        want = next(rows, None)
+        out = []
+        with open(self.path, "rb") as f:
+            for i, line in enumerate(f):
+                if i == want:
+                    out.append(parse_record_line(line.rstrip(b"\n"), f"{self.path}:{i + 1}"))
+                    want = next(rows, None)
+                    if want is None:
+                        break
+        return out
 
 
 #: JSON types of an answer (``response``, ``ground_truth``: a string, an integer, a list of strings

@@ -263,13 +263,10 @@ def _score_columns(columns, seed: int | None, parser_mode: str, features_dir, fa
     from ``raw_output`` alone (``parses_raw_output``; re-parsed on the columns by
     :func:`reparse_columns`), with no judge reading to add, and whose task has ``score_columns``
     is scored from the columns (no record object is built); any other task is read back as
-    records by byte offset and scored as :func:`score_records` does."""
-    from .record_table import read_index, task_records
-
-    index = None
+    records (:meth:`~perceptbench.record_table.ColumnarRecords.records`) and scored as
+    :func:`score_records` does."""
 
     def tasks():
-        nonlocal index
         for task_id in sorted(columns):
             c = columns[task_id]
             task = get_task(task_id)
@@ -279,11 +276,7 @@ def _score_columns(columns, seed: int | None, parser_mode: str, features_dir, fa
                     judgments and hasattr(task, "score_judged")):
                 yield task_id, c
                 continue
-            if index is None:
-                index = read_index(columns.path)
-                if index is None:  # pragma: no cover - read_columns took the file, so pyarrow does
-                    raise RecordError(f"{columns.path}: cannot index the records file; run `perceptbench validate`")
-            yield task_id, task_records(index, task_id)
+            yield task_id, columns.records(task_id)
 
     return _score_tasks(tasks(), seed, parser_mode, features_dir, families, models, judgments)
 

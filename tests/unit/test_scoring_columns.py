@@ -309,3 +309,19 @@ def test_chart_category_and_salbench_score_on_the_columns_like_score_records(tmp
     assert {r.task_id for r in rows} == {get_task(t).task_id for t in tasks}
     assert any(r.metric == "kappa_pairwise" and r.model == "m1" for r in rows)
     assert any(r.metric == "mean_f1" and r.model == "m1" for r in rows)
+
+
+def test_tasks_read_back_as_records_are_the_validated_lines_and_a_bad_one_is_named(tmp_path, lines):
+    """A task scored from record objects (here: repeated VLM trials) is read back line by line from
+    its rows: the same records the validating reader gives; a line the columnar checks pass but the
+    schema refuses (``principle`` not a string) raises naming the file, line and field."""
+    all_lines = _with_vlm(lines, n_reps=2)
+    p = _write(tmp_path, all_lines)
+    tid = "closure.nat.silhouette"
+    assert read_columns(p).records(tid) == [r for r in read_records(p) if r.task_id == tid]
+    i = next(i for i, ln in enumerate(all_lines) if '"model": "vlm-x"' in ln)
+    o = json.loads(all_lines[i])
+    o["principle"] = 3
+    bad = _write(tmp_path, all_lines[:i] + [json.dumps(o) + "\n"] + all_lines[i + 1:], "bad.jsonl")
+    with pytest.raises(RecordError, match=rf"^{bad}:{i + 1}: field principle"):
+        score_file(bad, tmp_path / "bad.csv")
