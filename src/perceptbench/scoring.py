@@ -165,13 +165,14 @@ def reparse_columns(c, task, mode: str):
     flags = {metric: np.array([bool(pred(meta)) for meta in metas])[back] for metric, (pred, _) in PARSE_COUNTS.items()}
     null = np.array([resp is None for resp, _ in parsed])[inv]
     model = c.model[sel]
+    k = len(c.models)
+    n_of, null_of = np.bincount(model, minlength=k), np.bincount(model, weights=null, minlength=k)
+    count_of = {metric: np.bincount(model, weights=f, minlength=k) for metric, f in flags.items()}
     rows = []
-    for m in sorted(np.unique(model).tolist(), key=lambda k: c.models[k]):
-        mine = model == m
-        n, n_null = int(mine.sum()), int(null[mine].sum())
+    for m in sorted(np.flatnonzero(n_of).tolist(), key=lambda x: c.models[x]):
         for metric, (_, note) in PARSE_COUNTS.items():
-            rows.append(ScoreRow(c.task_id, c.models[m], metric, float(flags[metric][mine].sum()), None, None,
-                                 n, n_null, f"{note}; parser mode {mode}"))
+            rows.append(ScoreRow(c.task_id, c.models[m], metric, float(count_of[metric][m]), None, None,
+                                 int(n_of[m]), int(null_of[m]), f"{note}; parser mode {mode}"))
     return out, rows
 
 
