@@ -16,6 +16,10 @@ ended children; the 1-minute load average is recorded per timing):
 * ``bare model(x)``: ``model(x)`` on the same images, preprocessed beforehand, in batches of
   ``--batch-size``.
 
+The first ``path`` run of the process is timed apart (before the repeats) and printed on its own
+line: it also pays importing scikit-learn, once per process (a user's ``perceptbench run`` pays it
+once for all its tasks); the repeats measure the per-run cost.
+
 Printed: per arm the median [min-max] of CPU and wall seconds over the repeats and the load
 range; the ratios ``bare / path`` and ``bare / (preprocess+forward)`` (CPU time per repeat, median
 [range]): 1.0 = the path costs no more than the forward passes.  ``--threads`` sets torch's
@@ -25,13 +29,16 @@ data mirror (PERCEPTBENCH_MIRROR).
 Measured (issue 25; shared 2-core machine; ``--tasks similarity.chart.series_count``, 190 images,
 CPU ratios, median [range] of 5): bare / path 0.724 [0.633-0.828] before, 0.722 [0.659-0.842]
 after batched normalisation; bare / (preprocess+forward) 0.888 [0.865-0.910] before (load 8-18),
-0.998 [0.870-1.051] after (load 4-8).  Details: docs/performance.md.
+0.998 [0.870-1.051] after (load 4-8).  After the 6-fit ridge readout and the timm-free default
+(``--tasks similarity.chart.series_count@n_test=10``, 160 images, load 15-21): bare / path 0.858
+[0.848-0.932], bare / (preprocess+forward) 0.925 [0.873-0.988].  Details: docs/performance.md.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import statistics
 import sys
 import tempfile
 from pathlib import Path
@@ -77,6 +84,9 @@ def main() -> None:
                 enc.model(xb)
 
     bare()  # warm-up
+    # the first run in a process also imports scikit-learn (the probe; once per process, ~2-3 s CPU):
+    # timed apart, so that the interleaved repeats compare the steady per-run cost
+    first = _m.timed(path)
     runs = _m.interleave({"path": path, "preprocess+forward": pre_forward, "bare model(x)": bare}, args.repeats)
     print(f"{len(images)} images ({', '.join(tasks)}), batch {bs}, torch threads {torch.get_num_threads()}, "
           f"{args.repeats} interleaved repeats (median [range]):")
@@ -84,6 +94,8 @@ def main() -> None:
     p, pf, b = runs.values()
     print(f"  bare / path:                CPU {_m.spread(_m.ratio(p, b))}   wall {_m.spread(_m.ratio(p, b, 'wall'))}")
     print(f"  bare / preprocess+forward:  CPU {_m.spread(_m.ratio(pf, b))}   wall {_m.spread(_m.ratio(pf, b, 'wall'))}")
+    print(f"  first run (imports scikit-learn): CPU {first['cpu']:.2f} s, wall {first['wall']:.2f} s, load {first['load']:.1f};"
+          f" bare (median) / first: CPU {statistics.median(r['cpu'] for r in b) / first['cpu']:.3f}")
     print(f"  load {_m.loads(runs)}")
 
 

@@ -18,7 +18,7 @@ wall time measures the neighbours' load, CPU time the work done.
 
     PYTHONPATH=src python benchmarks/bench_vsi.py [--n 16] [--n2 32] [--batch 8] [--verbal-conf 0|1]
         [--repeats 5] [--scale prefill|tiny] [--model-dir DIR] [--device cpu|cuda] [--dtype float32|bfloat16]
-        [--profile FILE]
+        [--profile FILE] [--stages] [--kv-in-place 0|1]
 
 Without ``--model-dir`` a random LLaVA is built offline: ``--scale prefill`` (default: 336 px /
 patch 14 = 576 image tokens as in LLaVA-1.5, a small CLIP tower and Llama: hidden 256 / 384, 4
@@ -26,13 +26,19 @@ layers each; prefill dominates the cost as in 7B-class VLMs) or ``--scale tiny``
 (perceptbench.testing.tiny_vlm: 16 image tokens, hidden 64; decode steps cost about as much as a
 prefill).  Random weights never emit EOS, so every clean generation and confidence answer runs
 the full 8 new tokens (a worst case: real models answer "Yes" / "B" in one or two tokens).
-Timings exclude model loading.  ``--profile FILE``: cProfile one full run instead.
+Timings exclude model loading.  ``--profile FILE``: cProfile one full run instead.  ``--stages``:
+exclusive CPU seconds per stage (processor, vision tower, prompt prefills, the follow-up turn's
+prefill, decoding steps, renders, hashes, distributions; the rest is the response cache and records)
+of one full run and one bare run, after the warm-up; the model's work is unchanged (wrappers on the
+instance only).
 
 Measured (issue 25; shared 2-core machine; ``--n 8 --repeats 5``, prefill scale, CPU ratio
 bare / full, median [range]): 0.801 [0.762-0.917] at load 5-13 before the search arrays hashed
-lazily, 0.837 [0.814-0.904] at load 13-22 after.  The ceiling with this model's 8 + 8 decoded
-tokens is ~0.90 (docs/performance.md).  Earlier figures (best of 2, issue 9: 0.94 / 0.89 at 8 / 16
-samples) were best-of timings and did not hold under interleaved medians.
+lazily, 0.857 [0.810-0.942] at load 15-17 after, 0.899 [0.850-0.902] at load 16-17 (and 0.880
+[0.836-0.981] over 7 repeats at load 16-21) with the VSI generations' KV cache grown in place (``HFVLM.kv_in_place``; ``--kv-in-place 0``: the old path).
+``--stages`` gives where the time goes (docs/performance.md, "VSI: full measurement vs three bare
+prefills").  Earlier figures (best of 2, issue 9: 0.94 / 0.89 at 8 / 16 samples) were best-of
+timings and did not hold under interleaved medians.
 
 The tiny model is not a VSI-shaped workload: its three prefills cost ~9 ms per sample, while
 rendering the search array (~10 ms), the two blurs (~20 ms) and 15 decode steps
@@ -84,6 +90,79 @@ def build_prefill_llava(directory: str):
     return tv._finish(model, proc, directory, tok)
 
 
+class Stages:
+    """Exclusive CPU seconds (``time.process_time``) per named stage: a stage's time excludes the stages
+    timed inside it (a stack), so the stages and the remainder add up to the total."""
+
+    def __init__(self):
+        self.cpu: dict[str, float] = {}
+        self.calls: dict[str, int] = {}
+        self._stack: list[list] = []
+
+    def wrap(self, name, fn):
+        """``fn`` timed under ``name`` (a string, or a callable of the call's arguments giving it); the
+        wrapper keeps ``fn``'s signature (transformers inspects ``forward``'s)."""
+        import functools
+
+        @functools.wraps(fn)
+        def timed(*a, **kw):
+            import time
+
+            key = name(*a, **kw) if callable(name) else name
+            self._stack.append([key, time.process_time(), 0.0])
+            try:
+                return fn(*a, **kw)
+            finally:
+                k, t0, inner = self._stack.pop()
+                dt = time.process_time() - t0
+                self.cpu[k] = self.cpu.get(k, 0.0) + dt - inner
+                self.calls[k] = self.calls.get(k, 0) + 1
+                if self._stack:
+                    self._stack[-1][2] += dt
+        return timed
+
+    def report(self, total: float, title: str) -> None:
+        print(f"{title}: {total:.3f} s CPU")
+        for k, v in sorted(self.cpu.items(), key=lambda kv: -kv[1]):
+            print(f"  {k:44s} {v:7.3f} s  {100 * v / total:5.1f}%  ({self.calls[k]} calls)")
+        rest = total - sum(self.cpu.values())
+        print(f"  {'other (response cache, records, parsing, checks)':44s} {rest:7.3f} s  {100 * rest / total:5.1f}%")
+
+
+def instrument(vlm, stages: Stages) -> None:
+    """Time ``vlm``'s VSI stages in ``stages`` (instance attributes only: the model's work is unchanged):
+    the processor, the vision tower, each model forward by kind (a prompt's prefill, a follow-up turn's
+    prefill over the cache, one decoding step; in a generation or a bare prefill pass) and the
+    distributions' extraction."""
+    phase = ["bare prefill pass"]
+
+    def forward_kind(*a, **kw):
+        ids = kw.get("input_ids")
+        cache = kw.get("cache", kw.get("past_key_values"))
+        past = cache.get_seq_length() if cache is not None and hasattr(cache, "get_seq_length") else 0
+        n = ids.shape[1] if ids is not None else kw["inputs_embeds"].shape[1]
+        step = "decoding step" if n == 1 else ("turn prefill over the cache" if past else "prompt prefill (LM)")
+        return f"{phase[0]}: {step}"
+
+    gen = vlm.model.generate
+
+    def generate(*a, **kw):
+        cache = kw.get("cache", kw.get("past_key_values"))
+        phase[0] = "follow-up" if cache is not None and cache.get_seq_length() > 0 else "clean generation"
+        try:
+            return gen(*a, **kw)
+        finally:
+            phase[0] = "bare prefill pass"
+
+    vlm.model.generate = generate
+    vlm.model.forward = stages.wrap(forward_kind, vlm.model.forward)
+    inner = vlm.model.base_model
+    inner.get_image_features = stages.wrap("vision tower (+ projector)", inner.get_image_features)
+    vlm._encode = stages.wrap("processor (images + chat text)", vlm._encode)
+    vlm._distribution = stages.wrap("top-50 distributions", vlm._distribution)
+    vlm._follow_up_suffixes = stages.wrap("follow-up token suffixes", vlm._follow_up_suffixes)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--n", type=int, default=16)
@@ -97,6 +176,10 @@ def main() -> None:
     ap.add_argument("--dtype", default=None)
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--profile", default=None, help="cProfile one full run of --n samples into this file, then stop")
+    ap.add_argument("--stages", action="store_true",
+                    help="CPU seconds per stage of one full run and of one bare run (after the warm-up), then stop")
+    ap.add_argument("--kv-in-place", type=int, default=1, choices=[0, 1],
+                    help="0: transformers' own KV cache in the VSI generations (the path before issue 25)")
     args = ap.parse_args()
 
     import torch
@@ -120,14 +203,23 @@ def main() -> None:
         else:
             d = build_prefill_llava(os.path.join(tmp, "prefill-llava"))
         vlm = HFVLM(d, device=args.device, dtype=args.dtype)
+        vlm.kv_in_place = bool(args.kv_in_place)
         sync = (lambda: torch.cuda.synchronize()) if args.device.startswith("cuda") else (lambda: None)
         count = iter(range(10 ** 6))
+
+        stages = Stages() if args.stages else None
 
         def full(n: int):
             def go():
                 k = next(count)
                 task = get_task(f"vsi.salbench.syn@n={n},verbal_conf={args.verbal_conf}")  # fresh: nothing rendered
-                stim = task.stimuli(0)
+                stim = (task.stimuli if stages is None else stages.wrap("stimuli (samples, search-array layouts)",
+                                                                        task.stimuli))(0)
+                if stages is not None:
+                    import dataclasses
+
+                    stim = [dataclasses.replace(s, render=stages.wrap(f"render ({s.meta['vsi']['condition']})",
+                                                                      s.render)) for s in stim]
                 cached = CachedVLM(vlm, ResponseCache(os.path.join(tmp, f"cache-{k}")))
                 with RecordStore(os.path.join(tmp, f"rec-{k}.jsonl")) as store:
                     job = Job(task, vlm, cached.name, stim, [], store, 0, "bench", Path(tmp))
@@ -147,6 +239,26 @@ def main() -> None:
 
         full(2)()  # warm-up
         bare(2)()
+        if args.stages:
+            import time
+
+            import perceptbench.vsi.respondent as resp
+
+            instrument(vlm, stages)
+            resp.image_sha256 = stages.wrap("image hashes", resp.image_sha256)
+            f, b = full(args.n), bare(args.n)  # the bare arm's images rendered here, untimed
+            stages.cpu.clear(), stages.calls.clear()  # (the warm-up's renders)
+            c0 = time.process_time()
+            f()
+            full_cpu = time.process_time() - c0
+            stages.report(full_cpu, f"full VSI, n={args.n} (one run, kv_in_place={args.kv_in_place})")
+            stages.cpu.clear(), stages.calls.clear()
+            c0 = time.process_time()
+            b()
+            bare_cpu = time.process_time() - c0
+            stages.report(bare_cpu, f"3 bare prefills, n={args.n}")
+            print(f"ratio bare / full (this one pair): {bare_cpu / full_cpu:.3f}")
+            return
         if args.profile:
             import cProfile
             cProfile.runctx("f()", globals(), {"f": full(args.n)}, args.profile)

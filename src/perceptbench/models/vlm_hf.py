@@ -28,7 +28,7 @@ from PIL import Image
 
 from .base import ModelLoadError, TokenDistribution, VLMRequest
 
-__all__ = ["HFVLM", "FollowUp", "VisionTowerUnavailable", "local_weights_sha256"]
+__all__ = ["HFVLM", "FollowUp", "VisionTowerUnavailable", "growing_kv_cache", "local_weights_sha256"]
 
 _WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth", ".gguf")
 
@@ -234,6 +234,11 @@ class HFVLM:
         }
         if attn_implementation:  # only when given: the cache keys of runs without it stay as they were
             self.generation_settings["attn_implementation"] = str(attn_implementation)
+        self.kv_in_place = True
+        """The VSI generations (:meth:`generate_with_distribution`, the follow-up turn) keep their KV cache in
+        buffers that grow in place (:func:`growing_kv_cache`) instead of re-concatenating it at every step; the
+        values are the same (tested bit for bit), so this is not a generation setting.  False: transformers'
+        own cache (the reference the tests and ``benchmarks/bench_vsi.py --stages`` compare with)."""
         self.temperature = float(temperature)
         if not self.temperature >= 0:
             raise ValueError(f"temperature must be >= 0, not {temperature!r}")
@@ -271,10 +276,8 @@ class HFVLM:
         adds training labels) never; ``token_type_ids`` only where the model's ``forward`` names it
         (PaliGemma and Gemma 3 attend bidirectionally over the image tokens with it; other
         families' tokenizers return it unasked and their models refuse it)."""
-        import inspect
-
         inputs.pop("labels", None)
-        if "token_type_ids" not in inspect.signature(self.model.forward).parameters:
+        if "token_type_ids" not in self._forward_params():
             inputs.pop("token_type_ids", None)
         return inputs.to(self.device)
 
@@ -299,6 +302,22 @@ class HFVLM:
             top_k=None,
             pad_token_id=self.tokenizer.pad_token_id,
         )
+
+    def _cache_kwargs(self) -> dict:
+        """``{name: cache}`` for ``model.generate``: an empty :func:`growing_kv_cache` when
+        :attr:`kv_in_place` is on and the model takes one, else ``{}`` (generate makes its own)."""
+        if not self.kv_in_place:
+            return {}
+        cache = growing_kv_cache(self.model)
+        if cache is None:
+            return {}
+        params = self._forward_params()
+        return {"cache" if "cache" in params else "past_key_values": cache}
+
+    def _forward_params(self) -> set[str]:
+        import inspect
+
+        return set(inspect.signature(self.model.forward).parameters)
 
     # --------------------------------------------------------------- interface
     def generate_ids(self, requests: Sequence[VLMRequest], batch_size: int = 8) -> list[list[int]]:
@@ -389,9 +408,8 @@ class HFVLM:
                 raise ValueError("top_k must be >= 1 or None")
             order = order[: min(int(top_k), V)]
         ids = [int(i) for i in order]
-        tokens = tuple(self.tokenizer.batch_decode([[i] for i in ids], skip_special_tokens=False))
         return TokenDistribution(
-            tokens=tokens,
+            tokens=self._token_texts(ids),
             logprobs=lp[order],
             complete=len(ids) == V,
             token_ids=tuple(ids),
@@ -506,8 +524,17 @@ class HFVLM:
             part = np.argpartition(-lp, int(top_k) - 1)[: int(top_k)]
             order = part[np.lexsort((part, -lp[part]))]  # descending logprob, ties by id
         ids = [int(i) for i in order]
-        tokens = tuple(self.tokenizer.batch_decode([[i] for i in ids], skip_special_tokens=False))
-        return TokenDistribution(tokens=tokens, logprobs=lp[order], complete=len(ids) == V, token_ids=tuple(ids))
+        return TokenDistribution(tokens=self._token_texts(ids), logprobs=lp[order], complete=len(ids) == V,
+                                 token_ids=tuple(ids))
+
+    def _token_texts(self, ids: list[int]) -> tuple[str, ...]:
+        """Each id decoded on its own (special tokens kept), as ``tokenizer.batch_decode([[i] ...])``
+        gives it; decoded once per id and kept (the same ids recur in every distribution)."""
+        memo = self.__dict__.setdefault("_token_text_memo", {})
+        new = [i for i in dict.fromkeys(ids) if i not in memo]
+        if new:
+            memo.update(zip(new, self.tokenizer.batch_decode([[i] for i in new], skip_special_tokens=False)))
+        return tuple(memo[i] for i in ids)
 
     def next_token_distributions(self, requests: Sequence[VLMRequest], top_k: int | None = 50, batch_size: int = 8,
                                  answer_prefix: str = "") -> list[TokenDistribution]:
@@ -608,7 +635,7 @@ class HFVLM:
             inputs = self._model_inputs(self.processor(**kwargs))
             with self._torch.inference_mode():
                 gen = self.model.generate(**inputs, **self._greedy_kwargs(limit), output_logits=return_logits,
-                                          return_dict_in_generate=True)
+                                          return_dict_in_generate=True, **self._cache_kwargs())
             self._collect_follow_up(gen, inputs["input_ids"].shape[1], group, limit, out, False, return_logits)
         return out  # type: ignore[return-value]
 
@@ -648,7 +675,7 @@ class HFVLM:
             inputs = self._encode(batch, answer_prefix)
             with torch.inference_mode():
                 gen = self.model.generate(**inputs, **self._greedy_kwargs(max(limits)), output_logits=True,
-                                          return_dict_in_generate=True)
+                                          return_dict_in_generate=True, **self._cache_kwargs())
             first = gen.logits[0].float().cpu().numpy()
             L = inputs["input_ids"].shape[1]
             texts = [self.tokenizer.decode(self._greedy_ids(row, lim), skip_special_tokens=True)
@@ -688,6 +715,94 @@ class HFVLM:
             for k, i in enumerate(group):
                 out[i] = (texts[k], self._distribution(first[k], top_k), fol[k])
         return out
+
+
+_GROWING_LAYER: Any = None
+
+
+def _growing_layer_class():
+    """transformers' ``DynamicLayer`` with in-place growth (built on first use: this module does not
+    import transformers)."""
+    global _GROWING_LAYER
+    if _GROWING_LAYER is not None:
+        return _GROWING_LAYER
+    from transformers.cache_utils import DynamicLayer
+
+    class GrowingKVLayer(DynamicLayer):
+        """A ``DynamicLayer`` whose keys and values live in buffers with room for :attr:`spare` more
+        positions: ``update`` copies the new states into the buffers and returns views of their filled
+        part, where ``DynamicLayer.update`` concatenates the whole cache into new tensors at every
+        generated token (for a 715-token batch of 8 at hidden 384, 2 x 8.8 MB per layer per step).  The
+        returned keys and values hold the same numbers as the concatenation, in a strided view (the
+        attention kernels read them through their strides).  ``crop`` (inherited) narrows the view;
+        the next ``update`` overwrites the dropped positions.  When the view no longer lies in the
+        buffers (the cache was reordered, offloaded or reset by other code) or the states do not fit,
+        the buffers are reallocated from the current states (one copy, as a concatenation would)."""
+
+        spare = 64
+        """Positions reserved beyond what an ``update`` needs when the buffers are (re)allocated: room
+        for the decoding steps of a VSI answer (8 tokens; HallusionBench 64) without another copy."""
+
+        def update(self, key_states, value_states, *args, **kwargs):
+            if not self.is_initialized:
+                self.lazy_initialization(key_states, value_states)
+            n, m = self.get_seq_length(), key_states.shape[-2]
+            kb, vb = getattr(self, "_kbuf", None), getattr(self, "_vbuf", None)
+            if not (kb is not None and n + m <= kb.shape[-2] and _view_of(self.keys, kb, n, key_states)
+                    and _view_of(self.values, vb, n, value_states)):
+                kb = key_states.new_empty((*key_states.shape[:-2], n + m + self.spare, key_states.shape[-1]))
+                vb = value_states.new_empty((*value_states.shape[:-2], n + m + self.spare, value_states.shape[-1]))
+                if n:
+                    kb[..., :n, :].copy_(self.keys)
+                    vb[..., :n, :].copy_(self.values)
+                self._kbuf, self._vbuf = kb, vb
+            kb[..., n:n + m, :].copy_(key_states)
+            vb[..., n:n + m, :].copy_(value_states)
+            self.keys, self.values = kb[..., :n + m, :], vb[..., :n + m, :]
+            return self.keys, self.values
+
+    _GROWING_LAYER = GrowingKVLayer
+    return GrowingKVLayer
+
+
+def _view_of(view, buf, n: int, new) -> bool:
+    """Whether ``view`` (a layer's keys or values, ``n`` positions) is the filled part of ``buf`` and
+    ``new`` states can be written after it (same leading shape, dtype and device)."""
+    if n == 0:
+        return buf.shape[:-2] == new.shape[:-2] and buf.shape[-1] == new.shape[-1] and buf.dtype == new.dtype \
+            and buf.device == new.device
+    return (view.data_ptr() == buf.data_ptr() and view.stride() == buf.stride()
+            and view.shape[:-2] == new.shape[:-2] and view.dtype == new.dtype and view.device == new.device)
+
+
+def growing_kv_cache(model):
+    """An empty ``DynamicCache`` for ``model.generate`` whose full-attention layers grow in place
+    (:func:`_growing_layer_class`: no per-token concatenation of the whole cache), or None where that
+    does not apply: a model whose generate does not use transformers' default dynamic cache, one
+    configured with another ``cache_implementation``, a transformers release without per-layer caches,
+    or a model without a plain ``DynamicLayer`` (sliding-window and linear-attention layers are left as
+    they are).  Greedy answers, logits and distributions are identical with and without it (tested bit
+    for bit on tiny LLaVA, Idefics3 and Qwen2-VL; ``tests/unit/models/test_vlm_hf.py``)."""
+    try:
+        from transformers.cache_utils import DynamicCache, DynamicLayer
+    except ImportError:  # pragma: no cover - transformers without per-layer caches
+        return None
+    supports = getattr(model, "_supports_default_dynamic_cache", None)
+    gen_cfg = getattr(model, "generation_config", None)
+    if not callable(supports) or not supports() or getattr(gen_cfg, "cache_implementation", None) is not None:
+        return None
+    try:
+        cache = DynamicCache(config=model.config.get_text_config(decoder=True))
+    except (TypeError, ValueError, AttributeError):  # pragma: no cover - other transformers releases
+        return None
+    layers = getattr(cache, "layers", None) or []
+    grow = _growing_layer_class()
+    swapped = 0
+    for layer in layers:
+        if type(layer) is DynamicLayer:
+            layer.__class__ = grow
+            swapped += 1
+    return cache if swapped else None
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,6 @@
-"""The embedded default encoder: real weights mapped into timm, checked against the
-reference implementation that ships with them and on a real photograph."""
+"""The embedded default encoder: real weights mapped into the plain-torch EfficientNet-Lite0,
+checked against the reference implementation that ships with them, against timm's
+``tf_efficientnet_lite0`` and transform, and on a real photograph."""
 
 import numpy as np
 import pytest
@@ -56,22 +57,62 @@ def test_embeddings_shape_norm_determinism(enc, photo):
     assert enc.data_config["mean"] == (0.5, 0.5, 0.5) and enc.data_config["crop_pct"] == 0.875
 
 
-def test_batch_preprocessing_is_bit_identical_to_the_per_image_transform_and_normalises_once(enc, photo,
-                                                                                               monkeypatch):
-    # issue 25: ToTensor and Normalize run once on the whole batch, not per image; the input (and
-    # so every embedding) stays bit-identical to timm's per-image transform
+def test_batch_preprocessing_is_bit_identical_to_timms_per_image_transform(enc, photo):
+    # issue 25: the geometric steps per image, ToTensor and Normalize once on the whole batch, without
+    # torchvision; the input (and so every embedding) stays bit-identical to timm's per-image transform
+    import timm
+
     imgs = [photo, photo.resize((100, 300)), photo.convert("L"), Image.new("RGB", (224, 224), "white"),
-            photo.crop((0, 0, 384, 384))]
-    ref = torch.stack([enc.transform(im.convert("RGB")) for im in imgs])
-    norm = type(enc.transform.transforms[-1])
-    calls = []
-    real = norm.forward
-    monkeypatch.setattr(norm, "forward", lambda self, x: calls.append(tuple(x.shape)) or real(self, x))
+            photo.crop((0, 0, 384, 384)), photo.resize((300, 257)), photo.resize((256, 256))]
+    ref_model = timm.create_model("tf_efficientnet_lite0", pretrained=False)
+    config = timm.data.resolve_data_config({}, model=ref_model)
+    assert enc.data_config == config
+    tf = timm.data.create_transform(**config)
+    ref = torch.stack([tf(im.convert("RGB")) for im in imgs])
     x = enc._batch(imgs)
-    assert calls == []  # no per-image Normalize
     assert x.dtype == torch.float32 and x.is_contiguous() and torch.equal(x, ref)
+
+
+def test_features_and_logits_are_bit_identical_to_timms_tf_efficientnet_lite0(enc, photo):
+    # the pinned scores rest on timm's network: the plain-torch copy must give the same bits
+    import timm
+
+    from perceptbench.models.default import map_state_dict
+
+    ref = timm.create_model("tf_efficientnet_lite0", pretrained=False)
+    sd = torch.load(weights_path("efficientnet-lite0"), map_location="cpu", weights_only=True)
+    ref.load_state_dict(map_state_dict(sd, list(ref.state_dict())), strict=True)
+    ref.eval()
+    x = enc._batch([photo, photo.rotate(90), photo.resize((100, 300))])
     with torch.inference_mode():
-        assert torch.equal(enc.model(x), enc.model(ref))
+        f, g = enc.model.forward_features(x), ref.forward_features(x)
+        assert torch.equal(f, g)
+        assert torch.equal(enc.model.forward_head(f, pre_logits=True), ref.forward_head(g, pre_logits=True))
+        assert torch.equal(enc.model(x), ref(x))
+
+
+def test_default_encoder_imports_neither_timm_nor_torchvision(photo, tmp_path):
+    # issue 25, item 7: timm imports torchvision at import time (timm.layers), ~195 MiB of the default
+    # job; a subprocess that refuses both still builds and runs the default encoder
+    import subprocess
+    import sys
+
+    photo.save(tmp_path / "p.png")
+    code = (
+        "import importlib.abc, sys\n"
+        "class Refuse(importlib.abc.MetaPathFinder):\n"
+        "    def find_spec(self, name, path, target=None):\n"
+        "        if name.split('.')[0] in ('timm', 'torchvision'):\n"
+        "            raise ImportError('refused ' + name)\n"
+        "sys.meta_path.insert(0, Refuse())\n"
+        "from PIL import Image\n"
+        "from perceptbench.models.default import EfficientNetLiteEncoder\n"
+        f"e = EfficientNetLiteEncoder().embed([Image.open({str(tmp_path / 'p.png')!r})])\n"
+        "assert e.shape == (1, 1280)\n"
+        "print(sorted({m.split('.')[0] for m in sys.modules} & {'timm', 'torchvision'}))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip() == "[]"
 
 
 def test_default_batch_size_per_family():

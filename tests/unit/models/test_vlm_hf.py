@@ -168,3 +168,64 @@ def test_load_errors(tmp_path):
         HFVLM(tmp_path)  # empty directory
     with pytest.raises(ModelLoadError):
         HFVLM("perceptbench-no-such-org/no-such-model")  # offline, not cached
+
+
+# ------------------------------------------------------------ KV cache grown in place (issue 25)
+def test_growing_kv_layer_returns_views_of_one_buffer_equal_to_concatenation():
+    from transformers.cache_utils import DynamicLayer
+
+    from perceptbench.models.vlm_hf import _growing_layer_class
+
+    g = torch.Generator().manual_seed(0)
+    grow, ref = DynamicLayer(), DynamicLayer()
+    grow.__class__ = _growing_layer_class()
+    steps = [torch.randn(2, 3, n, 4, generator=g) for n in (5, 1, 1, 1)]
+    ptrs = set()
+    for k in steps:
+        a, b = grow.update(k, k + 1), ref.update(k, k + 1)
+        assert torch.equal(a[0], b[0]) and torch.equal(a[1], b[1])
+        ptrs.add(a[0].data_ptr())
+    assert len(ptrs) == 1  # no new tensor per step: the buffer grows in place
+    grow.crop(-2), ref.crop(-2)  # the follow-up turn drops the generated answer
+    k = torch.randn(2, 3, 70, 4, generator=g)  # more than the spare room: reallocated, the kept part copied
+    a, b = grow.update(k, -k), ref.update(k, -k)
+    assert torch.equal(a[0], b[0]) and torch.equal(a[1], b[1]) and a[0].shape[-2] == 76
+    # states replaced by other code (a reorder) are not a view of the buffer: copied, not overwritten
+    grow.keys, grow.values = grow.keys.flip(0).contiguous(), grow.values.flip(0).contiguous()
+    ref.keys, ref.values = ref.keys.flip(0).contiguous(), ref.values.flip(0).contiguous()
+    k = torch.randn(2, 3, 1, 4, generator=g)
+    a, b = grow.update(k, k), ref.update(k, k)
+    assert torch.equal(a[0], b[0]) and torch.equal(a[1], b[1])
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_in_place_kv_cache_gives_identical_answers_logits_and_distributions(models, family):
+    """The VSI generations with the in-place cache equal transformers' own cache bit for bit: greedy
+    texts, clean distributions (ids, tokens, log-probabilities) and the follow-up turn's logits at
+    every step, on both follow-up paths (the clean pass's cache reused, the conversation prefilled)."""
+    from perceptbench.models.vlm_hf import _growing_layer_class
+    from perceptbench.vsi.protocol import CONFIDENCE_PROMPT
+
+    m = models[family]
+    reqs = [VLMRequest(r.images, r.prompt, 8) for r in _requests(5)]
+    assert m.kv_in_place
+    (cache,) = m._cache_kwargs().values()
+    assert any(isinstance(layer, _growing_layer_class()) for layer in cache.layers)
+    out = {}
+    try:
+        for flag in (False, True):
+            m.kv_in_place = flag
+            res = m.generate_with_distribution_and_follow_up(reqs, CONFIDENCE_PROMPT, 8, batch_size=4,
+                                                             return_logits=True)
+            ref = m.generate_follow_up(reqs, [t for t, _, _ in res], CONFIDENCE_PROMPT, 8, batch_size=4,
+                                       return_logits=True)
+            out[flag] = res, ref
+    finally:
+        m.kv_in_place = True
+    (old, old_ref), (new, new_ref) = out[False], out[True]
+    assert all(f.cache_reused for _, _, f in new)
+    for (t0, d0, f0), (t1, d1, f1), g0, g1 in zip(old, new, old_ref, new_ref):
+        assert t0 == t1 and d0.token_ids == d1.token_ids and d0.tokens == d1.tokens
+        assert np.array_equal(d0.logprobs, d1.logprobs)
+        assert f0.text == f1.text and np.array_equal(f0.logits, f1.logits)
+        assert g0.text == g1.text and np.array_equal(g0.logits, g1.logits)

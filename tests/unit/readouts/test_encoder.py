@@ -8,7 +8,7 @@ import pytest
 
 from perceptbench.readouts.encoder import (
     ClassProbeReadout, LinearProbeReadout, PrototypeReadout, RetrievalReadout, RidgeCountReadout, odd_one_out,
-    retrieval_readout)
+    retrieval_readout, ridge_cv_alpha)
 
 from helpers.by_hand import TIE_PATTERN
 
@@ -113,6 +113,67 @@ def test_ridge_alpha_is_chosen_by_five_fold_cv():
     pred = ro.model.predict(RIDGE_X[:2].astype(np.float32).astype(np.float64))
     assert raw["ridge"] == round(float(pred[0]), 6) and raw["ridge"] != round(float(pred[0]), 7)
     assert counts == [int(np.clip(np.rint(p), -5, 10)) for p in pred]
+
+
+def _ridge_case(n=60, d=200, seed=3):
+    """Unit-norm float32 embeddings with n < d (the default run's shape: 150 x 1280) and counts 2..16
+    that depend linearly on them plus noise."""
+    rng = np.random.default_rng(seed)
+    x = rng.normal(size=(n, d)).astype(np.float32)
+    x /= np.linalg.norm(x, axis=1, keepdims=True)
+    w = rng.normal(size=d)
+    y = np.clip(np.rint(9 + 3 * (x @ w) / np.std(x @ w) + rng.normal(0, 1, n)), 2, 16).astype(int)
+    return x, y
+
+
+def _count_calls(monkeypatch, cls, name):
+    calls = []
+    orig = getattr(cls, name)
+
+    def spy(self, *a, **k):
+        calls.append(type(self).__name__)
+        return orig(self, *a, **k)
+    monkeypatch.setattr(cls, name, spy)
+    return calls
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2, 3])
+def test_ridge_readout_is_bit_identical_to_ridgecv_from_one_fit_per_fold(monkeypatch, seed):
+    from sklearn.linear_model import Ridge, RidgeCV
+
+    x, y = _ridge_case(seed=seed)
+    q = _ridge_case(n=20, seed=seed + 10)[0]
+    ref = RidgeCV(alphas=tuple(np.logspace(-3, 3, 13)), cv=5).fit(x.astype(np.float64), y.astype(float))
+    fits = _count_calls(monkeypatch, Ridge, "fit")
+    ro = RidgeCountReadout(2, 16).fit(x, y)
+    # 5 folds x 13 alphas (plus the refit) were 66 Ridge fits under RidgeCV; now one per fold plus the refit
+    assert fits == ["Ridge"] * 6
+    assert ro.alpha == ref.alpha_ and np.array_equal(ro.model.coef_, ref.coef_) and ro.model.intercept_ == ref.intercept_
+    counts, raws = ro.predict(q)
+    pred = ref.predict(q.astype(np.float64))
+    assert raws == [json.dumps({"ridge": round(float(p), 6), "alpha": float(ref.alpha_)}) for p in pred]
+    assert counts == [int(np.clip(np.rint(p), 2, 16)) for p in pred]
+
+
+def test_ridge_cv_scores_are_the_grid_searchs_and_near_ties_go_to_ridgecv(monkeypatch):
+    from sklearn.linear_model import Ridge, RidgeCV
+    from sklearn.model_selection import GridSearchCV
+
+    x, y = _ridge_case()
+    x, y = x.astype(np.float64), y.astype(float)
+    alphas = tuple(np.logspace(-3, 3, 13))
+    gs = GridSearchCV(Ridge(), {"alpha": np.asarray(alphas)}, cv=5).fit(x, y)
+    alpha, mean = ridge_cv_alpha(x, y, alphas)
+    np.testing.assert_allclose(mean, gs.cv_results_["mean_test_score"], rtol=0, atol=1e-12)
+    assert alpha == gs.best_params_["alpha"]
+    # every row the same: every alpha predicts the training mean, the scores tie exactly -> RidgeCV decides
+    ridgecv = _count_calls(monkeypatch, RidgeCV, "fit")
+    flat = np.ones((20, 4))
+    alpha, mean = ridge_cv_alpha(flat, np.arange(20.0), (0.1, 1.0, 10.0))
+    assert ridgecv == ["RidgeCV"] and alpha == 0.1 and len(set(mean.tolist())) == 1
+    # a clear gap (here 5e-3 between the best two; the default run's is 1.3e-4) is left to the fast path
+    ridge_cv_alpha(x, y, alphas)
+    assert ridgecv == ["RidgeCV"]
 
 
 class _FixedProba:
