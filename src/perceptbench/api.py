@@ -328,7 +328,8 @@ def write_models_table(models: Mapping[str, Mapping], path: Path) -> Path:
 
 
 def score(records_files: Sequence[Path], out: str | Path | None = None, *, seed: int | None = None,
-          parser: str = "default", families: Mapping[str, str] | None = None) -> list["ScoreRow"]:
+          parser: str = "default", families: Mapping[str, str] | None = None,
+          pairs: str = "auto") -> list["ScoreRow"]:
     """Score records files (see :func:`perceptbench.runs.records_path`) from the records alone.
 
     One file: scored with the VSI probe features (``features/``) and a judge model's verdicts
@@ -338,21 +339,25 @@ def score(records_files: Sequence[Path], out: str | Path | None = None, *, seed:
     :class:`~perceptbench.records.RecordError`, ValueError (bad parser mode, ``out`` a
     directory), KeyError (unknown task in the records).  The VSI same- vs cross-family means
     use the families declared in each run's ``run.json``, overridden by ``families``; the
-    cross-model family and objective summaries use the declared metadata itself."""
+    cross-model family and objective summaries use the declared metadata itself.  ``pairs``: which
+    model pairs get per-pair rows (:data:`perceptbench.scorers.pairs.PAIR_MODES`: ``auto``,
+    every pair up to 20 models, the ranking neighbours above; ``all``; ``neighbours``)."""
     from .runs import load_runs
+    from .scorers.pairs import check_pairs
     from .scoring import score_file, score_records, write_scores
 
     check_parser(parser)
+    check_pairs(pairs)
     fam = _families(declared_families_of(records_files), families)
     meta = declared_models_of(records_files) or None
     if len(records_files) == 1 and out is not None:
-        return score_file(records_files[0], out, seed, parser, fam, meta)
+        return score_file(records_files[0], out, seed, parser, fam, meta, pairs)
     from .vsi.judge import judgments_path, read_judgments
 
     one = RunDir.beside(records_files[0]) if len(records_files) == 1 else None
     features = one.features if one is not None else None
     judgments = read_judgments(judgments_path(one.root)) if one is not None else None
-    rows = score_records(load_runs(records_files), seed, parser, features, fam, meta, judgments)
+    rows = score_records(load_runs(records_files), seed, parser, features, fam, meta, judgments, pairs)
     if out is not None:
         write_scores(rows, out)
     return rows

@@ -130,14 +130,16 @@ def _flatten(runs) -> list:
 
 
 def score(*runs: str | Path, seed: int | None = None, parser: str = "default",
-          out: str | Path | None = None, families: Mapping[str, str] | None = None) -> "pd.DataFrame":
+          out: str | Path | None = None, families: Mapping[str, str] | None = None,
+          pairs: str = "auto") -> "pd.DataFrame":
     """Score one or more runs from their records alone (no model is loaded, no torch).
 
     The same scoring as ``perceptbench score`` (:func:`perceptbench.api.score`): one run is
     scored with the VSI probe features beside its records; several are merged by trial id
     first.  ``seed`` overrides the bootstrap seed (default: the records' seed);
     ``parser="strict"`` scores ambiguous VLM answers as null; ``families``: ``{model:
-    family}`` (``--family``).  Nothing is written unless ``out`` (a CSV path;
+    family}`` (``--family``); ``pairs``: which model pairs get per-pair rows (``--pairs``:
+    ``auto``, ``all``, ``neighbours``).  Nothing is written unless ``out`` (a CSV path;
     ``scores.json`` goes beside it) is given.  Returns the scores as a DataFrame
     (:func:`scores_frame`).  ``score(["runs/a", "runs/b"])`` is ``score("runs/a", "runs/b")``.
     Raises :class:`~perceptbench.records.RecordError` for missing, invalid, empty or
@@ -151,7 +153,7 @@ def score(*runs: str | Path, seed: int | None = None, parser: str = "default",
     if not paths:
         raise RecordError("no run directory or records file given")
     return scores_frame(score_runs([records_path(p) for p in paths], out, seed=seed, parser=parser,
-                                   families=families))
+                                   families=families, pairs=pairs))
 
 
 def list_tasks() -> "pd.DataFrame":

@@ -194,7 +194,8 @@ def prepare_records(records: list[TrialRecord], parser_mode: str = "default",
 def score_records(records: list[TrialRecord], seed: int | None = None, parser_mode: str = "default",
                   features_dir: str | os.PathLike | None = None,
                   families: dict[str, str] | None = None,
-                  models: dict[str, dict] | None = None, judgments: dict[str, dict] | None = None) -> list[ScoreRow]:
+                  models: dict[str, dict] | None = None, judgments: dict[str, dict] | None = None,
+                  pairs: str = "auto") -> list[ScoreRow]:
     """Score every task present in ``records``.
 
     The bootstrap seed is ``seed`` if given, else the records' ``run_meta.seed`` (which
@@ -210,18 +211,20 @@ def score_records(records: list[TrialRecord], seed: int | None = None, parser_mo
     feeds the per-family and per-objective cross-model summaries; ``judgments`` ({trial_id:
     judgment}, :func:`perceptbench.vsi.judge.read_judgments`) a judge model's verdicts, scored by
     the tasks that have a judge reading (``score_judged``: HallusionBench's ``@judge`` rows) after
-    their own rows."""
+    their own rows; ``pairs`` which model pairs the suite analyses' per-pair rows compare
+    (:data:`perceptbench.scorers.pairs.PAIR_MODES`, ``score --pairs``)."""
     by_task: dict[str, list[TrialRecord]] = defaultdict(list)
     for r in records:
         by_task[r.task_id].append(r)
     return _score_tasks(((t, by_task.pop(t)) for t in sorted(by_task)), seed, parser_mode, features_dir,
-                        families, models, judgments)
+                        families, models, judgments, pairs)
 
 
 def _score_tasks(tasks, seed: int | None, parser_mode: str,
                  features_dir: str | os.PathLike | None,
                  families: dict[str, str] | None = None,
-                 models: dict[str, dict] | None = None, judgments: dict[str, dict] | None = None) -> list[ScoreRow]:
+                 models: dict[str, dict] | None = None, judgments: dict[str, dict] | None = None,
+                 pairs: str = "auto") -> list[ScoreRow]:
     """Score ``(task_id, records)`` pairs (sorted by task_id) one task at a time, then the suite
     analyses (:data:`perceptbench.analyses.SUITE_ANALYSES`, in registration order) over the
     records of the tasks that take part in each (only those records are kept)."""
@@ -252,12 +255,13 @@ def _score_tasks(tasks, seed: int | None, parser_mode: str,
     task_rows = list(rows)
     for analysis, kept in analyses:
         rows += analysis.rows(kept, seed=seed, features_dir=features_dir, families=families, task_rows=task_rows,
-                              models=models)
+                              models=models, pairs=pairs)
     return rows
 
 
 def _score_columns(columns, seed: int | None, parser_mode: str, features_dir, families,
-                   models: dict[str, dict] | None = None, judgments: dict[str, dict] | None = None) -> list[ScoreRow]:
+                   models: dict[str, dict] | None = None, judgments: dict[str, dict] | None = None,
+                   pairs: str = "auto") -> list[ScoreRow]:
     """Score a file read by :func:`perceptbench.record_table.read_columns`: a task whose
     records need nothing but their columns (``columns.simple``: no VSI or skipped record, no
     repeated VLM trial, one prompt version per model), whose VLM answers, if any, its parser reads
@@ -279,7 +283,7 @@ def _score_columns(columns, seed: int | None, parser_mode: str, features_dir, fa
                 continue
             yield task_id, columns.records(task_id)
 
-    return _score_tasks(tasks(), seed, parser_mode, features_dir, families, models, judgments)
+    return _score_tasks(tasks(), seed, parser_mode, features_dir, families, models, judgments, pairs)
 
 
 def _task_seed(task_id: str, seeds) -> int:
@@ -346,11 +350,12 @@ def write_scores(rows: list[ScoreRow], csv_path: str | os.PathLike) -> tuple[Pat
 def score_file(records_path: str | os.PathLike, out_csv: str | os.PathLike | None = None,
                seed: int | None = None, parser_mode: str = "default",
                families: dict[str, str] | None = None,
-               models: dict[str, dict] | None = None) -> list[ScoreRow]:
+               models: dict[str, dict] | None = None, pairs: str = "auto") -> list[ScoreRow]:
     """Read, validate and score a records file; write scores.csv/json next to it (or to out_csv).
     VSI probe features are read from the ``features/`` folder beside the records, a judge model's
     verdicts from ``judgments.jsonl`` beside them (:mod:`perceptbench.vsi.judge`); ``models``:
-    the declared model metadata (run.json ``models``) for the cross-model summaries.
+    the declared model metadata (run.json ``models``) for the cross-model summaries; ``pairs``:
+    the model pairs of the per-pair rows (:func:`score_records`).
 
     Raises :class:`~perceptbench.records.RecordError` for an invalid or empty records file
     (an empty file is not a run: it would score to an empty table), ValueError for an
@@ -369,8 +374,8 @@ def score_file(records_path: str | os.PathLike, out_csv: str | os.PathLike | Non
         if first is None:
             raise RecordError(f"{records_path}: holds no trial records (empty file); nothing to score")
         rows = _score_tasks(itertools.chain([first], tasks), seed, parser_mode, run_dir.features,
-                            families, models, judgments)
+                            families, models, judgments, pairs)
     else:
-        rows = _score_columns(columns, seed, parser_mode, run_dir.features, families, models, judgments)
+        rows = _score_columns(columns, seed, parser_mode, run_dir.features, families, models, judgments, pairs)
     write_scores(rows, out_csv or run_dir.scores_csv)
     return rows

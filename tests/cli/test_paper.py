@@ -6,6 +6,7 @@ import csv
 import io
 import json
 import os
+import re
 
 import pytest
 
@@ -90,3 +91,25 @@ def test_paper_refuses_an_unknown_paper_or_format_in_one_line(planted_run, tmp_p
     one_line_error(cli("paper", "seed009", planted_run), "no published numbers for 'seed009'", "seed000")
     one_line_error(cli("paper", "seed000", planted_run, "--format", "xml"), "--format 'xml'")
     one_line_error(cli("paper", "seed000", tmp_path / "nowhere"), "no such run directory")
+
+
+def test_paper_table_keeps_task_ids_whole_and_says_what_a_floor_row_is_about(tmp_path):
+    """Before: the covered table folded task ids inside a narrow column ('similarity.c' /
+    'hart.mark_co') and the position-floor row read 'human -> efficientnet-lite0'."""
+    run = tmp_path / "run"
+    mc = "similarity.chart.mark_color"
+    plant_records(run, [plant_record(get_task(mc), stimulus_id="t0001", response=1, ground_truth=1, model="enc")])
+    (run / "run.json").write_text(json.dumps({"seed": 0, "package_version": "0.1.0"}))
+    _write_scores(run, [ScoreRow(mc, "enc", "position_floor", 0.333, None, None, 120, 0),
+                        ScoreRow(mc, "enc", "B", 0.52, 0.42, 0.61, 120, 0)])
+    p = cli("paper", "seed000", run, columns=100, torch="unimported")
+    assert p.returncode == 0, p.stdout + p.stderr
+    out = p.stdout
+    assert "Mark colour odd-one-out (similarity.chart.mark_color)" in out  # the task names its table, whole
+    from perceptbench.tasks.registry import TASKS
+
+    ids = re.findall(r"(?:similarity|closure)\.[\w.]*", out)
+    assert ids and all(i in TASKS for i in ids), ids  # every task id whole, never folded inside a column
+    wide = cli("paper", "seed000", run, columns=250, torch="unimported").stdout
+    line = next(l for l in wide.splitlines() if "position_floor" in l and "0.350" in l)
+    assert "any respondent (the row of enc)" in line and "human ->" not in line

@@ -409,7 +409,9 @@ def test_report_explains_position_missing_chance_and_kernel_range(tmp_path, mirr
     rows = score_records(recs)
     html, _, _ = render_report(ReportData([d], recs, rows, "t"), "t")
     assert "position = (value &minus; floor) / (ceiling &minus; floor)" in html
-    assert "SalBench exact match" in html and "the other human colour kernels" in html
+    assert "the other human colour kernels" in html
+    # each metric's floor and ceiling in the words of its rule (the terminal table's), not a fixed sentence
+    assert "similarity.chart.mark_color</code> B: floor = position floor; ceiling = mean B of the other" in html
     b = next(h for h in headline_rows(rows) if h.metric == "B")
     assert "their mean is the ceiling" in b.extra
 
@@ -923,7 +925,9 @@ def test_mark_figure_has_one_panel_per_kernel_channel(monkeypatch):
                  ScoreRow(tid, model, "position_floor", 0.33, None, None, 120, 0),
                  ScoreRow(tid, "human:kernel-l5", "B", 0.8, None, None, 120, 0)]
     fig = F.mark_color(rows)
-    assert [ax.get_title() for ax in fig.axes[:3]] == ["mark_color", "mark_shape", "mark_shape_size"]
+    assert [ax.get_title() for ax in fig.axes[:3]] == [  # each panel: the channel's task name and id
+        "Mark colour odd-one-out (similarity.chart.mark_color)", "Mark shape odd-one-out (similarity.chart.mark_shape)",
+        "Mark shape x size odd-one-out (similarity.chart.mark_shape_size)"]
     labels = fig.legends[0].get_texts()  # one legend under the panels
     assert {"a", "b"} <= {t.get_text() for t in labels}  # model b answered the shape panel only
     only_colour = F.mark_color(rows[:3])

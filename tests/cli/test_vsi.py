@@ -150,3 +150,45 @@ def test_records_file_scored_alone_gives_undefined_probe_rows_naming_the_feature
         assert str(alone / "features" / need) in r["note"], r["note"]
     others = [k for k in full if k not in probe]
     assert all(rows[k]["value"] == full[k]["value"] for k in others)  # every other row as in the run directory
+
+
+def test_score_pairs_option_compares_ranking_neighbours_and_refuses_an_unknown_mode(tmp_path):
+    """score --pairs neighbours: of 3 VSI models, the 2 neighbours in the ranking by median VSI get
+    per-pair rows (not all 3 pairs), each saying so; the mean rho stays over the 3 pairs (from the
+    rank-correlation matrix); the python API takes pairs= too; a bad mode is one line."""
+    import csv as _csv
+
+    from perceptbench import python_api
+    from perceptbench.tasks import get_task
+
+    from helpers.cli import one_line_error
+    from helpers.records import plant_records, plant_vsi_record
+
+    task = get_task("vsi.salbench.syn@n=4,perturbation=whole")
+    rng = np.random.default_rng(0)
+    recs = []
+    for model, shift in (("m1", 0.2), ("m2", 1.0), ("m3", 3.0)):  # median VSI grows with the shift
+        for i in range(12):
+            p = np.sort(rng.dirichlet(np.ones(4)))[::-1]
+            q = np.roll(p, 1) * (1 - shift / 10) + shift / 40
+            recs += [plant_vsi_record(task, "clean", f"s{i:02d}", [1, 2, 3, 4], np.log(p).tolist(), model=model),
+                     plant_vsi_record(task, "whole_blur", f"s{i:02d}", [1, 2, 3, 4], np.log(q / q.sum()).tolist(),
+                                      model=model, image_sha256="y")]
+    path = plant_records(tmp_path / "run", recs)
+    p = cli("score", str(path), "--pairs", "neighbours", "--out", str(tmp_path / "n.csv"))
+    assert p.returncode == 0, p.stdout + p.stderr
+    nb = {(r["model"], r["metric"]): r for r in _csv.DictReader(open(tmp_path / "n.csv"))}
+    every = python_api.score(path, pairs="auto")  # 3 models: every pair
+    rho = every[every.metric == "vsi_rho[whole,sigma=20]"]
+    assert sorted(rho.model) == ["m1~m2", "m1~m3", "m2~m3"]
+    assert sorted(m for m, metric in nb if metric == "vsi_rho[whole,sigma=20]") == ["m1~m2", "m2~m3"]
+    assert sorted(m for m, metric in nb if metric.startswith("joint_error_grid")) == ["m1~m2", "m2~m3"]
+    notes = {(r["model"], r["metric"]): r["note"] for r in json.loads((tmp_path / "n.json").read_text())}
+    assert "only the 2 neighbours in the ranking by median VSI" in notes[("m1~m2", "vsi_rho[whole,sigma=20]")]
+    mean = every[every.metric == "vsi_rho_mean[whole,sigma=20]"].iloc[0]
+    got = nb[("all-pairs", "vsi_rho_mean[whole,sigma=20]")]
+    assert int(got["n"]) == mean.n == 3 and float(got["value"]) == pytest.approx(mean.value, abs=1e-6)
+    assert "rank-correlation matrix" in notes[("all-pairs", "vsi_rho_mean[whole,sigma=20]")]
+    one_line_error(cli("score", str(path), "--pairs", "every", "--out", str(tmp_path / "e.csv"), columns=250),
+                   "--pairs", "'every'", "auto, all, neighbours")
+    assert not (tmp_path / "e.csv").exists()

@@ -196,7 +196,7 @@ def test_win_tally_of_signals_across_cells():
     # errors < 5: no winner.
     k20 = {s: by[(t20, "all-models", f"signal_wins[{s},sigma=20]")] for s in ("max_prob", "vsi", "hybrid")}
     assert {s: r.value for s, r in k20.items()} == {"max_prob": 1.0, "vsi": 1.0, "hybrid": 0.0}
-    assert k20["vsi"].n == 2 and "1 cells without a winner" in k20["vsi"].note
+    assert k20["vsi"].n == 2 and "1 cell without a winner" in k20["vsi"].note
     # sigma 10: m1 vsi (0.96 > 0.5), m2 max_prob (1.0 > 0.6)
     assert by[(t10, "all-models", "signal_wins[max_prob,sigma=10]")].value == 1.0
     assert by[(t10, "all-models", "signal_wins[vsi,sigma=10]")].value == 1.0

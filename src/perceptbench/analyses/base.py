@@ -30,12 +30,14 @@ class SuiteAnalysis(abc.ABC):
     @abc.abstractmethod
     def rows(self, records: list[TrialRecord], *, seed: int | None, features_dir: str | os.PathLike | None,
              families: dict[str, str] | None, task_rows: list[ScoreRow],
-             models: dict[str, dict] | None) -> list[ScoreRow]:
+             models: dict[str, dict] | None, pairs: str = "auto") -> list[ScoreRow]:
         """The analysis rows over ``records`` (every task that took part).  ``seed``: the
         bootstrap seed (None: the records' own); ``features_dir``: the run's ``features/``
         folder or None; ``families``: {model: family} tags or None; ``task_rows``: every
         per-task score row of the run (all tasks, whether they took part or not; read only);
-        ``models``: the declared model metadata ({model: run.json ``models`` entry}) or None."""
+        ``models``: the declared model metadata ({model: run.json ``models`` entry}) or None;
+        ``pairs``: which model pairs an analysis with per-pair rows compares
+        (:data:`perceptbench.scorers.pairs.PAIR_MODES`, ``score --pairs``)."""
 
 
 SUITE_ANALYSES: Registry[type[SuiteAnalysis]] = Registry("suite analysis")

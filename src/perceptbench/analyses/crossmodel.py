@@ -202,5 +202,5 @@ class CrossModelAnalysis(SuiteAnalysis):
 
     def rows(self, records: list[TrialRecord], *, seed: int | None, features_dir: str | os.PathLike | None,
              families: dict[str, str] | None, task_rows: list[ScoreRow],
-             models: dict[str, dict] | None) -> list[ScoreRow]:
+             models: dict[str, dict] | None, pairs: str = "auto") -> list[ScoreRow]:
         return crossmodel_rows(task_rows, seed, models)

@@ -73,7 +73,8 @@ def _num(x) -> str:
 def _print_table(seed: str, run: Path, result, every: bool) -> None:
     from collections import Counter
 
-    from ..reports.paper import STATUSES, uncovered_groups
+    from ..reports.paper import STATUSES, respondent_text, uncovered_groups
+    from ..tasks.registry import task_label
 
     comparisons = result.comparisons
     paper_id = comparisons[0].published.seed if comparisons else seed
@@ -84,19 +85,25 @@ def _print_table(seed: str, run: Path, result, every: bool) -> None:
                   f"{escape(', '.join(result.run_models) or 'none')}", highlight=False)
     covered = [c for c in comparisons if c.covered]
     if covered:
-        t = Table(title="published numbers the run covers (difference = run - paper; paper values in "
-                        "perceptbench's unit)")
-        for col in ("section", "task", "paper model -> run", "metric", "paper", "run [95% CI]", "difference",
-                    "status", "note"):
-            t.add_column(col, overflow="fold")
+        console.print("published numbers the run covers, one table per task (difference = run - paper; paper "
+                      "values in perceptbench's unit)", highlight=False)
+        by_task: dict[str, list] = {}
         for c in covered:
-            p = c.published
-            ci = f" [{_num(c.run_ci[0])}, {_num(c.run_ci[1])}]" if c.run_ci[0] is not None else ""
-            t.add_row(*(escape(x) for x in (
-                p.section, c.run_task, f"{p.model} -> {c.run_model}", p.metric, _num(p.scaled),
-                _num(c.run_value) + ci, _num(c.difference), c.status,
-                "; ".join(x for x in (c.reason, p.note) if x))))
-        console.print(t)
+            by_task.setdefault(c.run_task, []).append(c)
+        for task_id, cs in by_task.items():
+            # the task id as the table's title, never folded inside a narrow column
+            t = Table(title=escape(task_label(task_id)), title_justify="left")
+            for col in ("section", "respondent (paper -> run)", "metric", "paper", "run [95% CI]", "difference",
+                        "status", "note"):
+                t.add_column(col, overflow="fold", no_wrap=col in ("paper", "difference"))
+            for c in cs:
+                p = c.published
+                ci = f" [{_num(c.run_ci[0])}, {_num(c.run_ci[1])}]" if c.run_ci[0] is not None else ""
+                t.add_row(*(escape(x) for x in (
+                    p.section, respondent_text(c), p.metric, _num(p.scaled),
+                    _num(c.run_value) + ci, _num(c.difference), c.status,
+                    "; ".join(x for x in (c.reason, p.note) if x))))
+            console.print(t)
     else:
         console.print("the run covers none of them", highlight=False)
     rest = [c for c in comparisons if not c.covered]

@@ -12,6 +12,10 @@ from .options import FAMILY_HELP, PARSER_HELP, check_parser, families_option
 from .out_checks import check_out
 from .tables import print_scores, print_signal_table
 
+PAIRS_HELP = ("Model pairs of the per-pair rows (VSI cross-model rho and joint error structure): auto (every "
+              "pair up to 20 models of a task and condition, the ranking neighbours above; docs/metrics.md), all, "
+              "neighbours.")
+
 
 def score(
     records: List[Path] = typer.Argument(..., help="Run directories or records.jsonl files; several are merged by "
@@ -24,6 +28,7 @@ def score(
     all_rows: bool = typer.Option(False, "--all-rows", help="Print every score row (per-observer, per-difficulty, "
                                                             "notes), not only the headline metrics."),
     family: Optional[List[str]] = typer.Option(None, "--family", help=FAMILY_HELP),
+    pairs: str = typer.Option("auto", "--pairs", help=PAIRS_HELP),
     across_seeds: bool = typer.Option(
         False, "--across-seeds",
         help="The runs differ only in their seed: score each on its own (records never merged) and write, per "
@@ -41,8 +46,11 @@ def score(
     from ..core.rundir import RunDir
     from ..records import RecordError
     from ..runs import records_path
+    from ..scorers.pairs import PAIR_MODES
 
     check_parser(parser)
+    if pairs not in PAIR_MODES:
+        fail(ValueError(f"--pairs {pairs!r}: expected one of {', '.join(PAIR_MODES)}"))
     families = families_option(family)
     if out is not None:
         check_out(out, "file")
@@ -55,7 +63,7 @@ def score(
     csv_path = out or RunDir.beside(files[0]).scores_for(parser)  # never overwrite the default table silently
     try:
         with TornTailsAsWarnings():
-            rows = score_runs(files, csv_path, seed=seed, parser=parser, families=families)
+            rows = score_runs(files, csv_path, seed=seed, parser=parser, families=families, pairs=pairs)
     except (RecordError, ValueError, KeyError) as e:
         fail(e)
     except OSError as e:  # a read-only run directory, a full disk

@@ -31,7 +31,7 @@ def print_headline(rows, csv_path: Optional[Path] = None) -> None:
     """One table per task: each model's value beside its floor/chance and human ceiling,
     one line per metric (the same rows as the report's human-likeness card:
     perceptbench.reports.headline)."""
-    from ..reports.headline import fmt, headline_rows, value_text
+    from ..reports.headline import fmt, headline_rows, reference_notes, value_text
 
     by_task: dict[str, list] = {}
     for h in headline_rows(rows):
@@ -40,7 +40,6 @@ def print_headline(rows, csv_path: Optional[Path] = None) -> None:
         t = Table(title=f"{escape(task_id)}: value [95% bootstrap CI] beside its references", title_justify="left")
         for c in ("model", "metric", "value [CI]", "floor", "ceiling", "v/ceil", "n (null)", "flags"):
             t.add_column(c, overflow="fold", no_wrap=c in ("value [CI]", "metric", "v/ceil", "n (null)"))
-        refs: dict[str, str] = {}
         for h in heads:
             bad = any(f.startswith(("≤", "small n", "nulls", "undefined", "skipped")) for f in h.flags)
             ceil = "-" if h.ceiling is None else fmt(h.ceiling) + (
@@ -50,12 +49,8 @@ def print_headline(rows, csv_path: Optional[Path] = None) -> None:
             cells = [h.model, h.metric, value_text(h), fmt(h.floor), ceil, ratio,
                      f"{h.n if h.n is not None else '-'} ({h.n_null or 0})", flags]
             t.add_row(*(escape(c) for c in cells), style="yellow" if bad else None)
-            ref = "; ".join(x for x in (f"floor = {h.floor_label}" if h.floor_label else "",
-                                        f"ceiling = {h.ceiling_label}" if h.ceiling_label else "") if x)
-            if ref:
-                refs[h.metric] = ref
         console.print(t)
-        for metric, ref in refs.items():
+        for (_, metric), ref in reference_notes(heads).items():
             console.print(f"  {escape(metric)}: {escape(ref)}", highlight=False)
     console.print(f"{len(rows)} score rows in {csv_path or 'scores.csv'} (print them all with --all-rows); "
                   "metric definitions: docs/metrics.md")

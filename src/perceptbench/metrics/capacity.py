@@ -12,6 +12,19 @@ import numpy as np
 
 HUMAN_BAND = (6, 12)
 BASELINE_MAX_K = 4
+THRESHOLD_FRACTION = 0.5
+"""capacity_k is the first k where a(k) falls below this fraction of the baseline (issue 2)."""
+CAPACITY_RULE = (f"capacity_k = the smallest k with a(k) below {THRESHOLD_FRACTION:g} x the model's mean "
+                 f"a(k \u2264 {BASELINE_MAX_K})")
+"""The capacity_k rule in words, for figures and tables (:func:`capacity_k`)."""
+
+
+def capacity_threshold(a_k: dict[int, float]) -> float:
+    """The a(k) level capacity_k is read at: :data:`THRESHOLD_FRACTION` x the mean of the finite
+    a(k) over k <= :data:`BASELINE_MAX_K` (``a_k``: {k: a(k)}, proportions); NaN without such a
+    level.  The same baseline as :func:`capacity_k`."""
+    base = [v for k, v in a_k.items() if k <= BASELINE_MAX_K and np.isfinite(v)]
+    return THRESHOLD_FRACTION * float(np.mean(base)) if base else float("nan")
 
 
 def accuracy_by_k(correct: np.ndarray, valid: np.ndarray, k: np.ndarray, levels: np.ndarray) -> np.ndarray:
@@ -38,7 +51,7 @@ def capacity_k(a: np.ndarray, levels: np.ndarray) -> np.ndarray:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         base = np.nanmean(np.where(base_mask, a, np.nan), axis=-1)
-    thresh = 0.5 * base
+    thresh = THRESHOLD_FRACTION * base
     below = a < thresh[..., None]  # NaN compares False
     any_below = below.any(-1)
     first = np.argmax(below, axis=-1)

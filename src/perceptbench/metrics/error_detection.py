@@ -33,6 +33,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.stats import rankdata
 
+from ..core.text import counted
 from .bootstrap import N_BOOT_B, resample_indices
 
 MIN_CLASS = 5
@@ -56,16 +57,16 @@ class Defined:
 
 def class_check(error: np.ndarray, min_class: int = MIN_CLASS) -> str:
     """'' if both classes of the bool array ``error`` (n,) have >= ``min_class`` members, else
-    the reason (e.g. ``"3 errors < 5"``; ``"no parseable answers"`` when ``error`` is empty:
+    the reason (e.g. ``"3 errors < 5"``, ``"1 error < 5"``; ``"no parseable answers"`` when ``error`` is empty:
     every clean answer was null, counted in ``n_parse_null``, so no error count exists)."""
     e = np.asarray(error, bool)
     if e.size == 0:
         return "no parseable answers (all null: see n_parse_null)"
     n_err, n_ok = int(e.sum()), int((~e).sum())
     if n_err < min_class:
-        return f"{n_err} errors < {min_class}"
+        return f"{counted(n_err, 'error')} < {min_class}"
     if n_ok < min_class:
-        return f"{n_ok} correct answers < {min_class}"
+        return f"{counted(n_ok, 'correct answer')} < {min_class}"
     return ""
 
 

@@ -29,10 +29,36 @@ PERM_SEED = 42
 
 # --------------------------------------------------------------- permutation Spearman
 def _standardised_ranks(x: np.ndarray) -> np.ndarray:
-    r = rankdata(np.asarray(x, float))
-    r = r - r.mean()
-    s = np.sqrt((r * r).sum())
-    return r / s if s > 0 else r * np.nan
+    return standardised_ranks(np.asarray(x, float)[None])[0]
+
+
+def standardised_ranks(x: np.ndarray) -> np.ndarray:
+    """Each row of ``x`` (float (m, n)) as its average ranks (ties share the mean rank), centred
+    and scaled to unit norm, float (m, n): Spearman's rho of two rows is the dot product of
+    theirs.  A constant row (or a row holding NaN) is all NaN.  One ``rankdata`` call for every
+    row; each row's values equal ranking that row alone (row sums of one length are summed as
+    a lone vector is)."""
+    r = rankdata(np.asarray(x, float), axis=1)
+    r = r - r.mean(1, keepdims=True)
+    s = np.sqrt((r * r).sum(1, keepdims=True))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(s > 0, r / s, np.nan)
+
+
+def spearman_matrix(x: np.ndarray) -> np.ndarray:
+    """Spearman's rho of every pair of rows of ``x`` (float (m, n), e.g. one row per model over
+    the same n samples): float (m, m), ``rho[i, j]`` = Pearson's r of the average ranks of rows i
+    and j (seed 002 B.2), from one ranking of each row and one matrix product.  NaN in the rows
+    and columns of a constant row, and everywhere when n < 3 (the rule of
+    :func:`permutation_spearman_many`).  Equals the per-pair rho to float rounding (the dot
+    products are summed in another order)."""
+    x = np.asarray(x, float)
+    if x.ndim != 2:
+        raise ValueError(f"x must be 2-d (models, samples), got shape {x.shape}")
+    if x.shape[1] < 3:
+        return np.full((x.shape[0], x.shape[0]), np.nan)
+    z = standardised_ranks(x)
+    return z @ z.T
 
 
 @dataclass(frozen=True)
@@ -64,6 +90,7 @@ def permutation_spearman_many(pairs: Sequence[tuple[np.ndarray, np.ndarray]], *,
     by_n: dict[int, list[int]] = defaultdict(list)
     untied: dict[int, list[int]] = defaultdict(list)
     prepared: dict[int, tuple[np.ndarray, np.ndarray, float]] = {}
+    by_len: dict[int, list[tuple[int, np.ndarray, np.ndarray]]] = defaultdict(list)
     for i, (x, y) in enumerate(pairs):
         x, y = np.asarray(x, float), np.asarray(y, float)
         if x.shape != y.shape or x.ndim != 1:
@@ -72,15 +99,21 @@ def permutation_spearman_many(pairs: Sequence[tuple[np.ndarray, np.ndarray]], *,
         if n < 3:
             out[i] = PermutationRho(math.nan, math.nan, n, n_perm, seed, f"{n} shared samples < 3")
             continue
-        zx, zy = _standardised_ranks(x), _standardised_ranks(y)
-        if not (np.all(np.isfinite(zx)) and np.all(np.isfinite(zy))):
-            out[i] = PermutationRho(math.nan, math.nan, n, n_perm, seed, "constant VSI in one model")
-            continue
-        prepared[i] = (zx, zy, float(zx @ zy))
-        if np.unique(x).size == n and np.unique(y).size == n:
-            untied[n].append(i)
-        else:
-            by_n[n].append(i)
+        by_len[n].append((i, x, y))
+    for n, items in by_len.items():  # every pair of one length ranked at once (no per-pair rankdata)
+        xs = np.stack([x for _, x, _ in items])
+        ys = np.stack([y for _, _, y in items])
+        zxs, zys = standardised_ranks(xs), standardised_ranks(ys)
+        ok = np.isfinite(zxs).all(1) & np.isfinite(zys).all(1)
+        sx, sy = np.sort(xs, 1), np.sort(ys, 1)
+        tied = (np.diff(sx, axis=1) == 0).any(1) | (np.diff(sy, axis=1) == 0).any(1)
+        for k, (i, _, _) in enumerate(items):
+            if not ok[k]:
+                out[i] = PermutationRho(math.nan, math.nan, n, n_perm, seed, "constant VSI in one model")
+                continue
+            zx, zy = zxs[k].copy(), zys[k].copy()
+            prepared[i] = (zx, zy, float(zx @ zy))
+            (by_n if tied[k] else untied)[n].append(i)
     for n, members in untied.items():  # null of rho depends on n only: one sorted null per n
         rng = rng_for(seed, "vsi-permutation", n)
         f = _standardised_ranks(np.arange(n, dtype=float))

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..core.text import counted
 from .bootstrap import N_BOOT_B, resample_indices
 
 N_FOLDS = 5
@@ -38,7 +39,7 @@ def probe_folds(image_ids: np.ndarray, n_folds: int = N_FOLDS) -> list[tuple[np.
     groups = np.concatenate([np.asarray(image_ids), np.asarray(image_ids)])
     n_img = len(set(groups.tolist()))
     if n_img < n_folds:
-        raise ValueError(f"{n_img} distinct images < {n_folds} folds")
+        raise ValueError(f"{counted(n_img, 'distinct image')} < {n_folds} folds")
     return list(GroupKFold(n_splits=n_folds).split(np.zeros(groups.size), groups=groups))
 
 

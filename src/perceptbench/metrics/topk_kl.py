@@ -13,7 +13,8 @@ from typing import Hashable, Sequence
 
 import numpy as np
 
-__all__ = ["FLOOR", "LOGPROB_TOL", "MASS_TOL", "distribution_problem", "kl_topk", "support_distributions"]
+__all__ = ["FLOOR", "LOGPROB_TOL", "MASS_TOL", "distribution_problem", "invalid_rows", "kl_topk", "kl_topk_batch",
+           "support_distributions"]
 
 FLOOR = 1e-12
 """Smallest probability any support element gets before renormalising (keeps KL finite)."""
@@ -129,3 +130,99 @@ def kl_topk(p_keys: Sequence[Hashable], p_logprobs: Sequence[float], q_keys: Seq
     p, q, _ = support_distributions(p_keys, p_logprobs, q_keys, q_logprobs, p_complete=p_complete,
                                     q_complete=q_complete, floor=floor)
     return float(max(0.0, np.sum(p * (np.log(p) - np.log(q)))))
+
+
+def invalid_rows(keys: np.ndarray, logprobs: np.ndarray) -> np.ndarray:
+    """Which of many equal-length distributions :func:`distribution_problem` rejects, bool (m,):
+    ``keys`` int (m, k) codes (equal exactly when the tokens are equal), ``logprobs`` float64
+    (m, k); a row is invalid when it holds a duplicate key, a non-finite entry, an entry above
+    :data:`LOGPROB_TOL`, or a total probability above 1 + :data:`MASS_TOL` (each row's total
+    summed as :func:`distribution_problem` sums one list, so the verdicts are the same).  k >= 1."""
+    keys, lp = np.asarray(keys), np.asarray(logprobs, dtype=np.float64)
+    dup = (np.diff(np.sort(keys, axis=1), axis=1) == 0).any(1) if keys.shape[1] > 1 else np.zeros(len(keys), bool)
+    bad = (~np.isfinite(lp) | (lp > LOGPROB_TOL)).any(1)
+    with np.errstate(over="ignore", invalid="ignore"):
+        mass = np.exp(lp).sum(1)
+    return dup | bad | (mass > 1.0 + MASS_TOL)
+
+
+def kl_topk_batch(p_keys: np.ndarray, p_logprobs: np.ndarray, q_keys: np.ndarray, q_logprobs: np.ndarray, *,
+                  p_complete: np.ndarray | bool = False, q_complete: np.ndarray | bool = False,
+                  floor: float = FLOOR, chunk: int = 2048) -> np.ndarray:
+    """:func:`kl_topk` of m pairs at once, float64 (m,) in nats, equal to it bit for bit.
+
+    ``p_keys`` int (m, kp) and ``q_keys`` int (m, kq): the lists' keys as integer codes, equal
+    exactly when the tokens (or token ids) are equal; ``p_logprobs`` (m, kp), ``q_logprobs``
+    (m, kq): natural-log probabilities; ``p_complete``/``q_complete``: bool (m,) or one bool.
+    Every P list has one length and every Q list one length (group pairs by their lengths).
+    The support, the missing-token shares, the floor and the renormalisation are those of
+    :func:`support_distributions` (seed 002 §2, D.1), computed with the same operations in the
+    same order: each pair's vectors are built in :func:`support_distributions`' element order
+    (P's keys, then Q's keys not in P, then the rest bucket) and summed as one row of pairs with
+    the same support size, which numpy sums as it sums a lone vector, so no value moves
+    (tests/unit/metrics/test_topk_kl.py compares the two on random distributions).  Raises
+    ValueError naming the first pair whose P or Q list is not a distribution
+    (:func:`invalid_rows`)."""
+    pk, qk = np.asarray(p_keys), np.asarray(q_keys)
+    plp, qlp = np.asarray(p_logprobs, dtype=np.float64), np.asarray(q_logprobs, dtype=np.float64)
+    if pk.ndim != 2 or pk.shape != plp.shape or qk.ndim != 2 or qk.shape != qlp.shape or len(pk) != len(qk):
+        raise ValueError(f"keys and log-probabilities must be (m, k) arrays of one m, got {pk.shape}, {plp.shape}, "
+                         f"{qk.shape}, {qlp.shape}")
+    m = len(pk)
+    if m and (pk.shape[1] == 0 or qk.shape[1] == 0):
+        raise ValueError("empty distribution")
+    for side, k, lp in (("p", pk, plp), ("q", qk, qlp)):
+        bad = invalid_rows(k, lp) if m else np.zeros(0, bool)
+        if bad.any():
+            i = int(np.argmax(bad))
+            raise ValueError(f"pair {i}, {side}: not a distribution "
+                             f"({distribution_problem(k[i].tolist(), lp[i].tolist())})")
+    pc = np.broadcast_to(np.asarray(p_complete, bool), (m,))
+    qc = np.broadcast_to(np.asarray(q_complete, bool), (m,))
+    out = np.empty(m, dtype=np.float64)
+    for s in range(0, m, chunk):  # bounds the (chunk, kq, kp) key comparison
+        e = min(m, s + chunk)
+        out[s:e] = _kl_block(pk[s:e], plp[s:e], qk[s:e], qlp[s:e], pc[s:e], qc[s:e], floor)
+    return out
+
+
+def _pos(x: np.ndarray) -> np.ndarray:
+    """``max(0.0, x)`` elementwise as Python's ``max`` gives it (x when x > 0, else 0.0)."""
+    return np.where(x > 0.0, x, 0.0)
+
+
+def _side(probs: np.ndarray, n_missing: np.ndarray, complete: np.ndarray):
+    """Per row, what :func:`_on_support` computes of one side before the support: (share of a
+    missing token, rest bucket before the floor)."""
+    rest = _pos(1.0 - probs.sum(1))
+    lo, even = probs.min(1), rest / (n_missing + 1)
+    share = np.where(complete, 0.0, np.where(even < lo, even, lo))  # min(lo, even) as Python's min
+    return share, _pos(rest - share * n_missing)
+
+
+def _kl_block(pk, plp, qk, qlp, pc, qc, floor) -> np.ndarray:
+    m, kp = pk.shape
+    pp, qp = np.exp(np.minimum(plp, 0.0)), np.exp(np.minimum(qlp, 0.0))
+    eq = qk[:, :, None] == pk[:, None, :]  # (m, kq, kp): Q's key j is P's key i
+    q_new = ~eq.any(2)  # Q's keys not in P's list, in Q's order
+    p_in_q = eq.any(1)
+    q_at = np.take_along_axis(qp, eq.argmax(1), axis=1)  # Q's probability of P's key i (where p_in_q)
+    n_new = q_new.sum(1)
+    share_p, last_p = _side(pp, n_new, pc)
+    share_q, last_q = _side(qp, kp - p_in_q.sum(1), qc)
+    q_on_p = np.where(p_in_q, q_at, share_q[:, None])
+    out = np.empty(m, dtype=np.float64)
+    for n in np.unique(n_new):  # one support size s = kp + n per group: rows of one length
+        rows = np.flatnonzero(n_new == n)
+        g, s = len(rows), kp + int(n)
+        p = np.empty((g, s + 1))
+        q = np.empty((g, s + 1))
+        p[:, :kp], p[:, kp:s], p[:, s] = pp[rows], share_p[rows, None], last_p[rows]
+        q[:, :kp], q[:, s] = q_on_p[rows], last_q[rows]
+        q[:, kp:s] = qp[rows][q_new[rows]].reshape(g, s - kp)
+        p = np.maximum(p, floor)
+        q = np.maximum(q, floor)
+        p = p / p.sum(1, keepdims=True)
+        q = q / q.sum(1, keepdims=True)
+        out[rows] = _pos((p * (np.log(p) - np.log(q))).sum(1))
+    return out

@@ -198,21 +198,33 @@ READOUT_SPECS["class_probe"] = (
 class ClassProbeReadout:
     """Single-label probe.  ``fit(emb (n, d) float32, labels (n,) int or str)``; ``predict``
     returns (labels of the probe's classes, raw JSON of every class probability).
-    Raises ValueError when probe-train holds fewer than two classes."""
+    Raises ValueError when probe-train holds fewer than two classes.
+
+    Fit and prediction run on one BLAS thread: the matrices are small (the default
+    ``similarity.chart.category_mean`` fit, 1,260 x 1,280 and 10 classes, converges in 54 lbfgs
+    iterations, 0.6 s of CPU), and OpenBLAS's second thread spins while waiting: on a loaded
+    2-core machine the same fit took 7.9 s of CPU and 23-32 s of wall time on two threads.  One
+    thread also makes the fit independent of the machine's core count (two threads sum in
+    another order: coefficients within 1e-11).  Issue 25, item 3; docs/performance.md."""
 
     model: object = None
 
     def fit(self, emb: np.ndarray, labels: Sequence) -> "ClassProbeReadout":
         from sklearn.linear_model import LogisticRegression
+        from threadpoolctl import threadpool_limits
 
         y = np.asarray(labels)
         if len(set(y.tolist())) < 2:
             raise ValueError("class probe needs probe-train stimuli of at least two classes")
-        self.model = LogisticRegression(C=1.0, max_iter=2000).fit(emb.astype(np.float64), y)
+        with threadpool_limits(limits=1, user_api="blas"):
+            self.model = LogisticRegression(C=1.0, max_iter=2000).fit(emb.astype(np.float64), y)
         return self
 
     def predict(self, emb: np.ndarray) -> tuple[list, list[str]]:
-        p = self.model.predict_proba(emb.astype(np.float64))
+        from threadpoolctl import threadpool_limits
+
+        with threadpool_limits(limits=1, user_api="blas"):
+            p = self.model.predict_proba(emb.astype(np.float64))
         cls = [c.item() if hasattr(c, "item") else c for c in self.model.classes_]
         out = [cls[int(np.argmax(row))] for row in p]
         raws = [json.dumps({"probability": {str(c): round(float(q), 6) for c, q in zip(cls, row)}}) for row in p]

@@ -1,7 +1,13 @@
 """``perceptbench export RUN_DIR --format parquet``: a run's records and scores as typed
-parquet tables (pyarrow), for pandas, polars and duckdb users.  Reads records one task at
-a time (:func:`perceptbench.record_table.iter_task_records`), so memory is bounded by the
-largest task; scores are read from ``scores.json`` (run ``perceptbench score`` first)."""
+parquet tables (pyarrow), for pandas, polars and duckdb users.
+
+Records are read column by column with duckdb's JSON reader (:func:`records_arrow`: one
+streaming pass, no Python object per record), every line checked as the validating reader
+checks it; a file it cannot take (a torn final line, blank lines, a line only the validating
+reader accepts, a duplicated trial id) is read one task at a time by the validating reader
+(:func:`perceptbench.record_table.iter_task_records`) and converted by
+:func:`perceptbench.record_table.records_to_arrow`.  Both give the same table.  Scores are
+read from ``scores.json`` (run ``perceptbench score`` first)."""
 
 from __future__ import annotations
 
@@ -9,42 +15,258 @@ import json
 import os
 from pathlib import Path
 
+import numpy as np
+
 from ..core.rundir import RunDir, atomic_write
 
-__all__ = ["export_parquet"]
+__all__ = ["export_parquet", "records_arrow"]
 
 SCORE_COLUMNS = (("task_id", "string"), ("model", "string"), ("metric", "string"), ("value", "float64"),
                  ("ci_low", "float64"), ("ci_high", "float64"), ("n", "int64"), ("n_null", "int64"),
                  ("note", "string"), ("n_draws", "int64"), ("n_dropped", "int64"), ("seed", "int64"))
 
+#: string fields of a record that may not be null, and those that may (records.TrialRecord)
+_STR = ("trial_id", "task_id", "principle", "track", "stimulus_id", "model", "model_family", "readout", "owner",
+        "response_space")
+_OPT_STR = ("human_ref_id", "raw_output", "prompt_id", "prompt_hash")
+#: the fields written as JSON text (their type varies by task), as records_to_arrow writes them
+_JSON = ("response", "ground_truth", "manipulated_value")
+_RUN_META_KEYS = ("model_version", "seed", "run_id")
+
+
+def _records_sql(path: Path) -> str:
+    """duckdb SQL over ``path``: per line (file order) ``ok`` (every check below passed) and
+    the columns of :func:`perceptbench.record_table.records_to_arrow`, the JSON-typed ones as
+    duckdb's JSON text (``run_meta_json``: run_meta less its three fixed keys).
+
+    ``ok`` is true when the line is a JSON object with exactly the schema's fields; each
+    field has the JSON type :class:`~perceptbench.records.TrialRecord` (strict) takes:
+    strings (nullable where the schema allows), ``rep``/``n_reps`` integers within int64,
+    ``correct`` a boolean or null, answers a string, an integer, a list of strings or null,
+    ``manipulated_value`` a JSON scalar, ``run_meta`` an object with ``model_version`` and
+    ``run_id`` strings and an integer ``seed`` and no key twice; and the model validator's
+    checks: ``trial_id == task_id|stimulus_id|model|rep{rep}`` with no ``|`` in those parts,
+    a known model family and response space, ``0 <= rep < n_reps``.  (``correct`` against
+    the answers is checked in Python, on each distinct combination.)"""
+    from ..record_table import _SCALAR_TYPES, _answer_ok
+    from ..records import MODEL_FAMILIES, RESPONSE_SPACES, SCHEMA_FIELDS
+
+    def q(s: str) -> str:
+        return "'" + s.replace("'", "''") + "'"
+
+    def sql_list(xs) -> str:
+        return "[" + ", ".join(q(x) for x in xs) + "]"
+
+    def sql_tuple(xs) -> str:
+        return "(" + ", ".join(q(x) for x in xs) + ")"
+
+    struct = json.dumps({f: "JSON" for f in SCHEMA_FIELDS})
+    meta = json.dumps({k: "JSON" for k in _RUN_META_KEYS})
+    int_ok = "coalesce(json_type(s.{0}) IN ('UBIGINT', 'BIGINT') AND TRY_CAST(s.{0} AS BIGINT) IS NOT NULL, false)"
+    checks = ([f"coalesce(json_type(s.{f}) = 'VARCHAR', false)" for f in _STR]
+              + [f"coalesce(json_type(s.{f}), 'NULL') IN ('VARCHAR', 'NULL')" for f in _OPT_STR]
+              + [int_ok.format(f) for f in ("rep", "n_reps")]
+              + ["coalesce(json_type(s.correct), 'NULL') IN ('BOOLEAN', 'NULL')",
+                 _answer_ok("s.response"), _answer_ok("s.ground_truth"),
+                 f"coalesce(json_type(s.manipulated_value), 'NULL') IN {_SCALAR_TYPES}",
+                 "meta_ok", "coalesce(json_type(rm.model_version) = 'VARCHAR', false)",
+                 "coalesce(json_type(rm.run_id) = 'VARCHAR', false)", int_ok.format("seed").replace("s.seed", "rm.seed"),
+                 # each fixed run_meta key once (duckdb reads a repeated key's first value, json.loads
+                 # its last): the quoted name occurs once in the line (inside a JSON string a quote
+                 # is escaped, so only a key or a value equal to the name matches)
+                 *(f"strlen(j) - strlen(replace(j, {q(json.dumps(k))}, '')) = {len(json.dumps(k))}"
+                   for k in _RUN_META_KEYS)])
+    model = ["trial_id = task_id || '|' || stimulus_id || '|' || model || '|rep' || CAST(rep AS VARCHAR)",
+             "NOT contains(task_id, '|') AND NOT contains(stimulus_id, '|') AND NOT contains(model, '|')",
+             f"model_family IN {sql_tuple(MODEL_FAMILIES)}", f"response_space IN {sql_tuple(RESPONSE_SPACES)}",
+             "0 <= rep AND rep < n_reps"]
+    drop = json.dumps({k: None for k in _RUN_META_KEYS})
+    cols = ([f"s.{f} ->> '$' AS {f}" for f in _STR + _OPT_STR]
+            + ["CASE WHEN json_type(s.correct) = 'BOOLEAN' THEN s.correct::BOOLEAN END AS correct",
+               "TRY_CAST(s.rep AS BIGINT) AS rep", "TRY_CAST(s.n_reps AS BIGINT) AS n_reps",
+               "TRY_CAST(rm.seed AS BIGINT) AS seed", "rm.model_version ->> '$' AS model_version",
+               "rm.run_id ->> '$' AS run_id"]
+            + [f"s.{f} AS {f}_json" for f in _JSON]
+            + [f"CASE WHEN meta_ok THEN json_merge_patch(s.run_meta, {q(drop)}) END AS run_meta_json"])
+    keys, sorted_keys = sql_list(SCHEMA_FIELDS), sql_list(sorted(SCHEMA_FIELDS))
+    return f"""
+        WITH r AS (SELECT CASE WHEN json_keys(j) = {keys} THEN true
+                               ELSE list_sort(json_keys(j)) = {sorted_keys} END AS keys_ok,
+                          from_json(j, {q(struct)}) AS s, j
+                   FROM read_json_objects({q(str(path))}, format = 'newline_delimited') AS t(j)),
+             m AS (SELECT j, keys_ok, s, coalesce(json_type(s.run_meta) = 'OBJECT', false) AS meta_ok,
+                          from_json(s.run_meta, {q(meta)}) AS rm FROM r),
+             c AS (SELECT coalesce(keys_ok AND {" AND ".join(checks)}, false) AS types_ok, {", ".join(cols)} FROM m)
+        SELECT coalesce(types_ok AND {" AND ".join(model)}, false) AS ok, * EXCLUDE (types_ok) FROM c"""
+
+
+class _Canonical:
+    """duckdb's JSON text of a value -> the text :func:`~perceptbench.record_table.records_to_arrow`
+    writes for it (``json.dumps`` of the parsed value, ``ensure_ascii=False``; ``sort_keys``
+    for run_meta), computed once per distinct text.  Exact: duckdb rewrites numbers only in
+    ways ``json.loads`` reads back as the same value (``1e-05`` as ``0.00001``, ``1E2`` as
+    ``100.0``; integers beyond 64 bits, ``NaN`` and ``1e400`` kept as written), so the value
+    is the one ``json.loads`` gives on the line itself (tests/unit/reports/test_export.py)."""
+
+    def __init__(self, sort_keys: bool = False):
+        self.sort_keys, self.cache = sort_keys, {}
+
+    def text(self, text: str | None) -> str | None:
+        if text is None:
+            return None
+        out = self.cache.get(text)
+        if out is None:
+            out = self.cache[text] = json.dumps(json.loads(text), ensure_ascii=False, sort_keys=self.sort_keys)
+        return out
+
+    def column(self, arr):
+        """A pyarrow string array of JSON texts -> the canonical texts (pa.string)."""
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        enc = pc.dictionary_encode(arr)
+        lut = pa.array([self.text(t) for t in enc.dictionary.to_pylist()], pa.string())
+        return lut.take(enc.indices)
+
+
+def _correct_ok(batch) -> np.ndarray:
+    """Per row: ``correct`` is what :func:`~perceptbench.records.score_correct` gives for the
+    row's answers (the record model's check: null when an answer is null, else whether they
+    are equal, lists as sets), evaluated once per distinct (response, ground truth, correct)."""
+    import pyarrow.compute as pc
+
+    from ..record_table import _bools, _ints, _valid
+    from ..records import score_correct
+
+    codes, answers = [], []
+    for col in ("response_json", "ground_truth_json"):
+        enc = pc.dictionary_encode(batch.column(col))
+        texts = enc.dictionary.to_pylist()
+        codes.append(np.where(_valid(enc.indices), _ints(enc.indices), len(texts)))
+        answers.append([json.loads(t) for t in texts] + [None])
+    corr = batch.column("correct")
+    codes.append(np.where(_valid(corr), _bools(corr), 2))  # 0 false, 1 true, 2 null
+    n_g = len(answers[1])
+    uniq, inv = np.unique((codes[0] * n_g + codes[1]) * 3 + codes[2], return_inverse=True)
+
+    def agrees(r: int, g: int, c: int) -> bool:
+        try:
+            return score_correct(answers[0][r], answers[1][g]) == (False, True, None)[c]
+        except TypeError:  # answers of other types (lines that fail the SQL checks anyway)
+            return False
+
+    ok = np.array([agrees(k // 3 // n_g, k // 3 % n_g, k % 3) for k in uniq.tolist()], bool)
+    return ok[inv.ravel()]
+
+
+def records_arrow(path: str | os.PathLike, batch_rows: int = 8_192):
+    """The records of ``path`` as the pyarrow Table :func:`~perceptbench.record_table.records_to_arrow`
+    gives for them (same columns, types and values, rows in file order), read with duckdb's
+    JSON reader in one streaming pass: no Python object per record; JSON-typed values are
+    re-encoded once per distinct text.
+
+    Every line is checked as :func:`~perceptbench.records.parse_record_line` checks it (see
+    :func:`_records_sql`); the first line that fails is handed to it, and its
+    :class:`~perceptbench.records.RecordError` names the file, line and field.  Returns None
+    when the file needs the validating reader: missing or empty, a torn final line, blank
+    lines, a line duckdb cannot parse, a check only the validating reader passes (e.g. an
+    integer beyond int64), or a duplicated ``trial_id`` (the validating path names both
+    lines)."""
+    import duckdb
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from ..record_table import _bools, _count_lines, _line
+    from ..records import has_torn_tail, parse_record_line
+
+    path = Path(path)
+    if not path.exists() or path.stat().st_size == 0 or has_torn_tail(path):
+        return None
+    con = duckdb.connect(config={"threads": min(2, os.cpu_count() or 1), "memory_limit": "1GB"})
+    con.execute("SET enable_progress_bar = false")
+    canon = {"response_json": _Canonical(), "ground_truth_json": _Canonical(),
+             "manipulated_value_json": _Canonical(), "run_meta_json": _Canonical(sort_keys=True)}
+    parts = []
+    row0 = 0
+    try:
+        for batch in con.sql(_records_sql(path)).to_arrow_reader(batch_rows):
+            ok = _bools(batch.column("ok")) & _correct_ok(batch)
+            if not ok.all():
+                bad = row0 + int(np.argmin(ok))
+                line = _line(path, bad)
+                if line is not None:
+                    parse_record_line(line, f"{path}:{bad + 1}")  # raises RecordError naming line and field
+                return None  # blank lines before it, or a check the validating reader passes
+            cols = {}
+            for name in batch.schema.names[1:]:
+                arr = batch.column(name)
+                if name in canon:
+                    arr = canon[name].column(arr)
+                cols[name] = arr
+            parts.append(pa.table(cols))
+            row0 += batch.num_rows
+    except (duckdb.Error, OSError):  # duckdb's errors arrive through pyarrow's reader as OSError
+        return None
+    finally:
+        con.close()
+    if row0 != _count_lines(path):  # blank lines: the validating reader skips or names them
+        return None
+    if not parts:
+        return None
+    table = pa.concat_tables(parts)
+    if pc.count_distinct(table["trial_id"]).as_py() != table.num_rows:
+        return None
+    return table
+
+
+def _write_records(run: RunDir, path: Path) -> None:
+    """records.parquet at ``path``: tasks in sorted order, one ``write_table`` per task, each
+    task's records in file order (as before the columnar reader)."""
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    from ..record_table import _ints, iter_task_records, records_to_arrow
+
+    table = records_arrow(run.records)
+    if table is None:
+        tasks = ((t, records_to_arrow(recs)) for t, recs in iter_task_records(run.records))
+    else:
+        enc = pc.dictionary_encode(table["task_id"].combine_chunks())
+        codes = _ints(enc.indices)
+        names = enc.dictionary.to_pylist()
+        order = np.argsort(codes, kind="stable")
+        bounds = np.searchsorted(codes[order], np.arange(len(names) + 1))
+        tasks = ((names[k], table.take(order[bounds[k]:bounds[k + 1]]))
+                 for k in sorted(range(len(names)), key=names.__getitem__))
+    first = next(tasks, None)
+    if first is None:  # no records, no file (as before)
+        return
+    with atomic_write(path, "wb") as f:
+        with pq.ParquetWriter(f, first[1].schema) as writer:
+            writer.write_table(first[1])
+            for _, t in tasks:
+                writer.write_table(t)
+
 
 def export_parquet(run_dir: str | os.PathLike, out_dir: str | os.PathLike | None = None) -> tuple[Path, Path | None]:
     """Write ``records.parquet`` (one row per trial; columns of
-    :func:`perceptbench.record_table.records_to_arrow`) and, when ``scores.json`` exists,
-    ``scores.parquet`` (task_id, model, metric: string; value, ci_low, ci_high: float64,
-    NaN/None as null; n, n_null, n_draws, n_dropped, seed: int64; note: string) into
-    ``out_dir`` (default: the run directory).  Files are written to a temporary name and
-    renamed.  Returns (records path, scores path or None).  Raises
-    :class:`~perceptbench.records.RecordError` for a missing or invalid records file."""
+    :func:`perceptbench.record_table.records_to_arrow`, tasks in sorted order, each task's
+    records in file order) and, when ``scores.json`` exists, ``scores.parquet`` (task_id,
+    model, metric: string; value, ci_low, ci_high: float64, NaN/None as null; n, n_null,
+    n_draws, n_dropped, seed: int64; note: string) into ``out_dir`` (default: the run
+    directory).  Files are written to a temporary name and renamed: a failure leaves no
+    partial file.  Returns (records path, scores path or None).  Raises
+    :class:`~perceptbench.records.RecordError` for a missing or invalid records file (file,
+    line and field)."""
     import pyarrow as pa
     import pyarrow.parquet as pq
-
-    from ..record_table import iter_task_records, records_to_arrow
 
     run_dir = Path(run_dir)
     run = RunDir(run_dir)
     out = RunDir(out_dir) if out_dir is not None else run
     out.root.mkdir(parents=True, exist_ok=True)
     rec_path = out.records_parquet
-    tasks = iter_task_records(run.records)
-    first = next(tasks, None)
-    if first is not None:  # no records, no file (as before)
-        with atomic_write(rec_path, "wb") as f:
-            t = records_to_arrow(first[1])
-            with pq.ParquetWriter(f, t.schema) as writer:
-                writer.write_table(t)
-                for _, recs in tasks:
-                    writer.write_table(records_to_arrow(recs))
+    _write_records(run, rec_path)
     scores_json = run.scores_json
     if not scores_json.exists():
         return rec_path, None

@@ -29,14 +29,18 @@ from dataclasses import dataclass, field
 
 import matplotlib
 import matplotlib.ticker
+import matplotlib.transforms
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
 from ..core.rows import ScoreRow, is_aggregate_model  # noqa: E402
-from .headline import CAPACITY_BAND, MAX_NULL_RATE, MIN_N, HeadlineRow, cell_mark, fmt, thin_evidence  # noqa: E402
-from ..tasks.gestalt import MARK_KERNEL_IDS  # noqa: E402
+from ..metrics.capacity import CAPACITY_RULE, capacity_threshold  # noqa: E402
+from .headline import (CAPACITY_BAND, MAX_NULL_RATE, MIN_N, SERIES_COUNT_CHANCE, HeadlineRow, cell_mark, fmt,  # noqa: E402
+                       thin_evidence)
+from ..tasks.gestalt import KERNEL_NAMES, MARK_KERNEL_IDS  # noqa: E402
+from ..tasks.registry import task_label, task_title  # noqa: E402
 
 OKABE_ITO = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000", "#F0E442")
 """Okabe-Ito colours, most distinguishable first (yellow last: weak on white)."""
@@ -143,11 +147,13 @@ def annotate_thin(ax, x, y, mark: str, color) -> None:
                     fontsize=MIN_FONT_PT, color=color, ha="right" if right else "left", va="top" if top else "bottom")
 
 
-def note_thin(ax, d: Drawn) -> None:
+def note_thin(ax, d: Drawn, text: str = THIN_NOTE) -> None:
     """When one of ``d``'s points is marked, give ``ax`` a legend entry (a hollow black marker)
-    that says what a hollow marker means (:data:`THIN_NOTE`); call it before the legend is made."""
+    that says what a hollow marker means (``text``, default :data:`THIN_NOTE`: the count beside
+    the point; a figure that prints the counts elsewhere says where); call it before the legend
+    is made."""
     if any(r["evidence"] for r in d.rows):
-        ax.plot([], [], "o", color="black", mfc="white", ls="none", ms=5, label=THIN_NOTE)
+        ax.plot([], [], "o", color="black", mfc="white", ls="none", ms=5, label=text)
 
 
 def style(i: int) -> dict:
@@ -265,10 +271,19 @@ def colour_value(metric: str, value: float) -> float:
     return 1.0 - value if metric.startswith(LOWER_IS_BETTER) else value
 
 
+REFERENCE_FACE, REFERENCE_HATCH = "#f2f2f2", "#c8c8c8"
+"""The matrix's reference rows (floor/chance, human ceiling): light grey, hatched, so that a
+reference never reads as a respondent on the colour scale."""
+REFERENCE_CELL = "reference cell (grey, hatched; not on the colour scale)"
+"""``plotted_as`` of a reference row's cell in the matrix's tidy data."""
+
+
 def draw_matrix(heads: list[HeadlineRow], models: list[str], cols: list[tuple[str, str]],
                 families: dict[str, str] | None = None) -> Drawn | None:
     """Heatmap: models (rows, in the given order) x (task, metric) columns; cell = value and
-    CI; two extra rows give the floor/chance and the human ceiling of each column.  Colour
+    CI; two extra rows on top give the floor/chance and the human ceiling of each column: they are
+    references, not respondents, so they are drawn light grey and hatched, off the colour scale
+    (:data:`REFERENCE_FACE`; the title says so).  Colour of the model rows
     runs one way in every column, dark = worse (:func:`colour_value`: a VSI insensitive
     fraction is coloured by 1 - value; the cell's text is the value itself).  Double column
     wide up to 7 columns, wider beyond (the table then suits a paper better).
@@ -293,11 +308,10 @@ def draw_matrix(heads: list[HeadlineRow], models: list[str], cols: list[tuple[st
         any_h = next((x for x in heads if x.task_id == tid and x.metric == metric), None)
         if any_h is not None and ref_rows:
             for i, ref in enumerate((any_h.floor, any_h.ceiling)):
-                if ref is not None:
-                    vals[i, j] = ref
+                if ref is not None:  # a reference, not a respondent: printed, never coloured
                     text[i][j] = fmt(ref, 2)
                     d.add(task_id=tid, model=ref_rows[i], role="floor" if i == 0 else "human ceiling",
-                          metric=metric, plotted_as="cell", value=ref,
+                          metric=metric, plotted_as=REFERENCE_CELL, value=ref,
                           ci_low=any_h.ceiling_ci[0] if i == 1 and any_h.ceiling_ci else None,
                           ci_high=any_h.ceiling_ci[1] if i == 1 and any_h.ceiling_ci else None,
                           value_source="headline " + ("floor: " + any_h.floor_label if i == 0
@@ -334,10 +348,17 @@ def draw_matrix(heads: list[HeadlineRow], models: list[str], cols: list[tuple[st
         for i in range(len(labels)):
             for j in range(len(cols)):
                 v = vals[i, j]
-                dark = np.isfinite(v) and v < 0.55
+                dark = np.isfinite(v) and v < 0.55  # reference rows (NaN here) are light grey: black text
                 ax.text(j, i, text[i][j], ha="center", va="center", fontsize=7,
-                        color="white" if dark else "black")
+                        color="white" if dark else "black",
+                        **({"bbox": {"facecolor": REFERENCE_FACE, "edgecolor": "none", "pad": 1.5}}
+                           if i < len(ref_rows) and text[i][j] else {}))
         if ref_rows:
+            from matplotlib.patches import Rectangle
+
+            for i in range(len(ref_rows)):  # reference rows: light grey, hatched, off the colour scale
+                ax.add_patch(Rectangle((-0.5, i - 0.5), len(cols), 1, facecolor=REFERENCE_FACE, hatch="////",
+                                       edgecolor=REFERENCE_HATCH, lw=0, zorder=0.5))
             ax.axhline(1.5, color="white", lw=3)
         ax.set_yticks(range(len(labels)), labels)
         if families:
@@ -363,7 +384,9 @@ def draw_matrix(heads: list[HeadlineRow], models: list[str], cols: list[tuple[st
         # short lines: a matrix of one or two model rows is short, and a long label ran off its top
         cb.set_label("metric value\n(proportion; kappa\nunitless); dark = worse" +
                      ("\n(VSI: 1 - value)" if any(flip) else ""))
-        ax.set_title("Model x task: headline value [95% CI]" + (", floor/chance and human ceiling" if ref_rows else ""))
+        ax.set_title("Model x task: headline value [95% CI]" + (
+            "\nfirst two rows (grey, hatched): the references, floor/chance and human ceiling, not on the colour scale"
+            if ref_rows else ""))
         return d.done(fig)
 
 
@@ -445,7 +468,7 @@ def draw_dissociation(rows: list[ScoreRow], labelled: list[str] | None = None,
         ax.set_xlim(-0.02, 1.02)
         ax.set_xlabel(f"accuracy on {PANEL_STIMULI[task]} (proportion correct, 16-way)")
         ax.set_ylabel("error consistency kappa (unitless)")
-        ax.set_title(f"Accuracy vs error consistency\n({task}, test split)")
+        ax.set_title(f"Accuracy vs error consistency\n{task_title(task)}\n({task}, test split)")
         ax.legend(loc="upper left", bbox_to_anchor=(-0.2, -0.16), frameon=False, ncols=1)
         return d.done(fig)
 
@@ -520,7 +543,7 @@ def draw_shape_bias_by_category(rows: list[ScoreRow], only: list[str] | None = N
         top = ax.secondary_xaxis("top", functions=(lambda v: 1 - v, lambda v: 1 - v))
         top.set_xlabel("fraction of 'texture' decisions")
         ax.grid(axis="y", color="#dddddd", lw=0.5)
-        ax.set_title("Shape bias per category\n(cue-conflict images, test split)")
+        ax.set_title(f"Shape bias per category\n{task_title(tid)}\n({tid}, test split)")
         note_thin(ax, d)
         fig.legend(loc="outside lower center", frameon=False, ncols=1)
         return d.done(fig)
@@ -555,9 +578,19 @@ def ak_curves(rows: list[ScoreRow], only: list[str] | None = None):
     return svg_of(draw_ak_curves(rows, only))
 
 
+AK_THIN_NOTE = (f"hollow: few answers: < {MIN_N} trials at that k\n(n above each k), or > {MAX_NULL_RATE:.0%} "
+                "of the model's\ntrials null (said after its name)")
+"""The a(k) figure's legend line for hollow points: the per-k counts are printed once per k along
+the top of the panel (beside each of up to 15 x 7 points they would cover the curves)."""
+
+
 def draw_ak_curves(rows: list[ScoreRow], only: list[str] | None = None) -> Drawn | None:
-    """a(k) with 95% CIs per model, the 6-12 capacity band shaded; below it, one line per
-    model with capacity_k and its 95% interval, P(in band) printed beside it.  Double column."""
+    """a(k) with 95% CIs per model, the 6-12 capacity band shaded, chance 1/20 dotted
+    (:data:`~.headline.SERIES_COUNT_CHANCE`), each model's capacity threshold (half its mean
+    a(k <= 4), :func:`~perceptbench.metrics.capacity.capacity_threshold`) dashed in its colour,
+    and the trials per k printed along the top (a point on fewer than 30 is hollow); below it,
+    one line per model with capacity_k (:data:`~perceptbench.metrics.capacity.CAPACITY_RULE`,
+    stated on the x axis) and its 95% interval, P(in band) printed beside it.  Double column."""
     tids = sorted({r.task_id for r in rows if r.task_id.split("@")[0] == "similarity.chart.series_count"})
     if not tids:
         return None
@@ -581,11 +614,23 @@ def draw_ak_curves(rows: list[ScoreRow], only: list[str] | None = None) -> Drawn
                 a_.axvspan(CAPACITY_BAND[0], CAPACITY_BAND[1], color=HUMAN_GREY, alpha=0.15, lw=0,
                            label=f"human capacity band {CAPACITY_BAND[0]}-{CAPACITY_BAND[1]} series"
                            if a_ is ax else None)
+            ax.axhline(SERIES_COUNT_CHANCE, color="black", lw=0.7, ls=":",
+                       label=f"chance {SERIES_COUNT_CHANCE:g} (1/20: 20 allowed answers)" if q == 0 else None)
+            d.add(task_id=tid, model="chance", role="chance", metric="a_k", plotted_as="y line",
+                  value=SERIES_COUNT_CHANCE, panel=tid, value_source="constant SERIES_COUNT_CHANCE (1/20)")
             for i, m in enumerate(models):
                 pts = sorted((int(r.metric[4:-1]), r) for (t, mm, met), r in ix.items()
                              if t == tid and mm == m and met.startswith("a_k["))
                 st = style(i)
                 _level_curve(ax, d, tid, m, i, len(models), pts, panel=tid)
+                thr = capacity_threshold({k: r.value for k, r in pts if _finite(r.value)})
+                if _finite(thr):
+                    ax.axhline(thr, color=st["color"], lw=0.8, ls="--", alpha=0.8,
+                               label="dashed: capacity threshold, half the mean a(k \u2264 4)"
+                               if q == 0 and i == 0 else None)
+                    d.add(task_id=tid, model=m, role="capacity threshold", metric="a_k", plotted_as="y line",
+                          value=thr, panel=tid,
+                          value_source="0.5 x mean of the a_k[k] rows for k <= 4 (metrics/capacity.py)")
                 cap = ix.get((tid, m, "capacity_k"))
                 prob = ix.get((tid, m, "capacity_in_band_prob"))
                 y = len(models) - 1 - i
@@ -608,24 +653,42 @@ def draw_ak_curves(rows: list[ScoreRow], only: list[str] | None = None) -> Drawn
                 axc.annotate(f"{name}: {txt}", (1.4, y), xytext=(0, 4), textcoords="offset points",
                              fontsize=MIN_FONT_PT, va="bottom", ha="left", color="#222222")
             ax.set_ylim(-0.03, 1.03)
+            ax.set_yticks(np.linspace(0, 1, 6))  # fixed: a locator would choose by the font size at each draw
             ax.set_ylabel("a(k): accuracy (proportion)")
-            ns = [r.n for (t, _, met), r in ix.items() if t == tid and met.startswith("a_k[") and r.n is not None]
+            ns = [r.n for (t, mm, met), r in ix.items() if t == tid and met.startswith("a_k[") and r.n is not None
+                  and mm in models]
             count = f"{min(ns)}" if ns and min(ns) == max(ns) else f"{min(ns) if ns else 0}-{max(ns) if ns else 0}"
             small = f"; small n: {count} trials per k (< {MIN_N}), CIs wide or degenerate" \
                 if ns and min(ns) < MIN_N else ""
-            ax.set_title(f"a(k) for {tid}, 95% CI per k" + (f"\n{small[2:]}" if small else ""), loc="left")
+            by_k: dict[int, list[int]] = defaultdict(list)
+            for (t, mm, met), r in ix.items():
+                if t == tid and mm in models and met.startswith("a_k[") and r.n is not None:
+                    by_k[int(met[4:-1])].append(int(r.n))
+            if small:  # the counts the hollow points rest on, once per k along the top
+                top = matplotlib.transforms.blended_transform_factory(ax.transData, ax.transAxes)
+                for k, kn in sorted(by_k.items()):
+                    ax.text(k, 1.0, f"n={min(kn)}" if min(kn) == max(kn) else f"n={min(kn)}-{max(kn)}",
+                            transform=top, fontsize=MIN_FONT_PT, ha="center", va="bottom", color="#444444",
+                            in_layout=False)  # inside the axes' width, under the title's pad: no room to make
+            ax.set_title(f"{task_label(tid)}: a(k), 95% CI per k" + (f"\n{small[2:]}" if small else ""), loc="left",
+                         pad=12 if small else 6)
             ax.tick_params(labelbottom=False)
             axc.set_yticks([])  # each line is named by the text above it
             axc.set_ylim(-0.5, len(models) - 0.1)
             axc.spines["left"].set_visible(False)
-            axc.set_xlabel("rendered series count k (number of colour series); lower panel: capacity_k, 95% CI")
+            axc.set_xlabel("rendered series count k (number of colour series)\n"
+                           f"lower panel: {CAPACITY_RULE}; 95% CI")
             axc.set_xlim(1.3, 16.7)
-        note_thin(axes[0, 0], d)
+        note_thin(axes[0, 0], d, AK_THIN_NOTE)
         legend = {}
         for a_ in axes[::2, 0]:  # one legend under the figure: models and the band, once each
             for h, lab in zip(*a_.get_legend_handles_labels()):
                 legend.setdefault(lab, h)
-        fig.legend(list(legend.values()), list(legend), loc="outside lower center", frameon=False, ncols=2)
+        widest = max(len(line) for lab in legend for line in lab.split("\n"))
+        ncols = 2 if widest <= 52 else 1  # two columns of long labels run off a 7.16 in page
+        if ncols == 1:  # the legend's extra rows get their own height, the panels keep theirs
+            fig.set_figheight(fig.get_figheight() + 0.13 * sum(lab.count("\n") + 1 for lab in legend) / 2)
+        fig.legend(list(legend.values()), list(legend), loc="outside lower center", frameon=False, ncols=ncols)
         return d.done(fig)
 
 
@@ -684,7 +747,8 @@ def draw_category_mean(rows: list[ScoreRow], only: list[str] | None = None) -> D
         ax.set_ylim(-0.03, 1.03)
         ax.set_xlabel("number of categories k in the scatterplot")
         ax.set_ylabel("accuracy (proportion correct)")
-        ax.set_title("Highest-mean category: accuracy by k, 95% CI", loc="left")
+        ax.set_title("Accuracy by k, 95% CI", loc="left")
+        fig.suptitle(task_label(tid), fontsize=RC["axes.titlesize"])
         ceil = ix.get((tid, "human:panel", "ceiling_kappa_pairwise_mean@test"))
         if ceil is not None and _finite(ceil.value):
             d.add(ceil, role="human-human ceiling", plotted_as="y line and band (CI)", panel="error consistency")
@@ -783,8 +847,8 @@ def _kernel_panel(ax, ix, tids: list[str], models: list[str], d: Drawn, width_in
         if kern:
             vals = [r.value for _, r in kern]
             ax.fill_betweenx([y0 - half_band, y0 + half_band], min(vals), max(vals), color=HUMAN_GREY, alpha=0.22,
-                             lw=0, label="range of the other kernels' B (the human reference's spread)"
-                             if j == 0 else None)
+                             lw=0, label="range of the other kernels' B against the reference kernel\n"
+                                         "(the human reference's own spread)" if j == 0 else None)
             for m, r in kern:
                 d.add(r, role="kernel", plotted_as="x tick in the band", x=tid)
                 ax.plot([r.value] * 2, [y0 - half_band, y0 + half_band], color="#555555", lw=1,
@@ -816,11 +880,27 @@ def _kernel_panel(ax, ix, tids: list[str], models: list[str], d: Drawn, width_in
             for art in (eb.lines[0], *eb.lines[1], *eb.lines[2]):
                 art.set_clip_on(False)
             annotate_thin(ax, r.value, y, mark, st["color"])
-    ax.set_yticks(range(len(tids)), [_wrap_task(t) for t in tids][::-1])
+    ax.set_yticks(range(len(tids)), [f"{_wrap_task(t)}\nreference: {reference_kernel(t)}" for t in tids][::-1])
     ax.tick_params(axis="y", length=0)
     ax.spines["left"].set_visible(False)
     ax.grid(axis="x", color="#eeeeee", lw=0.5)
     ax.set_axisbelow(True)
+
+
+def reference_kernel(task_id: str) -> str:
+    """The kernel a kernel odd-one-out task's B is scored against (its ``kernel`` setting, default
+    ``tm``; :class:`~perceptbench.tasks.gestalt.MarkKernelTask`)."""
+    from ..tasks import get_task
+
+    return get_task(task_id).params["kernel"]
+
+
+def kernel_codes_text(codes) -> str:
+    """The legend lines that say what the kernel codes ``codes`` on the mark figure mean
+    (:data:`~perceptbench.tasks.gestalt.KERNEL_NAMES`, Demiralp et al. 2014 §3), two per line."""
+    items = [f"{c} = {KERNEL_NAMES[c]}" for c in sorted(codes) if c in KERNEL_NAMES]
+    lines = ["; ".join(items[i:i + 2]) for i in range(0, len(items), 2)]
+    return "kernel codes (elicitation method, Demiralp et al. 2014):\n" + "\n".join(lines)
 
 
 def mark_color(rows: list[ScoreRow], only: list[str] | None = None):
@@ -835,7 +915,9 @@ def draw_mark_color(rows: list[ScoreRow], only: list[str] | None = None) -> Draw
     B on the x axis (0-1), the other kernels' B against the task's kernel as a grey band (their
     range: the spread of the human reference itself) with a labelled tick per kernel, the
     position floor dashed, and each model as a point with its 95% CI, so the model's place
-    among the kernels reads at a glance.  None without kernel-task rows.  Double column wide
+    among the kernels reads at a glance.  Each strip names its reference kernel (the task's
+    ``kernel`` setting, :func:`reference_kernel`), and the legend says what every kernel code
+    means (:func:`kernel_codes_text`).  None without kernel-task rows.  Double column wide
     (one column for a single task variant); one legend under the panels."""
     tids = sorted({r.task_id for r in rows if r.task_id.split("@")[0] in MARK_KERNEL_IDS})
     if not tids:
@@ -849,19 +931,23 @@ def draw_mark_color(rows: list[ScoreRow], only: list[str] | None = None) -> Draw
         per = [[t for t in tids if t.split("@")[0] == b] for b in channels]
         strip_in = 0.55 + 0.12 * max(len(models), 1)
         heights = [len(p) * strip_in + 0.3 for p in per]
-        fig, axes = plt.subplots(len(channels), 1, figsize=(width, sum(heights) + 1.3 + 0.14 * len(models)),
+        fig, axes = plt.subplots(len(channels), 1, figsize=(width, sum(heights) + 2.2 + 0.14 * len(models)),
                                  sharex=True, squeeze=False, gridspec_kw={"height_ratios": heights},
                                  layout="constrained")
         for ax, base, mine in zip(axes[:, 0], channels, per):
             _kernel_panel(ax, ix, mine, models, d, width_in=width - 1.4)
             if len(channels) > 1:
-                ax.set_title(base.removeprefix("similarity.chart."))
-        axes[-1, 0].set_xlabel("B, agreement with the kernel (proportion)")
-        if len(channels) == 1 and channels[0] == "similarity.chart.mark_color":
-            axes[0, 0].set_title("Mark colour odd-one-out: B vs the\nposition floor and the kernels' spread")
+                ax.set_title(task_label(base))
+        axes[-1, 0].set_xlabel("B (proportion): agreement with\nthe reference kernel's odd one out")
+        if len(channels) == 1:
+            axes[0, 0].set_title(f"{task_title(channels[0])}\n({channels[0]})\nB vs the position floor "
+                                 "and the kernels' spread")
         else:
             fig.suptitle("Mark odd-one-out per channel: B vs the position floor and the kernels' spread",
                          fontsize=RC["axes.titlesize"])
+        codes = {reference_kernel(t) for t in tids} | {
+            m.removeprefix("human:kernel-") for (t, m, met) in ix if t in tids and m.startswith("human:kernel-")}
+        axes[0, 0].plot([], [], ls="none", label=kernel_codes_text(codes))
         note_thin(axes[0, 0], d)
         legend = {}  # every panel's labelled artists, each label once (a model may answer one channel only)
         for ax in axes[:, 0]:
@@ -936,7 +1022,7 @@ def draw_salbench_shots(rows: list[ScoreRow], only: list[str] | None = None) -> 
                 ax.set_ylim(-0.03, 1.05)
                 ax.set_xlabel("few-shot examples (shots)")
                 ax.set_ylabel(("exact match" if metric == "exact_match" else "mean F1") + " (proportion)")
-                ax.set_title(f"salbench.{kind}.{split}: {metric}")
+                ax.set_title(f"{task_title(f'salbench.{kind}.{split}')}\n(salbench.{kind}.{split}): {metric}")
         note_thin(axes[0, 0], d)
         fig.legend(loc="outside lower center", frameon=False, ncols=2)
         return d.done(fig)
@@ -996,7 +1082,7 @@ def draw_salbench_categories(rows: list[ScoreRow], only: list[str] | None = None
             ax.set_xticks(range(len(cats)), cats)
             ax.set_ylim(-0.03, 1.05)
             ax.set_ylabel("F1 (proportion)")
-            ax.set_title(f"{tid}: per-category F1 (every stimulus)")
+            ax.set_title(f"{task_label(tid)}: per-category F1 (every stimulus)")
         note_thin(axes[0, 0], d)
         fig.legend(loc="outside lower center", frameon=False, ncols=3)
         return d.done(fig)
@@ -1043,7 +1129,7 @@ def draw_salbench_breakdowns(rows: list[ScoreRow], only: list[str] | None = None
             unit = {"difficulty": "difficulty bin (seed 001 §3.2)", "feature_difficulty": "feature / difficulty bin",
                     "distractors": "number of distractors"}[g]
             ax.set_xlabel(unit)
-            ax.set_title(f"{tid}: exact match by {g.replace('_', ' x ')} (every stimulus)")
+            ax.set_title(f"{task_label(tid)}\nexact match by {g.replace('_', ' x ')} (every stimulus)")
         note_thin(axes[0, 0], d)
         fig.legend(loc="outside lower center", frameon=False, ncols=3)
         return d.done(fig)
@@ -1118,7 +1204,7 @@ def draw_vsi_histograms(rows: list[ScoreRow], only: list[str] | None = None,
             ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())  # mathtext is off: plain labels
             ax.set_xlabel("VSI = KL(p_clean || p_blurred) (nats, log scale; outer bins open)")
             ax.set_ylabel("share of samples (proportion)")
-            ax.set_title(f"{tid} {cell}: VSI per sample; dashed: {threshold:g} nats", loc="left")
+            ax.set_title(f"{task_label(tid)}\n{cell}: VSI per sample; dashed: {threshold:g} nats", loc="left")
             ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1), frameon=False)
         return d.done(fig)
 
@@ -1192,7 +1278,8 @@ def draw_vsi_reliability(rows: list[ScoreRow], only: list[str] | None = None) ->
                             annotate_thin(ax, c, a, mark, st["color"])
                 ax.set_xlabel(f"{label}, bin mean")
                 ax.set_ylabel("accuracy in the bin")
-                ax.set_title(f"{tid}\n{cell} {sig}", loc="left")
+                ax.set_title(f"{task_title(tid)}\n{tid}\n{cell} {sig}" if task_title(tid) else
+                             f"{tid}\n{cell} {sig}", loc="left")
         if thin_below:
             axes[0][0].plot([], [], "o", color="black", mfc="white", ls="none", ms=3.5,
                             label=f"hollow: a bin of fewer than {min(thin_below)} samples (count beside it; "
@@ -1205,7 +1292,8 @@ def draw_vsi_reliability(rows: list[ScoreRow], only: list[str] | None = None) ->
 
 MAX_JOINT_PANELS = 6
 """The joint-quintile figure draws at most this many (task, cell, model pair) panels; the
-``joint_error_grid`` rows in scores.json hold every pair."""
+``joint_error_grid`` rows in scores.json hold every pair scoring compared (every pair up to 20
+models, the ranking neighbours above: ``score --pairs``, docs/metrics.md "VSI model pairs")."""
 
 
 def draw_vsi_joint_quintiles(rows: list[ScoreRow], max_panels: int = MAX_JOINT_PANELS) -> Drawn | None:
@@ -1254,7 +1342,8 @@ def draw_vsi_joint_quintiles(rows: list[ScoreRow], max_panels: int = MAX_JOINT_P
             ax.set_yticks(range(k))
             ax.set_xlabel(f"VSI quintile of {b} (0 = lowest)")
             ax.set_ylabel(f"VSI quintile of {a}")
-            ax.set_title(f"{r.task_id}\n{r.metric[len('joint_error_grid'):]} {r.model}", loc="left")
+            ax.set_title((f"{task_title(r.task_id)}\n" if task_title(r.task_id) else "")
+                         + f"{r.task_id}\n{r.metric[len('joint_error_grid'):]} {r.model}", loc="left")
         for ax in axes.ravel()[len(grids):]:
             ax.set_visible(False)
         fig.colorbar(im, ax=axes.ravel().tolist(), shrink=0.8, label="share both wrong")

@@ -42,6 +42,7 @@ from dataclasses import dataclass, field
 from typing import Iterable
 
 from ..core.rows import ScoreRow, is_aggregate_model
+from ..core.text import counted
 from ..scorers.capacity import REPLICATES_MIN_PROB
 from ..tasks.gestalt import MARK_KERNEL_IDS, PANEL_CLASSIFICATION_TASKS
 
@@ -190,6 +191,21 @@ def _make(ix: _Index, task_id: str, model: str, metric: str, label: str, *, floo
                        trials)
 
 
+def _b_stimuli_note(ix: _Index, tid: str, m: str, split: str) -> str:
+    """Why a model's B rests on fewer stimuli than it answered (closure: B on 79 of 80): the
+    stimuli whose observers' modal answer is tied have no modal reference and are left out of B
+    (the panel's ``n_tied_mode`` row of the same split; seed 000 D.1), and a null answer has
+    nothing to compare.  '' when B counts every trial."""
+    r, nr = ix.get(tid, m, "B"), ix.get(tid, m, "null_rate")
+    tied = ix.value(tid, "human:panel", f"n_tied_mode{split}")
+    if r is None or nr is None or r.n is None or not nr.n or r.n >= nr.n or not tied:
+        return ""
+    why = f"{counted(tied, 'stimulus', 'stimuli')} with a tied human modal answer (no modal reference)"
+    if nr.n_null:
+        why += f" and {counted(nr.n_null, 'null answer')}"
+    return f"B on {r.n} of {nr.n} stimuli: {why} left out"
+
+
 def _panel_classification(ix: _Index, tid: str, m: str) -> list[HeadlineRow | None]:
     s = _split_suffix(ix, tid, m)
     chance = 1 / 16
@@ -199,7 +215,8 @@ def _panel_classification(ix: _Index, tid: str, m: str) -> list[HeadlineRow | No
               ceiling_label=f"observers' mean accuracy{s}", source="seed 000 §2.1, D.1"),
         _make(ix, tid, m, "B", "B (modal agreement)", floor=chance, floor_label="chance 1/16",
               ceiling_row=ix.get(tid, "human:panel", f"observer_B_mean{s}"),
-              ceiling_label=f"observers' B vs the others' mode{s}", source="seed 000 D.1"),
+              ceiling_label=f"observers' B vs the others' mode{s}", extra=_b_stimuli_note(ix, tid, m, s),
+              source="seed 000 D.1"),
         _make(ix, tid, m, "kappa_pairwise", "error consistency kappa", floor=0.0, floor_label="chance 0",
               ceiling_row=ix.get(tid, "human:panel", f"ceiling_kappa_pairwise_mean{s}"),
               ceiling_label=f"mean pairwise observer kappa{s}", proportion=False, source="seed 000 Eq. 2, D.2"),
@@ -235,10 +252,16 @@ def _mark_color(ix: _Index, tid: str, m: str) -> list[HeadlineRow | None]:
                   ceiling_label="mean pairwise subject kappa", proportion=False, source="seed 000 Eq. 2, D.2")]
 
 
+SERIES_COUNT_CHANCE = 1 / 20
+"""Chance accuracy of series counting: uniform over the 20 allowed answers 1-20 (seed 000 §2.3);
+the headline floor and the dotted line of the a(k) figure."""
+
+
 def _series(ix: _Index, tid: str, m: str) -> list[HeadlineRow | None]:
     chance = ("chance 1/20 (uniform over the 20 allowed answers 1-20; k is rendered 2-16, so a guesser "
               "who knew that range would get 1/15)")
-    out = [_make(ix, tid, m, "accuracy", "accuracy", floor=1 / 20, floor_label=chance, source="seed 000 §2.3")]
+    out = [_make(ix, tid, m, "accuracy", "accuracy", floor=SERIES_COUNT_CHANCE, floor_label=chance,
+                 source="seed 000 §2.3")]
     cap = ix.get(tid, m, "capacity_k")
     prob = ix.value(tid, m, "capacity_in_band_prob")
     rep = ix.value(tid, m, "replicates")
@@ -390,6 +413,22 @@ def headline_rows(rows: Iterable[ScoreRow]) -> list[HeadlineRow]:
             continue
         for m in models:
             out += [h for h in rule(ix, tid, m) if h is not None]
+    return out
+
+
+def reference_notes(heads: Iterable[HeadlineRow]) -> dict[tuple[str, str], str]:
+    """``{(base task, metric): "floor = ...; ceiling = ..."}``: what each headline row's floor (or
+    chance level) and ceiling are, in the words of the rule that set them (its ``floor_label`` and
+    ``ceiling_label``), once per base task and metric in the rows' order; a metric whose rule
+    declares no floor says so (``floor: none declared``).  The one source of these definitions for
+    the terminal table, the report's cards and its Markdown summary (SalBench exact match: the
+    majority-answer floor, from :func:`_salbench`)."""
+    out: dict[tuple[str, str], str] = {}
+    for h in heads:
+        if h.metric == "skipped" or (h.base_task, h.metric) in out:
+            continue
+        floor = f"floor = {h.floor_label}" if h.floor_label else "floor: none declared"
+        out[(h.base_task, h.metric)] = floor + (f"; ceiling = {h.ceiling_label}" if h.ceiling_label else "")
     return out
 
 

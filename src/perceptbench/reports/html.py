@@ -18,14 +18,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from jinja2 import Environment, PackageLoader, select_autoescape
-from markupsafe import Markup
+from markupsafe import Markup, escape
 
 from ..core.rundir import write_atomic
 from ..core.urls import redact_urls_in
 from ..scoring import COUNT_METRIC_PREFIXES
-from ..tasks.gestalt import MARK_KERNEL_IDS, PANEL_CLASSIFICATION_TASKS
+from ..tasks.gestalt import KERNEL_NAMES, MARK_KERNEL_IDS, PANEL_CLASSIFICATION_TASKS
 from .data import ReportData, finite, load_report_data
-from .headline import MARK_LEGEND, HeadlineRow, cell_text, fmt, fmt_p, headline_rows, value_text
+from .headline import (MARK_LEGEND, HeadlineRow, cell_text, fmt, fmt_p, headline_rows, reference_notes,
+                       value_text)
 
 PRIMARY = {**{base: ("B", "kappa_pairwise") for base in PANEL_CLASSIFICATION_TASKS},
            **{base: ("B",) for base in MARK_KERNEL_IDS},
@@ -56,7 +57,26 @@ class ReportResult:
     """The files ``report --figures DIR`` wrote (empty without it)."""
 
 
-def _matrix_cols(heads: list[HeadlineRow]) -> list[tuple[str, str]]:
+def given_order(records) -> tuple[list[str], list[str]]:
+    """(task ids, model names) in the order the run was given them: the order of their first
+    record in ``records.jsonl`` (``perceptbench run`` writes the tasks in ``--task`` order and each
+    task's models in ``--model`` order, a resumed run's new ones after; several runs: in the order
+    of the run directories).  Humans are not models here."""
+    tasks = list(dict.fromkeys(r.task_id for r in records))
+    models = list(dict.fromkeys(r.model for r in records if r.model_family != "human"))
+    return tasks, models
+
+
+def _rank(order: list[str]):
+    """A sort key: the position of a name in ``order`` (given order), names not in it after, by name."""
+    pos = {x: i for i, x in enumerate(order)}
+    return lambda x: (pos.get(x, len(pos)), x)
+
+
+def _matrix_cols(heads: list[HeadlineRow], task_order: list[str] | None = None) -> list[tuple[str, str]]:
+    """The matrix's (task id, metric) columns: the tasks in ``task_order`` (the order the run was
+    given them, :func:`given_order`; others after, by id), each task's headline metrics in
+    :data:`PRIMARY` order."""
     cols: list[tuple[str, str]] = []
     for h in heads:
         want = PRIMARY.get(h.base_task, ("exact_match",) if h.base_task.startswith("salbench.") else
@@ -67,20 +87,22 @@ def _matrix_cols(heads: list[HeadlineRow]) -> list[tuple[str, str]]:
             hit, metric = True, "exact_match"
         if hit and (h.task_id, metric) not in cols:
             cols.append((h.task_id, metric))
-    return sorted(cols, key=lambda c: (c[0], PRIMARY.get(c[0].split("@")[0], (c[1],)).index(c[1])
+    task_key = _rank(task_order or [])
+    return sorted(cols, key=lambda c: (task_key(c[0]), PRIMARY.get(c[0].split("@")[0], (c[1],)).index(c[1])
                                        if c[1] in PRIMARY.get(c[0].split("@")[0], ()) else 0))
 
 
 def _order_models(heads: list[HeadlineRow], models: list[str], cols) -> tuple[list[str], dict[str, float]]:
     """Declared rule: descending mean position between floor (0) and ceiling (1) over the
-    matrix columns that have both; models without any such column last, then by name."""
+    matrix columns that have both; models without any such column last; ties in the order of
+    ``models`` (the order the run was given them)."""
     pos: dict[str, list[float]] = defaultdict(list)
     colset = set(cols)
     for h in heads:
         if (h.task_id, h.metric) in colset and h.position is not None and finite(h.position):
             pos[h.model].append(h.position)
     score = {m: sum(v) / len(v) for m, v in pos.items()}
-    return sorted(models, key=lambda m: (m not in score, -score.get(m, 0.0), m)), score
+    return sorted(models, key=lambda m: (m not in score, -score.get(m, 0.0))), score
 
 
 UNDECLARED = "undeclared"
@@ -116,10 +138,14 @@ def group_by_family(models: list[str], families: dict[str, str]) -> list[str]:
 
 
 def _provenance(data: ReportData):
+    """The provenance tables' rows; tasks and models in the order the run was given them
+    (:func:`given_order`)."""
     recs = data.records
+    task_key, model_key = (_rank(o) for o in given_order(recs))
     run_ids = Counter(r.run_meta.run_id for r in recs).most_common()
     pkg = sorted({str((r.run_meta.model_extra or {}).get("package_version", "?")) for r in recs})
-    seeds = sorted((t, sorted({r.run_meta.seed for r in recs if r.task_id == t})) for t in {r.task_id for r in recs})
+    seeds = sorted(((t, sorted({r.run_meta.seed for r in recs if r.task_id == t})) for t in {r.task_id for r in recs}),
+                   key=lambda ts: task_key(ts[0]))
     by_model: dict[str, list] = defaultdict(list)
     by_tm: dict[tuple[str, str], list] = defaultdict(list)
     for r in recs:
@@ -128,9 +154,10 @@ def _provenance(data: ReportData):
     amb = {(s.task_id, s.model): int(s.value) for s in data.scores if s.metric == "n_ambiguous" and finite(s.value)}
     model_prov = [dict(model=m, family=rs[0].model_family, versions=sorted({r.run_meta.model_version for r in rs}),
                        readouts=sorted({r.readout for r in rs}), n=len(rs))
-                  for m, rs in sorted(by_model.items()) if not m.startswith("human:")]
+                  for m, rs in sorted(by_model.items(), key=lambda kv: model_key(kv[0])) if not m.startswith("human:")]
     trial_prov, human_groups = [], defaultdict(list)
-    for (t, m), rs in sorted(by_tm.items()):
+    by_tm_given = sorted(by_tm.items(), key=lambda kv: (task_key(kv[0][0]), model_key(kv[0][1])))
+    for (t, m), rs in by_tm_given:
         if m.startswith("human:"):
             human_groups[t] += rs
             continue
@@ -142,7 +169,7 @@ def _provenance(data: ReportData):
                                n_amb=amb.get((t, m)),
                                settings=", ".join(f"{k}={v}" for k, v in sorted(settings.items())) or "-"))
     human_prov = []
-    for t, rs in sorted(human_groups.items()):
+    for t, rs in sorted(human_groups.items(), key=lambda kv: task_key(kv[0])):
         who = sorted({r.model for r in rs})
         who_s = f"{len(who)} respondents ({who[0]} ... {who[-1]})" if len(who) > 3 else ", ".join(who)
         shas = sorted({r.run_meta.model_version.removeprefix("sha256:")[:16] + "..." for r in rs})
@@ -151,7 +178,7 @@ def _provenance(data: ReportData):
     skipped = [s for s in data.scores if not s.model.startswith("human:")
                and (s.metric == "skipped" or (not finite(s.value) and s.value is not None))]
     examples = []
-    for (t, m), rs in sorted(by_tm.items()):
+    for (t, m), rs in by_tm_given:
         answers = [r for r in rs if r.readout in ANSWER_READOUTS]
         examples += sorted(answers, key=lambda r: (r.stimulus_id, r.rep))[:N_EXAMPLES]
     return dict(run_ids=run_ids, package_versions=pkg, seeds=seeds, model_prov=model_prov, trial_prov=trial_prov,
@@ -160,6 +187,13 @@ def _provenance(data: ReportData):
 
 _MD_TAG = re.compile(r"<[A-Za-z/!?][^<>]*>?")
 _MD_ENTITY = re.compile(r"&(#[0-9]+|#[xX][0-9A-Fa-f]+|[A-Za-z][A-Za-z0-9]*);")
+
+
+def breakable(task_id) -> Markup:
+    """``task_id`` escaped for HTML, with a line-break opportunity (``<wbr>``) after each ``.``,
+    ``@`` and ``,``: a narrow table column wraps ``closure.nat.silhouette`` as
+    ``closure.nat.`` / ``silhouette``, never inside a word."""
+    return Markup(re.sub(r"([.@,])", r"\1<wbr>", str(escape(str(task_id)))))
 
 
 def _md_cell(s) -> str:
@@ -187,13 +221,7 @@ def markdown_summary(data: ReportData, heads: list[HeadlineRow], diffs, title: s
             f"{h.n if h.n is not None else '-'} ({h.n_null or 0})", flags)) + " |")
     if any("·" in cell_text(h) for h in heads):
         lines += ["", f"Marks: {_md_cell(MARK_LEGEND)}."]
-    refs = {}
-    for h in heads:
-        ref = "; ".join(x for x in (f"floor = {h.floor_label}" if h.floor_label else "",
-                                    f"ceiling = {h.ceiling_label}" if h.ceiling_label else "") if x)
-        if ref:
-            refs[(h.base_task, h.metric)] = ref
-    lines += [""] + [f"- {_md_cell(t)} {_md_cell(m)}: {_md_cell(r)}" for (t, m), r in refs.items()]
+    lines += [""] + [f"- {_md_cell(t)} {_md_cell(m)}: {_md_cell(r)}" for (t, m), r in reference_notes(heads).items()]
     excl = [d for d in diffs if d.excludes_zero]
     if diffs:
         lines += ["", f"Paired differences: {len(excl)} of {len(diffs)} have a 95% interval that excludes 0 "
@@ -284,15 +312,13 @@ def build_report(data: ReportData, title: str, pairs: str = "auto"):
     from .paired import paired_differences
     from .tables import report_tables, vsi_pooled_rows
 
-    heads = headline_rows(data.scores)
-    models = []
-    for h in heads:
+    task_order, models = given_order(data.records)
+    for h in headline_rows(data.scores):  # score rows without records (a scores.json alone): after, in their order
         if h.model not in models:
             models.append(h.model)
-    for r in data.records:
-        if r.model_family != "human" and r.model not in models:
-            models.append(r.model)
-    cols = _matrix_cols(heads)
+    in_given = (_rank(task_order), _rank(models))
+    heads = sorted(headline_rows(data.scores), key=lambda h: (in_given[0](h.task_id), in_given[1](h.model)))
+    cols = _matrix_cols(heads, task_order)
     models, model_score = _order_models(heads, models, cols)
     families = model_families(models, data.models)
     models = group_by_family(models, families)
@@ -328,6 +354,7 @@ def build_report(data: ReportData, title: str, pairs: str = "auto"):
     cards = {m: [h for h in heads if h.model == m and not h.base_task.startswith("vsi.")] for m in models}
     env = Environment(loader=PackageLoader("perceptbench.reports", "templates"),
                       autoescape=select_autoescape(default=True, default_for_string=True))
+    env.filters["breakable"] = breakable
     cards = {m: c for m, c in cards.items() if c}
     # only the sections the records support (a VSI-only run: no empty battery sections)
     present = {"matrix": drawn["fig_matrix"] is not None,
@@ -347,14 +374,14 @@ def build_report(data: ReportData, title: str, pairs: str = "auto"):
                            native=native, prov=prov)
     secno = {sid: i + 1 for i, (sid, _) in enumerate(sections)}  # no gap when a section (VSI) is absent
     html = env.get_template("report.html.j2").render(
-        title=title, sections=sections, secno=secno, models=models, tasks=sorted({r.task_id for r in data.records}),
+        title=title, sections=sections, secno=secno, models=models, tasks=task_order,
         n_records=len(data.records), n_model_records=sum(r.model_family != "human" for r in data.records),
         n_human_records=sum(r.model_family == "human" for r in data.records), scores_source=data.scores_source,
         families=families, matrix_cols=cols, head_by={(h.task_id, h.metric, h.model): h for h in heads}, model_score=model_score,
         order_rule=("grouped by declared family (run.json models; in the family vocabulary's order, "
                     "undeclared last), and within a family: " if families else "") +
                    "descending mean position between floor (0) and human ceiling (1) over the matrix columns "
-                   "that declare both; models without such a column last, then by name",
+                   "that declare both; models without such a column last; ties in the order the run was given them",
         signal=sorted(signal.items()), signal_names=signal_names,
         vsi_pooled=vsi_pooled_rows(vsi_rows), max_joint=F.MAX_JOINT_PANELS, cards=cards, diffs=diffs, diffs_shown=shown, n_excl=len(excl), diff_notes=diff_notes, vsi_rows=vsi_rows,
         n_holm=sum(d.significant for d in diffs), n_bh=sum(d.p_bh < 0.05 for d in diffs),
@@ -364,6 +391,7 @@ def build_report(data: ReportData, title: str, pairs: str = "auto"):
         few_note=(f"Figures 2-5 draw the first {len(few)} of the {len(models)} models in the matrix order "
                   "(one Okabe-Ito colour each, yellow left out: weak on white); the matrix, the cards and the tables give every model."
                   if len(models) > len(few) else ""),
+        refs=reference_notes(h for c in cards.values() for h in c), kernel_names=KERNEL_NAMES,
         vtext=value_text, ctext=cell_text, mark_legend=MARK_LEGEND, fmt=fmt, rtext=row_text,
         bar_left=lambda p: f"{25 + 50 * max(-0.5, min(1.5, p)):.1f}", **figs, **prov)
     return html, markdown_summary(data, heads, diffs, title), [d for d in drawn.values() if d is not None], tables

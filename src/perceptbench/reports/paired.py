@@ -31,14 +31,15 @@ excluded); kappa_pairwise = mean over observers of Cohen-style error consistency
 
 from __future__ import annotations
 
-import itertools
-from collections import defaultdict
+from collections import OrderedDict, defaultdict
 from dataclasses import dataclass, replace
 
 import numpy as np
 
 from ..metrics.bootstrap import N_BOOT_B, N_BOOT_KAPPA, resample_indices
 from ..records import TrialRecord
+from ..scorers.pairs import ALL_PAIRS_MAX, PAIR_MODES, ranking
+from ..scorers.pairs import select_pairs as _select_pairs
 from ..tasks.gestalt import MARK_KERNEL_IDS, PANEL_CLASSIFICATION_TASKS
 
 
@@ -125,6 +126,11 @@ def _model_groups(records: list[TrialRecord]):
         for rs in models.values():
             rs.sort(key=lambda r: (r.stimulus_id, r.rep))
     return by_task
+
+
+COUNTS_KEPT = 8
+"""How many resample count matrices :func:`paired_differences` keeps per task (least recently
+used dropped): each is (draws x common stimuli) float64, 2.6 MB at 2,000 draws and 160 stimuli."""
 
 
 def _counts(idx: np.ndarray, n: int) -> np.ndarray:
@@ -267,7 +273,10 @@ def model_draws(records: list[TrialRecord]) -> dict[tuple[str, str, str], tuple[
     out = {}
     for tid, (seed, models) in _prepared_groups(records).items():
         base = tid.split("@", 1)[0]
-        counts: dict[tuple, np.ndarray] = {}
+        # resample counts per common stimulus set: a few kept (pairs with the same set share them);
+        # keeping every set's (draws x stimuli) matrix held 1.2 GiB at 400 models.  The counts are a
+        # function of the key (and the task's seed), so evicting one changes no number.
+        counts: OrderedDict[tuple, np.ndarray] = OrderedDict()
         for m, (rs, stats) in models.items():
             key = tuple((r.stimulus_id, r.rep) for r in rs)
             n = len(rs)
@@ -285,38 +294,24 @@ MIN_COMMON = 5
 report says so instead of giving a number (the same floor of 5 as the VSI analyses' cells)."""
 
 
-PAIR_MODES = ("auto", "all", "neighbours")
-"""Which model pairs :func:`paired_differences` computes: ``all`` (every pair, N(N-1)/2 per task
-and metric), ``neighbours`` (each model against the next one in the ranking of that task and
-metric by its own score, N-1 pairs) or ``auto`` (all pairs up to :data:`ALL_PAIRS_MAX` models,
-neighbours above)."""
-
-ALL_PAIRS_MAX = 20
-"""Most models of one task and metric for which ``auto`` computes every pair (190 pairs); above
-it, the ranking neighbours only (a report of 400 models would otherwise bootstrap 79,800 pairs
-per task and metric, its time growing with the square of the number of models, issue 25)."""
-
-
 def _ranking(models: dict, metric: str, names: list[str]) -> list[str]:
     """``names`` ranked by each model's own point estimate of ``metric`` on its own trials
-    (best first; undefined last; ties by name)."""
-    def score(m):
-        st = models[m][1][metric]
-        v = float(st.fn()(np.ones((1, len(st.x))))[0])
-        return (0, -v, m) if np.isfinite(v) else (1, 0.0, m)
-    return sorted(names, key=score)
+    (best first; undefined last; ties by name: :func:`perceptbench.scorers.pairs.ranking`)."""
+    return ranking(names, lambda m: _own_score(models, metric, m))
+
+
+def _own_score(models: dict, metric: str, m: str) -> float:
+    st = models[m][1][metric]
+    return float(st.fn()(np.ones((1, len(st.x))))[0])
 
 
 def select_pairs(models: dict, metric: str, names: list[str], mode: str) -> tuple[list[tuple[str, str]], bool]:
     """The (a, b) pairs to compare among ``names`` (sorted) under ``mode`` (:data:`PAIR_MODES`),
-    and whether they are the ranking neighbours.  ``all``: every pair, a before b by name;
-    ``neighbours``: consecutive models of :func:`_ranking`, the better-ranked one as ``a``."""
-    if mode not in PAIR_MODES:
-        raise ValueError(f"pairs {mode!r} not in {PAIR_MODES}")
-    if mode == "all" or (mode == "auto" and len(names) <= ALL_PAIRS_MAX):
-        return list(itertools.combinations(names, 2)), False
-    ranked = _ranking(models, metric, names)
-    return list(zip(ranked, ranked[1:])), True
+    and whether they are the ranking neighbours: :func:`perceptbench.scorers.pairs.select_pairs`
+    (the rule the VSI cross-model analyses share) with the ranking of :func:`_ranking`.
+    ``all``: every pair, a before b by name; ``neighbours``: consecutive models of the ranking,
+    the better-ranked one as ``a``."""
+    return _select_pairs(names, mode, lambda m: _own_score(models, metric, m))
 
 
 def paired_differences(records: list[TrialRecord], pairs: str = "auto") -> tuple[list[PairedDiff], list[str]]:
@@ -339,7 +334,10 @@ def paired_differences(records: list[TrialRecord], pairs: str = "auto") -> tuple
     notes: list[str] = []
     for tid, (seed, models) in _prepared_groups(records).items():
         base = tid.split("@", 1)[0]
-        counts: dict[tuple, np.ndarray] = {}
+        # resample counts per common stimulus set: a few kept (pairs with the same set share them);
+        # keeping every set's (draws x stimuli) matrix held 1.2 GiB at 400 models.  The counts are a
+        # function of the key (and the task's seed), so evicting one changes no number.
+        counts: OrderedDict[tuple, np.ndarray] = OrderedDict()
         metrics = sorted({mt for _, stats in models.values() for mt in stats})
         for metric in metrics:
             names = [m for m in sorted(models) if metric in models[m][1]]
@@ -366,9 +364,13 @@ def paired_differences(records: list[TrialRecord], pairs: str = "auto") -> tuple
                 ia = np.array([i for i, _ in common])
                 jb = np.array([j for _, j in common])
                 key = (tuple(ra[i].stimulus_id for i in ia), A.n_draws)
-                if key not in counts:
+                if key in counts:
+                    counts.move_to_end(key)
+                else:
                     strata = _strata(base, [ra[i] for i in ia])
                     counts[key] = _counts(resample_indices(n, A.n_draws, seed, strata), n)
+                    if len(counts) > COUNTS_KEPT:
+                        counts.popitem(last=False)
                 C = counts[key]
                 fa, fb = A.fn(ia), B.fn(jb)
                 one = np.ones((1, n))

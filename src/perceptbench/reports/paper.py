@@ -40,8 +40,8 @@ from typing import Iterable, Mapping
 from ..core.rows import ScoreRow
 from ..published import PublishedNumber
 
-__all__ = ["STATUSES", "Comparison", "RunComparison", "compare", "compare_run", "paper_names", "task_settings",
-           "uncovered_groups"]
+__all__ = ["STATUSES", "Comparison", "RunComparison", "compare", "compare_run", "paper_names", "respondent_text",
+           "task_settings", "uncovered_groups"]
 
 STATUSES = ("compared", "different population", "different setting", "metric not computed", "model not in run",
             "task not run", "no perceptbench task")
@@ -298,6 +298,16 @@ def compare_run(paper: str, run: str | Path) -> RunComparison:
     idx = _index(data.scores)
     return RunComparison(compare(published, data.scores, declared if isinstance(declared, Mapping) else None),
                          sorted({t for ts in idx.tasks.values() for t in ts}), idx.models)
+
+
+def respondent_text(c: Comparison) -> str:
+    """Who the paper's number and the run's value are about, for a printed table: ``"GPT-4o ->
+    mine"``; a number the file says any respondent's row gives (``run_model`` ``*``: a position
+    floor, a property of the task's stimuli) reads ``"any respondent (the row of
+    efficientnet-lite0)"``, not the paper's ``human`` beside a model it is not about."""
+    if c.published.run_model == "*":
+        return f"any respondent (the row of {c.run_model})"
+    return f"{c.published.model} -> {c.run_model}"
 
 
 def uncovered_groups(comparisons: list[Comparison]) -> list[tuple[str, str, int, str]]:

@@ -16,6 +16,7 @@ from collections import Counter, OrderedDict
 import numpy as np
 
 from ..core.rows import ScoreRow
+from ..core.text import counted
 from ..metrics.agreement import masked_mean_counts
 from ..metrics.bootstrap import N_BOOT_B, N_BOOT_KAPPA
 from ..metrics.error_consistency import (
@@ -24,6 +25,12 @@ from ..metrics.error_consistency import (
 from ..record_table import TaskColumns, canonical_answer
 from .common import (batches, block_answers, intervals, kappa_note, nan_extreme, nanmean, null_rows, ratio,
                      respondent_positions, with_estimate)
+
+
+def tied_mode_note(n_tied: int) -> str:
+    """The note of a B row: ``"modal match; 1 tied-mode image excluded"`` (``n_tied`` stimuli
+    whose human modal answer is tied have no modal reference and are left out of B)."""
+    return f"modal match; {counted(n_tied, 'tied-mode image')} excluded"
 
 def _loo_sides(observers: np.ndarray, resp: list, cols: list[int], mode) -> dict:
     """Each observer's match with the leave-one-out modal response on ``cols``: bool arrays
@@ -240,7 +247,7 @@ class HumanPanelScorer:
         k_ratio = intervals(ratio(k_vals, ceil_k[:, None]), N_BOOT_KAPPA, seed)
         b_ratio = intervals(ratio(b_vals, ceil_b[:, None]), N_BOOT_B, seed)
         n_valid, n_null, n_b = valid.sum(1), (~valid).sum(1), vb.sum(1)
-        b_note = f"modal match; {int((~has_mode).sum())} tied-mode images excluded"
+        b_note = tied_mode_note(int((~has_mode).sum()))
         out = {}
         for j, (m, _, _) in enumerate(batch):
             nv, nn = int(n_valid[j]), int(n_null[j])
@@ -284,7 +291,7 @@ class HumanPanelScorer:
         for j, m in enumerate(humans):
             rows += [ScoreRow.from_boot(tid, m, "accuracy" + suffix, acc[j], n, 0),
                      ScoreRow.from_boot(tid, m, "B" + suffix, b[j], int(has_mode[j].sum()), 0,
-                                        note=f"modal match; {int((~has_mode[j]).sum())} tied-mode images excluded"),
+                                        note=tied_mode_note(int((~has_mode[j]).sum()))),
                      ScoreRow.from_boot(tid, m, "kappa_loo" + suffix, kl[j], n, 0,
                                         kappa_note(kl[j].estimate) or "vs leave-one-out panel mean")]
         return rows

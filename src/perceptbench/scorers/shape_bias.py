@@ -19,6 +19,7 @@ from typing import Callable
 import numpy as np
 
 from ..core.rows import ScoreRow
+from ..core.text import counted
 from ..metrics.bootstrap import N_BOOT_B
 from ..metrics.shape_bias import fraction_counts, shape_bias_counts
 from ..record_table import TaskColumns
@@ -79,7 +80,7 @@ class ShapeBiasScorer:
         fr = [intervals(fraction_counts(w, x[None], va[None]), N_BOOT_B, seed)[0]
               for x in (sh, tx, (1 - sh - tx))]
         nv, nn = int(va.sum()), int((~va).sum())
-        same = f"; {n_same} same-class images left out" if n_same else ""
+        same = f"; {counted(n_same, 'same-class image')} left out" if n_same else ""
         decided = int(sh.sum() + tx.sum())
         rows = [ScoreRow.from_boot(tid, model, "shape_bias" + suffix, sb, decided, nn,
                                    "shape / (shape + texture decisions)" + same),

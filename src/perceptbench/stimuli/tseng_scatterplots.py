@@ -34,7 +34,9 @@ domain [-1, 11] onto the 370 x 360 px plot area; d3 left and bottom axes with ti
 and no tick labels (d3 ``ticks(10)`` on [-1, 11] gives 13 ticks, step 1; tick size 6);
 circles of radius 5 px filled with ``palette[ca]`` in CSV row order; the answer row below
 the plot shows one 23 px colour swatch per category in category order (radio buttons).
-Not recovered: the browser's exact anti-aliasing (approximated by 4x supersampling),
+Not recovered: the browser's exact anti-aliasing (approximated by 4x supersampling: the
+plot is drawn at 4x and each 4 x 4 block averaged, i.e. the area each shape covers of a pixel
+at 1/16-pixel resolution, :data:`RENDERER_VERSION` 2),
 the page's CSS around the plot (a grey #eee card, Bootstrap layout), the final page's code
 (palette assignment read as ``palette[ca]`` as in the pilot page), and the trial time
 limit of the final study.  The numbers under the swatches are perceptbench's addition: a
@@ -72,6 +74,19 @@ SWATCH_PX = 23
 ANSWER_ROW_PX = 56
 SUPERSAMPLE = 4
 """Study geometry from the release's ``public/task.js`` (d3 v7); see the module docstring."""
+
+RENDERER_VERSION = 2
+"""The version of :func:`render_plot`'s pixels; the task records it (setting ``renderer``) so
+that a run is never resumed or pooled with images of another version.
+
+* 1 (perceptbench <= 0.1.0 before issue 25): drawn at 4x, downsampled with a Lanczos filter
+  (``Image.resize(LANCZOS)``, 81 ms of the 88 ms an image took);
+* 2: drawn at 4x, downsampled by averaging each 4 x 4 block (``Image.reduce(4)``, a box filter:
+  each pixel is the area each shape covers of it, how a browser's coverage anti-aliasing
+  works; ~13 ms an image in all).  Same geometry and colours; pixels differ from version 1
+  only at shape edges, where the Lanczos filter rang (mean |difference| 0.3 of 255 over
+  all pixels, at most 37), docs/performance.md."""
+RENDERER_VERSIONS = (1, 2)
 
 
 @dataclass(frozen=True)
@@ -254,13 +269,18 @@ def _px(v: float, extent: int, flip: bool) -> float:
     return extent - t if flip else t
 
 
-def render_plot(plot: Plot, colors: tuple[str, ...], answer_row: bool = True) -> Image.Image:
+def render_plot(plot: Plot, colors: tuple[str, ...], answer_row: bool = True,
+                version: int = RENDERER_VERSION) -> Image.Image:
     """The study's scatterplot as an RGB image, 460 x 400 px (x 456 px with the answer row).
 
     ``colors``: the palette's 10 hex colours; category c is drawn in ``colors[c]``.
     ``answer_row``: add the row of category swatches numbered 1..k under the plot (the
-    human-facing stimulus); without it the bare plot (what encoders embed).
-    Deterministic; anti-aliasing by drawing at 4x and downsampling (Lanczos)."""
+    human-facing stimulus); without it the bare plot.  ``version``: the renderer version
+    (:data:`RENDERER_VERSION`): anti-aliasing by drawing at 4x and downsampling with a box
+    filter (2) or Lanczos (1, the earlier pixels).  Deterministic.  Raises ValueError for an
+    unknown version."""
+    if version not in RENDERER_VERSIONS:
+        raise ValueError(f"render_plot: renderer version {version!r} is not one of {RENDERER_VERSIONS}")
     s = SUPERSAMPLE
     h = SVG_H + (ANSWER_ROW_PX if answer_row else 0)
     img = Image.new("RGB", (SVG_W * s, h * s), "white")
@@ -294,4 +314,6 @@ def render_plot(plot: Plot, colors: tuple[str, ...], answer_row: bool = True) ->
             rr = SWATCH_PX / 2 * s
             d.ellipse([cx - rr, cy - rr, cx + rr, cy + rr], fill=hex_to_rgb(colors[c]))
             d.text((cx, (SVG_H + 44) * s), str(c + 1), fill=black, font=font, anchor="mm")
-    return img.resize((SVG_W, h), Image.LANCZOS)
+    if version == 1:
+        return img.resize((SVG_W, h), Image.LANCZOS)
+    return img.reduce(s)

@@ -54,6 +54,10 @@ class Task(abc.ABC):
     response_space: ClassVar[str]
     encoder_readout: ClassVar[str]
     description: ClassVar[str]
+    title: ClassVar[str] = ""
+    """A short human-readable name for figure titles and report headings ("Mark colour
+    odd-one-out"), shown beside the task id (:func:`perceptbench.tasks.registry.task_title`);
+    ``description`` is the one-line account of ``perceptbench tasks``."""
     prompt_text: ClassVar[str]
     prompt_version: ClassVar[int] = 1
     defaults: ClassVar[dict[str, str]] = {}

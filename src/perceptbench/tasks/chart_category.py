@@ -61,6 +61,7 @@ class CategoryMeanTask(Task):
     """
 
     base_id = "similarity.chart.category_mean"
+    title = "Highest-mean category in scatterplots"
     principle = "similarity"
     track = "chart"
     response_space = "choice"
@@ -71,11 +72,15 @@ class CategoryMeanTask(Task):
                    "colored circles numbered 1 to {k} under the plot. Answer with the number of the category.")
     human_ref_id = "tseng2023.category_mean.trials"
     human_data = "yes: 3,822 per-trial answers of Tseng et al. (2023)'s participants to the same scatterplots"
-    defaults = {"probe_batches": "3", "n_test": "all", "n_probe": "all"}
+    defaults = {"probe_batches": "3", "n_test": "all", "n_probe": "all", "renderer": "2"}
     settings = {"probe_batches": Setting("int", 1, 9), "n_test": Setting("int", 1, choices=("all",)),
-                "n_probe": Setting("int", 1, choices=("all",))}
+                "n_probe": Setting("int", 1, choices=("all",)), "renderer": Setting("int", 1, 2)}
     """``probe_batches``: 1..9 of the 10 released batches, so both splits keep a batch;
-    ``n_test``/``n_probe``: a subsample size, or ``all``."""
+    ``n_test``/``n_probe``: a subsample size, or ``all``; ``renderer``: the version of the
+    plots' pixels (:data:`perceptbench.stimuli.tseng_scatterplots.RENDERER_VERSION`; 1 = the
+    earlier Lanczos downsampling).  Every record carries it in ``run_meta.task_params``, so a
+    run written with other pixels (records without it were written by version 1) is not
+    resumed with these: the resume check names the changed task settings."""
 
     def options(self) -> tuple:
         return tuple(range(1, 11))
@@ -110,7 +115,7 @@ class CategoryMeanTask(Task):
             p = plots[(b, i)]
             out.append(Stimulus(
                 stimulus_id_for(b, i, pal), split,
-                render=(lambda p=p, c=pals[pal]: ts.render_plot(p, c)),
+                render=(lambda p=p, c=pals[pal], v=int(self.params["renderer"]): ts.render_plot(p, c, version=v)),
                 ground_truth=p.answer + 1, manipulated_value=p.category_num,
                 meta={"batch": b, "plot_index": i, "palette": pal, "points_per_category": p.point_num,
                       "delta": p.delta, "plot_sha256": p.sha256}))

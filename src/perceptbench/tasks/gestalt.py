@@ -32,7 +32,7 @@ from .base import Stimulus, Task, make_record
 __all__ = ["GeirhosClassificationTask", "SilhouetteTask", "EdgeTask", "CueConflictTask", "PANEL_CLASSIFICATION_TASKS",
            "MarkKernelTask", "MarkChannel", "MarkColorTask", "MarkShapeTask", "MarkSizeTask",
            "MarkShapeColorTask", "MarkSizeColorTask", "MarkShapeSizeTask", "MARK_KERNEL_TASKS", "MARK_KERNEL_IDS",
-           "SeriesCountTask", "KERNELS", "TABLEAU10", "TAB20", "SERIES_K", "load_kernel", "load_color_kernel",
+           "SeriesCountTask", "KERNELS", "KERNEL_NAMES", "TABLEAU10", "TAB20", "SERIES_K", "load_kernel", "load_color_kernel",
            "kernel_odd_one_out", "render_series_stimulus"]
 
 # --------------------------------------------------------------------------- closure
@@ -138,6 +138,7 @@ class SilhouetteTask(GeirhosClassificationTask):
     160 images have a tied modal response."""
 
     base_id = "closure.nat.silhouette"
+    title = "Closure: objects from silhouettes"
     experiment = silhouettes.EXPERIMENT
     description = "16-way forced choice on Geirhos et al. filled silhouettes vs 10 observers"
     prompt_text = ("What object is shown in this black silhouette? Choose exactly one: "
@@ -154,6 +155,7 @@ class EdgeTask(GeirhosClassificationTask):
     published models (:mod:`perceptbench.stimuli.edges`).  Not in the default run."""
 
     base_id = "closure.nat.edges"
+    title = "Closure: objects from edge drawings"
     experiment = edges.EXPERIMENT
     description = ("16-way forced choice on Geirhos et al. edge line drawings vs 10 observers, "
                    "with the paper's CNN trials as published:* respondents")
@@ -191,6 +193,7 @@ class CueConflictTask(GeirhosClassificationTask):
     (:class:`~perceptbench.scorers.shape_bias.ShapeBiasScorer`)."""
 
     base_id = "shape_bias.nat.cue_conflict"
+    title = "Shape bias on cue-conflict images"
     principle = "shape_bias"
     experiment = cue_conflict.EXPERIMENT
     description = ("16-way choice on Geirhos et al. cue-conflict (style-transfer) images: shape bias vs 10 observers, "
@@ -266,6 +269,9 @@ report matrix, paired differences and accuracy-vs-kappa figure follow the human-
 KERNELS = ("l5", "l9", "sa", "td", "tm")
 """The kernel study's elicitation methods (Demiralp et al. 2014 §3): Likert 5 and 9 points,
 spatial arrangement, triplet discrimination (odd one out), triplet matching."""
+KERNEL_NAMES = {"l5": "Likert, 5 points", "l9": "Likert, 9 points", "sa": "spatial arrangement",
+                "td": "triplet discrimination", "tm": "triplet matching"}
+"""What each kernel code of :data:`KERNELS` names (Demiralp et al. 2014 §3), for figures and tables."""
 
 KERNEL_DIR = "perceptual-kernels/data/kernels"
 
@@ -520,6 +526,7 @@ class MarkColorTask(MarkKernelTask):
     pinned scores stay as they were before the other palettes came (issue 23)."""
 
     base_id = "similarity.chart.mark_color"
+    title = "Mark colour odd-one-out"
     defaults = {"kernel": "tm", "subjects": "none", "min_catch": "0"}
     late_settings = ("subjects", "min_catch")
     channel = MarkChannel("color", 10, lambda i: render.color_chip(TABLEAU10[i]), TABLEAU10, "colours", "colors")
@@ -532,6 +539,7 @@ class MarkShapeTask(MarkKernelTask):
     (:mod:`perceptbench.stimuli.marks`)."""
 
     base_id = "similarity.chart.mark_shape"
+    title = "Mark shape odd-one-out"
     channel = _drawn("shape", "shapes")
     description = "odd-one-out over the 10 Tableau mark shapes vs the perceptual kernel"
     prompt_text = _ODD_PROMPT.format(what="chart symbols", which="least similar in shape to the other two")
@@ -542,6 +550,7 @@ class MarkSizeTask(MarkKernelTask):
     d = 0.25..2.5) as black outlines."""
 
     base_id = "similarity.chart.mark_size"
+    title = "Mark size odd-one-out"
     channel = _drawn("size", "circle sizes")
     description = "odd-one-out over 10 mark sizes (circles) vs the perceptual kernel"
     prompt_text = _ODD_PROMPT.format(what="circles", which="least similar in size to the other two")
@@ -552,6 +561,7 @@ class MarkShapeColorTask(MarkKernelTask):
     diamond x 4 Tableau colours, coloured outlines)."""
 
     base_id = "similarity.chart.mark_shape_color"
+    title = "Mark shape x colour odd-one-out"
     channel = _drawn("shapecolor", "shape x colour marks")
     description = "odd-one-out over 16 marks, 4 shapes x 4 colours, vs the perceptual kernel"
     prompt_text = _ODD_PROMPT.format(what="chart symbols", which=_LOOKS)
@@ -562,6 +572,7 @@ class MarkSizeColorTask(MarkKernelTask):
     Tableau colours, coloured outlines)."""
 
     base_id = "similarity.chart.mark_size_color"
+    title = "Mark size x colour odd-one-out"
     channel = _drawn("sizecolor", "size x colour marks")
     description = "odd-one-out over 16 marks, 4 sizes x 4 colours, vs the perceptual kernel"
     prompt_text = _ODD_PROMPT.format(what="chart symbols", which=_LOOKS)
@@ -572,6 +583,7 @@ class MarkShapeSizeTask(MarkKernelTask):
     black outlines of constant stroke)."""
 
     base_id = "similarity.chart.mark_shape_size"
+    title = "Mark shape x size odd-one-out"
     channel = _drawn("shapesize", "shape x size marks")
     description = "odd-one-out over 16 marks, 4 shapes x 4 sizes, vs the perceptual kernel"
     prompt_text = _ODD_PROMPT.format(what="chart symbols", which=_LOOKS)
@@ -630,6 +642,7 @@ class SeriesCountTask(Task):
     """
 
     base_id = "similarity.chart.series_count"
+    title = "Counting colour series"
     principle = "similarity"
     track = "chart"
     response_space = "count"

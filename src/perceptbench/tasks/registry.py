@@ -116,3 +116,19 @@ def get_task(task_id: str, location: dict[str, str] | None = None) -> Task:
 
 def list_tasks() -> list[type[Task]]:
     return list(TASKS.values())
+
+
+def task_title(task_id: str) -> str:
+    """The short human-readable name of the task ``task_id`` (its base id's
+    :attr:`~perceptbench.tasks.base.Task.title`, e.g. "Mark colour odd-one-out"); '' for an
+    id that names no known task (a row about several tasks, a task of a later version)."""
+    cls = TASKS.get(task_id.partition("@")[0].strip())
+    return cls.title if cls is not None else ""
+
+
+def task_label(task_id: str) -> str:
+    """``task_id`` with its human-readable name, for a figure title or heading:
+    "Mark colour odd-one-out (similarity.chart.mark_color)"; the id alone when it names no
+    known task (:func:`task_title`)."""
+    title = task_title(task_id)
+    return f"{title} ({task_id})" if title else task_id

@@ -547,7 +547,9 @@ def _make(kind: str, split: str) -> type[SalBenchTask]:
     return type(f"SalBench_{kind}_{split}", (SalBenchTask,), {
         "base_id": f"salbench.{kind}.{split}", "kind": kind, "split_name": split, "track": split,
         "defaults": defaults,
-        "description": desc, "__doc__": f"``salbench.{kind}.{split}``: {desc}."})
+        "description": desc,
+        "title": f"SalBench {kind.replace('_', ' ')}, {'search arrays' if split == 'syn' else 'photographs'}",
+        "__doc__": f"``salbench.{kind}.{split}``: {desc}."})
 
 
 SALBENCH_TASKS = tuple(_make(k, s) for k in ("detection", "referring", "visual_referring") for s in ("syn", "nat"))

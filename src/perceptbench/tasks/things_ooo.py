@@ -59,6 +59,7 @@ class ThingsOddOneOutTask(Task):
     """
 
     base_id = "similarity.nat.things_ooo"
+    title = "THINGS object odd-one-out"
     principle = "similarity"
     track = "nat"
     response_space = "position"

@@ -38,14 +38,16 @@ from typing import Iterable, Sequence
 import numpy as np
 
 from ..core.rows import ScoreRow
+from ..core.text import counted
 from ..metrics.bootstrap import N_BOOT_B, bootstrap
 from ..metrics.error_detection import (MIN_CLASS, auroc_draws, auroc_rows, average_rank_fraction, brier_rows,
                                        REJECT_FRACTION, class_check, ece_rows, paired_auroc_diff, prr_rows,
                                        quadrant_counts)
 from ..metrics.error_structure import ratio_interval
-from ..metrics.permutation import N_PERM, PERM_SEED, permutation_spearman_many
+from ..metrics.permutation import N_PERM, PERM_SEED, permutation_spearman_many, spearman_matrix
+from ..scorers.pairs import ALL_PAIRS_MAX, check_pairs
 from ..seeding import rng_for
-from .cells import _cells, _suffix, normalised_vsi, quintiles
+from .cells import _cells, _suffix, model_pairs, neighbours_only_note, normalised_vsi, quintiles
 from .samples import VSISample
 
 SIGMAS = (10.0, 20.0, 40.0)
@@ -86,7 +88,7 @@ def _prr_row(task_id, model, metric, error, score, n, n_null, seed, note) -> Sco
     row = _boot_row(task_id, model, metric, lambda idx: prr_rows(error[idx], score[idx]), n, n_null, seed, note,
                     "" if error.any() else "no errors (baseline risk 0)")
     if error.any() and int(math.floor(REJECT_FRACTION * n + 1e-9)) == 0:
-        row.note = (f"{n} parseable samples < {math.ceil(1 / REJECT_FRACTION)}: rejecting the worst-ranked 20% "
+        row.note = (f"{counted(n, 'parseable sample')} < {math.ceil(1 / REJECT_FRACTION)}: rejecting the worst-ranked 20% "
                     "rejects floor(0.2 n) = 0 samples")
     return row
 
@@ -138,7 +140,7 @@ def cell_diagnostics(task_id: str, model: str, cell: Sequence[VSISample], seed: 
                               lambda idx: ece_rows(vc[idx], ~verr[idx]), nv, nv_null, seed))
         rows.append(_boot_row(task_id, model, f"brier_verbal_conf{sfx}",
                               lambda idx: brier_rows(vc[idx], ~verr[idx]), nv, nv_null, seed))
-        pwhy = "" if nv >= MIN_CLASS else f"{nv} samples with verbalised confidence < {MIN_CLASS}"
+        pwhy = "" if nv >= MIN_CLASS else f"{counted(nv, 'sample')} with verbalised confidence < {MIN_CLASS}"
 
         def pearson(idx):
             a, b = -vvsi[idx], -vc[idx]
@@ -166,7 +168,7 @@ def cell_diagnostics(task_id: str, model: str, cell: Sequence[VSISample], seed: 
     # quintiles, quadrants (fixed membership; the CI resamples samples within each group)
     q = quintiles(vsi, [s.sample_id for s in parse])
     bottom, top = q == 0, q == 4
-    qwhy = "" if n >= 5 * MIN_CLASS else f"{n} parseable samples < {5 * MIN_CLASS} (5 per quintile)"
+    qwhy = "" if n >= 5 * MIN_CLASS else f"{counted(n, 'parseable sample')} < {5 * MIN_CLASS} (5 per quintile)"
     eb, et = err[bottom], err[top]
     rows.append(_boot_row(task_id, model, f"error_rate_bottom_quintile{sfx}",
                           lambda idx: eb[idx].mean(1), int(bottom.sum()), n_null, seed, "", qwhy))
@@ -213,35 +215,56 @@ def _pairs_by_sample(a: Sequence[VSISample], b: Sequence[VSISample]) -> tuple[li
 
 
 def cross_model_rows(cells: dict[tuple, list[VSISample]], *, families: dict[str, str] | None,
-                     n_perm: int, perm_seed: int) -> list[ScoreRow]:
-    """Seed 002 §2.3, B.2: per (task, perturbation, sigma), Spearman rho of VSI for every model
-    pair over shared samples with its permutation p; mean over pairs per task, and over every
-    task per (perturbation, sigma); same- vs cross-family means when families are tagged."""
+                     n_perm: int, perm_seed: int, pairs: str = "auto") -> list[ScoreRow]:
+    """Seed 002 §2.3, B.2: per (task, perturbation, sigma), Spearman rho of VSI for the model
+    pairs ``pairs`` selects (:func:`~.cells.model_pairs`: every pair up to 20 models under
+    ``auto``, the neighbours in the ranking by median VSI above) over shared samples with its
+    permutation p; mean over *every* pair per task, and over every task per (perturbation,
+    sigma); same- vs cross-family means when families are tagged.  Where only neighbours get
+    per-pair rows, the means take every pair's rho from one rank-correlation matrix
+    (:func:`~perceptbench.metrics.permutation.spearman_matrix`; no p-value) and the notes say so."""
     groups: dict[tuple, dict[str, list[VSISample]]] = defaultdict(dict)
     for (task_id, bench, model, pert, sigma), cell in cells.items():
         groups[(task_id, pert, sigma)][model] = cell
+    fam = families or {}
+
+    def family(by_model, m):
+        return fam.get(m) or by_model[m][0].model_family
+
     jobs, meta = [], []
+    everyone: dict[tuple, list[tuple[str, str, float]]] = {}  # groups compared by neighbours: every pair's rho
     for (task_id, pert, sigma), by_model in sorted(groups.items()):
-        for ma, mb in combinations(sorted(by_model), 2):
+        chosen, neighbours = model_pairs(by_model, pairs)
+        for ma, mb in chosen:
             a, b = _pairs_by_sample(by_model[ma], by_model[mb])
             jobs.append((np.array([s.vsi for s in a]), np.array([s.vsi for s in b])))
-            fam = families or {}
-            fa = fam.get(ma) or by_model[ma][0].model_family
-            fb = fam.get(mb) or by_model[mb][0].model_family
-            meta.append((task_id, pert, sigma, ma, mb, fa, fb))
+            meta.append((task_id, pert, sigma, ma, mb, family(by_model, ma), family(by_model, mb),
+                         len(by_model) if neighbours else 0))
+        if neighbours:
+            everyone[(task_id, pert, sigma)] = _every_pair_rho(by_model)
     res = permutation_spearman_many(jobs, n_perm=n_perm, seed=perm_seed)
     rows: list[ScoreRow] = []
-    pooled: dict[tuple, list[tuple[float, bool]]] = defaultdict(list)
-    for (task_id, pert, sigma, ma, mb, fa, fb), r in zip(meta, res):
+    per_group: dict[tuple, list[tuple[float, bool]]] = defaultdict(list)
+    for (task_id, pert, sigma, ma, mb, fa, fb, n_models), r in zip(meta, res):
         sfx = _suffix(pert, sigma)
+        tail = "; " + neighbours_only_note(n_models) if n_models else ""
         note = r.note or f"two-sided permutation p = {r.p:.3g} ({r.n_perm} shuffles, seed {r.seed})"
-        rows.append(ScoreRow(task_id, f"{ma}~{mb}", f"vsi_rho{sfx}", r.rho, None, None, r.n, None, note))
+        rows.append(ScoreRow(task_id, f"{ma}~{mb}", f"vsi_rho{sfx}", r.rho, None, None, r.n, None, note + tail))
         rows.append(ScoreRow(task_id, f"{ma}~{mb}", f"vsi_rho_p{sfx}", r.p, None, None, r.n, None,
-                             r.note or f"(count + 1) / ({r.n_perm} + 1), seed {r.seed}"))
-        if math.isfinite(r.rho):
-            pooled[(task_id, pert, sigma)].append((r.rho, fa == fb))
-            pooled[("*", pert, sigma)].append((r.rho, fa == fb))
-    fams_tagged = len({f for m in meta for f in m[5:]}) > 1
+                             (r.note or f"(count + 1) / ({r.n_perm} + 1), seed {r.seed}") + tail))
+        if math.isfinite(r.rho) and not n_models:
+            per_group[(task_id, pert, sigma)].append((r.rho, fa == fb))
+    for key, pair_rhos in everyone.items():
+        by_model = groups[key]
+        per_group[key] = [(rho, family(by_model, ma) == family(by_model, mb)) for ma, mb, rho in pair_rhos
+                          if math.isfinite(rho)]
+    pooled: dict[tuple, list[tuple[float, bool]]] = defaultdict(list)
+    for key in sorted(per_group):  # groups in order, each group's pairs in combinations order
+        if per_group[key]:
+            pooled[key] += per_group[key]
+            pooled[("*",) + key[1:]] += per_group[key]
+    fams_tagged = len({family(by_model, m) for by_model in groups.values() if len(by_model) > 1
+                       for m in by_model}) > 1
     for (task_id, pert, sigma), vals in sorted(pooled.items(), key=lambda kv: (kv[0][0] == "*", kv[0])):
         sfx = _suffix(pert, sigma)
         tid = task_id if task_id != "*" else _join_ids(t for t, p, s in groups if p == pert and s == sigma)
@@ -249,6 +272,15 @@ def cross_model_rows(cells: dict[tuple, list[VSISample]], *, families: dict[str,
         same = np.array([s for _, s in vals])
         grand = task_id == "*"
         scope = "grand mean over every pair of every task" if grand else "mean over model pairs"
+        matrix = [k for k in everyone if k[1:] == (pert, sigma)] if grand else \
+            [k for k in everyone if k == (task_id, pert, sigma)]
+        if matrix and grand:
+            scope += (f"; tasks of more than {ALL_PAIRS_MAX} models: every pair's rho from their rank-correlation "
+                      "matrix (per-pair rows only for the ranking neighbours; score --pairs all gives every pair's)")
+        elif matrix:
+            scope += (f"; all {len(vals)} pairs, each rho from one rank-correlation matrix (no p-value): more than "
+                      f"{ALL_PAIRS_MAX} models, so per-pair rows only for the ranking neighbours (score --pairs all "
+                      "gives every pair's)")
         stem = "vsi_rho_grand_mean" if grand else "vsi_rho_mean"
         rows.append(ScoreRow(tid, "all-pairs", f"{stem}{sfx}", float(rho.mean()), None, None, len(vals),
                              None, scope))
@@ -262,6 +294,26 @@ def cross_model_rows(cells: dict[tuple, list[VSISample]], *, families: dict[str,
                 rows.append(ScoreRow(tid, "all-pairs", metric, float(rho[mask].mean()), None, None,
                                      int(mask.sum()), None, scope))
     return rows
+
+
+def _every_pair_rho(by_model: dict[str, list[VSISample]]) -> list[tuple[str, str, float]]:
+    """(a, b, Spearman rho of VSI over their shared samples) for every model pair of ``by_model``
+    ({model: cell}), a before b by name, in :func:`itertools.combinations` order (NaN for fewer
+    than 3 shared samples or a constant VSI).  Models with the same samples (the usual case):
+    one ranking per model and one matrix product
+    (:func:`~perceptbench.metrics.permutation.spearman_matrix`); otherwise each pair is ranked
+    on its own shared samples."""
+    names = sorted(by_model)
+    ids = [s.sample_id for s in by_model[names[0]]]
+    if all([s.sample_id for s in by_model[m]] == ids for m in names):
+        rho = spearman_matrix(np.array([[s.vsi for s in by_model[m]] for m in names], float))
+        return [(names[i], names[j], float(rho[i, j])) for i, j in combinations(range(len(names)), 2)]
+    out = []
+    for ma, mb in combinations(names, 2):
+        a, b = _pairs_by_sample(by_model[ma], by_model[mb])
+        r = spearman_matrix(np.array([[s.vsi for s in a], [s.vsi for s in b]], float).reshape(2, len(a)))
+        out.append((ma, mb, float(r[0, 1])))
+    return out
 
 
 def _perturbation_groups(cells: dict[tuple, list[VSISample]]) -> list[tuple[str, str, float, dict[str, list[VSISample]]]]:
@@ -405,7 +457,8 @@ def signal_cells(cells: dict[tuple, list[VSISample]], seed: int) -> tuple[list[S
 
 
 def score_vsi_analyses(samples: Sequence[VSISample], *, seed: int = 0, families: dict[str, str] | None = None,
-                       n_perm: int = N_PERM, perm_seed: int = PERM_SEED, probe=None) -> list[ScoreRow]:
+                       n_perm: int = N_PERM, perm_seed: int = PERM_SEED, probe=None,
+                       pairs: str = "auto") -> list[ScoreRow]:
     """Every VSI analysis row of seed 002 §2.3-§4 from per-sample VSI (records only).
 
     ``samples``: the output of ``vsi_samples(records)``; ``seed``: bootstrap seed;
@@ -413,13 +466,17 @@ def score_vsi_analyses(samples: Sequence[VSISample], *, seed: int = 0, families:
     ``n_perm``/``perm_seed``: permutation null (default 10^5, 42, seed 002 D.1);
     ``probe``: optional :class:`perceptbench.vsi.features.ProbeFeatures` store whose
     encoder-LLM gap rows are appended (seed 002 §2.4), then the pooled and threshold rows of
-    :mod:`perceptbench.vsi.pooled` (seed 002 §3, §4, B.2, C.2).  Raises ValueError for a sample
-    id that appears twice in one cell."""
+    :mod:`perceptbench.vsi.pooled` (seed 002 §3, §4, B.2, C.2); ``pairs``: which model pairs
+    get per-pair rows (cross-model rho and joint-quintile error structure;
+    :data:`perceptbench.scorers.pairs.PAIR_MODES`, :func:`~.cells.model_pairs`: default every
+    pair up to 20 models of a task and condition, the ranking neighbours above).  Raises
+    ValueError for a sample id that appears twice in one cell or an unknown ``pairs``."""
+    check_pairs(pairs)
     cells = _cells(samples)
     rows: list[ScoreRow] = []
     for key in sorted(cells):
         rows += cell_diagnostics(key[0], key[2], cells[key], seed)
-    rows += cross_model_rows(cells, families=families, n_perm=n_perm, perm_seed=perm_seed)
+    rows += cross_model_rows(cells, families=families, n_perm=n_perm, perm_seed=perm_seed, pairs=pairs)
     rows += perturbation_and_sigma_rows(cells, n_perm=n_perm, perm_seed=perm_seed)
     table, signal_rows = signal_cells(cells, seed)
     rows += signal_rows
@@ -429,7 +486,7 @@ def score_vsi_analyses(samples: Sequence[VSISample], *, seed: int = 0, families:
         rows += probe_rows(samples, probe, seed=seed)
     from .pooled import pooled_rows
 
-    return rows + pooled_rows(cells, table, SIGNALS, seed)  # after every earlier row: those keep their order
+    return rows + pooled_rows(cells, table, SIGNALS, seed, pairs)  # after every earlier row: those keep their order
 
 
 def signal_table_from_rows(rows: Sequence[ScoreRow]) -> list[dict]:

@@ -41,6 +41,7 @@ class VSISalBenchSyn(VSITask):
     """``vsi.salbench.syn``: VSI on P3-style search arrays; region = the target's exact box."""
 
     base_id = "vsi.salbench.syn"
+    title = "VSI on SalBench search arrays"
     benchmark = "salbench.syn"
     principle = "saliency"
     track = "syn"
@@ -243,6 +244,7 @@ class VSIPope(VSIExternalTask):
     the question's object (POPE's template)."""
 
     base_id = "vsi.pope"
+    title = "VSI on POPE"
     description = "VSI on POPE (yes/no object existence; images=DIR of COCO val2014; grounding regions)"
     defaults = {**VSITask.base_defaults, **VSIExternalTask.grounding_defaults, "split": "adversarial",
                 "dataset": "coco", "images": "", "questions": ""}
@@ -272,6 +274,7 @@ class VSIHallusionBench(VSIExternalTask):
     ``--condition image_withheld`` (they belong to aAcc and qAcc, :mod:`perceptbench.vsi.native`)."""
 
     base_id = "vsi.hallusionbench"
+    title = "VSI on HallusionBench"
     benchmark = "hallusionbench"
     max_new_tokens = 64  # seed 002 D.1
     description = ("VSI on HallusionBench (yes/no; images=DIR of the unzipped hallusion_bench folder; the no-image "
@@ -311,6 +314,7 @@ class VSIMMVP(VSIExternalTask):
     (:func:`perceptbench.external.mmvp.read_pattern_map`; no public map exists)."""
 
     base_id = "vsi.mmvp"
+    title = "VSI on MMVP"
     benchmark = "mmvp"
     description = ("VSI on MMVP (two options; datasets library or source=DIR; grounding regions; corrections=1: "
                    "the four known label fixes)")
@@ -344,6 +348,7 @@ class VSIMMStar(VSIExternalTask):
     ``--condition image_withheld``, for the multi-modal leakage (Chen et al. 2024 Eq. 2)."""
 
     base_id = "vsi.mmstar"
+    title = "VSI on MMStar"
     benchmark = "mmstar"
     region_perturbation = False
     allowed = VSITask.whole_only

@@ -13,6 +13,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from ..scorers.pairs import neighbours_note, select_pairs
 from .samples import VSISample
 
 LOW_VSI = 0.05
@@ -97,3 +98,29 @@ def _cells(samples: Sequence[VSISample]) -> dict[tuple, list[VSISample]]:
             dup = next(i for i in ids if ids.count(i) > 1)
             raise ValueError(f"VSI samples: sample_id {dup!r} appears twice in cell {k}")
     return cells
+
+
+PAIR_RANKING = "median VSI of the cell (its vsi_median row), highest first"
+"""What orders the models of a (task, perturbation, sigma) for the ranking neighbours of the VSI
+per-pair analyses (:func:`model_pairs`)."""
+
+
+def model_pairs(by_model: dict[str, Sequence[VSISample]], mode: str) -> tuple[list[tuple[str, str]], bool]:
+    """The model pairs a VSI per-pair analysis compares among the cells ``by_model`` ({model:
+    cell} of one task, perturbation and sigma) under ``mode``
+    (:data:`perceptbench.scorers.pairs.PAIR_MODES`, the report's rule): every pair up to
+    :data:`~perceptbench.scorers.pairs.ALL_PAIRS_MAX` models under ``auto``, else the neighbours
+    in the ranking by each model's median VSI of the cell (:data:`PAIR_RANKING`; the median of
+    :func:`cell_summary`, numpy ``percentile``), in ranking order.  Each pair is (a, b) with a
+    before b by name, as under ``all``, so a pair's rows are the same whichever mode chose it.
+    Returns (pairs, whether they are the neighbours only); ValueError for an unknown mode."""
+    def median(m):
+        return float(np.percentile(np.array([s.vsi for s in by_model[m]], float), 50))
+
+    chosen, neighbours = select_pairs(sorted(by_model), mode, median)
+    return [(a, b) if a < b else (b, a) for a, b in chosen], neighbours
+
+
+def neighbours_only_note(n_models: int) -> str:
+    """The note of a VSI per-pair row computed for the ranking neighbours only."""
+    return neighbours_note(n_models, PAIR_RANKING, "score --pairs all")

@@ -33,18 +33,18 @@ from __future__ import annotations
 import json
 import math
 from collections import defaultdict
-from itertools import combinations
 from typing import Sequence
 
 import numpy as np
 
 from ..core.rows import ScoreRow
+from ..core.text import counted
 from ..metrics.bootstrap import N_BOOT_B
 from ..metrics.error_detection import MIN_CLASS, N_BINS, auroc
 from ..metrics.error_structure import (enrichment, joint_grid, pooled_ratio, pooled_ratio_interval, ratio_interval,
                                        reliability_bins, size_matched_top, swing)
 from ..seeding import rng_for
-from .cells import INSENSITIVE_THRESHOLDS, _suffix, normalised_vsi, quintiles
+from .cells import INSENSITIVE_THRESHOLDS, _suffix, model_pairs, neighbours_only_note, normalised_vsi, quintiles
 from .samples import VSISample
 
 MIN_QUINTILE_N = 5 * MIN_CLASS
@@ -160,9 +160,10 @@ def cell_rows(task_id: str, model: str, cell: Sequence[VSISample], seed: int) ->
 
 
 # ------------------------------------------------------------------ model pairs
-def joint_quintile_rows(cells: dict[tuple, list[VSISample]]) -> list[ScoreRow]:
-    """Seed 002 B.2, joint error structure: per (task, perturbation, sigma) and model pair A~B,
-    over the samples both answered parseably, each model's VSI quintile within them and the
+def joint_quintile_rows(cells: dict[tuple, list[VSISample]], pairs: str = "auto") -> list[ScoreRow]:
+    """Seed 002 B.2, joint error structure: per (task, perturbation, sigma) and model pair A~B
+    that ``pairs`` selects (:func:`~.cells.model_pairs`: every pair up to 20 models under
+    ``auto``, the neighbours in the ranking by median VSI above, their notes saying so), over the samples both answered parseably, each model's VSI quintile within them and the
     share of samples both get wrong per joint quintile: ``joint_error_rate_low_low`` (both in
     the bottom quintile), ``_diagonal`` (q_A = q_B), ``_off_diagonal``, and ``joint_error_grid``
     (value = shared samples; note = JSON 5 x 5 ``count`` and ``both_wrong``, rows = A's
@@ -173,32 +174,36 @@ def joint_quintile_rows(cells: dict[tuple, list[VSISample]]) -> list[ScoreRow]:
     rows: list[ScoreRow] = []
     for (task_id, pert, sigma), by_model in sorted(groups.items()):
         sfx = _suffix(pert, sigma)
-        for ma, mb in combinations(sorted(by_model), 2):
+        chosen, neighbours = model_pairs(by_model, pairs)
+        tail = "; " + neighbours_only_note(len(by_model)) if neighbours else ""
+        for ma, mb in chosen:
             b = {s.sample_id: s for s in by_model[mb] if s.correct is not None}
-            pairs = [(s, b[s.sample_id]) for s in by_model[ma] if s.correct is not None and s.sample_id in b]
+            shared = [(s, b[s.sample_id]) for s in by_model[ma] if s.correct is not None and s.sample_id in b]
             pair = f"{ma}~{mb}"
             names = [f"joint_error_rate_{k}{sfx}" for k in ("low_low", "diagonal", "off_diagonal")]
-            if len(pairs) < MIN_QUINTILE_N:
-                why = f"{len(pairs)} samples both models answered parseably < {MIN_QUINTILE_N} (5 per quintile)"
-                rows += [_nan(task_id, pair, m, why, len(pairs)) for m in names + [f"joint_error_grid{sfx}"]]
+            if len(shared) < MIN_QUINTILE_N:
+                why = f"{len(shared)} samples both models answered parseably < {MIN_QUINTILE_N} (5 per quintile)"
+                rows += [_nan(task_id, pair, m, why + tail, len(shared)) for m in names + [f"joint_error_grid{sfx}"]]
                 continue
-            ids = [x.sample_id for x, _ in pairs]
-            qa = quintiles(np.array([x.vsi for x, _ in pairs]), ids)
-            qb = quintiles(np.array([y.vsi for _, y in pairs]), ids)
-            count, both = joint_grid(qa, qb, np.array([not x.correct for x, _ in pairs]),
-                                     np.array([not y.correct for _, y in pairs]))
+            ids = [x.sample_id for x, _ in shared]
+            qa = quintiles(np.array([x.vsi for x, _ in shared]), ids)
+            qb = quintiles(np.array([y.vsi for _, y in shared]), ids)
+            count, both = joint_grid(qa, qb, np.array([not x.correct for x, _ in shared]),
+                                     np.array([not y.correct for _, y in shared]))
             diag = np.eye(5, dtype=bool)
             low_low = np.zeros((5, 5), bool)
             low_low[0, 0] = True
             for m, sel in zip(names, (low_low, diag, ~diag)):
                 k, w = int(count[sel].sum()), int(both[sel].sum())
                 rows.append(ScoreRow(task_id, pair, m, w / k if k else math.nan, None, None, k, None,
-                                     f"both wrong on {w} of {k} samples; VSI quintiles within the {len(pairs)} "
-                                     "samples both answered parseably" if k else "no sample in these joint quintiles"))
-            rows.append(ScoreRow(task_id, pair, f"joint_error_grid{sfx}", float(len(pairs)), None, None, len(pairs),
+                                     (f"both wrong on {w} of {k} samples; VSI quintiles within the {len(shared)} "
+                                      "samples both answered parseably" if k else "no sample in these joint quintiles")
+                                     + tail))
+            rows.append(ScoreRow(task_id, pair, f"joint_error_grid{sfx}", float(len(shared)), None, None, len(shared),
                                  None, json.dumps({"count": count.tolist(), "both_wrong": both.tolist(),
                                                    "rows": f"VSI quintile of {ma} (0 = lowest)",
-                                                   "cols": f"VSI quintile of {mb} (0 = lowest)"})))
+                                                   "cols": f"VSI quintile of {mb} (0 = lowest)"}
+                                                  | ({"pairs": tail[2:]} if tail else {}))))
     return rows
 
 
@@ -331,7 +336,7 @@ def win_tally_rows(signal_cells: Sequence, signals: Sequence[str]) -> list[Score
         won = [sc for sc in scs if sc.winner]
         tid = _join(sc.task_id for sc in scs)  # task ids hold commas (@n=40,sigma=10): never split them
         none = len(scs) - len(won)
-        tail = f"; {none} cells without a winner (too few errors or correct answers)" if none else ""
+        tail = f"; {counted(none, 'cell')} without a winner (too few errors or correct answers)" if none else ""
         for sig in signals:
             k = sum(sc.winner == sig for sc in won)
             rows.append(ScoreRow(tid, ALL, f"signal_wins[{sig},sigma={sigma:g}]", float(k), None, None, len(won), None,
@@ -390,14 +395,15 @@ def sigma_swing_rows(cells: dict[tuple, list[VSISample]]) -> list[ScoreRow]:
 
 
 def pooled_rows(cells: dict[tuple, list[VSISample]], signal_cells: Sequence, signals: Sequence[str],
-                seed: int = 0) -> list[ScoreRow]:
+                seed: int = 0, pairs: str = "auto") -> list[ScoreRow]:
     """Every row of this module (module docstring), in a fixed order: per cell, model pairs,
     pooled ratios, pooled enrichment, win tally, sigma swing; ``seed``: the bootstrap seed of the
-    per-cell threshold enrichment."""
+    per-cell threshold enrichment; ``pairs``: the model pairs of the joint-quintile rows
+    (:func:`joint_quintile_rows`)."""
     rows: list[ScoreRow] = []
     for key in sorted(cells):
         rows += cell_rows(key[0], key[2], cells[key], seed)
-    rows += joint_quintile_rows(cells)
+    rows += joint_quintile_rows(cells, pairs)
     rows += pooled_ratio_rows(cells, seed)
     rows += pooled_enrichment_rows(cells, seed)
     rows += win_tally_rows(signal_cells, signals)

@@ -32,6 +32,7 @@ from typing import Sequence
 import numpy as np
 
 from ..core.rows import ScoreRow
+from ..core.text import counted
 from ..metrics.bootstrap import N_BOOT_B
 from ..metrics.probe import N_FOLDS, gap_on_subset, probe_oof_correct
 from ..seeding import rng_for
@@ -130,7 +131,7 @@ def _gap_rows(task_id, model, sfx, prefix, feats, cell, seed, note,
         what = "VSI < 0.05" if sub == "low_vsi" else "size-matched top VSI quintile"
         for nm, (v, lo, hi) in zip(names, (g.probe_acc, g.argmax_change, g.gap)):
             rows.append(ScoreRow(task_id, model, f"{nm}_{sub}{sfx}", v, lo, hi, g.n_samples, missing,
-                                 f"{note}; {what}; {g.n_images} images; CI over images", N_BOOT_B, 0, seed))
+                                 f"{note}; {what}; {counted(g.n_images, 'image')}; CI over images", N_BOOT_B, 0, seed))
     mask = np.isin([s.sample_id for s in ss], sorted(shared))
     if not mask.any():
         why = (f"no sample with VSI < {LOW_VSI:g} under every model of the task ({len(shared)} shared, "
@@ -140,7 +141,7 @@ def _gap_rows(task_id, model, sfx, prefix, feats, cell, seed, note,
     g = gap_on_subset(ok, changed, image_ids, mask, seed)
     extra = [ScoreRow(task_id, model, f"{nm}_{_SHARED}{sfx}", v, lo, hi, g.n_samples, missing,
                       f"{note}; VSI < {LOW_VSI:g} under every model of the task ({len(shared)} samples shared); "
-                      f"{g.n_images} images; CI over images", N_BOOT_B, 0, seed)
+                      f"{counted(g.n_images, 'image')}; CI over images", N_BOOT_B, 0, seed)
              for nm, (v, lo, hi) in zip(names, (g.probe_acc, g.argmax_change, g.gap))]
     return rows, extra
 

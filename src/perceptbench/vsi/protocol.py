@@ -285,6 +285,7 @@ def battery_vsi(base_cls: type[Task]) -> type[VSITask]:
         "base_id": f"vsi.{name}", "benchmark": f"battery.{name.split('.')[-1]}", "principle": base_cls.principle,
         "track": base_cls.track, "response_space": base_cls.response_space,
         "description": f"VSI on the {name} stimuli (whole image declared as the question-relevant region)",
+        "title": f"VSI on {base_cls.title[0].lower()}{base_cls.title[1:]}" if base_cls.title else f"VSI on {name}",
         "prompt_text": base_cls.prompt_text, "human_ref_id": property(lambda self: self._base().human_ref_id),
         "human_data": property(lambda self: f"{self._base().human_data} (clean answers); VSI itself compares the "
                                             "model's answers with and without blur"),

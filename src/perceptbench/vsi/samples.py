@@ -92,7 +92,8 @@ per cell):
 
 Support of truncated distributions (documented in ``docs/metrics.md``)
 ----------------------------------------------------------------------
-See :func:`perceptbench.metrics.topk_kl.kl_topk`, the one KL formula.
+See :func:`perceptbench.metrics.topk_kl.kl_topk`, the one KL formula (computed for many pairs
+at once, bit for bit, by :func:`perceptbench.metrics.topk_kl.kl_topk_batch`).
 """
 
 from __future__ import annotations
@@ -101,11 +102,13 @@ import math
 from dataclasses import dataclass
 from typing import Any, Iterable
 
+import numpy as np
+
 from ..core.conditions import parse_respondent_label
-from ..metrics.topk_kl import kl_topk
+from ..metrics.topk_kl import MASS_TOL, distribution_problem, invalid_rows, kl_topk, kl_topk_batch
 
 __all__ = ["VSISample", "VSIFlagged", "VSI_META_KEYS", "CONDITIONS", "PERTURBATIONS", "BLURS", "FLAG_REASONS",
-           "dist_keys", "trial_skipped", "vsi_samples", "vsi_flagged", "vsi_of_records", "distribution_flags", "non_answer_token",
+           "dist_keys", "trial_skipped", "vsi_samples", "vsi_flagged", "vsi_pairs", "vsi_of_records", "distribution_flags", "non_answer_token",
            "answer_token_agrees"]
 
 CONDITIONS = ("clean", "region_blur", "whole_blur")
@@ -180,8 +183,6 @@ def non_answer_token(token: str) -> bool:
 
 
 def _uninformative(lps: list) -> bool:
-    from ..metrics.topk_kl import MASS_TOL
-
     if len(lps) == 1:
         return math.exp(float(lps[0])) >= 1.0 - MASS_TOL
     return len(lps) >= 2 and all(float(x) == float(lps[0]) for x in lps)
@@ -192,8 +193,6 @@ def distribution_flags(meta: dict) -> list[str]:
     ``tokens``/``token_ids``/``logprobs``) shows on its own: ``invalid_distribution``,
     ``non_answer_position``, ``uninformative`` (in that order; an invalid list is not tested
     further).  Never raises on a malformed list (it is invalid)."""
-    from ..metrics.topk_kl import distribution_problem
-
     try:
         keys, lps = dist_keys(meta), list(meta["logprobs"])
     except (KeyError, TypeError):
@@ -216,23 +215,6 @@ def answer_token_agrees(text: str | None, token: str) -> bool:
         return True
     a, b = text.lstrip(), str(token).lstrip()
     return a.startswith(b) or b.startswith(a)
-
-
-def _identical(cm: dict, pm: dict) -> bool:
-    if cm.get("image_sha256") is not None and cm.get("image_sha256") == pm.get("image_sha256"):
-        return False
-    ck, pk = dist_keys(cm), dist_keys(pm)
-    return len(ck) >= 2 and ck == pk and [float(x) for x in cm["logprobs"]] == [float(x) for x in pm["logprobs"]]
-
-
-def _pair_flag(cr, cm: dict, pr, pm: dict) -> str | None:
-    if trial_skipped(cr) or trial_skipped(pr):
-        return "skipped_trial"
-    found = set(distribution_flags(cm)) | set(distribution_flags(pm))
-    for reason in FLAG_REASONS[1:4]:
-        if reason in found:
-            return reason
-    return "identical_across_conditions" if _identical(cm, pm) else None
 
 
 def trial_skipped(r) -> bool:
@@ -271,6 +253,12 @@ def vsi_flagged(records: Iterable[Any]) -> list[VSIFlagged]:
     return [s for s in _pairs(records) if isinstance(s, VSIFlagged)]
 
 
+def vsi_pairs(records: Iterable[Any]) -> tuple[list[VSISample], list[VSIFlagged]]:
+    """(:func:`vsi_samples`, :func:`vsi_flagged`) of ``records`` from one pass over them."""
+    out = _pairs(records)
+    return [s for s in out if isinstance(s, VSISample)], [s for s in out if isinstance(s, VSIFlagged)]
+
+
 def _pairs(records: Iterable[Any]) -> list:
     """The per-sample VSI table from trial records (any iterable of :class:`TrialRecord`).
 
@@ -283,6 +271,10 @@ def _pairs(records: Iterable[Any]) -> list:
     A perturbed record without its clean record is ignored (an interrupted run; a rerun
     completes it).  Sorted by (task_id, model, sample_id,
     perturbation).  Raises ValueError when a VSI record lacks a key of :data:`VSI_META_KEYS`.
+    The guards and the KL of every pair are computed at once on arrays (:class:`_Distributions`,
+    :func:`~perceptbench.metrics.topk_kl.kl_topk_batch`), each record's distribution read once,
+    with the values of the pair-by-pair definition (:func:`distribution_flags`,
+    :func:`vsi_of_records`), bit for bit.
     """
     clean: dict[tuple, Any] = {}
     pert: list[tuple[tuple, Any, dict]] = []
@@ -301,23 +293,142 @@ def _pairs(records: Iterable[Any]) -> list:
             pert.append(((r.task_id, parse_respondent_label(r.model)[0], m["sample_id"]), r, m))
         else:
             raise ValueError(f"record {r.trial_id}: unknown VSI condition {m['condition']!r}")
+    matched = [(clean[key], r, m) for key, r, m in pert if key in clean]
+    if not matched:
+        return []
+    ids = {}  # id(meta) -> row of the distribution table, each record's distribution read once
+    metas = []
+    for (_, cm), _, m in matched:
+        for d in (cm, m):
+            if id(d) not in ids:
+                ids[id(d)] = len(metas)
+                metas.append(d)
+    table = _Distributions(metas)
+    ci = np.array([ids[id(cm)] for (_, cm), _, _ in matched])
+    pi = np.array([ids[id(m)] for _, _, m in matched])
+    skipped = np.array([trial_skipped(cr) or trial_skipped(r) for (cr, _), r, _ in matched], bool)
+    sha_differs = np.array([cm.get("image_sha256") is None or cm.get("image_sha256") != m.get("image_sha256")
+                            for (_, cm), _, m in matched], bool)
+    flag = np.full(len(matched), -1)  # index into FLAG_REASONS, -1: not flagged
+    flag[skipped] = 0
+    either = table.flags[ci] | table.flags[pi]  # (pairs, 3): invalid, non-answer, uninformative
+    for j in (2, 1, 0):  # the first reason that applies wins
+        flag = np.where(~skipped & either[:, j], j + 1, flag)
+    vsi, changed, identical = table.kl(ci, pi, flag < 0)
+    flag = np.where((flag < 0) & identical & sha_differs, 4, flag)
     out = []
-    for key, r, m in pert:
-        if key not in clean:
-            continue
-        cr, cm = clean[key]
-        flag = _pair_flag(cr, cm, r, m)
-        if flag is not None:
+    for k, ((cr, cm), r, m) in enumerate(matched):
+        if flag[k] >= 0:
             out.append(VSIFlagged(r.task_id, r.model, str(m["sample_id"]), PERTURBATIONS[m["condition"]],
-                                  float(m["sigma_px"]), flag))
+                                  float(m["sigma_px"]), FLAG_REASONS[flag[k]]))
             continue
-        v, changed = vsi_of_records(cm, m)
         vc = cm.get("verbal_conf")
         out.append(VSISample(
             task_id=r.task_id, benchmark=str(m["benchmark"]), model=r.model, model_family=r.model_family,
             sample_id=str(m["sample_id"]), image_id=str(m["image_id"]), perturbation=PERTURBATIONS[m["condition"]],
-            sigma=float(m["sigma_px"]), vsi=v, argmax_changed=bool(changed), correct=cr.correct,
+            sigma=float(m["sigma_px"]), vsi=float(vsi[k]), argmax_changed=bool(changed[k]), correct=cr.correct,
             max_prob=float(cm["max_prob"]), verbal_conf=None if vc is None else float(vc),
             region_source=str(m["region_source"])))
     out.sort(key=lambda s: (s.task_id, s.model, s.sample_id, s.perturbation, s.sigma))
     return out
+
+
+class _Distributions:
+    """The distributions of many VSI records (``run_meta.vsi`` dicts) as arrays: each record's
+    keys (:func:`dist_keys`) as integer codes (the token ids themselves when every key is an
+    integer, else one code per distinct key, equal exactly when the keys are equal) and its
+    log-probabilities, one table per list length; ``flags`` bool (n, 3): the reasons
+    :func:`distribution_flags` gives each record (invalid distribution, non-answer position,
+    uninformative), the same verdicts computed on the arrays.  A record whose lists are not a
+    regular distribution (missing, of unequal lengths, empty, unhashable or non-numeric
+    entries) is judged by :func:`distribution_flags` itself and is always invalid."""
+
+    def __init__(self, metas: list[dict]):
+        n = len(metas)
+        self.flags = np.zeros((n, 3), bool)
+        self.complete = np.array([bool(m.get("complete")) for m in metas], bool)
+        self.where = np.full((n, 2), -1)  # (length, row) of each regular record
+        lists: dict[int, list[tuple[int, list, list]]] = {}
+        for i, m in enumerate(metas):
+            try:
+                keys, lps = dist_keys(m), list(m["logprobs"])
+                ok = 0 < len(keys) == len(lps) and len(set(keys)) == len(keys)
+            except (KeyError, TypeError):
+                ok = False
+            if ok:
+                lists.setdefault(len(keys), []).append((i, keys, lps))
+            else:
+                self._irregular(i, m)
+        self.keys: dict[int, np.ndarray] = {}
+        self.lp: dict[int, np.ndarray] = {}
+        for k, members in lists.items():
+            try:
+                lp = np.array([v for _, _, v in members], dtype=np.float64)
+                if lp.ndim != 2:
+                    raise ValueError("not a list of numbers")
+            except (TypeError, ValueError, OverflowError):  # a None or a non-number: judged one by one
+                keep = []
+                for i, keys, lps in members:
+                    if distribution_problem(keys, lps) is not None:
+                        self._irregular(i, metas[i])
+                    else:
+                        keep.append((i, keys, lps))
+                lists[k] = members = keep
+                if not members:
+                    continue
+                lp = np.array([v for _, _, v in members], dtype=np.float64)
+            self.lp[k] = lp
+            rows = np.array([i for i, _, _ in members])
+            self.where[rows, 0], self.where[rows, 1] = k, np.arange(len(members))
+        self._encode({k: [keys for _, keys, _ in members] for k, members in lists.items() if members})
+        non_answer: dict[str, bool] = {}
+        for k, lp in self.lp.items():
+            rows = np.flatnonzero(self.where[:, 0] == k)
+            bad = invalid_rows(self.keys[k], lp)
+            if k == 1:
+                flat = np.array([math.exp(float(x)) >= 1.0 - MASS_TOL for x in lp[:, 0]], bool)
+            else:
+                flat = (lp == lp[:, :1]).all(1)
+            self.flags[rows, 0] = bad
+            self.flags[rows, 2] = flat & ~bad
+            for i in rows[~bad]:
+                first = str(list(metas[i].get("tokens") or [""])[0])
+                if first not in non_answer:
+                    non_answer[first] = non_answer_token(first)
+                self.flags[i, 1] = non_answer[first]
+
+    def _irregular(self, i: int, meta: dict) -> None:
+        for j, reason in enumerate(FLAG_REASONS[1:4]):
+            self.flags[i, j] = reason in distribution_flags(meta)
+
+    def _encode(self, keys: dict[int, list[list]]) -> None:
+        try:
+            arrays = {k: np.array(v) for k, v in keys.items()}
+            if all(a.ndim == 2 and a.dtype.kind in "iub" for a in arrays.values()):
+                self.keys = {k: a.astype(np.int64) for k, a in arrays.items()}
+                return
+        except (OverflowError, ValueError, TypeError):
+            pass
+        code: dict = {}  # any other keys (token strings, mixed): one code per distinct key
+        self.keys = {k: np.array([[code.setdefault(t, len(code)) for t in row] for row in v], dtype=np.int64)
+                     for k, v in keys.items()}
+
+    def kl(self, ci: np.ndarray, pi: np.ndarray, want: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """For pairs (clean row ``ci``, perturbed row ``pi``) with ``want`` True: KL(clean ||
+        perturbed) in nats (:func:`~perceptbench.metrics.topk_kl.kl_topk_batch`, equal to
+        :func:`vsi_of_records`), whether the first keys differ, and whether the two lists are
+        identical (keys and log-probabilities, at least two tokens); NaN / False elsewhere."""
+        m = len(ci)
+        vsi, changed, identical = np.full(m, np.nan), np.zeros(m, bool), np.zeros(m, bool)
+        wc, wp = self.where[ci], self.where[pi]
+        for kc, kp in {(int(a), int(b)) for a, b in zip(wc[want, 0], wp[want, 0])}:
+            sel = np.flatnonzero(want & (wc[:, 0] == kc) & (wp[:, 0] == kp))
+            rc, rp = wc[sel, 1], wp[sel, 1]
+            ck, clp, pk, plp = self.keys[kc][rc], self.lp[kc][rc], self.keys[kp][rp], self.lp[kp][rp]
+            vsi[sel] = kl_topk_batch(ck, clp, pk, plp, p_complete=self.complete[ci[sel]],
+                                     q_complete=self.complete[pi[sel]])
+            changed[sel] = ck[:, 0] != pk[:, 0]
+            if kc == kp >= 2:
+                identical[sel] = (ck == pk).all(1) & (clp == plp).all(1)
+        return vsi, changed, identical
+

@@ -25,7 +25,7 @@ from ..core.rows import ScoreRow
 from ..metrics.bootstrap import N_BOOT_B
 from ..records import TrialRecord
 from .cells import HIST_EDGES, INSENSITIVE_THRESHOLDS, cell_summary
-from .samples import FLAG_REASONS, PERTURBATIONS, VSIFlagged, VSISample, trial_skipped, vsi_flagged, vsi_samples
+from .samples import FLAG_REASONS, PERTURBATIONS, VSIFlagged, VSISample, trial_skipped, vsi_pairs, vsi_samples
 
 
 def score_task(task, records: list[TrialRecord], seed: int) -> list[ScoreRow]:
@@ -44,14 +44,20 @@ def score_task(task, records: list[TrialRecord], seed: int) -> list[ScoreRow]:
     for r in records:
         by_model[r.model].append(r)
     rows: list[ScoreRow] = []
-    flagged_all = vsi_flagged(records)
+    all_samples, flagged_all = vsi_pairs(records)  # every model's pairs at once, computed on arrays
+    samples_of: dict[str, list] = defaultdict(list)
+    flagged_of: dict[str, list] = defaultdict(list)
+    for s in all_samples:
+        samples_of[s.model].append(s)
+    for f in flagged_all:
+        flagged_of[f.model].append(f)
     for m, rs in sorted(by_model.items()):
         skipped = {(r.run_meta.model_extra or {}).get("skipped") for r in rs if not trial_skipped(r)} - {None}
         if skipped:
             rows.append(ScoreRow(tid, m, "skipped", float("nan"), None, None, len(rs), None,
                                  "; ".join(sorted(skipped))))
             continue
-        flagged = [f for f in flagged_all if f.model == m]
+        flagged = flagged_of[m]
         clean = sorted((r for r in rs if r.readout == "vlm_vsi_clean" and not trial_skipped(r)),
                        key=lambda r: r.stimulus_id)
         n_null = sum(r.response is None for r in clean)
@@ -86,7 +92,7 @@ def score_task(task, records: list[TrialRecord], seed: int) -> list[ScoreRow]:
                 rows += _flagged_rows(tid, m, f"[{condition}]", [f for f in flagged
                                                                  if f.perturbation == PERTURBATIONS[condition]])
             continue
-        samples = vsi_samples(rs)
+        samples = samples_of[m]  # = vsi_samples(rs): a model's blurs pair with its own clean records
         fb = defaultdict(int)
         for r in rs:
             v = (r.run_meta.model_extra or {}).get("vsi") or {}

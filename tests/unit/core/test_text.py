@@ -25,3 +25,13 @@ def test_text_utf8_can_encode_is_returned_unchanged(text):
 def test_a_non_string_is_refused():
     with pytest.raises(TypeError, match="must be str"):
         model_text(None)
+
+
+def test_counted_says_one_in_the_singular_and_every_other_count_in_the_plural():
+    from perceptbench.core.text import counted
+
+    assert counted(1, "error") == "1 error"
+    assert [counted(n, "error") for n in (0, 2, 5)] == ["0 errors", "2 errors", "5 errors"]
+    assert counted(1, "correct answer") == "1 correct answer"
+    assert counted(3, "stimulus", "stimuli") == "3 stimuli"
+    assert counted(1.0, "image") == "1 image"  # a whole float prints without decimals

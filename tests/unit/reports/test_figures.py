@@ -291,15 +291,20 @@ def _inside_figure(fig) -> bool:
     return tb.x0 >= 0 and tb.y0 >= 0 and tb.x1 <= w and tb.y1 <= h
 
 
+def _mark_rows(model: str, b: float, ci: tuple[float, float], floor: float) -> list:
+    """Score rows of the default mark-colour task: ``model``'s B with its CI and position floor,
+    and the other four kernels' B against tm (their values in the default run)."""
+    tid = "similarity.chart.mark_color"
+    rows = [ScoreRow(tid, model, "B", b, ci[0], ci[1], 120, 0),
+            ScoreRow(tid, model, "position_floor", floor, None, None, 120, 0)]
+    return rows + [ScoreRow(tid, f"human:kernel-{k}", "B", v, None, None, 120, 0)
+                   for k, v in (("l5", 0.870), ("l9", 0.874), ("td", 0.76), ("sa", 0.70))]
+
+
 def test_mark_figure_draws_a_point_at_b_1_whole_and_the_kernels_as_a_labelled_band():
     """Before: a model at B = 1.0 sat on the axes' edge, half clipped, and the kernels were grey
     ticks squeezed into the right margin."""
-    tid = "similarity.chart.mark_color"
-    rows = [ScoreRow(tid, "perfect", "B", 1.0, 1.0, 1.0, 120, 0),
-            ScoreRow(tid, "perfect", "position_floor", 0.39, None, None, 120, 0)]
-    rows += [ScoreRow(tid, f"human:kernel-{k}", "B", v, None, None, 120, 0)
-             for k, v in (("l5", 0.870), ("l9", 0.874), ("td", 0.76), ("sa", 0.70))]
-    d = F.draw_mark_color(rows)
+    d = F.draw_mark_color(_mark_rows("perfect", 1.0, (1.0, 1.0), 0.39))
     try:
         ax = d.fig.axes[0]
         assert ax.get_xlim()[1] > 1.0 and ax.get_xlim()[0] < 0.0  # B = 0 and 1 inside the axes
@@ -343,6 +348,122 @@ def test_one_model_matrix_keeps_its_colour_bar_label_inside_the_figure():
     heads = headline_rows(rows)
     d = F.draw_matrix(heads, ["m"], [(sil, "B")])
     try:
+        assert _inside_figure(d.fig)
+    finally:
+        F.close(d)
+
+
+# ---------------------------------------------------------------- what a reader needs on the figure itself
+
+def _ak_rows(n=10):
+    tid = "similarity.chart.series_count"
+    rows = [ScoreRow(tid, "m", f"a_k[{k}]", 0.8 if k <= 4 else 0.3, 0.0, 1.0, n, 0) for k in range(2, 17)]
+    return tid, rows + [ScoreRow(tid, "m", "capacity_k", 5.0, 2.0, 13.0, 15 * n, 0),
+                        ScoreRow(tid, "m", "capacity_in_band_prob", 0.03, None, None, 15 * n, 0)]
+
+
+def _legend_texts(fig) -> list[str]:
+    return [t.get_text() for lg in fig.legends for t in lg.get_texts()]
+
+
+def test_ak_figure_prints_the_counts_its_hollow_points_promise_draws_chance_and_defines_capacity_k():
+    """Before: the legend promised counts beside the hollow a(k) points that were not drawn,
+    capacity_k was not defined on the figure, and chance (1/20) was not drawn."""
+    tid, rows = _ak_rows(n=10)
+    d = F.draw_ak_curves(rows)
+    try:
+        ax, axc = d.fig.axes[:2]
+        counts = [t for t in ax.texts if t.get_text() == "n=10"]
+        assert len(counts) == 15  # one count per k, for the 15 hollow points
+        assert any("trials at that k\n(n above each k)" in t for t in _legend_texts(d.fig))
+        chance = [ln for ln in ax.get_lines() if list(ln.get_ydata()) == [0.05, 0.05]]
+        assert chance and any(t.startswith("chance 0.05") for t in _legend_texts(d.fig))
+        assert "capacity_k = the smallest k with a(k) below 0.5 x the model's mean a(k ≤ 4)" in axc.get_xlabel()
+        thr = [r for r in d.rows if r["role"] == "capacity threshold"]
+        assert len(thr) == 1 and thr[0]["value"] == pytest.approx(0.4)  # half of mean a(2..4) = 0.8
+        assert any(list(ln.get_ydata()) == [pytest.approx(0.4)] * 2 and ln.get_linestyle() == "--"
+                   for ln in ax.get_lines())
+        assert ax.get_title(loc="left").startswith("Counting colour series (similarity.chart.series_count)")
+        assert _inside_figure(d.fig)
+    finally:
+        F.close(d)
+    _, rows = _ak_rows(n=40)  # enough trials per k: no hollow point, no counts to print
+    d = F.draw_ak_curves(rows)
+    try:
+        assert not [t for t in d.fig.axes[0].texts if t.get_text().startswith("n=")]
+    finally:
+        F.close(d)
+
+
+def test_mark_figure_names_the_reference_kernel_and_says_what_each_kernel_code_means():
+    """Before: the mark figure did not name the kernel B is scored against (tm) nor explain
+    'sa', 'td', 'l5', 'l9'."""
+    tid = "similarity.chart.mark_color"
+    d = F.draw_mark_color(_mark_rows("m", 0.52, (0.42, 0.61), 0.33))
+    try:
+        ax = d.fig.axes[0]
+        assert [t.get_text() for t in ax.get_yticklabels()] == ["similarity.chart.\nmark_color\nreference: tm"]
+        codes = next(t for t in _legend_texts(d.fig) if t.startswith("kernel codes"))
+        for part in ("l5 = Likert, 5 points", "l9 = Likert, 9 points", "sa = spatial arrangement",
+                     "td = triplet discrimination", "tm = triplet matching"):
+            assert part in codes
+        assert ax.get_title().startswith("Mark colour odd-one-out\n(similarity.chart.mark_color)")
+        assert _inside_figure(d.fig)
+    finally:
+        F.close(d)
+    d = F.draw_mark_color([ScoreRow(tid + "@kernel=l5", "m", "B", 0.5, 0.4, 0.6, 120, 0)])
+    try:
+        assert d.fig.axes[0].get_yticklabels()[0].get_text().endswith("reference: l5")
+    finally:
+        F.close(d)
+
+
+def test_figure_titles_give_the_task_name_beside_its_id():
+    """Before: figure titles named tasks by id only ('salbench.detection.syn@n=60: per-category F1')."""
+    sal = "salbench.detection.syn@n=60,n_probe=60"
+    rows = [ScoreRow(sal, "m", f"f1[{c}]", 0.5, 0.4, 0.6, 60, 0) for c in ("color", "size")]
+    rows += [ScoreRow(sal, "m", "exact_match", 0.3, 0.2, 0.4, 60, 0),
+             ScoreRow(sal, "m", "exact_match[difficulty=easy]", 0.3, 0.2, 0.4, 20, 0)]
+    sil = "closure.nat.silhouette"
+    rows += [ScoreRow(sil, "m", "accuracy", 0.7, 0.6, 0.8, 80, 0), ScoreRow(sil, "m", "kappa_pairwise", 0.1, 0.0, 0.2, 80, 0)]
+    want = f"SalBench detection, search arrays ({sal})"
+    for draw, title in ((F.draw_salbench_categories, lambda f: f.axes[0].get_title()),
+                        (F.draw_salbench_breakdowns, lambda f: f.axes[0].get_title()),
+                        (F.draw_salbench_shots, lambda f: f.axes[0].get_title()),
+                        (F.draw_dissociation, lambda f: f.axes[0].get_title())):
+        d = draw(rows)
+        try:
+            t = title(d.fig)
+            assert ("Closure: objects from silhouettes" in t and sil in t) if draw is F.draw_dissociation else \
+                ("SalBench detection, search arrays" in t and "salbench.detection.syn" in t), t
+            if draw in (F.draw_salbench_categories, F.draw_salbench_breakdowns):
+                assert t.startswith(want)
+        finally:
+            F.close(d)
+
+
+def test_matrix_draws_the_floor_and_ceiling_rows_as_references_off_the_colour_scale():
+    """Before: the floor/chance row was coloured on the same 'dark = worse' scale as the models,
+    so a floor of 0.00 read as the worst respondent."""
+    from matplotlib.patches import Rectangle
+
+    from perceptbench.reports.headline import headline_rows
+
+    sil = "closure.nat.silhouette"
+    rows = [ScoreRow(sil, "m", "B", 0.68, 0.58, 0.79, 80, 0), ScoreRow(sil, "m", "null_rate", 0.0, None, None, 80, 0),
+            ScoreRow(sil, "human:panel", "observer_B_mean@test", 0.82, None, None, 80, 0),
+            ScoreRow(sil, "human:panel", "observer_accuracy_mean@test", 0.76, None, None, 80, 0)]
+    d = F.draw_matrix(headline_rows(rows), ["m"], [(sil, "B")])
+    try:
+        ax = d.fig.axes[0]
+        img = np.ma.masked_invalid(ax.images[0].get_array())
+        assert img.mask[:2].all() and not img.mask[2].any()  # the two reference rows carry no colour
+        hatched = [p for p in ax.patches if isinstance(p, Rectangle) and p.get_hatch()]
+        assert len(hatched) == 2 and {p.get_y() for p in hatched} == {-0.5, 0.5}
+        assert "not on the colour scale" in ax.get_title()
+        refs = [r for r in d.rows if r["role"] in ("floor", "human ceiling")]
+        assert refs and all(r["plotted_as"] == F.REFERENCE_CELL for r in refs)
+        assert {t.get_text() for t in ax.texts} >= {"0.06", "0.82"}  # their values still printed
         assert _inside_figure(d.fig)
     finally:
         F.close(d)

@@ -57,3 +57,49 @@ def test_index_lists_respondents_by_first_appearance_and_their_rows_in_order():
     assert list(ix.models_by_task.items()) == [("t2", ["b"]), ("t1", ["a", "b"])]
     assert ix.by_respondent[("t1", "a")] == [rows[2], rows[6]]
     assert ix.by_task_metric[("t1", "B")] == [rows[2], rows[4]]
+
+
+# ---------------------------------------------------------------- one statement of each floor, everywhere
+
+def _salbench_rows(tid="salbench.detection.syn@n=40"):
+    return [ScoreRow(tid, "m", "exact_match", 0.3, 0.2, 0.4, 40, 0),
+            ScoreRow(tid, "m", "exact_match_floor", 0.25, None, None, 40, 0),
+            ScoreRow(tid, "m", "mean_f1", 0.5, 0.4, 0.6, 40, 0),
+            ScoreRow(tid, "m", "null_rate", 0.0, None, None, 40, 0)]
+
+
+def test_salbench_exact_match_floor_is_the_same_words_in_the_card_the_terminal_and_the_markdown(capsys):
+    """Before: the card's caption said SalBench exact match has no floor ('none is given') while
+    the terminal table and docs gave the majority-answer floor."""
+    from perceptbench.cli.tables import print_headline
+    from perceptbench.reports.data import ReportData
+    from perceptbench.reports.headline import reference_notes
+    from perceptbench.reports.html import render_report
+
+    rows = _salbench_rows()
+    refs = reference_notes(headline_rows(rows))
+    em = refs[("salbench.detection.syn", "exact_match")]
+    assert em.startswith("floor = majority-answer floor")
+    assert refs[("salbench.detection.syn", "mean_f1")] == "floor: none declared"
+    html, md, _ = render_report(ReportData([], [], rows, "t"), "t")
+    assert "none is given" not in html and em in html and em in md
+    print_headline(rows)
+    assert em in " ".join(capsys.readouterr().out.split())
+
+
+def test_closure_b_on_fewer_stimuli_says_why_beside_its_n():
+    """Before: B on n=79 where the task has 80 stimuli, with nothing on the page saying why."""
+    tid = "closure.nat.silhouette"
+    rows = [ScoreRow(tid, "human:panel", "observer_accuracy_mean@test", 0.76, None, None, 80, 0),
+            ScoreRow(tid, "human:panel", "n_tied_mode@test", 1.0, None, None, 80, 0),
+            ScoreRow(tid, "m", "B", 0.68, 0.58, 0.79, 79, 0, "modal match; 1 tied-mode image excluded"),
+            ScoreRow(tid, "m", "null_rate", 0.0, None, None, 80, 0)]
+    b = next(h for h in headline_rows(rows) if h.metric == "B")
+    assert b.extra == "B on 79 of 80 stimuli: 1 stimulus with a tied human modal answer (no modal reference) left out"
+    rows[2] = ScoreRow(tid, "m", "B", 0.68, 0.58, 0.79, 76, 3)
+    rows[3] = ScoreRow(tid, "m", "null_rate", 3 / 80, None, None, 80, 3)
+    b = next(h for h in headline_rows(rows) if h.metric == "B")
+    assert b.extra.startswith("B on 76 of 80 stimuli: 1 stimulus with a tied") and "and 3 null answers" in b.extra
+    rows[2] = ScoreRow(tid, "m", "B", 0.68, 0.58, 0.79, 80, 0)  # every stimulus counted: nothing to explain
+    rows[3] = ScoreRow(tid, "m", "null_rate", 0.0, None, None, 80, 0)
+    assert next(h for h in headline_rows(rows) if h.metric == "B").extra == ""

@@ -132,7 +132,7 @@ def _sil_expected(tid, SIL=SIL, who="human:h"):  # noqa: N803 (the table being s
             b_obs.append(b.estimate)
             obs_rows += [boot_row(tid, h, "accuracy" + s, a, n, 0),
                          boot_row(tid, h, "B" + s, b, int(has.sum()), 0,
-                                   f"modal match; {int((~has).sum())} tied-mode images excluded"),
+                                   "modal match; " + ("1 tied-mode image" if (~has).sum() == 1 else f"{int((~has).sum())} tied-mode images") + " excluded"),
                          boot_row(tid, h, "kappa_loo" + s, kl, n, 0, kn(kl.estimate) or "vs leave-one-out panel mean")]
         panel.append(ScoreRow(tid, hp, "observer_B_mean" + s, float(np.mean(b_obs)), None, None, n, 0,
                               "mean over observers of B against the modal response of the other observers "
@@ -172,7 +172,7 @@ def _sil_expected(tid, SIL=SIL, who="human:h"):  # noqa: N803 (the table being s
         br = boot(lambda i: ratio(b_of(i), _nanmean0(masked_mean(loo_match[:, i], loo_valid[:, i]))), n, N_BOOT_B)
         rows += [boot_row(tid, m, "accuracy", acc, nv, nn),
                  boot_row(tid, m, "B", b, int(vb.sum()), nn,
-                           f"modal match; {int((~has).sum())} tied-mode images excluded"),
+                           "modal match; " + ("1 tied-mode image" if (~has).sum() == 1 else f"{int((~has).sum())} tied-mode images") + " excluded"),
                  boot_row(tid, m, "kappa_aggregate", ka, nv, nn, kn(ka.estimate)),
                  boot_row(tid, m, "kappa_pairwise", kp, nv, nn, kn(kp.estimate))]
         for metric, res, what in (
@@ -489,3 +489,11 @@ def test_mark_colour_keeps_its_identity_and_the_other_palettes_add_subjects():
             assert cls.defaults == {"kernel": "tm", "subjects": "td", "min_catch": "0"}
             assert get_task(cls.base_id).identity_params == {"kernel": "tm", "subjects": "td"}
             assert get_task(cls.base_id + "@subjects=none").task_id == cls.base_id + "@subjects=none"
+
+
+def test_tied_mode_note_is_singular_for_one_image():
+    """Before: 'modal match; 1 tied-mode images excluded' on closure's B row (n=79 of 80)."""
+    from perceptbench.scorers.human_panel import tied_mode_note
+
+    assert tied_mode_note(1) == "modal match; 1 tied-mode image excluded"
+    assert tied_mode_note(3) == "modal match; 3 tied-mode images excluded"

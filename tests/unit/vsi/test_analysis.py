@@ -230,3 +230,75 @@ def test_prr80_under_five_parseable_samples_and_small_quadrants_say_why_in_the_n
     assert q.n == 1 and math.isfinite(q.value)
     assert "from 1 bottom-quintile sample(s)" in q.note and "need 25 parseable samples" in q.note
     assert "4 parseable samples < 25" in by["error_rate_bottom_quintile[region,sigma=20]"].note
+
+
+def test_class_check_note_is_singular_for_one_error_or_one_correct_answer():
+    """Before: '1 errors < 5' in the VSI signal table and notes."""
+    import numpy as np
+
+    from perceptbench.metrics.error_detection import class_check
+
+    assert class_check(np.array([True] + [False] * 9)) == "1 error < 5"
+    assert class_check(np.array([False] + [True] * 9)) == "1 correct answer < 5"
+    assert class_check(np.array([True] * 3 + [False] * 9)) == "3 errors < 5"
+
+
+def _by(rows):
+    return {(r.task_id, r.model, r.metric): r for r in rows}
+
+
+def test_cross_model_pairs_up_to_twenty_models_are_every_pair_under_auto():
+    from perceptbench.vsi.cells import _cells
+
+    cells = _cells(_grid(n=30, models=tuple(f"m{i:02d}" for i in range(20)), perts=("region",)))
+    auto = va.cross_model_rows(cells, families=None, n_perm=200, perm_seed=42)
+    assert auto == va.cross_model_rows(cells, families=None, n_perm=200, perm_seed=42, pairs="all")
+    assert sum(r.metric.startswith("vsi_rho[") for r in auto) == 190
+
+
+def test_cross_model_pairs_above_twenty_models_are_ranking_neighbours_and_the_means_stay_over_all_pairs():
+    from perceptbench.vsi.cells import _cells
+
+    models = tuple(f"m{i:02d}" for i in range(21))
+    cells = _cells(_grid(n=30, models=models, perts=("region",)))
+    auto = va.cross_model_rows(cells, families=None, n_perm=200, perm_seed=42)
+    every = _by(va.cross_model_rows(cells, families=None, n_perm=200, perm_seed=42, pairs="all"))
+    rho = [r for r in auto if r.metric.startswith("vsi_rho[")]
+    assert len(rho) == 20 and sum(r.metric.startswith("vsi_rho_p[") for r in auto) == 20
+    # the pairs are consecutive in the ranking by median VSI (highest first), named a~b by name
+    cell = {m: np.median([s.vsi for s in cells[("vsi.bench@sigma=20", "bench", m, "region", 20.0)]]) for m in models}
+    ranked = sorted(models, key=lambda m: -cell[m])
+    assert [r.model for r in rho] == ["~".join(sorted(p)) for p in zip(ranked, ranked[1:])]
+    for r in auto:
+        if "~" in r.model:  # a neighbour pair's row is the all-pairs row of that pair, plus the note
+            want = every[(r.task_id, r.model, r.metric)]
+            assert (r.value, r.n) == (want.value, want.n)
+            assert "only the 20 neighbours in the ranking by median VSI" in r.note and "score --pairs all" in r.note
+    for stem in ("vsi_rho_mean", "vsi_rho_mean_same_family", "vsi_rho_mean_cross_family", "vsi_rho_grand_mean"):
+        key = ("vsi.bench@sigma=20", "all-pairs", f"{stem}[region,sigma=20]")
+        got, want = _by(auto)[key], every[key]
+        assert got.n == want.n and got.value == pytest.approx(want.value, abs=1e-12)  # every pair, by the matrix
+    mean = _by(auto)[("vsi.bench@sigma=20", "all-pairs", "vsi_rho_mean[region,sigma=20]")]
+    assert mean.n == 210 and "rank-correlation matrix" in mean.note and "no p-value" in mean.note
+    per_pair = [r.value for k, r in every.items() if k[2] == "vsi_rho[region,sigma=20]"]
+    assert mean.value == pytest.approx(np.mean(per_pair), abs=1e-12)
+
+
+def test_joint_quintile_pairs_follow_the_same_rule():
+    import json
+
+    from perceptbench.vsi.cells import _cells
+    from perceptbench.vsi.pooled import joint_quintile_rows
+
+    cells = _cells(_grid(n=30, models=tuple(f"m{i:02d}" for i in range(21)), perts=("region",)))
+    auto, every = joint_quintile_rows(cells), _by(joint_quintile_rows(cells, "all"))
+    assert len(auto) == 20 * 4 and len(every) == 210 * 4
+    for r in auto:
+        want = every[(r.task_id, r.model, r.metric)]
+        assert (r.value, r.n) == (want.value, want.n) or (math.isnan(r.value) and math.isnan(want.value))
+        extra = json.loads(r.note)["pairs"] if r.metric.startswith("joint_error_grid") else r.note
+        assert "only the 20 neighbours" in extra and "score --pairs all" in extra
+    small = _cells(_grid(n=30, models=("m1", "m2", "m3"), perts=("region",)))
+    assert joint_quintile_rows(small) == joint_quintile_rows(small, "all")
+    with pytest.raises(ValueError, match="pairs 'some'"):
+        va.score_vsi_analyses(_grid(n=10, models=("m1",), perts=("region",)), n_perm=10, pairs="some")

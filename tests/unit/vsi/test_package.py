@@ -60,14 +60,14 @@ def test_scoring_runs_each_registered_suite_analysis_on_the_tasks_that_take_part
         def takes_part(self, records):
             return records[0].task_id == "similarity.chart.mark_color"
 
-        def rows(self, records, *, seed, features_dir, families, task_rows, models):
-            seen.update(tasks={r.task_id for r in records}, seed=seed, families=families)
+        def rows(self, records, *, seed, features_dir, families, task_rows, models, pairs):
+            seen.update(tasks={r.task_id for r in records}, seed=seed, families=families, pairs=pairs)
             return [ScoreRow("suite", "all", "n_records", float(len(records)))]
 
     monkeypatch.setitem(SUITE_ANALYSES._entries, "only_mark_color", OnlyMarkColor)
     recs = synthetic_records(["m"], tasks=("closure.nat.silhouette", "similarity.chart.mark_color"))
-    rows = score_records(recs, seed=3, families={"m": "f"})
-    assert seen == {"tasks": {"similarity.chart.mark_color"}, "seed": 3, "families": {"m": "f"}}
+    rows = score_records(recs, seed=3, families={"m": "f"}, pairs="neighbours")
+    assert seen == {"tasks": {"similarity.chart.mark_color"}, "seed": 3, "families": {"m": "f"}, "pairs": "neighbours"}
     assert rows[-1].metric == "n_records" and rows[-1].value == sum(
         r.task_id == "similarity.chart.mark_color" for r in recs)
     assert all(r.task_id != "suite" for r in rows[:-1])  # after every per-task row

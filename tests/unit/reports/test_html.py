@@ -1,0 +1,48 @@
+"""reports/html.py: the page's tables in the order the run was given its tasks and models, and
+task ids that wrap only between their parts."""
+
+from perceptbench.records import read_records
+from perceptbench.reports.data import ReportData
+from perceptbench.reports.html import breakable, build_report, given_order
+from perceptbench.reports import figures as F
+from perceptbench.scoring import score_records
+from perceptbench.testing.synthetic_runs import write_synthetic_run
+
+MARK, SIL = "similarity.chart.mark_color", "closure.nat.silhouette"
+
+
+def _report(tmp_path, models, tasks):
+    d = write_synthetic_run(tmp_path / "run", models, tasks=tasks, null_rate=0.0)
+    recs = read_records(d / "records.jsonl")
+    html, md, drawn, tables = build_report(ReportData([d], recs, score_records(recs), "t"), "t")
+    for x in drawn:
+        F.close(x)
+    return recs, html, md, {t.name: t for t in tables}
+
+
+def test_tables_follow_the_order_the_run_was_given_not_the_names(tmp_path, mirror):
+    """Before: every report table listed tasks and models by name (closure before mark colour,
+    alpha before zeta) whatever order --task and --model gave them in."""
+    recs, html, md, tables = _report(tmp_path, ["zeta", "alpha"], (MARK, SIL))
+    assert given_order(recs) == ([MARK, SIL], ["zeta", "alpha"])
+    matrix = tables["table_model_by_task_matrix"]
+    tasks_in = [c for c in matrix.columns if c.startswith((MARK, SIL))]
+    assert tasks_in[0].startswith(MARK) and tasks_in[-1].startswith(SIL)
+    assert [r[0] for r in tables["table_provenance_models"].rows] == ["zeta", "alpha"]
+    trials = [(r[0], r[1]) for r in tables["table_provenance_trials_per_task_and_model"].rows]
+    assert trials == [(MARK, "zeta"), (MARK, "alpha"), (SIL, "zeta"), (SIL, "alpha")]
+    assert [r[0] for r in tables["table_provenance_human_references"].rows] == [MARK, SIL]
+    heads = [(r[0], r[1]) for r in tables["table_headline_metrics"].rows]
+    assert heads.index((MARK, "zeta")) < heads.index((MARK, "alpha")) < heads.index((SIL, "zeta"))
+    assert md.index(f"| {MARK} | zeta |") < md.index(f"| {SIL} | zeta |")
+
+
+def test_matrix_table_headers_break_task_ids_only_between_their_parts(tmp_path, mirror):
+    """Before: the table under the matrix wrapped 'closure.nat.silhouett' / 'e' (CSS
+    overflow-wrap: anywhere on every header)."""
+    assert str(breakable("salbench.detection.syn@n=60,n_probe=60")) == \
+        "salbench.<wbr>detection.<wbr>syn@<wbr>n=60,<wbr>n_probe=60"
+    assert str(breakable("<b>.x")) == "&lt;b&gt;.<wbr>x"  # escaped first
+    _, html, _, _ = _report(tmp_path, ["m"], (SIL,))
+    assert f'<th class="tid">closure.<wbr>nat.<wbr>silhouette<br><span class="nw">B</span></th>' in html
+    assert "th.tid { overflow-wrap: normal; }" in html
