@@ -9,8 +9,11 @@ for ``validate`` and resume, too heavy for scoring 10^6 records.  Two readers he
   fields whose JSON type differs between tasks (``response``, ``ground_truth``,
   ``manipulated_value``) are read as JSON text by duckdb (pyarrow's JSON reader needs one
   type per column) and decoded once per distinct value.
-* :func:`read_index` + :func:`task_records` (``export``, and tasks that need record objects:
-  VLM answers to re-parse, VSI records): pyarrow reads the fixed-type index columns
+  VLM prompt answers (and encoders' retrieval cosines) are kept as dictionary-coded
+  ``raw_output`` text, so scoring re-parses each distinct answer once, on the columns.
+  Tasks that need record objects (VSI records, skipped trials, repeated trials to vote on) are
+  read back line by line (:meth:`ColumnarRecords.records`).
+* :func:`read_index` + :func:`task_records` (``export``): pyarrow reads the fixed-type index columns
   (``task_id``, ``model``, ``trial_id``, ``run_meta.seed``); the records of **one task at a
   time** are read back by byte offset and validated line by line
   (:func:`~perceptbench.records.parse_record_line`, the validating reader's parser).
@@ -38,6 +41,10 @@ __all__ = ["RecordIndex", "read_index", "iter_task_records", "records_to_arrow",
            "read_columns", "canonical_answer"]
 
 INDEX_COLUMNS = ("trial_id", "task_id", "model")
+
+#: readouts whose ``raw_output`` scoring reads (:attr:`TaskColumns.raw`): a VLM prompt's answer
+#: (re-parsed under the parser mode) and an encoder's zero-shot retrieval cosines (SalBench)
+RAW_READOUTS = ("vlm_prompt", "zero_shot_retrieval")
 
 
 @dataclass
@@ -221,7 +228,11 @@ class TaskColumns:
     (:func:`perceptbench.provenance.prompt_version`, None for human records).
     ``response``, ``ground_truth``, ``manipulated_value``: int32 (n,) codes into ``values``
     (decoded JSON; equal answers share one code).  ``correct`` int8 (n,): 1, 0, or -1 for
-    null.  ``rep``, ``seed`` (``run_meta.seed``): int64 (n,)."""
+    null.  ``rep``, ``seed`` (``run_meta.seed``): int64 (n,).  ``raw``: int32 (n,) codes into
+    ``raws`` of the ``raw_output`` text of the records whose readout is in
+    :data:`RAW_READOUTS` (a VLM's answer, re-parsed by scoring; an encoder's retrieval
+    cosines), the code of None for every other record (``raws[0]`` is None); None when the
+    columns were built without it."""
 
     task_id: str
     row: np.ndarray
@@ -244,6 +255,8 @@ class TaskColumns:
     splits: list
     versions: list
     values: list
+    raw: np.ndarray | None = None
+    raws: list = dataclasses.field(default_factory=lambda: [None])
 
     @property
     def n(self) -> int:
@@ -258,6 +271,8 @@ class TaskColumns:
         values = _Vocab(canonical_answer)
         values.code(None)
         extra = [r.run_meta.model_extra or {} for r in records]
+        raws = _Vocab()
+        raws.code(None)
         return cls(
             task_id, np.arange(len(records), dtype=np.int64),
             vocab["model"].encode(r.model for r in records),
@@ -271,12 +286,14 @@ class TaskColumns:
             np.array([-1 if r.correct is None else int(r.correct) for r in records], np.int8),
             np.array([r.rep for r in records], np.int64), np.array([r.run_meta.seed for r in records], np.int64),
             vocab["model"].values, vocab["family"].values, vocab["stimulus"].values, vocab["readout"].values,
-            vocab["split"].values, vocab["version"].values, values.values)
+            vocab["split"].values, vocab["version"].values, values.values,
+            raws.encode(r.raw_output if r.readout in RAW_READOUTS else None for r in records), raws.values)
 
     def subset(self, keep: np.ndarray) -> "TaskColumns":
         """The records where ``keep`` (bool (n,)) is True, with the same code vocabularies."""
         per_record = ("row", "model", "family", "stimulus", "readout", "split", "version", "response",
-                      "ground_truth", "manipulated_value", "correct", "rep", "seed")
+                      "ground_truth", "manipulated_value", "correct", "rep", "seed") + (
+                      ("raw",) if self.raw is not None else ())
         return dataclasses.replace(self, **{f: getattr(self, f)[keep] for f in per_record})
 
     def take(self, rows: np.ndarray) -> dict[str, np.ndarray]:
@@ -300,7 +317,8 @@ class _TaskBuilder:
 #: from_json structure of the columns scoring reads (JSON: types differ between tasks)
 _STRUCT = {"trial_id": "VARCHAR", "task_id": "VARCHAR", "stimulus_id": "VARCHAR", "model": "VARCHAR",
            "model_family": "VARCHAR", "readout": "VARCHAR", "response": "JSON", "ground_truth": "JSON",
-           "manipulated_value": "JSON", "correct": "JSON", "rep": "JSON", "prompt_id": "VARCHAR",
+           "manipulated_value": "JSON", "correct": "JSON", "rep": "JSON", "n_reps": "JSON", "raw_output": "JSON",
+           "prompt_id": "VARCHAR",
            "prompt_hash": "VARCHAR", "run_meta": "JSON"}
 _META = {"seed": "BIGINT", "split": "VARCHAR", "prompt_template_hash": "VARCHAR", "skipped": "JSON", "vsi": "JSON"}
 
@@ -327,13 +345,34 @@ def _line(path: Path, row: int) -> bytes | None:
 
 class ColumnarRecords(dict):
     """task_id -> :class:`TaskColumns` of a records file, plus ``simple``: task_id -> True
-    when the task's records can be scored from the columns alone (no VLM readout to
-    re-parse, no VSI or skipped record, one prompt version per model)."""
+    when the task's records can be scored from the columns alone (no VSI or skipped record,
+    no repeated VLM trial to vote on, one prompt version per model; VLM prompt answers are
+    re-parsed from the ``raw`` column)."""
 
     def __init__(self, path: Path):
         super().__init__()
         self.path = path
         self.simple: dict[str, bool] = {}
+
+    def records(self, task_id: str) -> list[TrialRecord]:
+        """The records of one task as objects, in file order: one pass over the file's lines
+        picking the task's lines (:attr:`TaskColumns.row`: :func:`read_columns` takes only files
+        without blank lines, so rows are line numbers), each validated by the validating reader's
+        line parser (:func:`~perceptbench.records.parse_record_line`; a bad line raises its
+        :class:`RecordError` naming file, line and field)."""
+        from .records import parse_record_line
+
+        rows = iter(np.sort(self[task_id].row).tolist())
+        want = next(rows, None)
+        out = []
+        with open(self.path, "rb") as f:
+            for i, line in enumerate(f):
+                if i == want:
+                    out.append(parse_record_line(line.rstrip(b"\n"), f"{self.path}:{i + 1}"))
+                    want = next(rows, None)
+                    if want is None:
+                        break
+        return out
 
 
 #: JSON types of an answer (``response``, ``ground_truth``: a string, an integer, a list of strings
@@ -356,7 +395,10 @@ def read_columns(path: str | os.PathLike, batch_rows: int = 100_000) -> Columnar
     Every line is checked as the byte-offset reader checks it: a JSON object with exactly
     the fields of :data:`~perceptbench.records.SCHEMA_FIELDS`, ``run_meta`` an object; here
     also the types duckdb reads (answers: a string, an integer, a list of strings or null;
-    ``manipulated_value`` a JSON scalar) and ``trial_id == task_id|stimulus_id|model|rep{rep}``.  The
+    ``manipulated_value`` a JSON scalar; ``raw_output`` a string or null; ``rep`` and
+    ``n_reps`` integers, ``rep < n_reps``), ``model_family`` one of
+    :data:`~perceptbench.records.MODEL_FAMILIES`, ``correct`` null exactly when the response
+    or the ground truth is, and ``trial_id == task_id|stimulus_id|model|rep{rep}``.  The
     first line that fails is parsed by the validating reader
     (:func:`~perceptbench.records.parse_record_line`), whose :class:`RecordError` names the
     file, line and field; a duplicated ``trial_id`` raises naming both lines.  Returns None
@@ -364,7 +406,7 @@ def read_columns(path: str | os.PathLike, batch_rows: int = 100_000) -> Columnar
     cannot parse or a check the validating reader passes)."""
     import duckdb
 
-    from .records import SCHEMA_FIELDS, parse_record_line
+    from .records import MODEL_FAMILIES, SCHEMA_FIELDS, parse_record_line
 
     path = Path(path)
     if not path.exists():
@@ -384,8 +426,12 @@ def read_columns(path: str | os.PathLike, batch_rows: int = 100_000) -> Columnar
         SELECT coalesce(keys_ok AND meta_ok AND s.trial_id = s.task_id || '|' || s.stimulus_id || '|'
                         || s.model || '|rep' || CAST(s.rep AS VARCHAR) AND rm.seed IS NOT NULL
                         AND (s.correct IS NULL OR json_type(s.correct) = 'BOOLEAN')
-                        AND json_type(s.rep) IN ('UBIGINT', 'BIGINT')
-                        AND s.model_family IS NOT NULL AND s.readout IS NOT NULL
+                        AND json_type(s.rep) IN ('UBIGINT', 'BIGINT') AND json_type(s.n_reps) IN ('UBIGINT', 'BIGINT')
+                        AND TRY_CAST(s.rep AS BIGINT) < TRY_CAST(s.n_reps AS BIGINT)
+                        AND coalesce(json_type(s.raw_output), 'NULL') IN ('NULL', 'VARCHAR')
+                        AND s.model_family IN {MODEL_FAMILIES} AND s.readout IS NOT NULL
+                        AND ((s.correct IS NULL) = (coalesce(json_type(s.response), 'NULL') = 'NULL'
+                                                    OR coalesce(json_type(s.ground_truth), 'NULL') = 'NULL'))
                         AND {_answer_ok("s.response")} AND {_answer_ok("s.ground_truth")}
                         AND coalesce(json_type(s.manipulated_value), 'NULL') IN {_SCALAR_TYPES}, false) AS ok,
                s.task_id, s.model, s.stimulus_id, s.model_family AS family, s.readout, s.response,
@@ -395,12 +441,16 @@ def read_columns(path: str | os.PathLike, batch_rows: int = 100_000) -> Columnar
                     WHEN rm.prompt_template_hash IS NOT NULL AND rm.prompt_template_hash <> ''
                          THEN rm.prompt_template_hash
                     WHEN starts_with(s.readout, 'vlm_') THEN s.prompt_id ELSE s.prompt_hash END AS version,
-               (starts_with(s.readout, 'vlm_') OR rm.vsi IS NOT NULL
-                OR coalesce(rm.skipped NOT IN ('false', 'null', '0', '""'), false)) AS special
+               CASE WHEN s.readout IN {RAW_READOUTS} THEN json_extract_string(s.raw_output, '$') END AS raw,
+               ((starts_with(s.readout, 'vlm_') AND s.readout <> 'vlm_prompt') OR rm.vsi IS NOT NULL
+                OR coalesce(rm.skipped NOT IN ('false', 'null', '0', '""'), false)
+                OR (s.readout = 'vlm_prompt' AND coalesce(TRY_CAST(s.n_reps AS BIGINT), 1) > 1)) AS special
         FROM m"""
     con = duckdb.connect(config={"threads": min(2, os.cpu_count() or 1), "memory_limit": "256MB"})
     con.execute("SET enable_progress_bar = false")
-    strings = {k: _Vocab() for k in ("task_id", "model", "stimulus_id", "family", "readout", "split", "version")}
+    strings = {k: _Vocab() for k in ("task_id", "model", "stimulus_id", "family", "readout", "split", "version",
+                                     "raw")}
+    strings["raw"].code(None)  # raws[0] is None
     values = _Vocab()  # JSON text -> code; decoded (and equal answers merged) at the end
     values.code(None)
     tasks: dict[int, _TaskBuilder] = {}
@@ -436,7 +486,7 @@ def read_columns(path: str | os.PathLike, batch_rows: int = 100_000) -> Columnar
                     stimulus=cols["stimulus_id"][sel], readout=cols["readout"][sel], split=cols["split"][sel],
                     version=cols["version"][sel], response=codes["response"][sel],
                     ground_truth=codes["ground_truth"][sel], manipulated_value=codes["manipulated_value"][sel],
-                    correct=correct[sel], rep=rep[sel], seed=seed[sel])
+                    correct=correct[sel], rep=rep[sel], seed=seed[sel], raw=cols["raw"][sel])
             row0 += n
     except duckdb.Error:
         return None
@@ -456,7 +506,7 @@ def read_columns(path: str | os.PathLike, batch_rows: int = 100_000) -> Columnar
                         lut[b.get("manipulated_value")], b.get("correct"), b.get("rep"), b.get("seed"),
                         strings["model"].values, strings["family"].values, strings["stimulus_id"].values,
                         strings["readout"].values, strings["split"].values, strings["version"].values,
-                        decoded.values)
+                        decoded.values, b.get("raw"), strings["raw"].values)
         dups.append(_first_duplicate(c))
         out[name] = c
         out.simple[name] = t not in special and _one_version_per_model(c)

@@ -19,7 +19,7 @@ from .tasks import get_task
 from .core.rows import ScoreRow
 from .core.rundir import RunDir, atomic_write, scores_json_for, write_atomic
 
-__all__ = ["PARSER_MODES", "apply_parser_mode", "score_records", "score_file", "write_scores"]
+__all__ = ["PARSER_MODES", "apply_parser_mode", "reparse_columns", "score_records", "score_file", "write_scores"]
 
 
 def _parse_meta(r: TrialRecord) -> dict:
@@ -113,6 +113,69 @@ def _parse_rows(task_id: str, records: list[TrialRecord], mode: str) -> list[Sco
     return rows
 
 
+def reparse_columns(c, task, mode: str):
+    """:func:`apply_parser_mode` and the parse-count rows (:data:`PARSE_COUNTS`) on columns
+    (:class:`perceptbench.record_table.TaskColumns` of one task whose ``task.parses_raw_output``;
+    no skipped or VSI record): every ``vlm_prompt`` record's response is ``task.parse_answer`` of
+    its ``raw_output`` text under ``mode``, parsed once per distinct text, ``correct``
+    recomputed (:func:`~perceptbench.records.score_correct`) once per distinct (response, ground
+    truth) pair.  Returns (columns with the new ``response`` and ``correct``, parse-count rows
+    per model sorted by name): the same responses and rows the record path gives.  Raises
+    ValueError for an unknown mode."""
+    import dataclasses
+
+    from .record_table import canonical_answer
+
+    if mode not in PARSER_MODES:
+        raise ValueError(f"parser mode {mode!r} not in {PARSER_MODES}")
+    if "vlm_prompt" not in c.readouts:
+        return c, []
+    sel = np.flatnonzero(c.readout == c.readouts.index("vlm_prompt"))
+    if not sel.size:
+        return c, []
+    values = list(c.values)
+    codes = {canonical_answer(v): i for i, v in enumerate(values)}
+
+    def code(v) -> int:
+        k = canonical_answer(v)
+        if k not in codes:
+            codes[k] = len(values)
+            values.append(v)
+        return codes[k]
+
+    texts, inv = np.unique(c.raw[sel], return_inverse=True)
+    parsed = [task.parse_answer(c.raws[t], mode=mode) for t in texts.tolist()]
+    new = np.array([code(resp) for resp, _ in parsed], np.int32)[inv]
+    old = c.response[sel]
+
+    def per_pair(a: np.ndarray, b: np.ndarray, f) -> np.ndarray:
+        """f(values[a], values[b]) per record, computed once per distinct (a, b) pair."""
+        pairs, back = np.unique(a.astype(np.int64) << 32 | b.astype(np.int64), return_inverse=True)
+        return np.array([f(values[int(p >> 32)], values[int(p & 0xFFFFFFFF)]) for p in pairs.tolist()])[back]
+
+    corr = per_pair(new, c.ground_truth[sel], lambda r, g: -1 if score_correct(r, g) is None
+                    else int(score_correct(r, g))).astype(np.int8)
+    differs = per_pair(new, old, lambda a, b: not _same_answer(a, b)).astype(bool)
+    response, correct = c.response.copy(), c.correct.copy()
+    response[sel], correct[sel] = new, corr
+    out = dataclasses.replace(c, response=response, correct=correct, values=values)
+    # parse counts per model over its re-parsed answers: each predicate once per distinct (text, differs)
+    kinds, back = np.unique(inv.astype(np.int64) * 2 + differs, return_inverse=True)
+    metas = [{**parsed[k // 2][1], "recorded_response_differs": bool(k % 2)} for k in kinds.tolist()]
+    flags = {metric: np.array([bool(pred(meta)) for meta in metas])[back] for metric, (pred, _) in PARSE_COUNTS.items()}
+    null = np.array([resp is None for resp, _ in parsed])[inv]
+    model = c.model[sel]
+    k = len(c.models)
+    n_of, null_of = np.bincount(model, minlength=k), np.bincount(model, weights=null, minlength=k)
+    count_of = {metric: np.bincount(model, weights=f, minlength=k) for metric, f in flags.items()}
+    rows = []
+    for m in sorted(np.flatnonzero(n_of).tolist(), key=lambda x: c.models[x]):
+        for metric, (_, note) in PARSE_COUNTS.items():
+            rows.append(ScoreRow(c.task_id, c.models[m], metric, float(count_of[metric][m]), None, None,
+                                 int(n_of[m]), int(null_of[m]), f"{note}; parser mode {mode}"))
+    return out, rows
+
+
 def prepare_records(records: list[TrialRecord], parser_mode: str = "default",
                     vote: bool = True) -> list[TrialRecord]:
     """The records every scorer sees (scores, report figures, paired differences): VLM raw
@@ -171,9 +234,11 @@ def _score_tasks(tasks, seed: int | None, parser_mode: str,
     analyses = [(cls(), []) for _, cls in SUITE_ANALYSES]
     rows: list[ScoreRow] = []
     for task_id, recs in tasks:
-        if not isinstance(recs, list):  # columns (score_file): nothing to re-parse or split
+        if not isinstance(recs, list):  # columns (score_file): VLM answers re-parsed on them, nothing to split
             s = seed if seed is not None else _task_seed(task_id, np.unique(recs.seed).tolist())
-            rows += get_task(task_id).score_columns(recs, s)
+            task = get_task(task_id)
+            recs, parse_rows = reparse_columns(recs, task, parser_mode)
+            rows += task.score_columns(recs, s) + parse_rows
             continue
         recs = prepare_records(recs, parser_mode, vote=False)  # re-parsed; prompt versions never pooled
         parse_rows = _parse_rows(task_id, recs, parser_mode)  # over every repetition's answer
@@ -198,27 +263,25 @@ def _score_columns(columns, seed: int | None, parser_mode: str, features_dir, fa
                    models: dict[str, dict] | None = None, judgments: dict[str, dict] | None = None,
                    pairs: str = "auto") -> list[ScoreRow]:
     """Score a file read by :func:`perceptbench.record_table.read_columns`: a task whose
-    records need nothing but their columns (``columns.simple``: no VLM answer to re-parse,
-    no VSI or skipped record, one prompt version per model) and whose task has
-    ``score_columns`` is scored from the columns (no record object is built); any other task
-    is read back as records by byte offset and scored as :func:`score_records` does."""
-    from .record_table import read_index, task_records
-
-    index = None
+    records need nothing but their columns (``columns.simple``: no VSI or skipped record, no
+    repeated VLM trial, one prompt version per model), whose VLM answers, if any, its parser reads
+    from ``raw_output`` alone (``parses_raw_output``; re-parsed on the columns by
+    :func:`reparse_columns`), with no judge reading to add, and whose task has ``score_columns``
+    is scored from the columns (no record object is built); any other task is read back as
+    records (:meth:`~perceptbench.record_table.ColumnarRecords.records`) and scored as
+    :func:`score_records` does."""
 
     def tasks():
-        nonlocal index
         for task_id in sorted(columns):
             c = columns[task_id]
             task = get_task(task_id)
-            if columns.simple[task_id] and task.score_columns is not None:
+            if columns.simple[task_id] and task.score_columns is not None and (
+                    task.parses_raw_output or "vlm_prompt" not in c.readouts
+                    or not (c.readout == c.readouts.index("vlm_prompt")).any()) and not (
+                    judgments and hasattr(task, "score_judged")):
                 yield task_id, c
                 continue
-            if index is None:
-                index = read_index(columns.path)
-                if index is None:  # pragma: no cover - read_columns took the file, so pyarrow does
-                    raise RecordError(f"{columns.path}: cannot index the records file; run `perceptbench validate`")
-            yield task_id, task_records(index, task_id)
+            yield task_id, columns.records(task_id)
 
     return _score_tasks(tasks(), seed, parser_mode, features_dir, families, models, judgments, pairs)
 

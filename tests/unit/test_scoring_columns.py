@@ -16,6 +16,7 @@ from perceptbench.metrics.error_consistency import (
 from perceptbench.record_table import TaskColumns, read_columns
 from perceptbench.records import RecordError, read_records
 from perceptbench.scoring import score_file, score_records
+from perceptbench.tasks import get_task
 from helpers.paths import FIXTURES
 
 FIX = FIXTURES / "scale"
@@ -153,6 +154,11 @@ def test_columns_from_file_equal_columns_from_records(tmp_path, lines):
     (lambda o: o.update(run_meta="x"), "run_meta"),
     (lambda o: o.update(trial_id=o["trial_id"] + "x"), "trial_id"),
     (lambda o: o.update(correct="yes"), "correct"),
+    (lambda o: o.update(raw_output=3), "raw_output"),
+    (lambda o: o.update(n_reps="1"), "n_reps"),
+    (lambda o: o.update(rep=1, trial_id=o["trial_id"][:-1] + "1"), "rep 1 outside"),
+    (lambda o: o.update(model_family="robot"), "model_family"),
+    (lambda o: o.update(correct=None), "correct is null"),
 ])
 def test_bad_record_refused_naming_file_line_and_field(tmp_path, lines, edit, message):
     obj = json.loads(lines[7])
@@ -196,25 +202,67 @@ def test_blank_line_and_torn_tail_go_to_the_validating_reader(tmp_path, lines):
     assert [vars(r) for r in score_file(torn, tmp_path / "torn.csv")] == ref
 
 
-def test_vlm_records_take_the_record_path_and_score_like_score_records(tmp_path, lines):
-    """A task with VLM answers (re-parsed from raw_output) is read back as records; the
-    others stay columnar; the table equals the in-memory path's."""
+def _with_vlm(lines, answer=lambda o: f"It is a {o['response']}.", n_reps=1):
+    """``lines`` plus the encoder's closure answers again as VLM ``vlm-x`` (raw text ``answer(o)``;
+    ``n_reps`` > 1: every answer twice, as repetitions 0 and 1)."""
     vlm = []
     for ln in lines:
         o = json.loads(ln)
         if o["model"] == "efficientnet-lite0" and o["task_id"] == "closure.nat.silhouette":
-            o.update(model="vlm-x", model_family="vlm", readout="vlm_prompt",
-                     raw_output=f"It is a {o['response']}.", prompt_id="closure.nat.silhouette.v1")
+            o.update(model="vlm-x", model_family="vlm", readout="vlm_prompt", raw_output=answer(o),
+                     prompt_id="closure.nat.silhouette.v1", n_reps=n_reps)
             o["trial_id"] = o["trial_id"].replace("|efficientnet-lite0|", "|vlm-x|")
-            vlm.append(json.dumps(o) + "\n")
-    p = _write(tmp_path, lines + vlm)
+            for rep in range(n_reps):
+                o.update(rep=rep, trial_id=o["trial_id"].rsplit("|rep", 1)[0] + f"|rep{rep}")
+                vlm.append(json.dumps(o) + "\n")
+    return lines + vlm
+
+
+def _ambiguous_or_plain(o):
+    """Raw answers of every parse kind: plain, naming two options, null, with a closed and an
+    unclosed reasoning block, several answer markers."""
+    k = int(o["trial_id"].split("|")[1].encode().hex(), 16) % 6
+    return [f"It is a {o['response']}.", f"{o['response']} or {o['ground_truth']}", None,
+            f"<think>hmm</think> {o['response']}", "<think>a cat or a dog", 
+            f"Answer: cat. Answer: {o['response']}"][k]
+
+
+@pytest.mark.parametrize("mode", ["default", "strict", "seed"])
+@pytest.mark.parametrize("answer", [lambda o: f"It is a {o['response']}.", _ambiguous_or_plain])
+def test_vlm_answers_reparsed_on_the_columns_score_like_score_records(tmp_path, lines, mode, answer):
+    """A task with VLM answers stays columnar: each distinct raw text is re-parsed once on the
+    columns under the parser mode; responses, correctness and the parse-count rows equal the
+    record path's (every record re-parsed and copied)."""
+    p = _write(tmp_path, _with_vlm(lines, answer))
     cols = read_columns(p)
-    assert cols.simple == {"closure.nat.silhouette": False, "similarity.chart.mark_color": True,
-                           "similarity.chart.series_count": True}
-    rows = score_file(p, tmp_path / "scores.csv")
-    ref = score_records(read_records(p))
+    assert all(cols.simple.values())
+    rows = score_file(p, tmp_path / "scores.csv", parser_mode=mode)
+    ref = score_records(read_records(p), parser_mode=mode)
     assert [vars(r) for r in rows] == [vars(r) for r in ref]
     assert any(r.model == "vlm-x" and r.metric == "n_ambiguous" for r in rows)
+
+
+def test_reparsed_columns_equal_the_reparsed_records(tmp_path, lines):
+    from perceptbench.scoring import apply_parser_mode, reparse_columns
+    from perceptbench.tasks import get_task
+
+    tid = "closure.nat.silhouette"
+    p = _write(tmp_path, _with_vlm(lines, _ambiguous_or_plain))
+    c, _ = reparse_columns(read_columns(p)[tid], get_task(tid), "strict")
+    recs = apply_parser_mode([r for r in read_records(p) if r.task_id == tid], "strict")
+    assert [c.values[x] for x in c.response] == [r.response for r in recs]
+    assert c.correct.tolist() == [-1 if r.correct is None else int(r.correct) for r in recs]
+    assert any(r.response != r2.response for r, r2 in zip(recs, read_records(p)) if r.readout == "vlm_prompt")
+
+
+def test_repeated_vlm_trials_take_the_record_path(tmp_path, lines):
+    """Repetitions are voted on record objects: the task is read back as records (and scores
+    like score_records)."""
+    p = _write(tmp_path, _with_vlm(lines, n_reps=2))
+    assert read_columns(p).simple["closure.nat.silhouette"] is False
+    rows = score_file(p, tmp_path / "scores.csv")
+    assert [vars(r) for r in rows] == [vars(r) for r in score_records(read_records(p))]
+    assert any(r.metric == "n_repetitions" for r in rows)
 
 
 def test_human_rows_cached_by_the_task_instance_per_seed_and_human_data(tmp_path, lines):
@@ -238,3 +286,42 @@ def test_human_rows_cached_by_the_task_instance_per_seed_and_human_data(tmp_path
     assert len(cache) == 2  # other human data, other key
     assert [vars(r) for r in changed] != [vars(r) for r in first]
     assert [vars(r) for r in score_file(p, tmp_path / "a.csv") if r.task_id == tid] == [vars(r) for r in first]
+
+
+def test_chart_category_and_salbench_score_on_the_columns_like_score_records(tmp_path, monkeypatch):
+    """The chart-category panel and SalBench label sets (VLM answers re-parsed) score from the
+    columns, no record read back, and give exactly the rows of the record path."""
+    import perceptbench.record_table as rt
+    from perceptbench.testing.synthetic_runs import synthetic_records
+    from helpers.records import plant_records
+
+    tasks = ("similarity.chart.category_mean@n_test=60", "salbench.detection.syn@n=60,n_probe=0")
+    recs = synthetic_records(["m0", "m1", "m2"], tasks=tasks, raw_output="I think")
+    p = plant_records(tmp_path / "run", recs)
+
+    def refuse(*a, **k):
+        raise AssertionError("a columnar task was read back as records")
+
+    monkeypatch.setattr(rt, "task_records", refuse)
+    for mode in ("default", "strict"):
+        rows = score_file(p, tmp_path / f"{mode}.csv", parser_mode=mode)
+        assert [vars(r) for r in rows] == [vars(r) for r in score_records(recs, parser_mode=mode)]
+    assert {r.task_id for r in rows} == {get_task(t).task_id for t in tasks}
+    assert any(r.metric == "kappa_pairwise" and r.model == "m1" for r in rows)
+    assert any(r.metric == "mean_f1" and r.model == "m1" for r in rows)
+
+
+def test_tasks_read_back_as_records_are_the_validated_lines_and_a_bad_one_is_named(tmp_path, lines):
+    """A task scored from record objects (here: repeated VLM trials) is read back line by line from
+    its rows: the same records the validating reader gives; a line the columnar checks pass but the
+    schema refuses (``principle`` not a string) raises naming the file, line and field."""
+    all_lines = _with_vlm(lines, n_reps=2)
+    p = _write(tmp_path, all_lines)
+    tid = "closure.nat.silhouette"
+    assert read_columns(p).records(tid) == [r for r in read_records(p) if r.task_id == tid]
+    i = next(i for i, ln in enumerate(all_lines) if '"model": "vlm-x"' in ln)
+    o = json.loads(all_lines[i])
+    o["principle"] = 3
+    bad = _write(tmp_path, all_lines[:i] + [json.dumps(o) + "\n"] + all_lines[i + 1:], "bad.jsonl")
+    with pytest.raises(RecordError, match=rf"^{bad}:{i + 1}: field principle"):
+        score_file(bad, tmp_path / "bad.csv")

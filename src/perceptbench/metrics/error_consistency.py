@@ -85,6 +85,22 @@ def kappa(m: np.ndarray, h: np.ndarray, valid: np.ndarray | None = None) -> np.n
     return out
 
 
+def kappa_gathered(m: np.ndarray, h: np.ndarray, valid: np.ndarray):
+    """``stat(idx) = kappa(m[idx], h[idx], valid[idx])`` for :func:`~perceptbench.metrics.bootstrap.bootstrap`,
+    equal to it bit for bit but faster: the per-trial terms of :func:`kappa`'s sums are computed
+    once on the n trials and gathered, so each draw gathers four arrays and sums them (the same
+    values summed in the same order).  ``m``, ``h``: float (n,); ``valid``: bool (n,); ``idx``:
+    int (d, n) -> float64 (d,)."""
+    m, h = np.asarray(m, float), np.asarray(h, float)
+    valid = np.asarray(valid, bool)
+    agree = np.where(valid, m * h + (1 - m) * (1 - h), 0.0)
+    s_m, s_h = np.where(valid, m, 0.0), np.where(valid, h, 0.0)
+
+    def stat(idx: np.ndarray) -> np.ndarray:
+        return kappa_from_sums(valid[idx].sum(-1), agree[idx].sum(-1), s_m[idx].sum(-1), s_h[idx].sum(-1))
+    return stat
+
+
 def _binary(x: np.ndarray) -> bool:
     return bool(((x == 0) | (x == 1)).all())
 

@@ -101,16 +101,23 @@ def _finite(x) -> bool:
 
 
 class _Index:
-    """(task_id, model, metric) -> ScoreRow, plus per-task lookups."""
+    """(task_id, model, metric) -> ScoreRow, plus per-task lookups: ``models_by_task`` (the
+    non-human respondents of each task in order of first appearance), ``by_respondent``
+    ((task_id, model) -> its rows in order) and ``by_task_metric`` ((task_id, metric) -> the
+    rows of every respondent), so that a rule never scans every row (linear in rows)."""
 
     def __init__(self, rows: Iterable[ScoreRow]):
         self.rows = list(rows)
         self.by_key = {(r.task_id, r.model, r.metric): r for r in self.rows}
-        self.models_by_task: dict[str, list[str]] = defaultdict(list)
+        self.by_respondent: dict[tuple[str, str], list[ScoreRow]] = defaultdict(list)
+        self.by_task_metric: dict[tuple[str, str], list[ScoreRow]] = defaultdict(list)
         for r in self.rows:
-            if (not r.model.startswith("human:") and not is_aggregate_model(r.model)
-                    and r.model not in self.models_by_task[r.task_id]):
-                self.models_by_task[r.task_id].append(r.model)
+            self.by_respondent[(r.task_id, r.model)].append(r)
+            self.by_task_metric[(r.task_id, r.metric)].append(r)
+        self.models_by_task: dict[str, list[str]] = defaultdict(list)
+        for tid, m in self.by_respondent:  # dicts keep the order of first appearance
+            if not m.startswith("human:") and not is_aggregate_model(m):
+                self.models_by_task[tid].append(m)
 
     def get(self, task_id, model, metric) -> ScoreRow | None:
         return self.by_key.get((task_id, model, metric))
@@ -228,7 +235,7 @@ def _cue_conflict(ix: _Index, tid: str, m: str) -> list[HeadlineRow | None]:
 
 
 def _mark_color(ix: _Index, tid: str, m: str) -> list[HeadlineRow | None]:
-    kernels = [r for r in ix.rows if r.task_id == tid and r.model.startswith("human:kernel-") and r.metric == "B"
+    kernels = [r for r in ix.by_task_metric.get((tid, "B"), ()) if r.model.startswith("human:kernel-")
                and _finite(r.value)]
     ceiling = sum(r.value for r in kernels) / len(kernels) if kernels else None
     extra = ""
@@ -347,7 +354,7 @@ def _vsi(ix: _Index, tid: str, m: str) -> list[HeadlineRow | None]:
         return [HeadlineRow(tid, m, "skipped", "skipped", float("nan"), None, None, sk.n, sk.n_null, None,
                             source="seed 002", flags=(f"skipped: {sk.note}",))]
     out: list[HeadlineRow | None] = []
-    mine = [r for r in ix.rows if r.task_id == tid and r.model == m]
+    mine = ix.by_respondent.get((tid, m), [])
     # the region-blur cells where the task has them; else (a whole-image-only task: vsi.mmstar, or
     # perturbation=whole) the whole-image cells, so that every VSI task has headline rows
     cell = "[region" if any("[region" in r.metric for r in mine) else "[whole"

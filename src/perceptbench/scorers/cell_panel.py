@@ -15,11 +15,12 @@ import numpy as np
 from ..core.rows import ScoreRow
 from ..metrics.agreement import masked_mean_counts, position_floor
 from ..metrics.bootstrap import N_BOOT_B, N_BOOT_KAPPA, BootstrapResult, bootstrap
-from ..metrics.error_consistency import UNDEFINED_REASON, kappa
+from ..metrics.error_consistency import UNDEFINED_REASON, kappa, kappa_gathered
+from ..record_table import TaskColumns
 from ..records import TrialRecord
 from ..seeding import rng_for
 from .capacity import CapacityScorer
-from .common import intervals, null_rows, with_estimate
+from .common import intervals, null_rows, respondent_positions, with_estimate
 from .human_panel import HumanPanelScorer
 
 
@@ -62,36 +63,48 @@ class CellPanelScorer:
         self.levels = tuple(levels)
 
     def score(self, records: list[TrialRecord], seed: int) -> list[ScoreRow]:
-        """Panel rows on the test split and on all stimuli, then every model (sorted by name)."""
+        """:meth:`score_columns` of the records' columns."""
+        return self.score_columns(TaskColumns.from_records(self.task_id, records), seed)
+
+    def score_columns(self, c: TaskColumns, seed: int) -> list[ScoreRow]:
+        """Panel rows on the test split and on all stimuli, then every model (sorted by name),
+        from the task's records as columns (:class:`TaskColumns`, records in file order).  A
+        human record's split is its ``run_meta.split`` (absent: ``test``); a stimulus's k the
+        ``manipulated_value`` of its last record.  Raises ValueError without human records or
+        when a model answered a stimulus no human saw."""
         tid = self.task_id
+        human = np.array([f == "human" for f in c.families], bool)[c.family]
         humans: dict[str, dict[str, float]] = defaultdict(dict)
         split: dict[str, str] = {}
-        kval: dict[str, int] = {}
-        models: dict[str, list[TrialRecord]] = defaultdict(list)
-        for r in records:
-            kval[r.stimulus_id] = int(r.manipulated_value)
-            if r.model_family == "human":
-                humans[r.model][r.stimulus_id] = float(bool(r.correct))
-                split[r.stimulus_id] = (r.run_meta.model_extra or {}).get("split", "test")
-            else:
-                models[r.model].append(r)
+        for m, st, corr, sp in zip(c.model[human].tolist(), c.stimulus[human].tolist(), c.correct[human].tolist(),
+                                   c.split[human].tolist()):
+            humans[c.models[m]][c.stimuli[st]] = float(corr == 1)
+            split[c.stimuli[st]] = "test" if c.splits[sp] is None else c.splits[sp]
         if not humans:
             raise ValueError(f"{tid}: no human trial records to score against")
+        mv = _ints_of(c, c.manipulated_value)  # k of each record
+        last = len(c.stimulus) - 1 - np.unique(c.stimulus[::-1], return_index=True)[1]
+        kval = {c.stimuli[st]: int(mv[i]) for st, i in zip(c.stimulus[last].tolist(), last.tolist())}
         stim = sorted(split)
         col = {s: j for j, s in enumerate(stim)}
         n_obs = np.zeros(len(stim))
         n_cor = np.zeros(len(stim))
         for m, d in humans.items():
-            for s, c in d.items():
+            for s, v in d.items():
                 n_obs[col[s]] += 1
-                n_cor[col[s]] += c
+                n_cor[col[s]] += v
         rows: list[ScoreRow] = []
         for name, sel in (("test", np.array([split[s] == "test" for s in stim])),
                           ("all", np.ones(len(stim), bool))):
             if sel.any():
                 rows += self._panel_rows(humans, stim, n_obs, n_cor, sel, kval, name, seed)
-        for m, rs in sorted(models.items()):
-            rows += self._model_rows(m, rs, humans, col, n_obs, n_cor, seed)
+        panel = _ObserverMatrix(humans, col)
+        groups = {c.models[k]: pos for k, pos in respondent_positions(c) if not human[pos[0]]}  # by (stimulus, rep)
+        # per stimulus code its human column (-1: none); per value code: null
+        per_code = (np.array([col.get(s, -1) for s in c.stimuli], np.int64),
+                    np.array([v is None for v in c.values], bool))
+        for m in sorted(groups):
+            rows += self._model_rows(m, c, groups[m], per_code, panel, n_obs, n_cor, mv, seed)
         return rows
 
     def _cells(self, humans, sel_stim: set[str]) -> dict[frozenset, list[str]]:
@@ -173,18 +186,20 @@ class CellPanelScorer:
         ]
         return rows
 
-    def _model_rows(self, m, rs, humans, col, n_obs, n_cor, seed) -> list[ScoreRow]:
+    def _model_rows(self, m, c: TaskColumns, pos, per_code, panel: "_ObserverMatrix", n_obs, n_cor, mv,
+                    seed) -> list[ScoreRow]:
+        """Rows of model ``m`` from its records at positions ``pos`` of ``c`` ((stimulus id, rep) order)."""
         tid = self.task_id
-        rs = sorted(rs, key=lambda r: (r.stimulus_id, r.rep))
-        for r in rs:
-            if r.stimulus_id not in col:
-                raise ValueError(f"{tid}: {m} answered {r.stimulus_id}, which has no human trial")
-        n = len(rs)
-        cols = np.array([col[r.stimulus_id] for r in rs])
-        correct = np.array([bool(r.correct) for r in rs], float)
-        valid = np.array([r.response is not None for r in rs])
+        col_of, is_null = per_code
+        cols = col_of[c.stimulus[pos]]
+        if (cols < 0).any():
+            raise ValueError(f"{tid}: {m} answered {c.stimuli[c.stimulus[pos][np.argmax(cols < 0)]]}, "
+                             "which has no human trial")
+        n = len(pos)
+        correct = (c.correct[pos] == 1).astype(float)
+        valid = ~is_null[c.response[pos]]
         n_null = int((~valid).sum())
-        k = np.array([int(r.manipulated_value) for r in rs])
+        k = mv[pos]
         p = n_cor[cols] / n_obs[cols]
         multi = n_obs[cols] >= 2
         known = multi & (n_cor[cols] * 2 > n_obs[cols])
@@ -197,18 +212,12 @@ class CellPanelScorer:
             f"match with the human modal answer on stimuli seen by >= 2 participants whose strict majority was "
             f"correct; {int((multi & ~known).sum())} multi-observer stimuli with a tied or unreleased (wrong) mode "
             f"and {int((~multi).sum())} single-observer stimuli excluded"))
-        ka = bootstrap(lambda i: kappa(correct[i], p[i], valid[i]), n, n_draws=N_BOOT_KAPPA, seed=seed)
+        ka = bootstrap(kappa_gathered(correct, p, valid), n, n_draws=N_BOOT_KAPPA, seed=seed)
         rows.append(ScoreRow.from_boot(tid, m, "kappa_aggregate", ka, int(valid.sum()), n_null,
                                        "" if np.isfinite(ka.estimate) else UNDEFINED_REASON))
         # pairwise: each participant against the model on the stimuli both answered
-        resp = {r.stimulus_id: (bool(r.correct), r.response is not None) for r in rs}
-        per_obs = []
-        for o, d in sorted(humans.items()):
-            common = [s for s in d if s in resp and resp[s][1]]
-            if common:
-                per_obs.append(float(kappa(np.array([resp[s][0] for s in common], float),
-                                           np.array([d[s] for s in common]))))
-        kp = pct_boot(np.array(per_obs), N_BOOT_KAPPA, seed, f"pairwise|{m}")
+        per_obs = panel.kappa_per_observer(cols, correct, valid)
+        kp = pct_boot(per_obs, N_BOOT_KAPPA, seed, f"pairwise|{m}")
         n_def = int(np.isfinite(per_obs).sum())  # 0 for no participant
         rows.append(ScoreRow.from_boot(tid, m, "kappa_pairwise", kp, n_def, n_null,
                                        f"mean over {n_def} participants of kappa(model, participant) on the "
@@ -222,7 +231,7 @@ class CellPanelScorer:
             bk = intervals(a_k[:, j:j + 1], N_BOOT_B, seed)[0]
             rows.append(ScoreRow.from_boot(tid, m, f"a_k[{lev}]", bk, int(((k == lev) & valid).sum()),
                                            int((~valid[k == lev]).sum())))
-        gt = np.array([int(r.ground_truth) for r in rs])
+        gt = _ints_of(c, c.ground_truth[pos])
         rows.append(ScoreRow(tid, m, "chance", float(np.mean(1.0 / k)), None, None, n, 0,
                              "mean of 1/k over the answered stimuli (uniform guessing)"))
         rows.append(ScoreRow(tid, m, "position_floor", position_floor(gt, int(gt.max())),
@@ -230,3 +239,42 @@ class CellPanelScorer:
                              "(seed 000 D.3 floor; the release's answers are not uniform over positions)"))
         rows += null_rows(tid, m, n, n_null, None)
         return rows
+
+
+def _ints_of(c: TaskColumns, codes: np.ndarray) -> np.ndarray:
+    """``int(value)`` of each value code in ``codes`` (int64 (n,)), converted once per distinct code."""
+    u, inv = np.unique(codes, return_inverse=True)
+    return np.array([int(c.values[k]) for k in u.tolist()], np.int64)[inv].reshape(codes.shape)
+
+
+class _ObserverMatrix:
+    """The panel's trials as a padded matrix for kappa(model, participant) of every
+    participant at once: participants in sorted name order, each row the participant's
+    stimuli (human column indices) in trial order and their 0/1 correctness."""
+
+    def __init__(self, humans: dict[str, dict[str, float]], col: dict[str, int]):
+        obs = [humans[o] for o in sorted(humans)]
+        width = max(len(d) for d in obs)
+        self.cols = np.zeros((len(obs), width), np.int64)
+        self.h = np.zeros((len(obs), width))
+        self.present = np.zeros((len(obs), width), bool)
+        for j, d in enumerate(obs):
+            self.cols[j, :len(d)] = [col[s] for s in d]
+            self.h[j, :len(d)] = list(d.values())
+            self.present[j, :len(d)] = True
+        self.n_cols = len(col)
+
+    def kappa_per_observer(self, cols: np.ndarray, correct: np.ndarray, valid: np.ndarray) -> np.ndarray:
+        """float (J',): kappa of the model (its records at human columns ``cols`` with
+        ``correct`` 0/1 and ``valid``; a later record of a column wins) against each
+        participant on the stimuli both answered, for the J' participants sharing at least one
+        such stimulus.  Every sum is an integer count (0/1 sides), so each value equals
+        :func:`~perceptbench.metrics.error_consistency.kappa` on the participant's common
+        stimuli bit for bit."""
+        m_c = np.zeros(self.n_cols)
+        m_v = np.zeros(self.n_cols, bool)
+        m_c[cols] = correct  # repeated columns: numpy assigns in order, the last one stays
+        m_v[cols] = valid
+        both = self.present & m_v[self.cols]
+        keep = both.any(1)
+        return kappa(m_c[self.cols][keep], self.h[keep], both[keep])

@@ -228,12 +228,20 @@ class Task(abc.ABC):
         ``--parser``); default: :meth:`parse_answer`."""
         return self.parse_answer(r.raw_output, mode=mode)
 
+    @property
+    def parses_raw_output(self) -> bool:
+        """True when :meth:`parse_record` reads nothing of a record but its ``raw_output`` (it is
+        :meth:`parse_answer` of that text): scoring then re-parses each distinct answer text once,
+        on the columns (:func:`perceptbench.scoring.reparse_columns`).  False for a subclass that
+        overrides :meth:`parse_record`."""
+        return type(self).parse_record is Task.parse_record
+
     def parse_key(self, r: TrialRecord):
         """What :meth:`parse_record` reads of ``r``, as a hashable key (records with equal keys
         parse alike, so scoring parses each distinct key once, issue 25), or None when that is
         not known (a subclass overriding :meth:`parse_record`): then every record is parsed.
         Default: the ``raw_output`` text (:meth:`parse_answer` is a function of it and the mode)."""
-        return r.raw_output if type(self).parse_record is Task.parse_record else None
+        return r.raw_output if self.parses_raw_output else None
 
     def human_records(self, seed: int, run_id: str, stimuli: list[Stimulus]) -> list[TrialRecord]:
         return []

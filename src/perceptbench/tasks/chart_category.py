@@ -11,6 +11,7 @@ from functools import cached_property
 
 import numpy as np
 
+from ..record_table import TaskColumns
 from ..records import TrialRecord
 from ..scorers.cell_panel import CellPanelScorer
 from ..seeding import rng_for, text_hash
@@ -163,3 +164,7 @@ class CategoryMeanTask(Task):
     def score(self, records: list[TrialRecord], seed: int) -> list[ScoreRow]:
         """Score rows (:meth:`CellPanelScorer.score`)."""
         return self.scorer.score(records, seed)
+
+    def score_columns(self, c: TaskColumns, seed: int) -> list[ScoreRow]:
+        """Score rows from the records as columns (:meth:`CellPanelScorer.score_columns`)."""
+        return self.scorer.score_columns(c, seed)

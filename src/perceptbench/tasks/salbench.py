@@ -45,7 +45,9 @@ from collections.abc import Mapping
 import numpy as np
 
 from ..metrics.bootstrap import N_BOOT_B, bootstrap
+from ..record_table import TaskColumns
 from ..records import TrialRecord
+from ..scorers.common import respondent_positions
 from ..seeding import rng_for
 from ..core.rows import ScoreRow
 from ..core.settings import Setting
@@ -437,25 +439,40 @@ class SalBenchTask(Task):
 
     # -- scoring
     def score(self, records: list[TrialRecord], seed: int) -> list[ScoreRow]:
+        """Score rows per model (sorted by name): :meth:`score_columns` of the records' columns, a
+        model with a skipped trial (``run_meta.skipped``) scored as one ``skipped`` row."""
+        skipped: dict[str, set] = defaultdict(set)
+        for r in records:
+            reason = (r.run_meta.model_extra or {}).get("skipped")
+            if reason is not None:
+                skipped[r.model].add(reason)
+        return self._score(TaskColumns.from_records(self.task_id, records), seed, skipped)
+
+    def score_columns(self, c: TaskColumns, seed: int) -> list[ScoreRow]:
+        """Score rows from the task's records as columns (:class:`TaskColumns`; no skipped
+        trial): per model (sorted by name) its records in stimulus-id order, exact match and
+        F1 (every stimulus and nulls excluded), floors and the breakdowns; zero-shot retrieval
+        rows from the ``raw`` column's cosines."""
+        return self._score(c, seed, {})
+
+    def _score(self, c: TaskColumns, seed: int, skipped_of: Mapping[str, set]) -> list[ScoreRow]:
         from ..metrics.saliency import score_by_group, score_multilabel
 
         tid = self.task_id
-        by_model: dict[str, list[TrialRecord]] = defaultdict(list)
-        for r in records:
-            by_model[r.model].append(r)
         rows: list[ScoreRow] = []
         cats = self.categories
-        for m, rs in sorted(by_model.items()):
-            rs.sort(key=lambda r: r.stimulus_id)
-            skipped = {r.run_meta.model_extra.get("skipped") for r in rs} - {None}
-            if not skipped and rs[0].readout != "vlm_prompt":  # encoder trials recorded before they were skipped
-                skipped = {self.encoder_not_applicable(rs[0].readout)} - {None}
+        for m, pos in sorted(((c.models[k], pos) for k, pos in respondent_positions(c)), key=lambda x: x[0]):
+            readout = c.readouts[c.readout[pos[0]]]
+            skipped = set(skipped_of.get(m, ()))
+            if not skipped and readout != "vlm_prompt":  # encoder trials recorded before they were skipped
+                skipped = {self.encoder_not_applicable(readout)} - {None}
             if skipped:
-                rows.append(ScoreRow(tid, m, "skipped", float("nan"), None, None, len(rs), len(rs),
+                rows.append(ScoreRow(tid, m, "skipped", float("nan"), None, None, len(pos), len(pos),
                                      "; ".join(sorted(skipped))))
                 continue
-            preds = [None if r.response is None else list(r.response) for r in rs]
-            truths = [list(r.ground_truth) for r in rs]
+            preds = [None if c.values[v] is None else list(c.values[v]) for v in c.response[pos].tolist()]
+            truths = [list(c.values[v]) for v in c.ground_truth[pos].tolist()]
+            manipulated = [c.values[v] for v in c.manipulated_value[pos].tolist()]
             n_null = sum(p is None for p in preds)
             # headline: every stimulus counts (a null is an empty prediction) and mean_f1 averages
             # all categories, an undefined F1 counting 0 (seed 001 §4, as lmms-eval); variants named
@@ -478,43 +495,43 @@ class SalBenchTask(Task):
             rows.append(ScoreRow.from_boot(tid, m, "mean_f1@defined_categories", sc.ci["mean_f1_defined"], sc.n,
                                            n_null, "mean over the categories whose F1 is defined only (the "
                                            "project's headline before issue 7); nulls as empty predictions"))
-            rows.append(ScoreRow(tid, m, "null_rate", n_null / len(rs), None, None, len(rs), n_null))
+            rows.append(ScoreRow(tid, m, "null_rate", n_null / len(pos), None, None, len(pos), n_null))
             floor, answer = majority_answer_floor(truths)
             rows.append(ScoreRow(tid, m, "exact_match_floor", floor, None, None, len(truths), 0,
                                  f"majority-answer floor: a constant answer {answer} matches exactly "
                                  f"{floor:.3f} of these {len(truths)} stimuli"))
             # breakdowns (every stimulus counts, like the headline)
             if self.split_name == "syn":
-                groups = {"difficulty": [r.manipulated_value.split("/")[1] for r in rs],
-                          "feature": [r.manipulated_value.split("/")[0] for r in rs],
-                          "feature_difficulty": [r.manipulated_value for r in rs]}
+                by = {"difficulty": [v.split("/")[1] for v in manipulated],
+                      "feature": [v.split("/")[0] for v in manipulated], "feature_difficulty": manipulated}
             else:
-                groups = {"distractors": [distractor_group(r.manipulated_value) for r in rs]}
-            for gname, g in groups.items():
+                by = {"distractors": [distractor_group(v) for v in manipulated]}
+            for gname, g in by.items():
                 for key, sc in score_by_group(preds, truths, g, cats, null="empty", n_boot=N_BOOT_B,
                                               seed=seed).items():
                     if sc.n == 0:
                         continue
                     rows.append(ScoreRow.from_boot(tid, m, f"exact_match[{gname}={key}]", sc.ci["exact_match"],
                                                    sc.n, sc.n_null))
-            if rs[0].readout == "zero_shot_retrieval":
-                rows += self._retrieval_rows(m, rs, truths, seed)
+            if readout == "zero_shot_retrieval":
+                rows += self._retrieval_rows(m, [c.raws[k] for k in c.raw[pos].tolist()], truths, seed)
         return rows
 
-    def _retrieval_rows(self, m, rs, truths, seed) -> list[ScoreRow]:
+    def _retrieval_rows(self, m, raw_outputs: list[str], truths, seed) -> list[ScoreRow]:
         from ..metrics.retrieval import analytic_chance, truth_matrix
 
         tid = self.task_id
-        scores = np.array([[json.loads(r.raw_output)["cosine"][c] for c in SEVEN] for r in rs])
+        n = len(raw_outputs)
+        scores = np.array([[json.loads(raw)["cosine"][c] for c in SEVEN] for raw in raw_outputs])
         t = truth_matrix(truths, SEVEN)
         order = np.argsort(-scores, axis=1, kind="stable")
         rows = []
         for k in (1, 3):
-            hit = t[np.arange(len(rs))[:, None], order[:, :k]].any(1).astype(float)
-            b = bootstrap(lambda i: hit[i].mean(1), len(rs), n_draws=N_BOOT_B, seed=seed)
-            rows.append(ScoreRow.from_boot(tid, m, f"retrieval_top{k}", b, len(rs), 0,
+            hit = t[np.arange(n)[:, None], order[:, :k]].any(1).astype(float)
+            b = bootstrap(lambda i: hit[i].mean(1), n, n_draws=N_BOOT_B, seed=seed)
+            rows.append(ScoreRow.from_boot(tid, m, f"retrieval_top{k}", b, n, 0,
                                            "hit if any of the top-k categories is in the truth set"))
-            rows.append(ScoreRow(tid, m, f"retrieval_chance_top{k}", analytic_chance(t, k), None, None, len(rs), 0,
+            rows.append(ScoreRow(tid, m, f"retrieval_chance_top{k}", analytic_chance(t, k), None, None, n, 0,
                                  "uniformly random ranking of the 7 categories, for this label distribution"))
         return rows
 

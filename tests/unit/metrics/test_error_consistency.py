@@ -280,3 +280,16 @@ def test_pairwise_ceiling_is_bounded(seed_obs):
     pw = pairwise_ceiling(obs.astype(float))
     finite = pw[np.isfinite(pw)]
     assert ((finite <= 1 + 1e-12) & (finite >= -1 - 1e-12)).all()
+
+
+def test_gathered_kappa_equals_kappa_of_the_gathered_trials_bit_for_bit():
+    from perceptbench.metrics.bootstrap import resample_indices
+    from perceptbench.metrics.error_consistency import kappa_gathered
+
+    rng = np.random.default_rng(4)
+    n = 70
+    m = (rng.random(n) < 0.6).astype(float)
+    h = rng.random(n)  # panel accuracy: fractional, so the sums depend on their order
+    valid = rng.random(n) < 0.85
+    idx = np.concatenate([np.arange(n)[None], resample_indices(n, 300, 9)])
+    assert np.array_equal(kappa_gathered(m, h, valid)(idx), kappa(m[idx], h[idx], valid[idx]), equal_nan=True)

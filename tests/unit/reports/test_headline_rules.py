@@ -42,6 +42,23 @@ def test_cue_conflict_shape_bias_beside_the_observers_pooled_shape_bias():
     assert h.ratio == pytest.approx(0.25) and h.floor is None
 
 
+def test_index_lists_respondents_by_first_appearance_and_their_rows_in_order():
+    """The headline index groups rows once (rules look up a respondent's rows, never scan every row):
+    models per task in order of first appearance, humans and aggregates left out, tasks in order of
+    their first model row; each respondent's rows and each (task, metric)'s rows in row order."""
+    from perceptbench.reports.headline import _Index
+
+    def row(t, m, metric):
+        return ScoreRow(t, m, metric, 0.5, None, None, 1, 0)
+
+    rows = [row("t1", "human:panel", "x"), row("t2", "b", "B"), row("t1", "a", "B"), row("t1", "b", "x"),
+            row("t1", "human:kernel-1", "B"), row("t2", "b", "x"), row("t1", "a", "y")]
+    ix = _Index(rows)
+    assert list(ix.models_by_task.items()) == [("t2", ["b"]), ("t1", ["a", "b"])]
+    assert ix.by_respondent[("t1", "a")] == [rows[2], rows[6]]
+    assert ix.by_task_metric[("t1", "B")] == [rows[2], rows[4]]
+
+
 # ---------------------------------------------------------------- one statement of each floor, everywhere
 
 def _salbench_rows(tid="salbench.detection.syn@n=40"):

@@ -43,3 +43,30 @@ def test_category_pct_mean_and_interval_of_resampled_values():
     assert all(math.isnan(x) for x in (none.estimate, none.low, none.high))
     assert (none.n_draws, none.n_dropped, none.seed) == (400, 400, SEED)
     assert all(isinstance(x, float) for x in (none.estimate, none.low, none.high))
+
+
+def test_observer_matrix_kappa_equals_kappa_on_each_participants_common_stimuli():
+    """kappa(model, participant) for every participant at once equals the loop over participants
+    on the stimuli both answered (a later record of a stimulus wins; participants sharing none
+    left out), bit for bit."""
+    from perceptbench.metrics.error_consistency import kappa
+    from perceptbench.scorers.cell_panel import _ObserverMatrix
+
+    rng = np.random.default_rng(2)
+    stim = [f"s{i}" for i in range(30)]
+    col = {s: i for i, s in enumerate(stim)}
+    humans = {f"human:o{j}": {s: float(rng.random() < 0.7) for s in rng.permutation(stim)[:rng.integers(1, 12)]}
+              for j in range(25)}
+    cols = rng.integers(0, 20, 40)  # stimuli 20..29 never answered; repeats: the last record stands
+    correct = (rng.random(40) < 0.5).astype(float)
+    valid = rng.random(40) < 0.8
+    resp = {}
+    for k, c, v in zip(cols, correct, valid):
+        resp[stim[k]] = (c, v)
+    want = []
+    for o, d in sorted(humans.items()):
+        common = [s for s in d if s in resp and resp[s][1]]
+        if common:
+            want.append(float(kappa(np.array([resp[s][0] for s in common]), np.array([d[s] for s in common]))))
+    got = _ObserverMatrix(humans, col).kappa_per_observer(cols, correct, valid)
+    assert len(want) < len(humans) and np.array_equal(got, np.array(want), equal_nan=True)
