@@ -60,7 +60,7 @@ def test_a_models_null_answer_is_left_out_and_counted(rows):
 def test_same_class_images_are_left_out(rows):
     # SAME (cat texture on a cat shape) would add a shape decision for o1, o2 and m
     assert rows["human:o2", "shape_bias.cat@all"].value == 0.0
-    assert "1 same-class images left out" in rows["m", "shape_bias"].note
+    assert "1 same-class image left out" in rows["m", "shape_bias"].note
 
 
 def test_per_category_is_per_shape_class(rows):
