@@ -93,3 +93,37 @@ def test_a_task_whose_parse_reads_more_than_the_text_is_parsed_record_by_record(
     over = copy.copy(vsi)
     over.__class__ = VSIMeta
     assert over.parse_key(r) is None
+
+
+def test_records_are_out_of_the_cyclic_collectors_view_while_scored_and_back_after(monkeypatch):
+    """score_records freezes the prepared records (gc.freeze: the cyclic collector stops
+    re-scanning them at every collection, issue 25) while tasks score, and unfreezes them when
+    scoring ends, also when a task's scoring raises."""
+    import gc
+
+    import pytest
+
+    from perceptbench.scoring import score_records
+    from perceptbench.tasks import get_task
+
+    recs = _reparse_records()
+    classes = {type(get_task(r.task_id)) for r in recs}
+    seen = []
+
+    def score(records, seed):
+        seen.append(gc.get_freeze_count())
+        return []
+
+    for cls in classes:
+        monkeypatch.setattr(cls, "score", lambda self, records, seed: score(records, seed))
+    score_records(recs)
+    assert seen and min(seen) > 0 and gc.get_freeze_count() == 0
+
+    def boom(self, records, seed):
+        raise RuntimeError("task failed")
+
+    for cls in classes:
+        monkeypatch.setattr(cls, "score", boom)
+    with pytest.raises(RuntimeError, match="task failed"):
+        score_records(recs)
+    assert gc.get_freeze_count() == 0
