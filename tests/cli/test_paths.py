@@ -368,6 +368,31 @@ def test_signal_during_start_up_is_one_line(tmp_path, sig, rc):
     assert "interrupted" in text or "terminated" in text, text
 
 
+def test_interrupt_wrapped_by_python_during_an_import_still_exits_with_its_code(monkeypatch):
+    """A start-up signal whose exit landed in a class body's __set_name__ (an import) reaches the
+    top wrapped in a RuntimeError ("Error calling __set_name__ ..."): before, typer printed that
+    traceback and the exit was 1; main() finds the interrupt in the chain and exits 130."""
+    import perceptbench.cli as pcli
+
+    def app():
+        try:
+            raise pcli.StartUpInterrupt(130)
+        except SystemExit as e:
+            raise RuntimeError("Error calling __set_name__ on 'cached_property' instance") from e
+
+    monkeypatch.setattr(pcli, "app", app)
+    with pytest.raises(SystemExit) as got:
+        pcli.main()
+    assert got.value.code == 130 and got.value.__cause__ is None and not isinstance(got.value, RuntimeError)
+
+    def other():
+        raise RuntimeError("a real error")
+
+    monkeypatch.setattr(pcli, "app", other)
+    with pytest.raises(RuntimeError, match="a real error"):
+        pcli.main()
+
+
 @pytest.mark.parametrize("err, said", [
     (errno.EACCES, "cannot write here"),
     (errno.ENOSPC, "disk full); everything written before is kept"),

@@ -23,7 +23,23 @@ def _interrupted(signum, frame) -> None:
     cmd = next((a for a in sys.argv[1:] if not a.startswith("-")), "")
     sys.stderr.write(f"perceptbench {cmd}: interrupted ({name}) before it finished; nothing half-written is left: "
                      "rerun the same command\n".replace(" :", ":"))
-    raise SystemExit(143 if signum == signal.SIGTERM else 130)
+    raise StartUpInterrupt(143 if signum == signal.SIGTERM else 130)
+
+
+class StartUpInterrupt(SystemExit):
+    """The exit :func:`_interrupted` raises (code 130 or 143).  Raised from a signal handler, it
+    lands in whatever code runs: where that is a class body's ``__set_name__`` (an import),
+    Python wraps it in a RuntimeError; :func:`main` finds it in the chain and exits with its code."""
+
+
+def _interrupt_in(e: BaseException | None) -> StartUpInterrupt | None:
+    seen = set()
+    while e is not None and id(e) not in seen:
+        if isinstance(e, StartUpInterrupt):
+            return e
+        seen.add(id(e))
+        e = e.__cause__ or e.__context__
+    return None
 
 
 # installed before the slow imports below when perceptbench runs as a command (its console script,
@@ -49,10 +65,18 @@ for _module in (run, score, merge, report, export, validate, render, show, tasks
     app.command()(getattr(_module, _module.__name__.rsplit(".", 1)[1]))
 
 
-def main() -> None:  # pragma: no cover
-    """The console script (``[project.scripts]`` names :data:`app`; this is the same)."""
-    app()
+def main() -> None:
+    """The console script (``[project.scripts]``) and ``python -m perceptbench.cli``: :data:`app`,
+    with an interruption during start-up ended by its exit code (130 SIGINT, 143 SIGTERM) and the
+    one line :func:`_interrupted` wrote, also where Python wrapped it in another exception."""
+    try:
+        app()
+    except BaseException as e:
+        hit = _interrupt_in(e)
+        if hit is None or hit is e:
+            raise
+        raise SystemExit(hit.code) from None
 
 
 if __name__ == "__main__":  # pragma: no cover
-    sys.exit(app())
+    main()

@@ -1,5 +1,5 @@
 """``python -m perceptbench.cli``: the command line."""
 
-from . import app
+from . import main
 
-app()
+main()
