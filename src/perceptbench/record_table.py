@@ -406,7 +406,7 @@ def read_columns(path: str | os.PathLike, batch_rows: int = 100_000) -> Columnar
     cannot parse or a check the validating reader passes)."""
     import duckdb
 
-    from .records import MODEL_FAMILIES, SCHEMA_FIELDS, parse_record_line
+    from .records import MODEL_FAMILIES, SCHEMA_FIELDS
 
     path = Path(path)
     if not path.exists():
@@ -461,13 +461,8 @@ def read_columns(path: str | os.PathLike, batch_rows: int = 100_000) -> Columnar
         reader = con.sql(sql.replace("?", "'" + str(path).replace("'", "''") + "'")).to_arrow_reader(batch_rows)
         for batch in reader:
             n = batch.num_rows
-            ok = _bools(batch.column("ok"))
-            if not ok.all():
-                bad = row0 + int(np.argmin(ok))
-                line = _line(path, bad)
-                if line is not None:
-                    parse_record_line(line, f"{path}:{bad + 1}")  # raises RecordError naming line and field
-                return None  # blank lines before it, or a check the validating reader passes
+            if not batch_checked(path, _bools(batch.column("ok")), row0):
+                return None
             cols = {k: _dict_codes(batch.column(k), strings[k]) for k in strings}
             codes = {k: _dict_codes(batch.column(k), values) for k in ("response", "ground_truth",
                                                                        "manipulated_value")}
@@ -515,6 +510,24 @@ def read_columns(path: str | os.PathLike, batch_rows: int = 100_000) -> Columnar
         second, first, tid = min(dups)
         raise RecordError(f"{path}:{second + 1}: duplicate trial_id {tid!r} (first at line {first + 1})")
     return out
+
+
+def batch_checked(path: Path, ok: np.ndarray, row0: int) -> bool:
+    """True when every line of a batch read by duckdb passed the columnar checks (``ok``: bool
+    (n,), the batch's first line is line ``row0 + 1`` of ``path``).  Otherwise the first failing
+    line goes to the validating reader's parser, which raises
+    :class:`~perceptbench.records.RecordError` naming file, line and field; False when it passes
+    there (blank lines before it, or a value only the validating reader takes): the caller then
+    reads the file with the validating reader."""
+    from .records import parse_record_line
+
+    if ok.all():
+        return True
+    bad = row0 + int(np.argmin(ok))
+    line = _line(path, bad)
+    if line is not None:
+        parse_record_line(line, f"{path}:{bad + 1}")
+    return False
 
 
 def _bits(buf, offset: int, n: int) -> np.ndarray:

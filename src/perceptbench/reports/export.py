@@ -176,8 +176,8 @@ def records_arrow(path: str | os.PathLike, batch_rows: int = 8_192):
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    from ..record_table import _bools, _count_lines, _line
-    from ..records import has_torn_tail, parse_record_line
+    from ..record_table import _bools, _count_lines, batch_checked
+    from ..records import has_torn_tail
 
     path = Path(path)
     if not path.exists() or path.stat().st_size == 0 or has_torn_tail(path):
@@ -190,13 +190,8 @@ def records_arrow(path: str | os.PathLike, batch_rows: int = 8_192):
     row0 = 0
     try:
         for batch in con.sql(_records_sql(path)).to_arrow_reader(batch_rows):
-            ok = _bools(batch.column("ok")) & _correct_ok(batch)
-            if not ok.all():
-                bad = row0 + int(np.argmin(ok))
-                line = _line(path, bad)
-                if line is not None:
-                    parse_record_line(line, f"{path}:{bad + 1}")  # raises RecordError naming line and field
-                return None  # blank lines before it, or a check the validating reader passes
+            if not batch_checked(path, _bools(batch.column("ok")) & _correct_ok(batch), row0):
+                return None
             cols = {}
             for name in batch.schema.names[1:]:
                 arr = batch.column(name)
