@@ -12,7 +12,7 @@ from ..core.progress import PROGRESS_EVERY_S
 from .errors import Terminated, console, fail, os_error_line, signals_as_interrupts
 from .options import FAMILY_HELP, PARSER_HELP, check_parser, families_option
 from .out_checks import check_out
-from .tables import print_scores, print_signal_table
+from .tables import ALL_MODELS_HELP, print_scores, print_signal_table
 
 
 def run(
@@ -39,6 +39,7 @@ def run(
                                          help="When the output is not a terminal (a log file, a batch job): "
                                               "seconds between two progress lines of a task."),
     all_rows: bool = typer.Option(False, "--all-rows", help="Print every score row, not only headline metrics."),
+    all_models: bool = typer.Option(False, "--all-models", help=ALL_MODELS_HELP),
     parser: str = typer.Option("default", help=PARSER_HELP + " Scores under another mode go to scores.MODE.csv."),
     stimulus: Optional[List[str]] = typer.Option(None, "--stimulus",
                                              help="Run only this test stimulus id (repeatable): debug one trial."),
@@ -130,7 +131,7 @@ def run(
     if summary.cache_requests:
         console.print(f"response cache: {summary.cache_hits} of {summary.cache_requests} VLM answers came from the "
                       "cache (no model call)")
-    print_scores(rows, all_rows, res.scores_csv)
-    print_signal_table(rows)
+    print_scores(rows, all_rows, res.scores_csv, all_models)
+    print_signal_table(rows, all_models)
     console.print(f"records: {rd.records}\nscores:  {res.scores_csv} (+ .json)")
     console.print(f"report:  perceptbench report {out} --out {rd.report_html}  (HTML page with the figures)")

@@ -10,7 +10,7 @@ import typer
 from .errors import TornTailsAsWarnings, console, fail, os_error_line
 from .options import FAMILY_HELP, PARSER_HELP, check_parser, families_option
 from .out_checks import check_out
-from .tables import print_scores, print_signal_table
+from .tables import ALL_MODELS_HELP, print_scores, print_signal_table
 
 PAIRS_HELP = ("Model pairs of the per-pair rows (VSI cross-model rho and joint error structure): auto (every "
               "pair up to 20 models of a task and condition, the ranking neighbours above; docs/metrics.md), all, "
@@ -27,6 +27,7 @@ def score(
                                "write scores.MODE.csv."),
     all_rows: bool = typer.Option(False, "--all-rows", help="Print every score row (per-observer, per-difficulty, "
                                                             "notes), not only the headline metrics."),
+    all_models: bool = typer.Option(False, "--all-models", help=ALL_MODELS_HELP),
     family: Optional[List[str]] = typer.Option(None, "--family", help=FAMILY_HELP),
     pairs: str = typer.Option("auto", "--pairs", help=PAIRS_HELP),
     across_seeds: bool = typer.Option(
@@ -68,8 +69,8 @@ def score(
         fail(e)
     except OSError as e:  # a read-only run directory, a full disk
         fail(os_error_line(e, csv_path) if e.errno is not None else e)
-    print_scores(rows, all_rows, csv_path)
-    print_signal_table(rows)
+    print_scores(rows, all_rows, csv_path, all_models)
+    print_signal_table(rows, all_models)
     console.print(f"scores: {csv_path}")
 
 

@@ -16,7 +16,6 @@ from dataclasses import dataclass
 from typing import Sequence
 
 import numpy as np
-from scipy.stats import rankdata
 
 from ..seeding import rng_for
 
@@ -38,6 +37,8 @@ def standardised_ranks(x: np.ndarray) -> np.ndarray:
     theirs.  A constant row (or a row holding NaN) is all NaN.  One ``rankdata`` call for every
     row; each row's values equal ranking that row alone (row sums of one length are summed as
     a lone vector is)."""
+    from scipy.stats import rankdata  # here, not at the top: scoring without VSI records never needs scipy.stats
+
     r = rankdata(np.asarray(x, float), axis=1)
     r = r - r.mean(1, keepdims=True)
     s = np.sqrt((r * r).sum(1, keepdims=True))
