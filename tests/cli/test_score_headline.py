@@ -158,9 +158,10 @@ def test_flags_are_counted_without_their_numbers(flag, kind):
     assert flag_kind(flag) == kind
 
 
-def test_scoring_a_run_without_vsi_records_imports_no_scipy_stats(tmp_path):
+def test_scoring_imports_no_scipy_stats(tmp_path):
     """Before: `score` imported scipy.stats at start-up (metrics/error_detection.py, permutation.py:
-    rankdata at the top), ~2 s of a 10^5-record score, whatever the tasks present."""
+    rankdata at the top), ~2 s of a 10^5-record score, whatever the tasks present; average ranks
+    and Spearman's rho now come from metrics/ranks.py (scipy's values, tests/unit/metrics/test_ranks.py)."""
     import subprocess
     import sys
 

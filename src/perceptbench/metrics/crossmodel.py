@@ -25,6 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..seeding import rng_for
+from .ranks import rankdata  # scipy.stats.rankdata's values without importing scipy.stats (issue 25)
 
 __all__ = ["N_BOOT_MODELS", "RankCorrelation", "rank_correlation", "rank_discordance", "CeilingCounts",
            "ceiling_counts", "GroupMean", "group_mean", "ci_halfwidth_bound"]
@@ -48,19 +49,18 @@ class RankCorrelation:
 
 
 def _spearman(x: np.ndarray, y: np.ndarray) -> float:
-    from scipy.stats import spearmanr
-
-    if len(x) < 3 or np.ptp(x) == 0 or np.ptp(y) == 0:
+    """scipy.stats.spearmanr(x, y).statistic (float (n,) each), computed as scipy does (np.corrcoef
+    of the columns' average ranks; NaN where either side holds NaN) without importing scipy.stats
+    (about 2 s at start-up; issue 25); NaN under 3 values or for a constant side."""
+    if len(x) < 3 or np.ptp(x) == 0 or np.ptp(y) == 0 or np.isnan(x).any() or np.isnan(y).any():
         return math.nan
-    return float(spearmanr(x, y).statistic)
+    return float(np.corrcoef(np.column_stack((rankdata(x), rankdata(y))), rowvar=False)[1, 0])
 
 
 def _spearman_rows(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     """Spearman's rho of each row pair of ``x`` and ``y`` (float (d, n)): Pearson's r of the
     average ranks (scipy.stats.rankdata), NaN for a row with a constant side; the row-wise form
     of :func:`_spearman` (equal to scipy.stats.spearmanr per row)."""
-    from scipy.stats import rankdata
-
     rx, ry = rankdata(x, axis=1), rankdata(y, axis=1)
     rx -= rx.mean(1, keepdims=True)
     ry -= ry.mean(1, keepdims=True)

@@ -34,6 +34,7 @@ import numpy as np
 
 from ..core.text import counted
 from .bootstrap import N_BOOT_B, resample_indices
+from .ranks import rankdata  # scipy.stats.rankdata's values without importing scipy.stats (issue 25)
 
 MIN_CLASS = 5
 """Fewer errors or fewer correct answers than this -> NaN row with a note (never 0.5)."""
@@ -76,8 +77,6 @@ def auroc_rows(error: np.ndarray, score: np.ndarray) -> np.ndarray:
     Returns float64 (d,): Mann-Whitney U / (n_pos n_neg) with average ranks, so a tie counts
     1/2 (as ``sklearn.metrics.roc_auc_score``); NaN in rows where a class is empty.
     Seed 002 D.2 (AUROC_VSI with error as positive class)."""
-    from scipy.stats import rankdata  # here, not at the top: scoring without VSI records never needs scipy.stats
-
     error = np.atleast_2d(np.asarray(error, bool))
     score = np.atleast_2d(np.asarray(score, float))
     ranks = rankdata(score, axis=1)  # average ranks over ties
@@ -190,8 +189,6 @@ def quadrant_counts(correct: np.ndarray, high: np.ndarray) -> dict[str, int]:
 
 def average_rank_fraction(x: np.ndarray) -> np.ndarray:
     """Average rank / n, in (0, 1], of a float array (n,)."""
-    from scipy.stats import rankdata
-
     x = np.asarray(x, float)
     return rankdata(x) / max(x.size, 1)
 

@@ -18,6 +18,7 @@ from typing import Sequence
 import numpy as np
 
 from ..seeding import rng_for
+from .ranks import rankdata  # scipy.stats.rankdata's values without importing scipy.stats (issue 25)
 
 N_PERM = 100_000
 """Permutation shuffles (seed 002 B.2, D.1)."""
@@ -37,8 +38,6 @@ def standardised_ranks(x: np.ndarray) -> np.ndarray:
     theirs.  A constant row (or a row holding NaN) is all NaN.  One ``rankdata`` call for every
     row; each row's values equal ranking that row alone (row sums of one length are summed as
     a lone vector is)."""
-    from scipy.stats import rankdata  # here, not at the top: scoring without VSI records never needs scipy.stats
-
     r = rankdata(np.asarray(x, float), axis=1)
     r = r - r.mean(1, keepdims=True)
     s = np.sqrt((r * r).sum(1, keepdims=True))
