@@ -2,7 +2,7 @@
 never asserted in tests.
 
     PYTHONPATH=src PERCEPTBENCH_MIRROR=... python benchmarks/bench_scoring.py \
-        [--sizes 100000 1000000] [--repeats 5] [--keep DIR] [--no-bootstrap | --ratio-only]
+        [--sizes 100000 1000000] [--repeats 5] [--keep DIR] [--before-src OTHER/src] [--no-bootstrap | --ratio-only]
 
 Method.  Records: mixed files of about N records written by ``benchmarks/mixed_records.py``
 (the Gestalt battery, the chart-category task and SalBench detection: real human records and
@@ -45,18 +45,33 @@ with open(sys.argv[1], "rb") as f:
 """
 
 
-def score_rounds(records: Path, repeats: int) -> dict:
+def score_rounds(records: Path, repeats: int, before_src: Path | None = None) -> dict:
     """``repeats`` interleaved rounds of A = a bare parse (a fresh ``python`` that runs
     ``json.loads`` on every line) and B = whole-process ``perceptbench score`` of the same file
     (``python -m perceptbench.cli score DIR``: imports, reading, scoring, writing, the table
-    printed); CPU time of each child from ``os.wait4``; per round B/A in CPU time."""
+    printed); with ``before_src``, C = the same command on that src folder's code (``PYTHONPATH``,
+    scores written to a copy's folder beside), in the same rounds; CPU time of each child from
+    ``os.wait4``; per round B/A (and C/A, B/C) in CPU time."""
     from _measure import interleave, ratios, run_child, summary
 
     d = records.parent
-    rounds = interleave({"bare_parse": lambda: run_child([sys.executable, "-c", BARE, str(records)]),
-                         "score": lambda: run_child([sys.executable, "-m", "perceptbench.cli", "score", str(d)])},
-                        repeats)
-    return {"rounds": [{k: ({m: round(x, 2) for m, x in v.items()} if isinstance(v, dict) else v)
+    arms = {"bare_parse": lambda: run_child([sys.executable, "-c", BARE, str(records)]),
+            "score": lambda: run_child([sys.executable, "-m", "perceptbench.cli", "score", str(d)])}
+    if before_src is not None:
+        other = d.parent / f"{d.name}-before"
+        other.mkdir(exist_ok=True)
+        if not (other / "records.jsonl").exists():
+            (other / "records.jsonl").symlink_to(records.resolve())
+        env = {**os.environ, "PYTHONPATH": str(before_src.resolve())}
+        arms["before"] = lambda: run_child([sys.executable, "-m", "perceptbench.cli", "score", str(other)], env=env)
+    rounds = interleave(arms, repeats)
+    extra = {} if before_src is None else {
+        "before_cpu_s": summary([r["before"]["cpu_s"] for r in rounds], 2),
+        "before_wall_s": summary([r["before"]["wall_s"] for r in rounds], 2),
+        "before_over_bare_cpu": summary(ratios(rounds, "bare_parse", "before"), 2),
+        "score_over_before_cpu": summary(ratios(rounds, "before", "score"), 3),
+        "before_peak_rss_mib": summary([r["before"]["peak_rss_mib"] for r in rounds], 0)}
+    return {**extra, "rounds": [{k: ({m: round(x, 2) for m, x in v.items()} if isinstance(v, dict) else v)
                         for k, v in r.items()} for r in rounds],
             "score_cpu_s": summary([r["score"]["cpu_s"] for r in rounds], 2),
             "score_wall_s": summary([r["score"]["wall_s"] for r in rounds], 2),
@@ -185,6 +200,7 @@ def main() -> None:
     ap.add_argument("--keep", type=Path, help="write the mixed files here (and reuse them) instead of a temp dir")
     ap.add_argument("--no-bootstrap", action="store_true", help="skip the bootstrap ratios")
     ap.add_argument("--ratio-only", action="store_true", help="only the bootstrap ratios")
+    ap.add_argument("--before-src", type=Path, help="a third arm: `score` on this src folder's code (PYTHONPATH)")
     a = ap.parse_args()
     sys.path.insert(0, str(Path(__file__).parent))
     from mixed_records import write_mixed
@@ -200,7 +216,7 @@ def main() -> None:
                 write_mixed(p, size, a.vsi)
             n = sum(1 for _ in open(p, "rb"))
             out[f"records_{size}"] = {"records": n, "mib": round(p.stat().st_size / 2**20),
-                                      **score_rounds(p, a.repeats)}
+                                      **score_rounds(p, a.repeats, a.before_src)}
             print(json.dumps({f"records_{size}": out[f"records_{size}"]}), file=sys.stderr, flush=True)
         sizes = [k for k in out if k.startswith("records_")]
         if len(sizes) >= 2:  # growth of the score's CPU time against the growth in records
