@@ -123,6 +123,23 @@ def test_the_summary_starts_above_the_limit(capsys, n_models, summarised):
     assert sum(f"m{m:02d}" in out for m in range(n_models)) == (2 * SUMMARY_EXTREMES if summarised else n_models)
 
 
+def test_a_flag_few_models_carry_names_them_in_the_summary(capsys):
+    from perceptbench.cli.tables import SUMMARY_NAMED, print_headline
+
+    rows = []
+    n = HEADLINE_FULL_MODELS + 1
+    for m in range(n):  # exact match m/40 against a floor of 0.2: m00-m08 at or below it
+        rows += [ScoreRow(TID, f"m{m:02d}", "exact_match", m / 40, m / 40 - 0.1, m / 40 + 0.1, 60, 0),
+                 ScoreRow(TID, f"m{m:02d}", "exact_match_floor", 0.2, None, None, 60, 0),
+                 ScoreRow(TID, f"m{m:02d}", "null_rate", 0.5 if m == n - 1 else 0.0, None, None, 60,
+                          30 if m == n - 1 else 0)]
+    print_headline(rows)
+    out = " ".join(capsys.readouterr().out.split())  # the summary line may wrap
+    line = out.split(f"exact_match: {n} models")[1].split("headline rows")[0]
+    assert "≤ floor 9," in line and "m08" not in line  # many: counted only
+    assert f"nulls N% 1 (m{n - 1:02d})" in line and SUMMARY_NAMED >= 1
+
+
 def test_signal_table_of_many_models_counts_winners_and_reasons(capsys):
     from perceptbench.cli.tables import print_signal_table
 

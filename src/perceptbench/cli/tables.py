@@ -25,6 +25,9 @@ SUMMARY_CEILING_MAX = 10
 """At most this many further models at or above the human ceiling shown per metric in a summary
 (their count is always printed)."""
 
+SUMMARY_NAMED = 3
+"""A flag carried by at most this many models of a summarised metric names them."""
+
 ALL_MODELS_HELP = (f"Print the full headline table of every task. By default a task with more than "
                    f"{HEADLINE_FULL_MODELS} models prints a summary: per metric the {SUMMARY_EXTREMES} highest and "
                    f"{SUMMARY_EXTREMES} lowest values, the models at or above the human ceiling, and how many models "
@@ -125,7 +128,8 @@ def _print_summary(task_id: str, heads: list, n_models: int) -> None:
     :data:`SUMMARY_CEILING_MAX` more at or above the human ceiling (:data:`CEILING_FLAGS`), each
     a full headline row with a ``shown`` column saying why; under the table one line per metric:
     the models' count, median and range of the values, how many are undefined or at/above the
-    ceiling, and every flag with the number of models carrying it."""
+    ceiling, and every flag with the number of models carrying it (naming them when at most
+    :data:`SUMMARY_NAMED` do)."""
     import math
     import statistics
 
@@ -151,10 +155,10 @@ def _print_summary(task_id: str, heads: list, n_models: int) -> None:
         shown += [("at/above ceiling", h) for h in at_ceiling if id(h) not in seen][:SUMMARY_CEILING_MAX]
         for why, h in shown:
             _add_headline_row(t, h, (why,))
-        counts: dict[str, int] = {}
+        flagged: dict[str, list[str]] = {}  # flag kind -> the models carrying it
         for h in hs:
             for f in dict.fromkeys(flag_kind(f) for f in h.flags):
-                counts[f] = counts.get(f, 0) + 1
+                flagged.setdefault(f, []).append(h.model)
         vals = [h.value for h in ranked]
         d = 0 if metric == "capacity_k" and all(float(v).is_integer() for v in vals) else 3
         text = f"{len(hs)} models"
@@ -164,8 +168,9 @@ def _print_summary(task_id: str, heads: list, n_models: int) -> None:
             text += f"; {len(hs) - len(vals)} undefined"
         if any(h.ceiling is not None for h in hs):
             text += f"; {len(at_ceiling)} at or above the human ceiling"
-        if counts:
-            text += "; flags: " + ", ".join(f"{f} {n}" for f, n in counts.items())
+        if flagged:  # a flag few models carry names them
+            text += "; flags: " + ", ".join(f"{f} {len(ms)}" + (f" ({', '.join(ms)})" if len(ms) <= SUMMARY_NAMED else "")
+                                            for f, ms in flagged.items())
         lines.append(f"  {escape(metric)}: {escape(text)}")
     console.print(t)
     for line in lines:
