@@ -612,13 +612,18 @@ class _Distributions:
         self.lp: dict[int, np.ndarray] = {}
         rows_of: dict[int, np.ndarray] = {}
         key_parts: dict[int, list] = {}
-        for k, parts in self._parts.items():
+        for k in list(self._parts):
+            parts = self._parts.pop(k)
             rows = np.concatenate([r for r, _, _ in parts])
-            self.lp[k] = np.concatenate([lp for _, _, lp in parts]) if len(parts) > 1 else parts[0][2]
+            lp, pos = np.empty((len(rows), k)), 0
+            for j, (r, _, block) in enumerate(parts):  # copied into place block by block, each let go
+                lp[pos:pos + len(r)] = block
+                pos += len(r)
+                parts[j] = (r, parts[j][1], None)
+            self.lp[k] = lp
             self.where[rows, 0], self.where[rows, 1] = k, np.arange(len(rows))
             rows_of[k] = rows
             key_parts[k] = [kk for _, kk, _ in parts]
-        self._parts = {}
         self._encode(key_parts)
         non_answer = np.array(self._non_answer, bool)
         for k, lp in self.lp.items():
@@ -634,7 +639,15 @@ class _Distributions:
 
     def _encode(self, parts: dict[int, list]) -> None:
         if all(isinstance(p, np.ndarray) for ps in parts.values() for p in ps):
-            self.keys = {k: np.concatenate(ps) if len(ps) > 1 else ps[0] for k, ps in parts.items()}
+            self.keys = {}
+            for k in list(parts):
+                ps = parts.pop(k)
+                out, pos = np.empty((sum(map(len, ps)), k), np.int64), 0
+                for j in range(len(ps)):  # copied into place block by block, each let go
+                    out[pos:pos + len(ps[j])] = ps[j]
+                    pos += len(ps[j])
+                    ps[j] = None
+                self.keys[k] = out
             return
         code: dict = {}  # any other keys (token strings, mixed): one code per distinct key
         self.keys = {k: np.array([[code.setdefault(t, len(code)) for t in row]

@@ -249,3 +249,16 @@ def test_vsi_tasks_the_columns_cannot_take_score_from_records(tmp_path):
     assert _same_rows(score_file(p, tmp_path / "s.csv"), score_records(recs, features_dir=p.parent / "features"))
     assert get_task("vsi.salbench.syn").scores_columns and get_task("vsi.closure.nat.silhouette").scores_columns
     assert not get_task("vsi.pope").scores_columns and not get_task("vsi.mmstar").scores_columns
+
+
+@pytest.mark.parametrize("strings", [False, True])
+def test_distributions_read_in_blocks_equal_one_block(monkeypatch, strings):
+    """Distributions turned into arrays a few records at a time (then copied into place) give the
+    pairs of one block, bit for bit."""
+    from perceptbench.vsi import samples
+
+    recs = _random_records(5, n_samples=30, strings=strings)
+    whole = samples._pairs(recs)
+    monkeypatch.setattr(samples._Distributions, "BLOCK", 3)
+    assert len(whole) > 150
+    assert samples._pairs(recs) == whole
