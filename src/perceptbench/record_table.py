@@ -11,8 +11,11 @@ for ``validate`` and resume, too heavy for scoring 10^6 records.  Two readers he
   type per column) and decoded once per distinct value.
   VLM prompt answers (and encoders' retrieval cosines) are kept as dictionary-coded
   ``raw_output`` text, so scoring re-parses each distinct answer once, on the columns.
-  Tasks that need record objects (VSI records, skipped trials, repeated trials to vote on) are
-  read back line by line (:meth:`ColumnarRecords.records`).
+  Tasks that need more than these columns (VSI records, skipped trials, repeated trials to vote
+  on) are read back line by line (:meth:`ColumnarRecords.iter_records`): a VSI task whose rows are
+  the VSI rows alone one record at a time into columns of its VSI fields
+  (:func:`perceptbench.vsi.samples.read_vsi_columns`, no record kept), any other as a record list
+  (:meth:`ColumnarRecords.records`).
 * :func:`read_index` + :func:`task_records` (``export``): pyarrow reads the fixed-type index columns
   (``task_id``, ``model``, ``trial_id``, ``run_meta.seed``); the records of **one task at a
   time** are read back by byte offset and validated line by line
