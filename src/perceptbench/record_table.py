@@ -11,8 +11,11 @@ for ``validate`` and resume, too heavy for scoring 10^6 records.  Two readers he
   type per column) and decoded once per distinct value.
   VLM prompt answers (and encoders' retrieval cosines) are kept as dictionary-coded
   ``raw_output`` text, so scoring re-parses each distinct answer once, on the columns.
-  Tasks that need record objects (VSI records, skipped trials, repeated trials to vote on) are
-  read back line by line (:meth:`ColumnarRecords.records`).
+  Tasks that need more than these columns (VSI records, skipped trials, repeated trials to vote
+  on) are read back line by line (:meth:`ColumnarRecords.iter_records`): a VSI task whose rows are
+  the VSI rows alone one record at a time into columns of its VSI fields
+  (:func:`perceptbench.vsi.samples.read_vsi_columns`, no record kept), any other as a record list
+  (:meth:`ColumnarRecords.records`).
 * :func:`read_index` + :func:`task_records` (``export``): pyarrow reads the fixed-type index columns
   (``task_id``, ``model``, ``trial_id``, ``run_meta.seed``); the records of **one task at a
   time** are read back by byte offset and validated line by line
@@ -42,9 +45,10 @@ __all__ = ["RecordIndex", "read_index", "iter_task_records", "records_to_arrow",
 
 INDEX_COLUMNS = ("trial_id", "task_id", "model")
 
-#: readouts whose ``raw_output`` scoring reads (:attr:`TaskColumns.raw`): a VLM prompt's answer
-#: (re-parsed under the parser mode) and an encoder's zero-shot retrieval cosines (SalBench)
-RAW_READOUTS = ("vlm_prompt", "zero_shot_retrieval")
+#: readouts whose ``raw_output`` scoring reads (:attr:`TaskColumns.raw`): a VLM prompt's answer and a
+#: VSI clean greedy answer (re-parsed under the parser mode) and an encoder's zero-shot retrieval
+#: cosines (SalBench)
+RAW_READOUTS = ("vlm_prompt", "vlm_vsi_clean", "zero_shot_retrieval")
 
 
 @dataclass
@@ -232,7 +236,9 @@ class TaskColumns:
     ``raws`` of the ``raw_output`` text of the records whose readout is in
     :data:`RAW_READOUTS` (a VLM's answer, re-parsed by scoring; an encoder's retrieval
     cosines), the code of None for every other record (``raws[0]`` is None); None when the
-    columns were built without it."""
+    columns were built without it.  ``skipped``: bool (n,), ``run_meta.skipped`` set (true), or
+    None when unknown (a task with no skipped record); ``vsi``: the VSI fields of the same
+    records (:class:`perceptbench.vsi.samples.VSIReader`) or None."""
 
     task_id: str
     row: np.ndarray
@@ -257,6 +263,8 @@ class TaskColumns:
     values: list
     raw: np.ndarray | None = None
     raws: list = dataclasses.field(default_factory=lambda: [None])
+    skipped: np.ndarray | None = None
+    vsi: object = None
 
     @property
     def n(self) -> int:
@@ -290,11 +298,12 @@ class TaskColumns:
             raws.encode(r.raw_output if r.readout in RAW_READOUTS else None for r in records), raws.values)
 
     def subset(self, keep: np.ndarray) -> "TaskColumns":
-        """The records where ``keep`` (bool (n,)) is True, with the same code vocabularies."""
+        """The records where ``keep`` (bool (n,)) is True, with the same code vocabularies (and
+        no ``vsi`` fields)."""
         per_record = ("row", "model", "family", "stimulus", "readout", "split", "version", "response",
-                      "ground_truth", "manipulated_value", "correct", "rep", "seed") + (
-                      ("raw",) if self.raw is not None else ())
-        return dataclasses.replace(self, **{f: getattr(self, f)[keep] for f in per_record})
+                      "ground_truth", "manipulated_value", "correct", "rep", "seed") + tuple(
+                      f for f in ("raw", "skipped") if getattr(self, f) is not None)
+        return dataclasses.replace(self, vsi=None, **{f: getattr(self, f)[keep] for f in per_record})
 
     def take(self, rows: np.ndarray) -> dict[str, np.ndarray]:
         """The per-record arrays at positions ``rows`` (a dict by field name)."""
@@ -355,24 +364,29 @@ class ColumnarRecords(dict):
         self.simple: dict[str, bool] = {}
 
     def records(self, task_id: str) -> list[TrialRecord]:
-        """The records of one task as objects, in file order: one pass over the file's lines
-        picking the task's lines (:attr:`TaskColumns.row`: :func:`read_columns` takes only files
-        without blank lines, so rows are line numbers), each validated by the validating reader's
-        line parser (:func:`~perceptbench.records.parse_record_line`; a bad line raises its
+        """The records of one task as objects, in file order (:meth:`iter_records`)."""
+        return list(self.iter_records(task_id))
+
+    def iter_records(self, task_id: str) -> Iterator[TrialRecord]:
+        """The records of one task, one at a time in file order (the order of
+        :attr:`TaskColumns.row`): one pass over the file's lines picking the task's lines
+        (:func:`read_columns` takes only files without blank lines, so rows are line numbers),
+        each validated by the validating reader's line parser
+        (:func:`~perceptbench.records.parse_record_line`; a bad line raises its
         :class:`RecordError` naming file, line and field)."""
         from .records import parse_record_line
 
         rows = iter(np.sort(self[task_id].row).tolist())
         want = next(rows, None)
-        out = []
+        if want is None:
+            return
         with open(self.path, "rb") as f:
             for i, line in enumerate(f):
                 if i == want:
-                    out.append(parse_record_line(line.rstrip(b"\n"), f"{self.path}:{i + 1}"))
+                    yield parse_record_line(line.rstrip(b"\n"), f"{self.path}:{i + 1}")
                     want = next(rows, None)
                     if want is None:
                         break
-        return out
 
 
 #: JSON types of an answer (``response``, ``ground_truth``: a string, an integer, a list of strings
@@ -504,7 +518,7 @@ def read_columns(path: str | os.PathLike, batch_rows: int = 100_000) -> Columnar
                         decoded.values, b.get("raw"), strings["raw"].values)
         dups.append(_first_duplicate(c))
         out[name] = c
-        out.simple[name] = t not in special and _one_version_per_model(c)
+        out.simple[name] = t not in special and one_version_per_model(c)
     dups = [d for d in dups if d is not None]
     if dups:
         second, first, tid = min(dups)
@@ -566,7 +580,8 @@ def _dict_codes(arr, vocab: _Vocab) -> np.ndarray:
     return lut[idx]
 
 
-def _one_version_per_model(c: TaskColumns) -> bool:
+def one_version_per_model(c: TaskColumns) -> bool:
+    """Whether every model of the task wrote one prompt version (nothing to split into respondents)."""
     if len(c.versions) <= 1:
         return True
     key = np.unique(c.model.astype(np.int64) * len(c.versions) + c.version)

@@ -116,9 +116,9 @@ def _parse_rows(task_id: str, records: list[TrialRecord], mode: str) -> list[Sco
 
 def reparse_columns(c, task, mode: str):
     """:func:`apply_parser_mode` and the parse-count rows (:data:`PARSE_COUNTS`) on columns
-    (:class:`perceptbench.record_table.TaskColumns` of one task whose ``task.parses_raw_output``;
-    no skipped or VSI record): every ``vlm_prompt`` record's response is ``task.parse_answer`` of
-    its ``raw_output`` text under ``mode``, parsed once per distinct text, ``correct``
+    (:class:`perceptbench.record_table.TaskColumns` of one task whose ``task.parses_raw_output``):
+    every answer record's response (readout in :data:`ANSWER_READOUTS`, not skipped: ``c.skipped``)
+    is ``task.parse_answer`` of its ``raw_output`` text under ``mode``, parsed once per distinct text, ``correct``
     recomputed (:func:`~perceptbench.records.score_correct`) once per distinct (response, ground
     truth) pair.  Returns (columns with the new ``response`` and ``correct``, parse-count rows
     per model sorted by name): the same responses and rows the record path gives.  Raises
@@ -129,9 +129,8 @@ def reparse_columns(c, task, mode: str):
 
     if mode not in PARSER_MODES:
         raise ValueError(f"parser mode {mode!r} not in {PARSER_MODES}")
-    if "vlm_prompt" not in c.readouts:
-        return c, []
-    sel = np.flatnonzero(c.readout == c.readouts.index("vlm_prompt"))
+    answer = np.isin(c.readout, [c.readouts.index(x) for x in ANSWER_READOUTS if x in c.readouts])
+    sel = np.flatnonzero(answer if c.skipped is None else answer & ~c.skipped)
     if not sel.size:
         return c, []
     values = list(c.values)
@@ -227,13 +226,20 @@ def _score_tasks(tasks, seed: int | None, parser_mode: str,
                  models: dict[str, dict] | None = None, judgments: dict[str, dict] | None = None,
                  pairs: str = "auto") -> list[ScoreRow]:
     """Score ``(task_id, records)`` pairs (sorted by task_id) one task at a time, then the suite
-    analyses (:data:`perceptbench.analyses.SUITE_ANALYSES`, in registration order) over the
-    records of the tasks that take part in each (only those records are kept)."""
+    analyses (:data:`perceptbench.analyses.SUITE_ANALYSES`, in registration order) over what each
+    keeps of the tasks that take part in it (:meth:`~perceptbench.analyses.SuiteAnalysis.keep`:
+    the records, or less; nothing else is kept).  A task comes as a record list or as columns."""
     from .analyses import SUITE_ANALYSES
     from .scorers.repetitions import aggregate_repetitions, repetition_rows
 
     analyses = [(cls(), []) for _, cls in SUITE_ANALYSES]
     rows: list[ScoreRow] = []
+
+    def take_part(recs) -> None:  # each analysis keeps what it needs of a task that takes part
+        for analysis, kept in analyses:
+            if analysis.takes_part(recs):
+                kept += analysis.keep(recs)
+
     try:
         for task_id, recs in tasks:
             if not isinstance(recs, list):  # columns (score_file): VLM answers re-parsed on them, nothing to split
@@ -241,6 +247,7 @@ def _score_tasks(tasks, seed: int | None, parser_mode: str,
                 task = get_task(task_id)
                 recs, parse_rows = reparse_columns(recs, task, parser_mode)
                 rows += task.score_columns(recs, s) + parse_rows
+                take_part(recs)
                 continue
             recs = prepare_records(recs, parser_mode, vote=False)  # re-parsed; prompt versions never pooled
             parse_rows = _parse_rows(task_id, recs, parser_mode)  # over every repetition's answer
@@ -256,9 +263,7 @@ def _score_tasks(tasks, seed: int | None, parser_mode: str,
             rows += parse_rows + repetition_rows(task_id, recs)
             if judgments and hasattr(task, "score_judged"):  # a judge model's reading, after the task's own rows
                 rows += task.score_judged(recs, s, judgments)
-            for analysis, kept in analyses:
-                if analysis.takes_part(recs):
-                    kept += recs
+            take_part(recs)
         task_rows = list(rows)
         for analysis, kept in analyses:
             rows += analysis.rows(kept, seed=seed, features_dir=features_dir, families=families,
@@ -276,15 +281,24 @@ def _score_columns(columns, seed: int | None, parser_mode: str, features_dir, fa
     repeated VLM trial, one prompt version per model), whose VLM answers, if any, its parser reads
     from ``raw_output`` alone (``parses_raw_output``; re-parsed on the columns by
     :func:`reparse_columns`), with no judge reading to add, and whose task has ``score_columns``
-    is scored from the columns (no record object is built); any other task is read back as
+    is scored from the columns (no record object is built); so is a VSI task whose rows are the VSI
+    rows alone (``task.scores_columns``), its records read into columns one at a time
+    (:func:`perceptbench.vsi.samples.read_vsi_columns`); any other task is read back as
     records (:meth:`~perceptbench.record_table.ColumnarRecords.records`) and scored as
     :func:`score_records` does."""
+
+    from .vsi.samples import read_vsi_columns
 
     def tasks():
         for task_id in sorted(columns):
             c = columns[task_id]
             task = get_task(task_id)
-            if columns.simple[task_id] and task.score_columns is not None and (
+            if getattr(task, "scores_columns", False) and not (judgments and hasattr(task, "score_judged")):
+                c = read_vsi_columns(columns, task_id)  # VSI records as columns (None: the record path)
+                if c is not None:
+                    yield task_id, c
+                    continue
+            elif columns.simple[task_id] and task.score_columns is not None and (
                     task.parses_raw_output or "vlm_prompt" not in c.readouts
                     or not (c.readout == c.readouts.index("vlm_prompt")).any()) and not (
                     judgments and hasattr(task, "score_judged")):

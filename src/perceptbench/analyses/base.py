@@ -25,13 +25,21 @@ class SuiteAnalysis(abc.ABC):
     @abc.abstractmethod
     def takes_part(self, records: list[TrialRecord]) -> bool:
         """Whether one task's records (re-parsed and split by prompt version, as its scorer saw
-        them) feed this analysis."""
+        them) feed this analysis.  ``records`` is a list of records, or the task's columns when
+        it was scored from them (a :class:`perceptbench.record_table.TaskColumns`; an analysis
+        that does not read columns answers False)."""
+
+    def keep(self, records) -> list:
+        """What scoring keeps of a task that takes part, to pass to :meth:`rows` (the lists of
+        every such task concatenated): by default its records; an analysis may keep less (e.g.
+        the VSI samples alone) when its :meth:`rows` accepts that."""
+        return records
 
     @abc.abstractmethod
     def rows(self, records: list[TrialRecord], *, seed: int | None, features_dir: str | os.PathLike | None,
              families: dict[str, str] | None, task_rows: list[ScoreRow],
              models: dict[str, dict] | None, pairs: str = "auto") -> list[ScoreRow]:
-        """The analysis rows over ``records`` (every task that took part).  ``seed``: the
+        """The analysis rows over ``records`` (what :meth:`keep` kept of every task that took part).  ``seed``: the
         bootstrap seed (None: the records' own); ``features_dir``: the run's ``features/``
         folder or None; ``families``: {model: family} tags or None; ``task_rows``: every
         per-task score row of the run (all tasks, whether they took part or not; read only);

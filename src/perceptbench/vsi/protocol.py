@@ -32,7 +32,8 @@ from ..core.settings import Setting
 from ..models.base import FOLLOW_UP_TURN
 from ..records import TrialRecord
 from ..tasks.base import Stimulus, Task
-from .scoring import score_task
+from .samples import vsi_columns
+from .scoring import score_columns, score_task
 
 CONFIDENCE_PROMPT = "How confident are you that your answer is correct? Reply with a single integer from 0 to 100."
 """Verbalised-confidence question, asked as a follow-up user turn after the clean question and the
@@ -215,12 +216,19 @@ class VSITask(Task):
         """Re-parse a clean record's ``raw_output`` under ``mode`` (:meth:`parse_clean`)."""
         return self.parse_clean(r.raw_output, r.run_meta.model_extra or {}, mode)
 
-    def parse_key(self, r: TrialRecord):
-        """The ``raw_output`` when :meth:`parse_clean` ignores the stimulus meta (this class's
-        own), else None (every record parsed): see :meth:`Task.parse_key`."""
+    @property
+    def parses_raw_output(self) -> bool:
+        """True when :meth:`parse_clean` ignores the stimulus meta (this class's own): a clean
+        answer's parse is then :meth:`parse_answer` of its ``raw_output`` alone (each distinct
+        text parsed once, :meth:`Task.parse_key`; on columns, :func:`perceptbench.scoring.reparse_columns`)."""
         cls = type(self)
-        own = cls.parse_record is VSITask.parse_record and cls.parse_clean is VSITask.parse_clean
-        return r.raw_output if own else None
+        return cls.parse_record is VSITask.parse_record and cls.parse_clean is VSITask.parse_clean
+
+    @property
+    def scores_columns(self) -> bool:
+        """Whether :meth:`score_columns` gives this task's rows: its score is the VSI rows alone
+        (:meth:`score` not overridden) and its clean answers parse from ``raw_output`` alone."""
+        return type(self).score is VSITask.score and self.parses_raw_output
 
     def vlm_request(self, s: Stimulus, seed: int):
         return (s.render(),), s.meta["vsi_prompt"], {}
@@ -239,6 +247,13 @@ class VSITask(Task):
         :func:`perceptbench.vsi.scoring.score_task`.  Metric names carry ``[condition,sigma=S]``;
         see docs/metrics.md."""
         return score_task(self, records, seed)
+
+    def score_columns(self, columns, seed: int) -> list[ScoreRow]:
+        """:meth:`score` from the task's records as columns: a
+        :class:`perceptbench.record_table.TaskColumns` (responses re-parsed) whose ``vsi`` holds the
+        :class:`~perceptbench.vsi.samples.VSIReader` of the same records
+        (:func:`perceptbench.vsi.samples.read_vsi_columns`); for tasks whose :attr:`scores_columns`."""
+        return score_columns(self, vsi_columns(columns), seed)
 
 
 def battery_vsi(base_cls: type[Task]) -> type[VSITask]:

@@ -255,135 +255,379 @@ def vsi_flagged(records: Iterable[Any]) -> list[VSIFlagged]:
 
 def vsi_pairs(records: Iterable[Any]) -> tuple[list[VSISample], list[VSIFlagged]]:
     """(:func:`vsi_samples`, :func:`vsi_flagged`) of ``records`` from one pass over them."""
-    out = _pairs(records)
+    return _split(_pairs(records))
+
+
+def _split(out: list) -> tuple[list[VSISample], list[VSIFlagged]]:
     return [s for s in out if isinstance(s, VSISample)], [s for s in out if isinstance(s, VSIFlagged)]
 
 
 def _pairs(records: Iterable[Any]) -> list:
-    """The per-sample VSI table from trial records (any iterable of :class:`TrialRecord`).
-
-    Records without ``run_meta["vsi"]`` (non-VSI tasks, human records) and records skipped for
-    the model are ignored; trial-level skips pair (and are flagged).  Each perturbed record is paired with the clean record of the same task_id
-    and sample_id whose ``model`` is the perturbed record's model under the default condition
-    (:func:`~perceptbench.core.conditions.parse_respondent_label`): a blur of ``M`` with the
-    clean record of ``M``, and the withheld record of ``M[image_withheld]`` with the clean
-    record of ``M`` too (the sample's ``model`` is the perturbed record's: ``M[image_withheld]``).
-    A perturbed record without its clean record is ignored (an interrupted run; a rerun
-    completes it).  Sorted by (task_id, model, sample_id,
-    perturbation).  Raises ValueError when a VSI record lacks a key of :data:`VSI_META_KEYS`.
-    The guards and the KL of every pair are computed at once on arrays (:class:`_Distributions`,
-    :func:`~perceptbench.metrics.topk_kl.kl_topk_batch`), each record's distribution read once,
-    with the values of the pair-by-pair definition (:func:`distribution_flags`,
-    :func:`vsi_of_records`), bit for bit.
-    """
-    clean: dict[tuple, Any] = {}
-    pert: list[tuple[tuple, Any, dict]] = []
+    """The per-sample VSI table from trial records (any iterable of :class:`TrialRecord`): the
+    records of each task as :class:`VSIColumns` (:meth:`VSIColumns.from_records`), their
+    :meth:`~VSIColumns.pairs` (records of two tasks never pair), sorted by (task_id, model,
+    sample_id, perturbation, sigma).  Raises ValueError as :meth:`VSIColumns.pairs` does."""
+    by_task: dict[str, list] = {}
     for r in records:
-        extra = _meta(r)
-        m = extra.get("vsi")
-        if not isinstance(m, dict) or (extra.get("skipped") and not trial_skipped(r)):
-            continue
-        missing = [k for k in VSI_META_KEYS if k not in m]
-        if missing:
-            raise ValueError(f"record {r.trial_id}: run_meta.vsi lacks {missing}")
-        key = (r.task_id, r.model, m["sample_id"])
-        if m["condition"] == "clean":
-            clean[key] = (r, m)
-        elif m["condition"] in PERTURBATIONS:
-            pert.append(((r.task_id, parse_respondent_label(r.model)[0], m["sample_id"]), r, m))
-        else:
-            raise ValueError(f"record {r.trial_id}: unknown VSI condition {m['condition']!r}")
-    matched = [(clean[key], r, m) for key, r, m in pert if key in clean]
-    if not matched:
-        return []
-    ids = {}  # id(meta) -> row of the distribution table, each record's distribution read once
-    metas = []
-    for (_, cm), _, m in matched:
-        for d in (cm, m):
-            if id(d) not in ids:
-                ids[id(d)] = len(metas)
-                metas.append(d)
-    table = _Distributions(metas)
-    ci = np.array([ids[id(cm)] for (_, cm), _, _ in matched])
-    pi = np.array([ids[id(m)] for _, _, m in matched])
-    skipped = np.array([trial_skipped(cr) or trial_skipped(r) for (cr, _), r, _ in matched], bool)
-    sha_differs = np.array([cm.get("image_sha256") is None or cm.get("image_sha256") != m.get("image_sha256")
-                            for (_, cm), _, m in matched], bool)
-    flag = np.full(len(matched), -1)  # index into FLAG_REASONS, -1: not flagged
-    flag[skipped] = 0
-    either = table.flags[ci] | table.flags[pi]  # (pairs, 3): invalid, non-answer, uninformative
-    for j in (2, 1, 0):  # the first reason that applies wins
-        flag = np.where(~skipped & either[:, j], j + 1, flag)
-    vsi, changed, identical = table.kl(ci, pi, flag < 0)
-    flag = np.where((flag < 0) & identical & sha_differs, 4, flag)
-    out = []
-    for k, ((cr, cm), r, m) in enumerate(matched):
-        if flag[k] >= 0:
-            out.append(VSIFlagged(r.task_id, r.model, str(m["sample_id"]), PERTURBATIONS[m["condition"]],
-                                  float(m["sigma_px"]), FLAG_REASONS[flag[k]]))
-            continue
-        vc = cm.get("verbal_conf")
-        out.append(VSISample(
-            task_id=r.task_id, benchmark=str(m["benchmark"]), model=r.model, model_family=r.model_family,
-            sample_id=str(m["sample_id"]), image_id=str(m["image_id"]), perturbation=PERTURBATIONS[m["condition"]],
-            sigma=float(m["sigma_px"]), vsi=float(vsi[k]), argmax_changed=bool(changed[k]), correct=cr.correct,
-            max_prob=float(cm["max_prob"]), verbal_conf=None if vc is None else float(vc),
-            region_source=str(m["region_source"])))
-    out.sort(key=lambda s: (s.task_id, s.model, s.sample_id, s.perturbation, s.sigma))
+        by_task.setdefault(r.task_id, []).append(r)
+    out = [p for t in sorted(by_task) for p in VSIColumns.from_records(by_task.pop(t)).pairs()]
+    out.sort(key=_order)
     return out
 
 
-class _Distributions:
-    """The distributions of many VSI records (``run_meta.vsi`` dicts) as arrays: each record's
-    keys (:func:`dist_keys`) as integer codes (the token ids themselves when every key is an
-    integer, else one code per distinct key, equal exactly when the keys are equal) and its
-    log-probabilities, one table per list length; ``flags`` bool (n, 3): the reasons
-    :func:`distribution_flags` gives each record (invalid distribution, non-answer position,
-    uninformative), the same verdicts computed on the arrays.  A record whose lists are not a
-    regular distribution (missing, of unequal lengths, empty, unhashable or non-numeric
-    entries) is judged by :func:`distribution_flags` itself and is always invalid."""
+def _order(s) -> tuple:
+    return (s.task_id, s.model, s.sample_id, s.perturbation, s.sigma)
 
-    def __init__(self, metas: list[dict]):
-        n = len(metas)
-        self.flags = np.zeros((n, 3), bool)
-        self.complete = np.array([bool(m.get("complete")) for m in metas], bool)
-        self.where = np.full((n, 2), -1)  # (length, row) of each regular record
-        lists: dict[int, list[tuple[int, list, list]]] = {}
-        for i, m in enumerate(metas):
-            try:
-                keys, lps = dist_keys(m), list(m["logprobs"])
-                ok = 0 < len(keys) == len(lps) and len(set(keys)) == len(keys)
-            except (KeyError, TypeError):
-                ok = False
-            if ok:
-                lists.setdefault(len(keys), []).append((i, keys, lps))
+
+class _Vocab:
+    """Values -> int32 codes in order of first appearance (``values[code]``), two values sharing a
+    code only when of one type and equal (so ``str``/``float`` of a value are those of the record's
+    own value); ``values[0]`` is None."""
+
+    def __init__(self):
+        self.codes: dict = {(type(None), None): 0}
+        self.values: list = [None]
+
+    def code(self, v) -> int:
+        k = (type(v), v)
+        c = self.codes.get(k)
+        if c is None:
+            c = self.codes[k] = len(self.values)
+            self.values.append(v)
+        return c
+
+
+class _Deferred:
+    """An exception the record path raised while reading one record's ``run_meta`` for a score row,
+    kept to be raised when that row is computed (the record's model may be scored as skipped)."""
+
+    def __init__(self, exc: Exception):
+        self.exc = exc
+
+
+def _row_meta(extra: dict, clean: bool):
+    """(verbal confidence, answer-token mismatch, condition of a region-blur fallback or None): what
+    :func:`perceptbench.vsi.scoring.score_task` reads of one record's ``run_meta`` besides its
+    distribution, by the expressions it always used; an exception is kept (:class:`_Deferred`)."""
+    try:
+        vc = mismatch = None
+        if clean:
+            vc = extra.get("vsi", {}).get("verbal_conf")
+            mismatch = "answer_token_mismatch" in (extra.get("vsi", {}).get("flags") or ())
+        v = extra.get("vsi") or {}
+        return vc, mismatch, (v["condition"] if v.get("fallback") else None)
+    except Exception as e:  # noqa: BLE001 - kept and raised where the record path raised it
+        d = _Deferred(e)
+        return d, d, d
+
+
+class VSIColumns:
+    """The trial records of one VSI task as columns (issue 25): what the VSI scoring reads of each
+    record, no record object kept; both the record path (:meth:`from_records`) and the columnar
+    one (:meth:`from_task_columns`, records streamed off the file) build it with one
+    :class:`VSIReader` per record, and :meth:`pairs`, :func:`perceptbench.vsi.scoring.score_columns`
+    and the suite analysis read it.
+
+    Per record (n,), in record order: ``model``, ``family``, ``readout``, ``stimulus`` int32
+    codes into ``models``, ``families``, ``readouts``, ``stimuli``; ``response_null`` bool (the
+    response, re-parsed, is null); ``correct`` int8 (1, 0, -1 for null); the VSI fields of
+    :class:`VSIReader` (``side``)."""
+
+    def __init__(self, task_id: str, model, models, family, families, readout, readouts, stimulus, stimuli,
+                 response_null, correct, side: "VSIReader"):
+        self.task_id = task_id
+        self.model, self.models, self.family, self.families = model, models, family, families
+        self.readout, self.readouts, self.stimulus, self.stimuli = readout, readouts, stimulus, stimuli
+        self.response_null, self.correct, self.side = response_null, correct, side
+        self._pairs: list | None = None
+
+    @property
+    def n(self) -> int:
+        return len(self.model)
+
+    @classmethod
+    def from_records(cls, records: list) -> "VSIColumns":
+        """Columns of ``records`` (one task, in the order given)."""
+        side = VSIReader()
+        vocab = {k: {} for k in ("model", "family", "readout", "stimulus")}
+        codes = {k: [] for k in vocab}
+        null, correct = [], []
+        for r in records:
+            side.add(r)
+            for k, v in (("model", r.model), ("family", r.model_family), ("readout", r.readout),
+                         ("stimulus", r.stimulus_id)):
+                codes[k].append(vocab[k].setdefault(v, len(vocab[k])))
+            null.append(r.response is None)
+            correct.append(-1 if r.correct is None else int(r.correct))
+        side.finish()
+        arr = {k: np.array(v, np.int32) for k, v in codes.items()}
+        return cls(records[0].task_id if records else "", arr["model"], list(vocab["model"]), arr["family"],
+                   list(vocab["family"]), arr["readout"], list(vocab["readout"]), arr["stimulus"],
+                   list(vocab["stimulus"]), np.array(null, bool), np.array(correct, np.int8), side)
+
+    @classmethod
+    def from_task_columns(cls, c, side: "VSIReader") -> "VSIColumns":
+        """Columns of a :class:`perceptbench.record_table.TaskColumns` (responses and
+        correctness as re-parsed) and the :class:`VSIReader` that read the same records in the
+        same order."""
+        null = np.array([v is None for v in c.values], bool)[c.response]
+        return cls(c.task_id, c.model, c.models, c.family, c.families, c.readout, c.readouts, c.stimulus,
+                   c.stimuli, null, c.correct, side)
+
+    def pairs(self) -> list:
+        """Every (clean, perturbed) pair of the task: a :class:`VSISample`, or a
+        :class:`VSIFlagged` with the first reason of :data:`FLAG_REASONS` that applies, sorted by
+        (model, sample_id, perturbation, sigma); computed once (kept).
+
+        Records without ``run_meta["vsi"]`` (human records) and records skipped for the model are
+        ignored; trial-level skips pair (and are flagged).  Each perturbed record is paired with
+        the clean record of the same sample_id whose ``model`` is the perturbed record's model
+        under the default condition (:func:`~perceptbench.core.conditions.parse_respondent_label`):
+        a blur of ``M`` with the clean record of ``M``, and the withheld record of
+        ``M[image_withheld]`` with the clean record of ``M`` too (the sample's ``model`` is the
+        perturbed record's: ``M[image_withheld]``).  A perturbed record without its clean record
+        is ignored (an interrupted run; a rerun completes it).  Raises ValueError when a VSI
+        record lacks a key of :data:`VSI_META_KEYS` or names an unknown condition (raised while
+        reading it).  The guards and the KL of every pair are computed at once on arrays
+        (:func:`~perceptbench.metrics.topk_kl.kl_topk_batch`), each record's distribution read
+        once, with the values of the pair-by-pair definition (:func:`distribution_flags`,
+        :func:`vsi_of_records`), bit for bit."""
+        if self._pairs is None:
+            self._pairs = self._compute_pairs(np.ones(self.n, bool))
+        return self._pairs
+
+    def pairs_within(self, rows: np.ndarray) -> list:
+        """:meth:`pairs` of the records where ``rows`` (bool (n,)) is True alone."""
+        return self._compute_pairs(rows)
+
+    def _compute_pairs(self, within: np.ndarray) -> list:
+        sd = self.side
+        clean_code = sd.conditions.get((str, "clean"))
+        code_of = {m: i for i, m in enumerate(self.models)}
+        base = {i: code_of.get(parse_respondent_label(self.models[i])[0], -1)
+                for i in np.unique(self.model[within & sd.pairs_in]).tolist()}
+        clean: dict[tuple, int] = {}
+        pert: list[tuple[tuple, int]] = []
+        for i in np.flatnonzero(within & sd.pairs_in).tolist():
+            key = (int(self.model[i]), sd.sample_eq[sd.sample[i]])
+            if sd.condition[i] == clean_code:
+                clean[key] = i
             else:
-                self._irregular(i, m)
-        self.keys: dict[int, np.ndarray] = {}
+                pert.append(((base[int(self.model[i])], key[1]), i))
+        matched = [(clean[key], i) for key, i in pert if key in clean]
+        if not matched:
+            return []
+        ci = np.array([c for c, _ in matched])
+        pi = np.array([p for _, p in matched])
+        table = sd.dist
+        di_c, di_p = sd.dist_row[ci], sd.dist_row[pi]
+        skipped = sd.trial_skip[ci] | sd.trial_skip[pi]
+        sha = sd.sha
+        sha_differs = (sha[ci] == 0) | (sha[ci] != sha[pi])
+        flag = np.full(len(matched), -1)  # index into FLAG_REASONS, -1: not flagged
+        flag[skipped] = 0
+        either = table.flags[di_c] | table.flags[di_p]  # (pairs, 3): invalid, non-answer, uninformative
+        for j in (2, 1, 0):  # the first reason that applies wins
+            flag = np.where(~skipped & either[:, j], j + 1, flag)
+        vsi, changed, identical = table.kl(di_c, di_p, flag < 0)
+        flag = np.where((flag < 0) & identical & sha_differs, 4, flag)
+        out = []
+        v = sd.values
+        for k, (c, p) in enumerate(matched):
+            pert_name = PERTURBATIONS[v["condition"][sd.condition[p]]]
+            sid, sigma = str(v["sample"][sd.sample[p]]), float(sd.sigma[p])
+            model = self.models[self.model[p]]
+            if flag[k] >= 0:
+                out.append(VSIFlagged(self.task_id, model, sid, pert_name, sigma, FLAG_REASONS[flag[k]]))
+                continue
+            vc = sd.verbal_conf_of_pair[c]
+            corr = int(self.correct[c])
+            out.append(VSISample(
+                task_id=self.task_id, benchmark=str(v["benchmark"][sd.benchmark[p]]), model=model,
+                model_family=self.families[self.family[p]], sample_id=sid, image_id=str(v["image"][sd.image[p]]),
+                perturbation=pert_name, sigma=sigma, vsi=float(vsi[k]), argmax_changed=bool(changed[k]),
+                correct=None if corr < 0 else bool(corr), max_prob=float(sd.max_prob[c]),
+                verbal_conf=None if vc is None else float(vc), region_source=str(v["region"][sd.region[p]])))
+        out.sort(key=_order)
+        return out
+
+
+class VSIReader:
+    """The VSI fields of one task's records, read one record at a time (:meth:`add`, then
+    :meth:`finish`), each record's distribution into :class:`_Distributions` and the record let
+    go.  Per record (n,) after :meth:`finish`: ``pairs_in`` bool (a VSI record not skipped for
+    the model: it pairs), ``trial_skip`` bool (:func:`trial_skipped`), ``skip`` int32 codes into
+    ``skips`` (``run_meta.skipped``, None: not skipped), ``vote`` bool (``run_meta.vote`` set);
+    ``sample``, ``image``, ``benchmark``, ``condition``, ``region``, ``sha`` int32 codes into
+    ``values[...]`` (``image_sha256``; code 0: None) and ``sample_eq`` (code -> a code equal for
+    equal sample ids, as the pairing compares them); ``sigma``, ``max_prob`` and
+    ``verbal_conf_of_pair`` the recorded values (objects: ``float`` of them is taken where a
+    sample needs it); ``verbal_conf``, ``mismatch``, ``fallback`` what the task's rows read
+    (:func:`_row_meta`); ``dist_row`` int64 the record's row of ``dist`` (-1: none)."""
+
+    def __init__(self):
+        self.vocab = {k: _Vocab() for k in ("sample", "image", "benchmark", "condition", "region", "sha")}
+        self.skip_vocab = _Vocab()
+        self.cols: dict[str, list] = {k: [] for k in (
+            "pairs_in", "trial_skip", "skip", "vote", "sample", "image", "benchmark", "condition", "region", "sha",
+            "sigma", "max_prob", "verbal_conf_of_pair", "verbal_conf", "mismatch", "fallback", "dist_row")}
+        self.dist = _Distributions()
+
+    def add(self, r) -> None:
+        """Read one record ``r`` (a :class:`~perceptbench.records.TrialRecord`).  Raises
+        ValueError (naming the trial) for a VSI record not skipped for the model that lacks a key
+        of :data:`VSI_META_KEYS` or names an unknown condition."""
+        extra = _meta(r)
+        m = extra.get("vsi")
+        tskip = trial_skipped(r)
+        skipped = extra.get("skipped")
+        pairs_in = isinstance(m, dict) and not (skipped and not tskip)
+        col = self.cols
+        vals = {k: None for k in self.vocab}
+        sigma = max_prob = vc_pair = None
+        dist_row = -1
+        if pairs_in:
+            missing = [k for k in VSI_META_KEYS if k not in m]
+            if missing:
+                raise ValueError(f"record {r.trial_id}: run_meta.vsi lacks {missing}")
+            if m["condition"] != "clean" and m["condition"] not in PERTURBATIONS:
+                raise ValueError(f"record {r.trial_id}: unknown VSI condition {m['condition']!r}")
+            vals = {"sample": m["sample_id"], "image": m["image_id"], "benchmark": m["benchmark"],
+                    "condition": m["condition"], "region": m["region_source"], "sha": m.get("image_sha256")}
+            sigma, max_prob, vc_pair = m["sigma_px"], m["max_prob"], m.get("verbal_conf")
+            dist_row = self.dist.add(m)
+        for k, v in vals.items():
+            col[k].append(self.vocab[k].code(v))
+        vc, mismatch, fb = _row_meta(extra, r.readout == "vlm_vsi_clean" and not tskip)
+        for k, v in (("pairs_in", pairs_in), ("trial_skip", tskip), ("skip", self.skip_vocab.code(skipped)),
+                     ("vote", "vote" in extra), ("sigma", sigma), ("max_prob", max_prob),
+                     ("verbal_conf_of_pair", vc_pair), ("verbal_conf", vc), ("mismatch", mismatch),
+                     ("fallback", fb), ("dist_row", dist_row)):
+            col[k].append(v)
+
+    def finish(self) -> None:
+        """Turn the columns read into arrays (call once, after the last :meth:`add`)."""
+        c = self.cols
+        for k in ("pairs_in", "trial_skip", "vote"):
+            setattr(self, k, np.array(c.pop(k), bool))
+        for k in ("sample", "image", "benchmark", "condition", "region", "sha", "skip"):
+            setattr(self, k, np.array(c.pop(k), np.int32))
+        self.dist_row = np.array(c.pop("dist_row"), np.int64)
+        for k, v in c.items():  # recorded values, kept as they are
+            setattr(self, k, v)
+        self.cols = {}
+        self.values = {k: v.values for k, v in self.vocab.items()}
+        self.conditions = self.vocab["condition"].codes
+        self.skips = self.skip_vocab.values
+        eq: dict = {}  # sample ids compared as the pairing compares them (==)
+        self.sample_eq = [eq.setdefault(s, len(eq)) for s in self.values["sample"]]
+        self.dist.finish()
+
+
+class _Distributions:
+    """The distributions of many VSI records (``run_meta.vsi`` dicts) as arrays, read one record at
+    a time (:meth:`add`; the lists are turned into arrays a block at a time) and completed by
+    :meth:`finish`: each record's keys (:func:`dist_keys`) as integer codes (the token ids
+    themselves when every key is an integer, else one code per distinct key, equal exactly when
+    the keys are equal) and its log-probabilities, one table per list length; ``flags`` bool (n,
+    3): the reasons :func:`distribution_flags` gives each record (invalid distribution,
+    non-answer position, uninformative), the same verdicts computed on the arrays.  A record
+    whose lists are not a regular distribution (missing, of unequal lengths, empty, unhashable or
+    non-numeric entries) is judged by :func:`distribution_flags` itself and is always invalid."""
+
+    BLOCK = 1024
+
+    def __init__(self):
+        self.n = 0
+        self._flags: dict[int, tuple] = {}  # irregular record -> its three flags
+        self._non_answer: list[bool] = []
+        self._first: dict[str, bool] = {}
+        self._pending: dict[int, list[tuple[int, list, list]]] = {}
+        self._parts: dict[int, list[tuple[np.ndarray, object, np.ndarray]]] = {}
+        self.complete_list: list[bool] = []
+
+    def add(self, meta: dict) -> int:
+        """Read one record's ``run_meta.vsi``; returns its row."""
+        i = self.n
+        self.n += 1
+        self.complete_list.append(bool(meta.get("complete")))
+        try:
+            keys, lps = dist_keys(meta), list(meta["logprobs"])
+            ok = 0 < len(keys) == len(lps) and len(set(keys)) == len(keys)
+        except (KeyError, TypeError):
+            ok = False
+        if not ok:
+            self._irregular(i, meta)
+            self._non_answer.append(False)
+            return i
+        first = str(list(meta.get("tokens") or [""])[0])
+        if first not in self._first:
+            self._first[first] = non_answer_token(first)
+        self._non_answer.append(self._first[first])
+        pend = self._pending.setdefault(len(keys), [])
+        pend.append((i, keys, lps))
+        if len(pend) >= self.BLOCK:
+            self._flush(len(keys))
+        return i
+
+    def _irregular(self, i: int, meta: dict) -> None:
+        found = distribution_flags(meta)
+        self._flags[i] = tuple(reason in found for reason in FLAG_REASONS[1:4])
+
+    def _flush(self, k: int) -> None:
+        members = self._pending.pop(k, [])
+        try:
+            lp = np.array([v for _, _, v in members], dtype=np.float64)
+            if lp.ndim != 2:
+                raise ValueError("not a list of numbers")
+        except (TypeError, ValueError, OverflowError):  # a None or a non-number: judged one by one
+            keep = []
+            for i, keys, lps in members:
+                if distribution_problem(keys, lps) is not None:
+                    self._irregular(i, {"token_ids": keys, "logprobs": lps})
+                else:
+                    keep.append((i, keys, lps))
+            members = keep
+            if not members:
+                return
+            lp = np.array([v for _, _, v in members], dtype=np.float64)
+        keys = [kk for _, kk, _ in members]
+        try:
+            a = np.array(keys)
+            if a.ndim == 2 and a.dtype.kind in "iub":
+                keys = a.astype(np.int64)
+        except (OverflowError, ValueError, TypeError):
+            pass
+        self._parts.setdefault(k, []).append((np.array([i for i, _, _ in members], np.int64), keys, lp))
+
+    def finish(self) -> None:
+        for k in list(self._pending):
+            self._flush(k)
+        n = self.n
+        self.flags = np.zeros((n, 3), bool)
+        for i, f in self._flags.items():
+            self.flags[i] = f
+        self.complete = np.array(self.complete_list, bool)
+        self.where = np.full((n, 2), -1)  # (length, row) of each regular record
         self.lp: dict[int, np.ndarray] = {}
-        for k, members in lists.items():
-            try:
-                lp = np.array([v for _, _, v in members], dtype=np.float64)
-                if lp.ndim != 2:
-                    raise ValueError("not a list of numbers")
-            except (TypeError, ValueError, OverflowError):  # a None or a non-number: judged one by one
-                keep = []
-                for i, keys, lps in members:
-                    if distribution_problem(keys, lps) is not None:
-                        self._irregular(i, metas[i])
-                    else:
-                        keep.append((i, keys, lps))
-                lists[k] = members = keep
-                if not members:
-                    continue
-                lp = np.array([v for _, _, v in members], dtype=np.float64)
+        rows_of: dict[int, np.ndarray] = {}
+        key_parts: dict[int, list] = {}
+        for k in list(self._parts):
+            parts = self._parts.pop(k)
+            rows = np.concatenate([r for r, _, _ in parts])
+            lp, pos = np.empty((len(rows), k)), 0
+            for j, (r, _, block) in enumerate(parts):  # copied into place block by block, each let go
+                lp[pos:pos + len(r)] = block
+                pos += len(r)
+                parts[j] = (r, parts[j][1], None)
             self.lp[k] = lp
-            rows = np.array([i for i, _, _ in members])
-            self.where[rows, 0], self.where[rows, 1] = k, np.arange(len(members))
-        self._encode({k: [keys for _, keys, _ in members] for k, members in lists.items() if members})
-        non_answer: dict[str, bool] = {}
+            self.where[rows, 0], self.where[rows, 1] = k, np.arange(len(rows))
+            rows_of[k] = rows
+            key_parts[k] = [kk for _, kk, _ in parts]
+        self._encode(key_parts)
+        non_answer = np.array(self._non_answer, bool)
         for k, lp in self.lp.items():
-            rows = np.flatnonzero(self.where[:, 0] == k)
+            rows = rows_of[k]
             bad = invalid_rows(self.keys[k], lp)
             if k == 1:
                 flat = np.array([math.exp(float(x)) >= 1.0 - MASS_TOL for x in lp[:, 0]], bool)
@@ -391,27 +635,24 @@ class _Distributions:
                 flat = (lp == lp[:, :1]).all(1)
             self.flags[rows, 0] = bad
             self.flags[rows, 2] = flat & ~bad
-            for i in rows[~bad]:
-                first = str(list(metas[i].get("tokens") or [""])[0])
-                if first not in non_answer:
-                    non_answer[first] = non_answer_token(first)
-                self.flags[i, 1] = non_answer[first]
+            self.flags[rows, 1] = non_answer[rows] & ~bad
 
-    def _irregular(self, i: int, meta: dict) -> None:
-        for j, reason in enumerate(FLAG_REASONS[1:4]):
-            self.flags[i, j] = reason in distribution_flags(meta)
-
-    def _encode(self, keys: dict[int, list[list]]) -> None:
-        try:
-            arrays = {k: np.array(v) for k, v in keys.items()}
-            if all(a.ndim == 2 and a.dtype.kind in "iub" for a in arrays.values()):
-                self.keys = {k: a.astype(np.int64) for k, a in arrays.items()}
-                return
-        except (OverflowError, ValueError, TypeError):
-            pass
+    def _encode(self, parts: dict[int, list]) -> None:
+        if all(isinstance(p, np.ndarray) for ps in parts.values() for p in ps):
+            self.keys = {}
+            for k in list(parts):
+                ps = parts.pop(k)
+                out, pos = np.empty((sum(map(len, ps)), k), np.int64), 0
+                for j in range(len(ps)):  # copied into place block by block, each let go
+                    out[pos:pos + len(ps[j])] = ps[j]
+                    pos += len(ps[j])
+                    ps[j] = None
+                self.keys[k] = out
+            return
         code: dict = {}  # any other keys (token strings, mixed): one code per distinct key
-        self.keys = {k: np.array([[code.setdefault(t, len(code)) for t in row] for row in v], dtype=np.int64)
-                     for k, v in keys.items()}
+        self.keys = {k: np.array([[code.setdefault(t, len(code)) for t in row]
+                                  for p in ps for row in (p.tolist() if isinstance(p, np.ndarray) else p)],
+                                 dtype=np.int64) for k, ps in parts.items()}
 
     def kl(self, ci: np.ndarray, pi: np.ndarray, want: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """For pairs (clean row ``ci``, perturbed row ``pi``) with ``want`` True: KL(clean ||
@@ -432,3 +673,44 @@ class _Distributions:
                 identical[sel] = (ck == pk).all(1) & (clp == plp).all(1)
         return vsi, changed, identical
 
+
+def read_vsi_columns(columns, task_id: str):
+    """One VSI task of a file read by :func:`perceptbench.record_table.read_columns` (``columns``)
+    ready for :meth:`perceptbench.vsi.protocol.VSITask.score_columns`: its
+    :class:`~perceptbench.record_table.TaskColumns` with ``skipped`` and ``vsi`` (a
+    :class:`VSIReader` fed its records streamed off the file one at a time, each validated by the
+    validating reader's line parser and let go).  None when the task needs the record path:
+    several prompt versions of one model (split into respondents), any readout but the VSI ones
+    (prompt answers voted on) or a record carrying a repetition vote.  Raises
+    :class:`~perceptbench.records.RecordError` for a bad line (file, line, field) and ValueError as
+    :meth:`VSIReader.add` does."""
+    import dataclasses
+
+    from ..record_table import one_version_per_model
+
+    c = columns[task_id]
+    if not one_version_per_model(c) or not set(c.readouts[k] for k in np.unique(c.readout).tolist()) <= {
+            "vlm_vsi_clean", "vlm_vsi_perturbed"} or np.any(np.diff(c.row) <= 0):
+        return None
+    side = VSIReader()
+    for r in columns.iter_records(task_id):
+        side.add(r)
+    side.finish()
+    if side.vote.any():
+        return None
+    skipped = np.array([bool(v) for v in side.skips], bool)[side.skip]
+    return dataclasses.replace(c, skipped=skipped, vsi=side)
+
+
+def vsi_columns(c) -> VSIColumns:
+    """The :class:`VSIColumns` of a :class:`~perceptbench.record_table.TaskColumns` read by
+    :func:`read_vsi_columns` (responses and correctness as they are now, e.g. re-parsed), built once
+    for the same responses (kept on ``c.vsi``), so the task's scoring and the suite analysis share
+    its pairs."""
+    side = c.vsi
+    kept = getattr(side, "_columns", None)
+    if kept is not None and kept[0] is c.response and kept[1] is c.correct:
+        return kept[2]
+    out = VSIColumns.from_task_columns(c, side)
+    side._columns = (c.response, c.correct, out)
+    return out

@@ -25,11 +25,12 @@ from ..core.rows import ScoreRow
 from ..metrics.bootstrap import N_BOOT_B
 from ..records import TrialRecord
 from .cells import HIST_EDGES, INSENSITIVE_THRESHOLDS, cell_summary
-from .samples import FLAG_REASONS, PERTURBATIONS, VSIFlagged, VSISample, trial_skipped, vsi_pairs, vsi_samples
+from .samples import FLAG_REASONS, PERTURBATIONS, VSIColumns, VSIFlagged, VSISample, _Deferred, _split
 
 
 def score_task(task, records: list[TrialRecord], seed: int) -> list[ScoreRow]:
-    """The score rows of one VSI task (:meth:`perceptbench.vsi.protocol.VSITask.score`).
+    """The score rows of one VSI task (:meth:`perceptbench.vsi.protocol.VSITask.score`) from its
+    trial records: :func:`score_columns` of their :class:`~perceptbench.vsi.samples.VSIColumns`.
 
     ``task``: the :class:`~perceptbench.vsi.protocol.VSITask` (its id, conditions, sigma and
     ``verbal_conf``); ``records``: its trial records; ``seed``: the bootstrap seed.
@@ -39,47 +40,60 @@ def score_task(task, records: list[TrialRecord], seed: int) -> list[ScoreRow]:
     gets the ``[image_withheld]`` cell against ``M``'s clean records (module docstring); see
     docs/metrics.md.  The clean answers' parse counts (``n_ambiguous``, ``n_unclosed_reasoning``, ...) are added by scoring for
     every task with VLM answers (:func:`perceptbench.scoring._parse_rows`), as for battery rows."""
+    return score_columns(task, VSIColumns.from_records(records), seed)
+
+
+def _value(x):
+    """A value read for a row (:func:`perceptbench.vsi.samples._row_meta`), raising what reading it raised."""
+    if isinstance(x, _Deferred):
+        raise x.exc
+    return x
+
+
+def score_columns(task, cols: VSIColumns, seed: int) -> list[ScoreRow]:
+    """:func:`score_task`'s rows from the task's records as columns (``cols``: one task, responses
+    and correctness as re-parsed; :class:`~perceptbench.vsi.samples.VSIColumns`), the pairs of every
+    model computed once (:meth:`~perceptbench.vsi.samples.VSIColumns.pairs`)."""
     tid = task.task_id
-    by_model: dict[str, list[TrialRecord]] = defaultdict(list)
-    for r in records:
-        by_model[r.model].append(r)
+    sd = cols.side
     rows: list[ScoreRow] = []
-    all_samples, flagged_all = vsi_pairs(records)  # every model's pairs at once, computed on arrays
+    all_samples, flagged_all = _split(cols.pairs())  # every model's pairs at once, computed on arrays
     samples_of: dict[str, list] = defaultdict(list)
     flagged_of: dict[str, list] = defaultdict(list)
     for s in all_samples:
         samples_of[s.model].append(s)
     for f in flagged_all:
         flagged_of[f.model].append(f)
-    for m, rs in sorted(by_model.items()):
-        skipped = {(r.run_meta.model_extra or {}).get("skipped") for r in rs if not trial_skipped(r)} - {None}
+    clean_code = cols.readouts.index("vlm_vsi_clean") if "vlm_vsi_clean" in cols.readouts else -1
+    is_clean = cols.readout == clean_code
+    rows_of = {cols.models[k]: np.flatnonzero(cols.model == k) for k in np.unique(cols.model).tolist()}
+    for m, rs in sorted(rows_of.items()):
+        skipped = {sd.skips[k] for k in sd.skip[rs[~sd.trial_skip[rs]]].tolist()} - {None}
         if skipped:
             rows.append(ScoreRow(tid, m, "skipped", float("nan"), None, None, len(rs), None,
                                  "; ".join(sorted(skipped))))
             continue
         flagged = flagged_of[m]
-        clean = sorted((r for r in rs if r.readout == "vlm_vsi_clean" and not trial_skipped(r)),
-                       key=lambda r: r.stimulus_id)
-        n_null = sum(r.response is None for r in clean)
-        ok = [r for r in clean if r.correct is not None]
+        clean = sorted(rs[is_clean[rs] & ~sd.trial_skip[rs]].tolist(), key=lambda i: cols.stimuli[cols.stimulus[i]])
+        n_null = int(cols.response_null[clean].sum()) if clean else 0
         if clean:
             from ..metrics.bootstrap import bootstrap
 
-            c = np.array([float(r.correct) for r in ok])
+            corr = cols.correct[clean]
+            c = corr[corr >= 0].astype(float)
             if c.size:
                 b = bootstrap(lambda i: c[i].mean(1), c.size, n_draws=N_BOOT_B, seed=seed)
                 rows.append(ScoreRow.from_boot(tid, m, "accuracy", b, int(c.size), n_null,
                                                "clean greedy answers, parseable only"))
             rows.append(ScoreRow(tid, m, "n_parse_null", float(n_null), None, None, len(clean), n_null,
                                  "clean greedy answers the parser could not read (excluded from accuracy)"))
-            vc = [(r.run_meta.model_extra or {}).get("vsi", {}).get("verbal_conf") for r in clean]
+            vc = [_value(sd.verbal_conf[i]) for i in clean]
             if task.verbal_conf:
                 rows.append(ScoreRow(tid, m, "n_verbal_conf_missing", float(sum(v is None for v in vc)), None,
                                      None, len(clean), n_null,
                                      "clean samples whose confidence answer holds no integer 0-100 "
                                      "(dropped from confidence analyses, seed 002 appendix A)"))
-            mismatch = sum("answer_token_mismatch" in ((r.run_meta.model_extra or {}).get("vsi", {}).get("flags")
-                                                       or ()) for r in clean)
+            mismatch = sum(_value(sd.mismatch[i]) for i in clean)
             if mismatch:
                 rows.append(ScoreRow(tid, m, "n_answer_token_mismatch", float(mismatch), None, None, len(clean),
                                      n_null, "clean records whose greedy answer does not begin with the most "
@@ -87,17 +101,19 @@ def score_task(task, records: list[TrialRecord], seed: int) -> list[ScoreRow]:
         model, condition = parse_respondent_label(m)
         if condition != DEFAULT_CONDITION:
             if condition in PERTURBATIONS:
-                clean_of_model = [r for r in by_model.get(model, []) if r.readout == "vlm_vsi_clean"]
-                rows += _condition_cell_rows(tid, m, model, condition, rs, clean_of_model, seed)
+                clean_of_model = np.zeros(cols.n, bool)
+                if model in rows_of:
+                    clean_of_model[rows_of[model]] = is_clean[rows_of[model]]
+                rows += _condition_cell_rows(tid, m, model, condition, cols, clean_of_model, rs, seed)
                 rows += _flagged_rows(tid, m, f"[{condition}]", [f for f in flagged
                                                                  if f.perturbation == PERTURBATIONS[condition]])
             continue
         samples = samples_of[m]  # = vsi_samples(rs): a model's blurs pair with its own clean records
         fb = defaultdict(int)
-        for r in rs:
-            v = (r.run_meta.model_extra or {}).get("vsi") or {}
-            if v.get("fallback"):
-                fb[v["condition"]] += 1
+        for i in rs.tolist():
+            cond = _value(sd.fallback[i])
+            if cond is not None:
+                fb[cond] += 1
         for cond, pert in (("region_blur", "region"), ("whole_blur", "whole")):
             if cond not in task.conditions:
                 continue
@@ -125,17 +141,19 @@ def _flagged_rows(tid: str, m: str, tag: str, flagged: list[VSIFlagged]) -> list
                      f"samples left out of this cell's VSI: {by} (docs/metrics.md, what is never scored as a VSI)")]
 
 
-def _condition_cell_rows(tid: str, label: str, model: str, condition: str, records: list[TrialRecord],
-                         clean_of_model: list[TrialRecord], seed: int) -> list[ScoreRow]:
+def _condition_cell_rows(tid: str, label: str, model: str, condition: str, cols: VSIColumns,
+                         clean_of_model: np.ndarray, rows: np.ndarray, seed: int) -> list[ScoreRow]:
     """The VSI cell of condition respondent ``label`` (``model[condition]``, e.g. the image
-    withheld): its ``records`` paired by sample with ``clean_of_model``, the clean records of
-    ``model``; a NaN ``vsi_median`` row saying why when no sample pairs."""
+    withheld): its records (``rows`` of ``cols``) paired by sample with the clean records of
+    ``model`` (``clean_of_model``, bool (n,)); a NaN ``vsi_median`` row saying why when no sample pairs."""
     tag = f"[{condition}]"
     pert = PERTURBATIONS[condition]
-    cell = [s for s in vsi_samples(clean_of_model + records) if s.model == label and s.perturbation == pert]
+    within = clean_of_model.copy()
+    within[rows] = True
+    cell = [s for s in _split(cols.pairs_within(within))[0] if s.model == label and s.perturbation == pert]
     if not cell:
         return [ScoreRow(tid, label, "vsi_median" + tag, math.nan, None, None, 0, None,
-                         f"no clean record of {model} for the samples of its {len(records)} {condition} records "
+                         f"no clean record of {model} for the samples of its {len(rows)} {condition} records "
                          f"(run {model} under the image condition too)")]
     return _cell_rows(tid, label, tag, cell, seed, pair=f"KL(p_clean of {model} || p of {label}); ")
 

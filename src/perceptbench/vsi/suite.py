@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import os
 
+import numpy as np
+
 from ..analyses.base import SUITE_ANALYSES, SuiteAnalysis
 from ..core.rows import ScoreRow
 from ..records import TrialRecord
 from .analysis import score_vsi_analyses
 from .features import ProbeFeatures
-from .samples import BLURS, VSISample, vsi_samples
+from .samples import BLURS, VSISample, vsi_columns, vsi_samples
 
 
 def vsi_analysis_rows(records: list[TrialRecord], seed: int | None = None,
@@ -28,13 +30,16 @@ def vsi_analysis_rows(records: list[TrialRecord], seed: int | None = None,
     return _analysis_rows(records, blur_samples(records), seed, features_dir, families, pairs)
 
 
-def _analysis_rows(records, samples, seed, features_dir, families, pairs) -> list[ScoreRow]:
+def _analysis_rows(records, samples, seed, features_dir, families, pairs, seeds=None) -> list[ScoreRow]:
     if not samples:
         return []
     s = seed
     if s is None:
         tasks = {x.task_id for x in samples}
-        seeds = {r.run_meta.seed for r in records if r.task_id in tasks}
+        if seeds is None:
+            seeds = {r.run_meta.seed for r in records if r.task_id in tasks}
+        else:
+            seeds = set().union(*(seeds[t] for t in tasks))
         if len(seeds) != 1:
             raise ValueError(f"VSI records carry several seeds {sorted(seeds)}; pass --seed")
         s = seeds.pop()
@@ -49,39 +54,44 @@ def blur_samples(records: list[TrialRecord]) -> list[VSISample]:
 
 @SUITE_ANALYSES.register("vsi")
 class VSISuiteAnalysis(SuiteAnalysis):
-    """The cross-task VSI analyses: a task takes part when its records hold blur samples.  The
-    samples found while asking each task are kept (with the task's record list) and reused by
-    :meth:`rows` when its records are those lists one after the other, record for record (as
-    scoring passes them), so each record's distribution is read once per ``score``."""
+    """The cross-task VSI analyses: a task takes part when its records (a record list, or VSI
+    columns: :func:`~.samples.read_vsi_columns`) hold blur samples.  Scoring keeps the task's blur
+    samples alone (:meth:`keep`, found once per task: from columns, the pairs the task's scoring
+    computed) and this analysis the task's seeds; :meth:`rows` takes those samples, or records
+    (then their samples are computed)."""
 
     def __init__(self):
-        self._seen: list[tuple[list[TrialRecord], list[VSISample]]] = []
+        self._found: tuple[object, list[VSISample]] | None = None
+        self._seeds: dict[str, set] = {}
 
-    def takes_part(self, records: list[TrialRecord]) -> bool:
-        samples = blur_samples(records)
+    def takes_part(self, records) -> bool:
+        if isinstance(records, list):
+            samples = blur_samples(records)
+            seeds: dict[str, set] = {}
+            for r in records:
+                seeds.setdefault(r.task_id, set()).add(r.run_meta.seed)
+        elif getattr(records, "vsi", None) is not None:
+            samples = [s for s in vsi_columns(records).pairs() if isinstance(s, VSISample) and s.perturbation in BLURS]
+            seeds = {records.task_id: set(np.unique(records.seed).tolist())}
+        else:  # columns of a task with no VSI fields
+            return False
+        self._found = (records, samples) if samples else None
         if samples:
-            self._seen.append((records, samples))
+            for t, v in seeds.items():
+                self._seeds.setdefault(t, set()).update(v)
         return bool(samples)
 
-    def rows(self, records: list[TrialRecord], *, seed: int | None, features_dir: str | os.PathLike | None,
+    def keep(self, records) -> list[VSISample]:
+        """The blur samples of a task that takes part (those :meth:`takes_part` found)."""
+        if self._found is not None and self._found[0] is records:
+            return self._found[1]
+        return blur_samples(records) if isinstance(records, list) else []
+
+    def rows(self, records: list, *, seed: int | None, features_dir: str | os.PathLike | None,
              families: dict[str, str] | None, task_rows: list[ScoreRow],
              models: dict[str, dict] | None, pairs: str = "auto") -> list[ScoreRow]:
-        return _analysis_rows(records, self._samples_of(records), seed, features_dir, families, pairs)
-
-    def _samples_of(self, records: list[TrialRecord]) -> list[VSISample]:
-        """:func:`blur_samples` of ``records``: the kept samples when ``records`` is the kept
-        record lists concatenated and no task spans two of them (records of distinct tasks
-        never pair), else computed."""
-        tasks = [{r.task_id for r in recs} for recs, _ in self._seen]
-        if sum(map(len, tasks)) != len(set().union(*tasks)):
-            return blur_samples(records)
-        i = 0
-        for recs, _ in self._seen:
-            if len(recs) > len(records) - i or any(a is not b for a, b in zip(recs, records[i:i + len(recs)])):
-                return blur_samples(records)
-            i += len(recs)
-        if i != len(records):
-            return blur_samples(records)
-        out = [s for _, samples in self._seen for s in samples]
-        out.sort(key=lambda s: (s.task_id, s.model, s.sample_id, s.perturbation, s.sigma))
-        return out
+        """The rows over ``records``: the kept samples (:meth:`keep`, seeds from :meth:`takes_part`), or records."""
+        if all(isinstance(x, VSISample) for x in records):
+            samples = sorted(records, key=lambda s: (s.task_id, s.model, s.sample_id, s.perturbation, s.sigma))
+            return _analysis_rows([], samples, seed, features_dir, families, pairs, self._seeds)
+        return _analysis_rows(records, blur_samples(records), seed, features_dir, families, pairs)

@@ -3,6 +3,7 @@ definition (one ``kl_topk`` and one set of guards per record pair) value for val
 
 from __future__ import annotations
 
+import json
 import math
 
 import numpy as np
@@ -100,3 +101,164 @@ def test_samples_on_arrays_equal_the_per_pair_definition(seed, strings):
     assert any(isinstance(v, tuple) and v[0] == 0.0 for v in want.values())  # same image, same lists
     assert sum(isinstance(v, tuple) for v in want.values()) > 150
     assert not any(isinstance(v, tuple) and math.isnan(v[0]) for v in got.values())
+
+
+# ---------------------------------------------------------------- the columnar path (issue 25)
+
+def _same_rows(a, b) -> bool:
+    """Rows equal field for field (NaN equal to NaN)."""
+    return [repr(vars(r)) for r in a] == [repr(vars(r)) for r in b]
+
+
+RAWS = ("B", "b", "C", "Option B, or maybe option C.", "<think>C or B", "no idea", None)
+
+
+def _file_records(seed=0):
+    """One task's records with every irregular shape: the guards of :func:`_random_records`
+    (flags, trial skips, invalid lists), clean answers to re-parse, region-blur fallbacks, a model
+    skipped as a whole, and an image-withheld respondent paired with a model's clean records."""
+    task = get_task("vsi.salbench.syn@n=4")
+    rng = np.random.default_rng(seed)
+    recs = []
+    for r in _random_records(seed, n_samples=25):
+        upd = {}
+        if r.readout == "vlm_vsi_clean":
+            upd["raw_output"] = RAWS[int(rng.integers(len(RAWS)))]
+        if r.stimulus_id.endswith("~region_blur") and rng.random() < 0.2:
+            vsi = dict(r.run_meta.model_extra["vsi"], fallback=True, region_source="fallback_whole")
+            upd["run_meta"] = r.run_meta.model_copy(update={"vsi": vsi})
+        recs.append(r.model_copy(update=upd))
+    for i in range(4):
+        recs.append(plant_vsi_record(task, "clean", f"s{i:03d}", [1, 2], [-0.5, -1.5], model="d",
+                                     skipped="provider gives no logprobs"))
+        recs.append(plant_vsi_record(task, "image_withheld", f"s{i:03d}", [1, 2, 3], [-0.4, -1.6, -3.0],
+                                     model="a[image_withheld]", sigma_px=0.0, image_sha256=None))
+    return recs
+
+
+@pytest.mark.parametrize("mode", ["default", "strict"])
+@pytest.mark.parametrize("seed, strings", [(0, False), (1, True)])
+def test_vsi_task_read_as_columns_scores_like_its_records(tmp_path, monkeypatch, seed, strings, mode):
+    """``score`` reads a VSI task's records into columns one at a time (no record list, no record
+    kept) and gives exactly the rows of :func:`~perceptbench.scoring.score_records` on the same
+    records: VSI cells with every guard, re-parsed clean answers and their counts, fallbacks, a
+    skipped model, the image-withheld cell and the cross-task analyses."""
+    from perceptbench.record_table import ColumnarRecords, read_columns
+    from perceptbench.scoring import score_file, score_records
+    from perceptbench.vsi.samples import read_vsi_columns
+
+    from helpers.records import plant_records
+
+    recs = _file_records(seed)
+    if strings:  # keys by token string (API providers)
+        recs = [r.model_copy(update={"run_meta": r.run_meta.model_copy(update={"vsi": dict(
+            r.run_meta.model_extra["vsi"], token_ids=None)})}) if "vsi" in (r.run_meta.model_extra or {}) else r
+            for r in recs]
+    p = plant_records(tmp_path / "run", recs)
+    tid = recs[0].task_id
+    assert read_vsi_columns(read_columns(p), tid) is not None
+
+    def refuse(*a, **k):
+        raise AssertionError("a VSI task was read back as a record list")
+
+    monkeypatch.setattr(ColumnarRecords, "records", refuse)
+    rows = score_file(p, tmp_path / "scores.csv", parser_mode=mode)
+    want = score_records(recs, parser_mode=mode, features_dir=p.parent / "features")
+    assert _same_rows(rows, want)
+    metrics = {r.metric for r in rows}
+    assert {"n_flagged[region_blur,sigma=20]", "n_fallback[region_blur,sigma=20]", "skipped", "n_ambiguous",
+            "vsi_median[image_withheld]", "accuracy"} <= metrics
+    assert any(r.metric == "n_fallback[region_blur,sigma=20]" and r.value > 0 for r in rows)
+    assert any(r.metric.startswith("vsi_rho[") for r in rows)  # the suite analysis ran on the kept samples
+
+
+def test_vsi_columns_equal_the_records_column_for_column(tmp_path):
+    """The columns read off the file (re-parsed on them) hold, record for record, what the record path
+    reads: the same pairs, and the same VSI fields."""
+    from perceptbench.record_table import read_columns
+    from perceptbench.scoring import apply_parser_mode, reparse_columns
+    from perceptbench.vsi.samples import VSIColumns, read_vsi_columns, vsi_columns
+
+    from helpers.records import plant_records
+
+    recs = _file_records(2)
+    p = plant_records(tmp_path / "run", recs)
+    task = get_task(recs[0].task_id)
+    c, _ = reparse_columns(read_vsi_columns(read_columns(p), task.task_id), task, "default")
+    got, want = vsi_columns(c), VSIColumns.from_records(apply_parser_mode(recs, "default"))
+    assert vsi_columns(c) is got  # built once for the same responses
+    assert got.pairs() == want.pairs() and len(got.pairs()) > 100
+    assert [got.models[m] for m in got.model] == [want.models[m] for m in want.model]
+    assert np.array_equal(got.correct, want.correct) and np.array_equal(got.response_null, want.response_null)
+    for k in ("pairs_in", "trial_skip", "dist_row"):
+        assert np.array_equal(getattr(got.side, k), getattr(want.side, k))
+    for k in ("sigma", "max_prob", "verbal_conf", "mismatch", "fallback"):
+        assert getattr(got.side, k) == getattr(want.side, k)
+
+
+def test_bad_vsi_line_refused_naming_file_line_and_field(tmp_path):
+    """A VSI line the columnar checks pass but the schema refuses stops ``score`` with the validating
+    reader's one-line error (file, line, field); a VSI record that lacks a key of ``run_meta.vsi``
+    raises as the record path does."""
+    from perceptbench.records import RecordError
+    from perceptbench.scoring import score_file, score_records
+
+    from helpers.records import plant_records
+
+    recs = _file_records(3)
+    p = plant_records(tmp_path / "run", recs)
+    lines = p.read_text().splitlines(keepends=True)
+    i = 7
+    o = json.loads(lines[i])
+    o["principle"] = 3
+    bad = tmp_path / "bad" / "records.jsonl"
+    bad.parent.mkdir()
+    bad.write_text("".join(lines[:i] + [json.dumps(o) + "\n"] + lines[i + 1:]))
+    with pytest.raises(RecordError, match=rf"^{bad}:{i + 1}: field principle"):
+        score_file(bad, tmp_path / "bad.csv")
+    o = json.loads(lines[i])
+    del o["run_meta"]["vsi"]["image_id"]
+    bad.write_text("".join(lines[:i] + [json.dumps(o) + "\n"] + lines[i + 1:]))
+    with pytest.raises(ValueError, match=r"run_meta.vsi lacks \['image_id'\]") as got:
+        score_file(bad, tmp_path / "bad.csv")
+    with pytest.raises(ValueError) as want:
+        score_records(read_records_of(bad))
+    assert str(got.value) == str(want.value)
+
+
+def read_records_of(path):
+    from perceptbench.records import read_records
+
+    return read_records(path)
+
+
+def test_vsi_tasks_the_columns_cannot_take_score_from_records(tmp_path):
+    """Two prompt versions of one model (split into respondents) and tasks whose rows need records
+    (POPE's own rows) take the record path, with the same rows as :func:`score_records`."""
+    from perceptbench.record_table import read_columns
+    from perceptbench.scoring import score_file, score_records
+    from perceptbench.vsi.samples import read_vsi_columns
+
+    from helpers.records import plant_records
+
+    recs = _file_records(4)
+    recs = [r.model_copy(update={"run_meta": r.run_meta.model_copy(update={"prompt_template_hash": "v2"})})
+            if r.model == "b" and r.stimulus_id.startswith("s00") else r for r in recs]
+    p = plant_records(tmp_path / "run", recs)
+    assert read_vsi_columns(read_columns(p), recs[0].task_id) is None
+    assert _same_rows(score_file(p, tmp_path / "s.csv"), score_records(recs, features_dir=p.parent / "features"))
+    assert get_task("vsi.salbench.syn").scores_columns and get_task("vsi.closure.nat.silhouette").scores_columns
+    assert not get_task("vsi.pope").scores_columns and not get_task("vsi.mmstar").scores_columns
+
+
+@pytest.mark.parametrize("strings", [False, True])
+def test_distributions_read_in_blocks_equal_one_block(monkeypatch, strings):
+    """Distributions turned into arrays a few records at a time (then copied into place) give the
+    pairs of one block, bit for bit."""
+    from perceptbench.vsi import samples
+
+    recs = _random_records(5, n_samples=30, strings=strings)
+    whole = samples._pairs(recs)
+    monkeypatch.setattr(samples._Distributions, "BLOCK", 3)
+    assert len(whole) > 150
+    assert samples._pairs(recs) == whole

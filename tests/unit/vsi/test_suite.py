@@ -1,5 +1,5 @@
-"""vsi/suite.py: the suite analysis reuses the samples it found task by task only when that is
-exact (issue 25: each record's distribution read once per score)."""
+"""vsi/suite.py: scoring keeps each taking-part task's blur samples, found once, not its records,
+and the rows over them equal a fresh computation over the records (issue 25)."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import numpy as np
 
 from perceptbench.tasks import get_task
 from perceptbench.vsi import suite
+from perceptbench.vsi.samples import VSISample
 from perceptbench.vsi.suite import VSISuiteAnalysis, vsi_analysis_rows
 
 from helpers.records import plant_vsi_record
@@ -32,24 +33,28 @@ def _rows(analysis, records):
     return analysis.rows(records, seed=0, features_dir=None, families=None, task_rows=[], models=None)
 
 
-def test_rows_reuse_the_samples_of_each_task_and_equal_a_fresh_computation():
+def test_rows_over_the_kept_samples_equal_a_fresh_computation_without_a_second_pass():
     a = _task_records("vsi.salbench.syn@n=4,perturbation=whole", seed=1)
     b = _task_records("vsi.salbench.syn@n=5,perturbation=whole", seed=2)
     analysis = VSISuiteAnalysis()
-    assert analysis.takes_part(a) and analysis.takes_part(b)
+    kept = []
+    for recs in (a, b):
+        assert analysis.takes_part(recs)
+        kept += analysis.keep(recs)
+    assert kept and all(isinstance(s, VSISample) for s in kept)  # the samples, not the records
     with mock.patch.object(suite, "blur_samples", side_effect=AssertionError("recomputed")):
-        got = _rows(analysis, a + b)  # the kept lists, one after the other: no second pass
+        got = _rows(analysis, kept)  # no second pass over any record
     assert got == vsi_analysis_rows(a + b, 0) and any(r.metric.startswith("vsi_rho[") for r in got)
+    # the seed of the kept tasks' records when none is given
+    assert analysis.rows(kept, seed=None, features_dir=None, families=None, task_rows=[], models=None) == \
+        vsi_analysis_rows(a + b, None)
 
 
-def test_rows_recompute_when_the_records_are_not_the_kept_lists():
+def test_rows_over_records_are_computed_from_them():
     a = _task_records("vsi.salbench.syn@n=4,perturbation=whole", seed=1)
     b = _task_records("vsi.salbench.syn@n=5,perturbation=whole", seed=2)
-    half = len(a) // 2  # one task split in two lists: its pairs cross them
-    analysis = VSISuiteAnalysis()
-    assert analysis.takes_part(a[:half]) and analysis.takes_part(a[half:])
-    assert _rows(analysis, a) == vsi_analysis_rows(a, 0)
     other = VSISuiteAnalysis()
     assert other.takes_part(a)
-    assert _rows(other, a + b) == vsi_analysis_rows(a + b, 0)  # more records than were kept
+    assert _rows(other, a + b) == vsi_analysis_rows(a + b, 0)  # more records than took part
     assert _rows(other, b) == vsi_analysis_rows(b, 0)
+    assert not other.takes_part([r for r in a if r.stimulus_id.endswith("~clean")])  # no blur sample
