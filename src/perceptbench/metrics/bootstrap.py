@@ -89,8 +89,12 @@ class Resampler:
             return hit[1]
         idx = np.asarray(idx)
         d, n = idx.shape
-        counts = np.bincount((idx + n * np.arange(d)[:, None]).ravel(), minlength=d * n).reshape(d, n)
-        counts = counts.astype(np.float32)  # integers <= n: exact; float32 marks them as counts for _wsum
+        counts = np.empty((d, n), np.float32)  # integers <= n: exact; float32 marks them as counts for _wsum
+        step = max(1, 2 ** 18 // max(n, 1))  # rows counted at a time: no int64 temporaries of the whole matrix
+        for s in range(0, d, step):
+            block = idx[s:s + step]
+            b = block.shape[0]
+            counts[s:s + b] = np.bincount((block + n * np.arange(b)[:, None]).ravel(), minlength=b * n).reshape(b, n)
         counts.setflags(write=False)
         if any(v is idx for v in self.indices.values()):
             self._counts[id(idx)] = (idx, counts)

@@ -308,7 +308,7 @@ def score_encoded(
     return out  # type: ignore[return-value]
 
 
-_BLOCK = 4_000_000
+_BLOCK = 1_000_000
 """Bound on the elements of one block's (respondents x draws x stimuli) sample-F1 gather."""
 
 
