@@ -169,12 +169,12 @@ def _provenance(data: ReportData):
                                n_amb=amb.get((t, m)),
                                settings=", ".join(f"{k}={v}" for k, v in sorted(settings.items())) or "-"))
     human_prov = []
-    for t, rs in sorted(human_groups.items(), key=lambda kv: task_key(kv[0])):
-        who = sorted({r.model for r in rs})
-        who_s = f"{len(who)} respondents ({who[0]} ... {who[-1]})" if len(who) > 3 else ", ".join(who)
-        shas = sorted({r.run_meta.model_version.removeprefix("sha256:")[:16] + "..." for r in rs})
-        human_prov.append(dict(task_id=t, who=who_s, refs=sorted({str(r.human_ref_id) for r in rs}),
-                               shas=shas, n=len(rs)))
+    for t in sorted({r.task_id for r in recs}, key=task_key):
+        rs = human_groups.get(t)
+        if rs:
+            shas = sorted({r.run_meta.model_version.removeprefix("sha256:")[:16] + "..." for r in rs})
+            human_prov.append(dict(task_id=t, who=_respondents(t, rs), refs=sorted({str(r.human_ref_id) for r in rs}),
+                                   shas=shas, n=len(rs)))
     skipped = [s for s in data.scores if not s.model.startswith("human:")
                and (s.metric == "skipped" or (not finite(s.value) and s.value is not None))]
     examples = []
@@ -183,6 +183,29 @@ def _provenance(data: ReportData):
         examples += sorted(answers, key=lambda r: (r.stimulus_id, r.rep))[:N_EXAMPLES]
     return dict(run_ids=run_ids, package_versions=pkg, seeds=seeds, model_prov=model_prov, trial_prov=trial_prov,
                 human_prov=human_prov, skipped=skipped, examples=examples)
+
+
+def _respondents(task_id: str, rs) -> str:
+    """The provenance table's respondents cell of a task's human records ``rs``: the human
+    respondents, and apart from them the answers derived from perceptual kernels (readout
+    ``human_kernel``: each kernel's odd one out, Demiralp et al. 2014, no human trial), the task's
+    reference kernel (its ground truth, :func:`~perceptbench.reports.figures.reference_kernel`) named."""
+    def names(who: list[str]) -> str:
+        return f"{who[0]} ... {who[-1]}" if len(who) > 3 else ", ".join(who)
+
+    people = sorted({r.model for r in rs if r.readout != "human_kernel"})
+    kernels = sorted({r.model for r in rs if r.readout == "human_kernel"})
+    parts = [f"{len(people)} human respondent{'s' if len(people) != 1 else ''} ({names(people)})"] if people else []
+    if kernels:
+        from .figures import reference_kernel
+
+        try:
+            ref = f"; reference kernel {reference_kernel(task_id)} = the ground truth"
+        except (KeyError, ValueError):
+            ref = ""
+        parts.append(f"{len(kernels)} perceptual kernel{'s' if len(kernels) != 1 else ''}' derived answers, not "
+                     f"human trials ({names(kernels)}{ref})")
+    return "; ".join(parts)
 
 
 _MD_TAG = re.compile(r"<[A-Za-z/!?][^<>]*>?")

@@ -46,3 +46,17 @@ def test_matrix_table_headers_break_task_ids_only_between_their_parts(tmp_path, 
     _, html, _, _ = _report(tmp_path, ["m"], (SIL,))
     assert f'<th class="tid">closure.<wbr>nat.<wbr>silhouette<br><span class="nw">B</span></th>' in html
     assert "th.tid { overflow-wrap: normal; }" in html
+
+
+SERIES = "similarity.chart.series_count"
+
+
+def test_provenance_says_kernel_answers_are_derived_not_human_and_names_the_reference_kernel(tmp_path, mirror):
+    """Before: the kernels' odd ones out read '5 respondents (human:kernel-l5 ... human:kernel-tm)',
+    as if five people had answered, the reference kernel (the ground truth) among them."""
+    _, html, _, tables = _report(tmp_path, ["m"], (MARK,))
+    row = next(r for r in tables["table_provenance_human_references"].rows if r[0] == MARK)
+    assert row[1] == ("5 perceptual kernels' derived answers, not human trials (human:kernel-l5 ... human:kernel-tm; "
+                      "reference kernel tm = the ground truth)")
+    assert "respondents (human:kernel" not in html and row[1].replace("'", "&#39;") in html
+
