@@ -175,6 +175,9 @@ def _provenance(data: ReportData):
             shas = sorted({r.run_meta.model_version.removeprefix("sha256:")[:16] + "..." for r in rs})
             human_prov.append(dict(task_id=t, who=_respondents(t, rs), refs=sorted({str(r.human_ref_id) for r in rs}),
                                    shas=shas, n=len(rs)))
+        elif (lit := _literature_reference(t)) is not None:
+            human_prov.append(dict(task_id=t, who=f"none: a literature reference ({lit[1]}), not a data file",
+                                   refs=[lit[0]], shas=["- (no data file)"], n=0))
     skipped = [s for s in data.scores if not s.model.startswith("human:")
                and (s.metric == "skipped" or (not finite(s.value) and s.value is not None))]
     examples = []
@@ -206,6 +209,19 @@ def _respondents(task_id: str, rs) -> str:
         parts.append(f"{len(kernels)} perceptual kernel{'s' if len(kernels) != 1 else ''}' derived answers, not "
                      f"human trials ({names(kernels)}{ref})")
     return "; ".join(parts)
+
+
+def _literature_reference(task_id: str) -> tuple[str, str] | None:
+    """(``human_ref_id``, citation) of a task whose human reference is a published figure rather
+    than a data file (:attr:`~perceptbench.tasks.base.Task.human_ref_literature`, e.g. the 6-12
+    capacity band of ``similarity.chart.series_count``), None otherwise or for an unknown task."""
+    from ..tasks import get_task
+
+    try:
+        task = get_task(task_id)
+    except (KeyError, ValueError):
+        return None
+    return (task.human_ref_id, task.human_ref_literature) if task.human_ref_literature else None
 
 
 _MD_TAG = re.compile(r"<[A-Za-z/!?][^<>]*>?")

@@ -60,3 +60,16 @@ def test_provenance_says_kernel_answers_are_derived_not_human_and_names_the_refe
                       "reference kernel tm = the ground truth)")
     assert "respondents (human:kernel" not in html and row[1].replace("'", "&#39;") in html
 
+
+def test_provenance_has_a_row_for_the_series_count_literature_reference(tmp_path, mirror):
+    """Before: series_count's reference (the 6-12 capacity band, Healey 1996; Ware 2013) had no
+    row in 'Human references and source files': it could not be traced from the page."""
+    _, html, md, tables = _report(tmp_path, ["m"], (MARK, SERIES))
+    rows = tables["table_provenance_human_references"].rows
+    assert [r[0] for r in rows] == [MARK, SERIES]
+    task_id, who, ref, sha, n = rows[1]
+    assert ref == "capacity-band.healey1996-ware2013" and n == 0 and sha == "- (no data file)"
+    assert who.startswith("none: a literature reference (Healey 1996; Ware 2013: the 6-12 band") and \
+        who.endswith("not a data file")
+    prov = html[html.index("<h3>Human references and source files</h3>"):html.index("<h3>Skipped")]
+    assert "capacity-band.healey1996-ware2013" in prov and "not a data file" in prov
