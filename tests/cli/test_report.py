@@ -300,6 +300,15 @@ def test_report_refuses_foreign_file_and_non_html_suffix(tmp_path, human_run):
     assert foreign.read_text() == "<html>someone else's page</html>"
 
 
+def test_report_refuses_an_htm_suffix_as_the_docs_say(tmp_path, human_run):
+    """Before: --out x.htm was accepted while the README and the error for .txt say --out must
+    end in .html: one rule, .html only."""
+    out = tmp_path / "x.htm"
+    p = cli("report", str(human_run), "--out", str(out), columns=250)
+    one_line_error(p, "--out", "must end in .html", str(tmp_path / "x.html"))
+    assert not out.exists() and not (tmp_path / "x.md").exists()
+
+
 def test_report_overwrites_its_own_report(tmp_path, human_run):
     out = tmp_path / "rep.html"
     for _ in range(2):  # the second call overwrites the report written by the first
