@@ -155,12 +155,13 @@ def _provenance(data: ReportData):
     model_prov = [dict(model=m, family=rs[0].model_family, versions=sorted({r.run_meta.model_version for r in rs}),
                        readouts=sorted({r.readout for r in rs}), n=len(rs))
                   for m, rs in sorted(by_model.items(), key=lambda kv: model_key(kv[0])) if not m.startswith("human:")]
-    trial_prov, human_groups = [], defaultdict(list)
+    trial_prov, human_groups, model_refs = [], defaultdict(list), defaultdict(set)
     by_tm_given = sorted(by_tm.items(), key=lambda kv: (task_key(kv[0][0]), model_key(kv[0][1])))
     for (t, m), rs in by_tm_given:
         if m.startswith("human:"):
             human_groups[t] += rs
             continue
+        model_refs[t] |= {str(r.human_ref_id) for r in rs if r.human_ref_id is not None}
         settings = {k: v for k, v in ((rs[0].run_meta.model_extra or {}).get("task_params") or {}).items()}
         trial_prov.append(dict(task_id=t, model=m, prompt_ids=sorted({str(r.prompt_id) for r in rs}),
                                prompt_hashes=sorted({str(r.prompt_hash) for r in rs}), n=len(rs),
@@ -173,8 +174,12 @@ def _provenance(data: ReportData):
         rs = human_groups.get(t)
         if rs:
             shas = sorted({r.run_meta.model_version.removeprefix("sha256:")[:16] + "..." for r in rs})
-            human_prov.append(dict(task_id=t, who=_respondents(t, rs), refs=sorted({str(r.human_ref_id) for r in rs}),
-                                   shas=shas, n=len(rs)))
+            refs = sorted({str(r.human_ref_id) for r in rs})
+            # the id the task's model trials carry where it is none of these (the Geirhos tasks'
+            # .modal: the modal answer of the observers' .raw trials), so the page names both
+            refs += [f"{x} (the id the model trials carry: their reference, derived from these records)" for x in
+                     sorted(model_refs.get(t, set()) - set(refs))]
+            human_prov.append(dict(task_id=t, who=_respondents(t, rs), refs=refs, shas=shas, n=len(rs)))
         elif (lit := _literature_reference(t)) is not None:
             human_prov.append(dict(task_id=t, who=f"none: a literature reference ({lit[1]}), not a data file",
                                    refs=[lit[0]], shas=["- (no data file)"], n=0))

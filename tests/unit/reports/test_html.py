@@ -73,3 +73,13 @@ def test_provenance_has_a_row_for_the_series_count_literature_reference(tmp_path
         who.endswith("not a data file")
     prov = html[html.index("<h3>Human references and source files</h3>"):html.index("<h3>Skipped")]
     assert "capacity-band.healey1996-ware2013" in prov and "not a data file" in prov
+
+
+def test_provenance_names_the_id_the_silhouette_model_trials_carry_beside_the_observers_records_id(tmp_path, mirror):
+    """Before: the page named only geirhos2019.silhouette.raw (the observers' records) while the model
+    trials and `perceptbench tasks` say geirhos2019.silhouette.modal: the two could not be matched."""
+    recs, _, _, tables = _report(tmp_path, ["m"], (SIL,))
+    row = next(r for r in tables["table_provenance_human_references"].rows if r[0] == SIL)
+    assert {r.human_ref_id for r in recs if r.model == "m"} == {"geirhos2019.silhouette.modal"}
+    assert row[2] == ("geirhos2019.silhouette.raw, geirhos2019.silhouette.modal (the id the model trials carry: "
+                      "their reference, derived from these records)")
