@@ -617,7 +617,7 @@ def test_the_report_gives_p_values_adjusted_for_its_comparisons(tmp_path):
     html, md = out.read_text(), out.with_suffix(".md").read_text()
     n_holm = sum(d.p_holm < 0.05 for d in diffs)
     assert f"{n_holm} have a Holm-adjusted p &lt; 0.05" in html and "<th>p, Holm</th><th>p, BH</th>" in html
-    assert "The figure fills and the table marks the Holm-adjusted ones." in html
+    assert "The figure draws the Holm-adjusted ones as blue diamonds and the table marks them." in html
     assert f"{n_holm} have a Holm-adjusted p < 0.05" in md and ", Holm " in md
 
 
