@@ -59,6 +59,7 @@ def test_provenance_says_kernel_answers_are_derived_not_human_and_names_the_refe
     assert row[1] == ("5 perceptual kernels' derived answers, not human trials (human:kernel-l5 ... human:kernel-tm; "
                       "reference kernel tm = the ground truth)")
     assert "respondents (human:kernel" not in html and row[1].replace("'", "&#39;") in html
+    assert "<th>respondents (human, kernel-derived, or none)</th>" in html and "human respondent(s)" not in html
 
 
 def test_provenance_has_a_row_for_the_series_count_literature_reference(tmp_path, mirror):
