@@ -86,15 +86,19 @@ def whole_blur(image: Image.Image, sigma_px: float) -> Image.Image:
     return im.filter(ImageFilter.GaussianBlur(radius=s))
 
 
-def region_blur(image: Image.Image, mask: np.ndarray, sigma_px: float, dilate_px: int = DILATE_PX) -> Image.Image:
+def region_blur(image: Image.Image, mask: np.ndarray, sigma_px: float, dilate_px: int = DILATE_PX,
+                blurred: Image.Image | None = None) -> Image.Image:
     """``image`` (RGB) with only ``mask`` dilated by ``dilate_px`` replaced by its Gaussian blur.
 
     ``mask``: bool array of shape (H, W) for an image of size (W, H).  The blur mixes in the
     region's surroundings (as a blurred photograph would): it is the whole image's Gaussian blur,
     computed on a crop reaching :data:`BLUR_MARGIN_SIGMAS` sigmas beyond the dilated mask, and
     pasted through the dilated mask; every pixel outside the dilated
-    mask is byte-identical to the input.  Raises ValueError for a mask of the wrong shape, an
-    empty mask, a negative sigma or dilation.
+    mask is byte-identical to the input.  ``blurred``: ``whole_blur(image, sigma_px)`` when the
+    caller has it already (the VSI task renders both conditions of a sample); its pixels are
+    pasted instead of blurring the crop, the same bytes (the crop's blur equals the whole
+    image's inside the mask: tested).  Raises ValueError for a mask of the wrong shape, an
+    empty mask, a negative sigma or dilation, or a ``blurred`` image of another size.
     """
     im = _rgb(image)
     s = _check_sigma(sigma_px)
@@ -110,11 +114,17 @@ def region_blur(image: Image.Image, mask: np.ndarray, sigma_px: float, dilate_px
     # extended-box approximation of the Gaussian has no weight beyond ~3 sigma, so inside the mask
     # the crop's blur equals the whole image's (tested), at a fraction of the cost
     ys, xs = np.nonzero(d)
-    pad = int(np.ceil(BLUR_MARGIN_SIGMAS * s)) + 2
-    x0, y0 = max(0, xs.min() - pad), max(0, ys.min() - pad)
-    x1, y1 = min(im.width, xs.max() + 1 + pad), min(im.height, ys.max() + 1 + pad)
-    blurred = np.asarray(im.crop((x0, y0, x1, y1)).filter(ImageFilter.GaussianBlur(radius=s)))
+    if blurred is not None:
+        if blurred.size != im.size:
+            raise ValueError(f"blurred image size {blurred.size} does not match the image's {im.size}")
+        x0, y0, x1, y1 = xs.min(), ys.min(), xs.max() + 1, ys.max() + 1
+        source = np.asarray(_rgb(blurred))[y0:y1, x0:x1]
+    else:
+        pad = int(np.ceil(BLUR_MARGIN_SIGMAS * s)) + 2
+        x0, y0 = max(0, xs.min() - pad), max(0, ys.min() - pad)
+        x1, y1 = min(im.width, xs.max() + 1 + pad), min(im.height, ys.max() + 1 + pad)
+        source = np.asarray(im.crop((x0, y0, x1, y1)).filter(ImageFilter.GaussianBlur(radius=s)))
     out = np.asarray(im).copy()
     sub = d[y0:y1, x0:x1]
-    out[y0:y1, x0:x1][sub] = blurred[sub]
+    out[y0:y1, x0:x1][sub] = source[sub]
     return Image.fromarray(out, "RGB")
