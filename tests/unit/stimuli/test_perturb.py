@@ -19,9 +19,12 @@ def _noise(w, h, seed=0) -> Image.Image:
 @pytest.mark.parametrize("box", [(181, 239, 199, 271), (0, 0, 30, 30), (400, 480, 512, 512), (0, 0, 512, 512)])
 def test_region_blur_from_the_given_whole_blur_is_the_same_bytes(sigma, box):
     im = _noise(512, 512, seed=2)
+    im.info["dpi"] = (72, 72)
     m = box_mask(im.size, box)
     own = region_blur(im, m, sigma)
-    assert region_blur(im, m, sigma, blurred=whole_blur(im, sigma)).tobytes() == own.tobytes()
+    shared = region_blur(im, m, sigma, blurred=whole_blur(im, sigma))
+    assert shared.tobytes() == own.tobytes() and shared.mode == own.mode == "RGB"
+    assert own.info == shared.info == {}  # a new image, as Image.fromarray gave before the paste
 
 
 def test_region_blur_takes_its_pixels_from_the_given_blur():
