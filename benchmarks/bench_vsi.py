@@ -42,9 +42,10 @@ Measured (issue 25; shared 2-core machine; ``--n 8 --repeats 5``, prefill scale,
 bare / full, median [range]): 0.801 [0.762-0.917] at load 5-13 before the search arrays hashed
 lazily, 0.857 [0.810-0.942] at load 15-17 after, 0.899 [0.850-0.902] at load 16-17 (and 0.880
 [0.836-0.981] over 7 repeats at load 16-21) with the VSI generations' KV cache grown in place (``HFVLM.kv_in_place``; ``--kv-in-place 0``: the old path);
-on 2026-12-03 0.844 [0.835-0.912] on main (7 repeats, load 2-3) and 0.897 [0.882-0.982] (7 repeats, load 6.5-9.9)
-with each search array laid out once and one blur per sample; ``--tokenizer`` (LLaVA-1.5's): 0.825 [0.785-1.044]
-before, 0.876 [0.642-0.920] after.
+on 2026-12-03 main 0.844 [0.835-0.912] (load 2-3) and 0.900 [0.838-0.909] (load 3-6), then 0.897 [0.882-0.982]
+(load 6.5-9.9) and 0.887 [0.843-0.940] (load 4-7) with each search array laid out once and one blur per sample
+(~2% of the full arm's CPU by ``--stages``, inside the run-to-run spread); ``--tokenizer`` (LLaVA-1.5's):
+0.825 [0.785-1.044] before, 0.876 [0.642-0.920] after.
 ``--stages`` gives where the time goes (docs/performance.md, "VSI: full measurement vs three bare
 prefills").  Earlier figures (best of 2, issue 9: 0.94 / 0.89 at 8 / 16 samples) were best-of
 timings and did not hold under interleaved medians.
