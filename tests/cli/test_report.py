@@ -300,6 +300,15 @@ def test_report_refuses_foreign_file_and_non_html_suffix(tmp_path, human_run):
     assert foreign.read_text() == "<html>someone else's page</html>"
 
 
+def test_report_refuses_an_htm_suffix_as_the_docs_say(tmp_path, human_run):
+    """Before: --out x.htm was accepted while the README and the error for .txt say --out must
+    end in .html: one rule, .html only."""
+    out = tmp_path / "x.htm"
+    p = cli("report", str(human_run), "--out", str(out), columns=250)
+    one_line_error(p, "--out", "must end in .html", str(tmp_path / "x.html"))
+    assert not out.exists() and not (tmp_path / "x.md").exists()
+
+
 def test_report_overwrites_its_own_report(tmp_path, human_run):
     out = tmp_path / "rep.html"
     for _ in range(2):  # the second call overwrites the report written by the first
@@ -608,7 +617,7 @@ def test_the_report_gives_p_values_adjusted_for_its_comparisons(tmp_path):
     html, md = out.read_text(), out.with_suffix(".md").read_text()
     n_holm = sum(d.p_holm < 0.05 for d in diffs)
     assert f"{n_holm} have a Holm-adjusted p &lt; 0.05" in html and "<th>p, Holm</th><th>p, BH</th>" in html
-    assert "The figure fills and the table marks the Holm-adjusted ones." in html
+    assert "The figure draws the Holm-adjusted ones as blue diamonds and the table marks them." in html
     assert f"{n_holm} have a Holm-adjusted p < 0.05" in md and ", Holm " in md
 
 

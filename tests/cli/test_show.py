@@ -102,3 +102,31 @@ def test_show_says_first_what_it_could_not_rebuild_and_why(tmp_path, mirror):
     assert at < next(i for i, ln in enumerate(lines) if ln.startswith("raw_output:"))  # up front
     assert "cannot rebuild the stimulus" in " ".join(lines[at:at + 4])
     assert "human answers to this stimulus: none in this run" in p.stdout
+
+
+def test_show_labels_kernel_answers_as_kernel_derived_and_leaves_the_reference_kernel_out(tmp_path, mirror):
+    """Before: the perceptual kernels' odd ones out were printed as "human answers" and the reference
+    kernel (the task's ground truth) counted in the "human accuracy" (circular: 4 of 5 for 3 of 4)."""
+    task = get_task("similarity.chart.mark_color")
+    stims = task.stimuli(0)
+    kernels = task.human_records(0, "planted", stims)
+    ref = f"human:kernel-{task.params['kernel']}"
+    # a stimulus where some non-reference kernel disagrees with the reference
+    sid = next(s.stimulus_id for s in stims
+               if any(k.stimulus_id == s.stimulus_id and k.correct is False for k in kernels))
+    mine = [k for k in kernels if k.stimulus_id == sid]
+    others = [k for k in mine if k.model != ref]
+    d = tmp_path / "run"
+    plant_records(d, kernels + [plant_record(task, stimulus_id=sid, model="m", response=1,
+                                                  ground_truth=mine[0].ground_truth, raw_output="1")])
+    p = cli("show", d, "similarity.chart.mark_color", sid, "m", in_process=True)
+    text = " ".join(p.stdout.split())
+    assert p.returncode == 0, text
+    assert "human accuracy" not in text and "modal human answer" not in text
+    assert "human answers to this stimulus: none in this run" in text
+    assert f"kernel-derived answers to this stimulus ({len(mine)}; " in text and "not human trials" in text
+    assert f"reference kernel {ref} = the ground truth" in text and f"{ref}={mine[-1].response} (reference)" in text
+    agree = sum(bool(k.correct) for k in others)
+    assert (f"other kernels' agreement with the reference kernel ({task.params['kernel']}): "
+            f"{agree / len(others):.2f} ({agree} of {len(others)} agreeing)") in text
+    assert f"modal answer of the {len(others)} other kernels: " in text

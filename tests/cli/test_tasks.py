@@ -88,3 +88,17 @@ def test_tasks_says_which_battery_runs_each_task():
     sal = out[out.index("salbench.detection.syn\n"):]
     assert "battery:" not in sal[:sal.index("description:")]  # named with --task only
     assert "full = 10 tasks" in " ".join(out.split())
+
+
+def test_the_tasks_listing_names_the_silhouette_observers_records_id_beside_the_reference_id():
+    """Before: the listing gave only geirhos2019.silhouette.modal (the id model trials carry) while the
+    observers' records and the report's provenance say geirhos2019.silhouette.raw: both are named now."""
+    out = cli("tasks", columns=100).stdout
+    block = " ".join(out[out.index("closure.nat.silhouette\n"):out.index("closure.nat.edges\n")].split())
+    assert "human reference id: geirhos2019.silhouette.modal" in block
+    assert ("human records' id: geirhos2019.silhouette.raw (the observers' trials; the human reference id is "
+            "their modal answer)") in block
+    task = get_task("closure.nat.silhouette")
+    assert task.human_raw_ref_id == "geirhos2019.silhouette.raw"  # the id its human records carry
+    wide = cli("tasks", columns=400).stdout
+    assert "geirhos2019.silhouette.raw" in wide and "geirhos2019.silhouette.modal" in wide

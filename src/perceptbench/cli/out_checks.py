@@ -84,7 +84,7 @@ def check_out(out: Path, must_be: str) -> None:
         if out.is_dir():
             fail(f"--out {out} is a directory; --out must be the path of the report's HTML file "
                   f"(e.g. {out / 'report.html'})")
-        if out.suffix.lower() not in (".html", ".htm"):
+        if out.suffix.lower() != ".html":  # one rule, as the README says: .htm refused too
             fail(f"--out {out}: the report is an HTML page; --out must end in .html "
                   f"(e.g. {out.with_suffix('.html')})")
         if out.exists() and not _is_our_report(out):

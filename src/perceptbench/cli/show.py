@@ -26,7 +26,8 @@ def show(
     With a trial: what could not be rebuilt (and why) first, then its prompt text, raw output,
     parse metadata, the path of its rendered stimulus image (written to RUN_DIR/stimuli/ if
     needed), and the human answers to the same stimulus in the run (each observer's response,
-    the modal answer, the per-stimulus human accuracy).  Without it: the model trial ids, one
+    the modal answer, the per-stimulus human accuracy; answers derived from perceptual kernels
+    apart, labelled so, the task's reference kernel left out of their figures).  Without it: the model trial ids, one
     per line.  Imports no torch."""
     import json
 
@@ -147,27 +148,74 @@ def _trial_id(words: list[str], model_ids: list[str], path: Path) -> str:
 def _print_human_answers(rec, recs) -> None:
     """The human answers in the run to ``rec``'s stimulus: each observer's response, the modal answer
     (most frequent non-null response; ties all named) and the per-stimulus human accuracy (share of
-    correct answers among the scored ones).  Says so when the run holds none."""
-    from collections import Counter
-
+    correct answers among the scored ones).  Answers derived from perceptual kernels (readout
+    ``human_kernel``, Demiralp et al. 2014: each kernel's odd one out, not a human trial) are printed
+    apart and labelled so; the task's reference kernel (its ``kernel`` setting) is the ground truth,
+    so it is named and left out of their modal answer and of their agreement with it.  Says so when
+    the run holds none."""
     humans = [r for r in recs if r.model_family == "human" and r.task_id == rec.task_id
               and r.stimulus_id == rec.stimulus_id and r.trial_id != rec.trial_id]
-    if not humans:
+    kernels = [h for h in humans if h.readout == "human_kernel"]
+    people = [h for h in humans if h.readout != "human_kernel"]
+    if not people:
         console.print("human answers to this stimulus: none in this run", highlight=False)
-        return
-    show = lambda v: "null" if v is None else str(v)  # noqa: E731
-    console.print(f"human answers to this stimulus ({len(humans)}): "
-                  + ", ".join(f"{escape(h.model)}={escape(show(h.response))}" for h in humans),
-                  highlight=False, soft_wrap=True)
-    counts = Counter(show(h.response) for h in humans if h.response is not None)
+    else:
+        _print_answers("human answers to this stimulus", people)
+        _print_modal_and_accuracy(people, "modal human answer", "human accuracy on this stimulus")
+    if kernels:
+        ref = _reference_kernel(rec.task_id)
+        console.print(f"kernel-derived answers to this stimulus ({len(kernels)}; each perceptual kernel's odd one "
+                      "out, Demiralp et al. 2014, not human trials"
+                      + (f"; reference kernel {escape(ref)} = the ground truth" if ref else "") + "): "
+                      + ", ".join(f"{escape(h.model)}={escape(_answer(h.response))}"
+                                  + (" (reference)" if h.model == ref else "") for h in kernels),
+                      highlight=False, soft_wrap=True)
+        others = [h for h in kernels if h.model != ref]
+        if ref and others:
+            _print_modal_and_accuracy(
+                others, f"modal answer of the {len(others)} other kernels",
+                f"other kernels' agreement with the reference kernel ({escape(ref.removeprefix('human:kernel-'))})",
+                "agreeing")
+
+
+def _answer(v) -> str:
+    """A response as ``show`` prints it (``null`` for a null response)."""
+    return "null" if v is None else str(v)
+
+
+def _print_answers(label: str, recs) -> None:
+    """``label (n): model=response, ...`` on one line."""
+    console.print(f"{label} ({len(recs)}): " + ", ".join(f"{escape(h.model)}={escape(_answer(h.response))}"
+                                                         for h in recs), highlight=False, soft_wrap=True)
+
+
+def _print_modal_and_accuracy(recs, modal_label: str, accuracy_label: str, correct_word: str = "correct") -> None:
+    """The modal answer of ``recs`` (most frequent non-null response; ties all named, ``top of n``)
+    and the share of correct answers among the scored ones (``correct`` not null)."""
+    from collections import Counter
+
+    counts = Counter(_answer(h.response) for h in recs if h.response is not None)
     if counts:
         top = max(counts.values())
         modal = [v for v, c in counts.items() if c == top]
-        console.print(f"modal human answer: {escape(' / '.join(modal))} ({top} of {len(humans)})", highlight=False)
-    scored = [h.correct for h in humans if h.correct is not None]
+        console.print(f"{modal_label}: {escape(' / '.join(modal))} ({top} of {len(recs)})", highlight=False)
+    scored = [h.correct for h in recs if h.correct is not None]
     if scored:
-        console.print(f"human accuracy on this stimulus: {sum(scored) / len(scored):.2f} "
-                      f"({sum(scored)} of {len(scored)} correct)", highlight=False)
+        console.print(f"{accuracy_label}: {sum(scored) / len(scored):.2f} "
+                      f"({sum(scored)} of {len(scored)} {correct_word})", highlight=False)
+
+
+def _reference_kernel(task_id: str) -> str | None:
+    """``human:kernel-<name>`` of the kernel a kernel odd-one-out task takes as its ground truth
+    (the task's ``kernel`` setting, :class:`~perceptbench.tasks.gestalt.MarkKernelTask`), or None
+    where the task is not known here or has no such setting."""
+    from ..tasks import get_task
+
+    try:
+        name = get_task(task_id).params.get("kernel")
+    except (KeyError, ValueError):
+        return None
+    return None if name is None else f"human:kernel-{name}"
 
 
 def _visible(text: str) -> str:

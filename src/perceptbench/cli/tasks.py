@@ -11,8 +11,9 @@ from .errors import console
 def tasks() -> None:
     """List the tasks, their settings and the human data behind each.
 
-    For each task: the human data in words and as the reference id records carry, and the
-    battery that runs it (``default``: the run with no ``--task``, also in ``full``; ``full``:
+    For each task: the human data in words and as the reference id records carry (the id model
+    trials carry, and, where it differs, the id of the human records it is derived from: the
+    Geirhos tasks' ``.modal`` answer of the observers' ``.raw`` trials), and the battery that runs it (``default``: the run with no ``--task``, also in ``full``; ``full``:
     ``--battery full`` only; empty: only when named with ``--task``).
     Task ids are never broken across lines, whatever the terminal width: a wide terminal
     gets a table whose id column does not wrap, a narrow one a list with each id on a line
@@ -24,19 +25,22 @@ def tasks() -> None:
         specs = {k: cls.setting_spec(cls, k) for k in cls.defaults}  # class-level specs, no instance needed
         settings = ", ".join(f"{k}={v} ({specs[k].describe() if specs[k] else 'any'})" for k, v in cls.defaults.items())
         rows.append((cls.base_id, f"{cls.principle}/{cls.track}", cls.response_space, cls.encoder_readout,
-                     settings or "-", cls().human_data, cls().human_ref_id,
+                     settings or "-", cls().human_data, cls().human_ref_id, _records_ref_id(cls()),
                      {"default": "default (and full)", "full": "full"}.get(battery_of(cls.base_id), ""),
                      cls.description))
     for tid, why in NOT_RUNNABLE.items():
-        rows.append((tid, "", "", "", "", "", "", "not runnable", why))
+        rows.append((tid, "", "", "", "", "", "", "", "not runnable", why))
     cols = ("task_id", "principle/track", "response", "encoder readout", "settings (default)", "human data",
-            "human reference id", "battery", "description")
+            "human reference id", "human records' id", "battery", "description")
     id_width = max(len(r[0]) for r in rows)
     if console.width >= id_width + 150:
         t = Table(title="tasks")
         t.add_column(cols[0], no_wrap=True, min_width=id_width)
         for c in cols[1:]:
-            t.add_column(c, no_wrap=c == "human reference id")  # the others wrap at word boundaries
+            # the ids are never broken: the reference id column does not wrap, the records' id column
+            # is as wide as its longest id (its note wraps at word boundaries)
+            t.add_column(c, no_wrap=c == "human reference id",
+                         min_width=max(len(r[7].split(" ")[0]) for r in rows) if c == "human records' id" else None)  # the others wrap at word boundaries
         for r in rows:
             t.add_row(*(escape(x) for x in r))
         console.print(t)
@@ -51,3 +55,12 @@ def tasks() -> None:
                   highlight=False)
     console.print("Variants: BASE@key=value[,key=value], e.g.", highlight=False)
     console.print("similarity.chart.mark_color@kernel=l5", soft_wrap=True, highlight=False)
+
+
+def _records_ref_id(task) -> str:
+    """The ``human_ref_id`` the task's own human records carry where it differs from the one its
+    model trials carry (``human_raw_ref_id`` of the Geirhos tasks: the observers' raw trials, whose
+    modal answer is the models' reference), else empty."""
+    raw = getattr(task, "human_raw_ref_id", "")
+    return f"{raw} (the observers' trials; the human reference id is their modal answer)" if raw and \
+        raw != task.human_ref_id else ""

@@ -89,8 +89,12 @@ class Resampler:
             return hit[1]
         idx = np.asarray(idx)
         d, n = idx.shape
-        counts = np.bincount((idx + n * np.arange(d)[:, None]).ravel(), minlength=d * n).reshape(d, n)
-        counts = counts.astype(np.float32)  # integers <= n: exact; float32 marks them as counts for _wsum
+        counts = np.empty((d, n), np.float32)  # integers <= n: exact; float32 marks them as counts for _wsum
+        step = max(1, 2 ** 18 // max(n, 1))  # rows counted at a time: no int64 temporaries of the whole matrix
+        for s in range(0, d, step):
+            block = idx[s:s + step]
+            b = block.shape[0]
+            counts[s:s + b] = np.bincount((block + n * np.arange(b)[:, None]).ravel(), minlength=b * n).reshape(b, n)
         counts.setflags(write=False)
         if any(v is idx for v in self.indices.values()):
             self._counts[id(idx)] = (idx, counts)
@@ -112,15 +116,18 @@ def resample_counts(idx: np.ndarray) -> np.ndarray:
 
 
 def percentile_intervals(estimate: np.ndarray, draws: np.ndarray, n_draws: int, seed: int,
-                         alpha: float = 0.05) -> list[BootstrapResult]:
+                         alpha: float = 0.05, q: tuple[float, float] | None = None) -> list[BootstrapResult]:
     """:class:`BootstrapResult` per column of ``draws`` (shape (n_draws, M), one column per
     model on shared draws; ``estimate`` (M,)), each equal to what :func:`bootstrap` gives
     for that column alone: the ``alpha/2``, ``1-alpha/2`` percentiles (numpy's linear
-    method) of the column's finite draws; the others are counted as dropped."""
+    method) of the column's finite draws; the others are counted as dropped.  ``q``: the two
+    percentiles (in [0, 100]) to take instead, as a caller writes them (their last bit
+    depends on how they are computed: :func:`perceptbench.metrics.saliency.score_multilabel`
+    uses ``(a, 100 - a)``, ``a = 100 (1 - level) / 2``)."""
     draws = np.asarray(draws, float)
     ok = np.isfinite(draws)
     dropped = (~ok).sum(0)
-    q = [100 * alpha / 2, 100 * (1 - alpha / 2)]
+    q = [100 * alpha / 2, 100 * (1 - alpha / 2)] if q is None else list(q)
     low = np.full(draws.shape[1], np.nan)
     high = np.full(draws.shape[1], np.nan)
     full = dropped == 0

@@ -101,6 +101,54 @@ def kappa_gathered(m: np.ndarray, h: np.ndarray, valid: np.ndarray):
     return stat
 
 
+def kappa_resampled(m: np.ndarray, h: np.ndarray, valid: np.ndarray, idx: np.ndarray) -> np.ndarray:
+    """:func:`kappa_gathered` of M respondents on the draws of one index matrix: ``m`` 0/1
+    float (M, n), ``h`` float (n,) (the panel's per-stimulus accuracy, shared), ``valid`` bool
+    (M, n), ``idx`` int (d, n) -> float64 (d, M), column j equal to
+    ``kappa_gathered(m[j], h, valid[j])(idx)`` bit for bit (seed 000 Eq. 2, D.5).
+
+    The integer sums (valid trials, the model's correct ones) are one product of the
+    resample counts (:func:`perceptbench.metrics.bootstrap.resample_counts`) with the
+    respondents' 0/1 rows, exact in any order; the non-integer ones (agreement with ``h``, the
+    sum of ``h``) are gathered along each draw and summed row by row, numpy's pairwise order
+    of :func:`kappa_gathered` (the sum of ``h`` once per distinct valid mask).  ``m`` must be
+    0/1 (any other value: ValueError)."""
+    from .bootstrap import resample_counts
+
+    m, h = np.asarray(m, float), np.asarray(h, float)
+    valid = np.asarray(valid, bool)
+    if not _binary(m):
+        raise ValueError("kappa_resampled: m must be 0/1 (correctness)")
+    idx = np.asarray(idx)
+    w = resample_counts(idx)
+    n_v = _wsum_by_pattern(w, valid.astype(float))  # (d, M)
+    s_m = _wsum(w, np.where(valid, m, 0.0))
+    agree = np.where(valid, m * h + (1 - m) * (1 - h), 0.0)  # the per-trial terms of kappa_gathered
+    u, inv = _patterns(valid)
+    sums = _gathered_row_sums(np.concatenate([agree, np.where(u, h[None], 0.0)]), idx)
+    s_agree, s_h = sums[:, :len(agree)], sums[:, len(agree):]
+    s_h = s_h if inv is None else s_h[:, inv]
+    return kappa_from_sums(n_v, s_agree, s_m, np.broadcast_to(s_h, s_agree.shape))
+
+
+_DRAW_BLOCK = 100
+"""Draws gathered at a time by :func:`_gathered_row_sums` (the block's indices and gathered rows
+stay in cache while every row of terms is summed: about 1.4x faster than whole matrices)."""
+
+
+def _gathered_row_sums(rows: np.ndarray, idx: np.ndarray) -> np.ndarray:
+    """``rows[k][idx].sum(-1)`` for every row: ``rows`` float (K, n), ``idx`` int (d, n) ->
+    float64 (d, K).  Each value is numpy's pairwise sum of one gathered (draw, stimuli) row of a
+    2-D array, so it equals the per-draw form's to the last bit, whatever the block."""
+    d = idx.shape[0]
+    out = np.empty((d, len(rows)))
+    for s in range(0, d, _DRAW_BLOCK):
+        block = idx[s:s + _DRAW_BLOCK]
+        for k, row in enumerate(rows):
+            out[s:s + _DRAW_BLOCK, k] = np.take(row, block).sum(-1)
+    return out
+
+
 def _binary(x: np.ndarray) -> bool:
     return bool(((x == 0) | (x == 1)).all())
 

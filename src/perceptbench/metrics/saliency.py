@@ -54,6 +54,8 @@ __all__ = [
     "encode_sets",
     "score_both_conventions",
     "score_by_group",
+    "score_encoded",
+    "score_groups_encoded",
     "score_multilabel",
 ]
 
@@ -172,13 +174,14 @@ def encode_sets(
 
 
 def _per_stimulus(P: np.ndarray, T: np.ndarray, extra: np.ndarray):
-    """Per-stimulus contributions: em (n,), tp/fp/fn (n, C) int8, sample F1 (n,)."""
-    em = np.all(P == T, axis=1) & (extra == 0)
-    tp = (P & T).astype(np.int8)
-    fp = (P & ~T).astype(np.int8)
-    fn = (~P & T).astype(np.int8)
-    inter = tp.sum(axis=1, dtype=np.int64)
-    denom = P.sum(axis=1) + extra + T.sum(axis=1)
+    """Per-stimulus contributions of M respondents: ``P`` bool (M, n, C), ``T`` bool (n, C),
+    ``extra`` int (M, n) -> em float64 (M, n), tp/fp/fn int8 (M, n, C), sample F1 float64 (M, n)."""
+    em = np.all(P == T[None], axis=2) & (extra == 0)
+    tp = (P & T[None]).astype(np.int8)
+    fp = (P & ~T[None]).astype(np.int8)
+    fn = (~P & T[None]).astype(np.int8)
+    inter = tp.sum(axis=2, dtype=np.int64)
+    denom = P.sum(axis=2) + extra + T.sum(axis=1)[None]
     sf1 = np.where(denom > 0, 2.0 * inter / np.maximum(denom, 1), 0.0)
     return em.astype(np.float64), tp, fp, fn, sf1
 
@@ -207,6 +210,17 @@ def _mean_f1(f1: np.ndarray) -> np.ndarray:
         return np.where(k > 0, s / np.maximum(k, 1), np.nan)
 
 
+def _check_settings(null: str, undefined_f1: str, n_boot, ci_level) -> None:
+    if null not in NULL_CONVENTIONS:
+        raise ValueError(f"null must be one of {NULL_CONVENTIONS}, got {null!r}")
+    if undefined_f1 not in ("nan", "zero"):
+        raise ValueError(f"undefined_f1 must be 'nan' or 'zero', got {undefined_f1!r}")
+    if int(n_boot) != n_boot or n_boot < 0:
+        raise ValueError(f"n_boot must be a non-negative integer, got {n_boot!r}")
+    if not (0 < ci_level < 1):
+        raise ValueError(f"ci_level must lie in (0, 1), got {ci_level!r}")
+
+
 def score_multilabel(
     preds: Sequence[Iterable[str] | None],
     truths: Sequence[Iterable[str]],
@@ -231,107 +245,140 @@ def score_multilabel(
         ``"nan"`` or ``"zero"``.  ``mean_f1`` counts it as 0 either way (seed 001 §4);
         ``mean_f1_defined`` skips it either way.
 
-    Formulas: module docstring (seed 001 §4 "Setting", Tables 1, A.1, A.2).
+    Formulas: module docstring (seed 001 §4 "Setting", Tables 1, A.1, A.2); computed by
+    :func:`score_encoded` (one respondent).
     Raises ValueError for an unknown ``null`` / ``undefined_f1`` value, bad ``n_boot`` /
     ``ci_level``, or inconsistent inputs (see :func:`encode_sets`).
     """
-    if null not in NULL_CONVENTIONS:
-        raise ValueError(f"null must be one of {NULL_CONVENTIONS}, got {null!r}")
-    if undefined_f1 not in ("nan", "zero"):
-        raise ValueError(f"undefined_f1 must be 'nan' or 'zero', got {undefined_f1!r}")
-    if int(n_boot) != n_boot or n_boot < 0:
-        raise ValueError(f"n_boot must be a non-negative integer, got {n_boot!r}")
-    if not (0 < ci_level < 1):
-        raise ValueError(f"ci_level must lie in (0, 1), got {ci_level!r}")
+    _check_settings(null, undefined_f1, n_boot, ci_level)
+    P, T, extra, isnull = encode_sets(preds, truths, categories)
+    return score_encoded(P[None], T, extra[None], isnull[None], categories, null, n_boot, seed, ci_level,
+                         undefined_f1)[0]
+
+
+def score_encoded(
+    P: np.ndarray,
+    T: np.ndarray,
+    extra: np.ndarray,
+    isnull: np.ndarray,
+    categories: Sequence[str],
+    null: str = "exclude",
+    n_boot: int = 1000,
+    seed: int = 0,
+    ci_level: float = 0.95,
+    undefined_f1: str = "nan",
+) -> list[MultiLabelScore]:
+    """:func:`score_multilabel` of M respondents who answered the same n stimuli, from label
+    sets already encoded (:func:`encode_sets`): ``P`` bool (M, n, C) predicted labels,
+    ``T`` bool (n, C) truth sets (shared), ``extra`` int (M, n) predicted labels outside
+    ``categories``, ``isnull`` bool (M, n) null predictions (their ``P`` and ``extra`` are
+    ignored).  Returns one :class:`MultiLabelScore` per respondent, each equal, to the last
+    bit, to ``score_multilabel`` of that respondent alone (tests/unit/metrics/test_saliency.py).
+
+    Vectorised over respondents and draws: every bootstrap statistic but sample F1 is a ratio
+    of integer counts (TP, FP, FN, exact matches), so the resample sums are taken as one
+    product of the resample count matrix (:func:`perceptbench.metrics.bootstrap.resample_counts`
+    of the same index matrix) with the respondents' 0/1 contributions, exact in any order;
+    sample F1 (non-integer per stimulus) is gathered and summed along each draw as the per-draw
+    form does (numpy's pairwise sum of the same row), so its bits are unchanged.  Under
+    ``null="exclude"`` respondents are scored in groups of equal null pattern (each group's
+    kept stimuli: its own n and index matrix).  Raises ValueError as :func:`score_multilabel`
+    for bad settings, and for arrays whose shapes disagree."""
+    _check_settings(null, undefined_f1, n_boot, ci_level)
     cats = tuple(categories)
-    P, T, extra, isnull = encode_sets(preds, truths, cats)
-    n_null = int(isnull.sum())
-    if null == "exclude":
-        keep = ~isnull
-        P, T, extra = P[keep], T[keep], extra[keep]
-    # under "empty", null rows already have P all False and extra 0
-    n = int(P.shape[0])
-    notes: list[str] = []
+    P, T = np.asarray(P, bool), np.asarray(T, bool)
+    extra, isnull = np.asarray(extra, np.int64), np.asarray(isnull, bool)
+    if P.ndim != 3 or T.shape != P.shape[1:] or extra.shape != P.shape[:2] or isnull.shape != P.shape[:2] \
+            or P.shape[2] != len(cats):
+        raise ValueError(f"score_encoded: shapes disagree: P {P.shape}, T {T.shape}, extra {extra.shape}, "
+                         f"isnull {isnull.shape}, {len(cats)} categories")
+    P = P & ~isnull[:, :, None]  # a null prediction is an empty one (null="empty")
+    extra = np.where(isnull, 0, extra)
+    n_null = isnull.sum(1)
+    settings = (cats, null, int(n_boot), int(seed), float(ci_level), undefined_f1)
+    if null == "empty":
+        return _score_block(P, T, extra, n_null, *settings)
+    out: list[MultiLabelScore | None] = [None] * P.shape[0]
+    keep_u, inv = np.unique(~isnull, axis=0, return_inverse=True)
+    for g, keep in enumerate(keep_u):
+        members = np.flatnonzero(inv.ravel() == g)
+        for m, sc in zip(members.tolist(), _score_block(P[members][:, keep], T[keep], extra[members][:, keep],
+                                                        n_null[members], *settings)):
+            out[m] = sc
+    return out  # type: ignore[return-value]
+
+
+_BLOCK = 1_000_000
+"""Bound on the elements of one block's (respondents x draws x stimuli) sample-F1 gather."""
+
+
+def _score_block(P, T, extra, n_null, cats, null, n_boot, seed, ci_level, undefined_f1) -> list[MultiLabelScore]:
+    """:func:`score_encoded` of respondents whose scored stimuli are the same n (after any
+    exclusion): ``P`` (M, n, C), ``T`` (n, C), ``extra`` (M, n), ``n_null`` (M,)."""
+    M, n, C = P.shape
     keys = ["exact_match", "mean_f1", "mean_f1_defined", "sample_f1"] + [f"f1:{c}" for c in cats]
 
-    def _no_ci(estimates: dict[str, float]) -> dict[str, BootstrapResult]:
-        nb = int(n_boot)
-        return {k: BootstrapResult(float(estimates[k]), math.nan, math.nan, nb, nb, int(seed)) for k in keys}
+    def result(m, estimates, ci, notes, **fields):
+        return MultiLabelScore(categories=cats, null_convention=null, n=n, n_null=int(n_null[m]),
+                               exact_match=estimates["exact_match"], mean_f1=estimates["mean_f1"],
+                               sample_f1=estimates["sample_f1"], mean_f1_defined=estimates["mean_f1_defined"],
+                               ci=ci, n_boot=n_boot, ci_level=ci_level, seed=seed, notes=tuple(notes), **fields)
+
+    def no_ci(estimates: dict[str, float]) -> dict[str, BootstrapResult]:
+        return {k: BootstrapResult(float(estimates[k]), math.nan, math.nan, n_boot, n_boot, seed) for k in keys}
 
     if n == 0:
-        notes.append("no scorable trials (all responses null or no trials)")
-        return MultiLabelScore(
-            categories=cats, null_convention=null, n=0, n_null=n_null, exact_match=math.nan,
-            mean_f1=math.nan, sample_f1=math.nan, category_f1={c: math.nan for c in cats},
-            mean_f1_defined=math.nan,
-            category_counts={c: (0, 0, 0) for c in cats}, ci=_no_ci(dict.fromkeys(keys, math.nan)),
-            n_boot=int(n_boot), ci_level=float(ci_level), seed=int(seed), notes=tuple(notes),
-        )
+        est = dict.fromkeys(keys, math.nan)
+        return [result(m, est, no_ci(est), ["no scorable trials (all responses null or no trials)"],
+                       category_f1={c: math.nan for c in cats}, category_counts={c: (0, 0, 0) for c in cats})
+                for m in range(M)]
     em, tp, fp, fn, sf1 = _per_stimulus(P, T, extra)
-    TP, FP, FN = tp.sum(0, dtype=np.int64), fp.sum(0, dtype=np.int64), fn.sum(0, dtype=np.int64)
+    TP, FP, FN = tp.sum(1, dtype=np.int64), fp.sum(1, dtype=np.int64), fn.sum(1, dtype=np.int64)  # (M, C)
     f1_nan = _f1_from_counts(TP, FP, FN, "nan")
     f1 = _f1_from_counts(TP, FP, FN, undefined_f1)
-    for c, v in zip(cats, f1_nan):
-        if math.isnan(v):
-            notes.append(f"F1 of {c} undefined: category neither true nor predicted in these trials "
-                         "(counted as 0 in mean_f1, skipped in mean_f1_defined)")
-    mean_f1 = float(_mean_f1_all(f1_nan))
-    mean_f1_defined = float(_mean_f1(f1_nan))
-    estimates = {"exact_match": float(em.mean()), "mean_f1": mean_f1, "mean_f1_defined": mean_f1_defined,
-                 "sample_f1": float(sf1.mean())}
-    estimates.update({f"f1:{c}": float(v) for c, v in zip(cats, f1)})
-
-    ci = _no_ci(estimates)
+    est = {"exact_match": em.mean(1), "mean_f1": _mean_f1_all(f1_nan), "mean_f1_defined": _mean_f1(f1_nan),
+           "sample_f1": sf1.mean(1)}
+    est.update({f"f1:{c}": f1[:, j] for j, c in enumerate(cats)})
+    notes: list[list[str]] = [[f"F1 of {c} undefined: category neither true nor predicted in these trials "
+                               "(counted as 0 in mean_f1, skipped in mean_f1_defined)"
+                               for c, v in zip(cats, f1_nan[m]) if math.isnan(v)] for m in range(M)]
+    cis: list[dict[str, BootstrapResult]] = [no_ci({k: est[k][m] for k in keys}) for m in range(M)]
     if n_boot > 0 and n >= 2:
-        idx = resample_indices(n, int(n_boot), int(seed))
-        C = len(cats)
-        counts = np.empty((3, int(n_boot), C), dtype=np.int64)
-        block = max(1, int(2e7 // max(1, n * C)))
-        for s in range(0, int(n_boot), block):
-            sl = idx[s : s + block]
-            for k, arr in enumerate((tp, fp, fn)):
-                counts[k, s : s + block] = arr[sl].sum(axis=1, dtype=np.int64)
-        f1_d_nan = _f1_from_counts(counts[0], counts[1], counts[2], "nan")
-        f1_d = _f1_from_counts(counts[0], counts[1], counts[2], undefined_f1)
-        draws = {
-            "exact_match": em[idx].mean(axis=1),
-            "sample_f1": sf1[idx].mean(axis=1),
-            "mean_f1": _mean_f1_all(f1_d_nan),
-            "mean_f1_defined": _mean_f1(f1_d_nan),
-        }
-        draws.update({f"f1:{c}": f1_d[:, j] for j, c in enumerate(cats)})
+        from .agreement import _wsum
+        from .bootstrap import percentile_intervals, resample_counts
+
+        idx = resample_indices(n, n_boot, seed)
+        w = resample_counts(idx)
+        # integer sums over each resample (TP, FP, FN per category, exact matches): one product, exact
+        x = np.concatenate([np.stack([tp, fp, fn]).transpose(0, 1, 3, 2).reshape(3 * M * C, n), em])
+        sums = _wsum(w, x)  # (draws, 3 M C + M)
+        counts = sums[:, :3 * M * C].reshape(n_boot, 3, M, C)
+        f1_d_nan = _f1_from_counts(counts[:, 0], counts[:, 1], counts[:, 2], "nan")  # (draws, M, C)
+        f1_d = _f1_from_counts(counts[:, 0], counts[:, 1], counts[:, 2], undefined_f1)
+        # sample F1 is not an integer per stimulus: gathered and summed along each draw (the per-draw
+        # order: numpy's pairwise sum of each (draw, stimuli) row of a 2-D array; the same reduction of
+        # a 3-D (respondents, draws, stimuli) array takes another order, hence the reshape)
+        sf1_d = np.empty((n_boot, M))
+        step = max(1, _BLOCK // (n_boot * n))
+        for s in range(0, M, step):
+            g = sf1[s:s + step][:, idx]
+            sf1_d[:, s:s + step] = g.reshape(-1, n).mean(axis=-1).reshape(g.shape[0], n_boot).T
+        draws = {"exact_match": sums[:, 3 * M * C:] / n, "sample_f1": sf1_d,
+                 "mean_f1": _mean_f1_all(f1_d_nan), "mean_f1_defined": _mean_f1(f1_d_nan)}
+        draws.update({f"f1:{c}": f1_d[:, :, j] for j, c in enumerate(cats)})
         a = 100 * (1 - ci_level) / 2
         for k in keys:
-            x = draws[k]
-            ok = ~np.isnan(x)
-            dropped = int((~ok).sum())
-            if ok.any():
-                lo, hi = np.percentile(x[ok], (a, 100 - a))
-            else:
-                lo = hi = math.nan
-            ci[k] = BootstrapResult(estimates[k], float(lo), float(hi), int(n_boot), dropped, int(seed))
-            if dropped and not math.isnan(estimates[k]):
-                notes.append(f"{k} undefined in {dropped} of {n_boot} bootstrap draws (dropped)")
+            for m, r in enumerate(percentile_intervals(est[k], draws[k], n_boot, seed, q=(a, 100 - a))):
+                cis[m][k] = r
+                if r.n_dropped and not math.isnan(r.estimate):
+                    notes[m].append(f"{k} undefined in {r.n_dropped} of {n_boot} bootstrap draws (dropped)")
     elif n_boot > 0:
-        notes.append(f"no bootstrap interval: only n={n} scorable trial(s)")
-
-    return MultiLabelScore(
-        categories=cats,
-        null_convention=null,
-        n=n,
-        n_null=n_null,
-        exact_match=float(em.mean()),
-        mean_f1=mean_f1,
-        sample_f1=float(sf1.mean()),
-        category_f1={c: float(v) for c, v in zip(cats, f1)},
-        mean_f1_defined=mean_f1_defined,
-        category_counts={c: (int(a), int(b), int(d)) for c, a, b, d in zip(cats, TP, FP, FN)},
-        ci=ci,
-        n_boot=int(n_boot),
-        ci_level=float(ci_level),
-        seed=int(seed),
-        notes=tuple(notes),
-    )
+        for nt in notes:
+            nt.append(f"no bootstrap interval: only n={n} scorable trial(s)")
+    return [result(m, {k: float(est[k][m]) for k in keys}, cis[m], notes[m],
+                   category_f1={c: float(v) for c, v in zip(cats, f1[m])},
+                   category_counts={c: (int(a), int(b), int(d)) for c, a, b, d in zip(cats, TP[m], FP[m], FN[m])})
+            for m in range(M)]
 
 
 def score_both_conventions(
@@ -366,15 +413,40 @@ def score_by_group(
 
     ``groups[i]`` is stimulus i's group; ``group_order`` fixes the output order (groups in
     it that have no stimulus are returned with n == 0 and NaN scores); otherwise groups
-    appear in order of first occurrence.  ``kwargs`` go to :func:`score_multilabel`.
-    Raises ValueError when ``groups`` and ``preds`` differ in length.
+    appear in order of first occurrence.  ``kwargs`` go to :func:`score_multilabel`
+    (each group equals ``score_multilabel`` of its stimuli; the label sets are encoded once).
+    Raises ValueError when ``groups`` and ``preds`` differ in length, or as
+    :func:`score_multilabel`.
     """
     if len(groups) != len(preds):
         raise ValueError(f"groups and preds differ in length: {len(groups)} != {len(preds)}")
+    P, T, extra, isnull = encode_sets(preds, truths, categories)
+    return {g: sc[0] for g, sc in score_groups_encoded(P[None], T, extra[None], isnull[None], groups, categories,
+                                                       group_order, **kwargs).items()}
+
+
+def score_groups_encoded(
+    P: np.ndarray,
+    T: np.ndarray,
+    extra: np.ndarray,
+    isnull: np.ndarray,
+    groups: Sequence[Hashable],
+    categories: Sequence[str],
+    group_order: Sequence[Hashable] | None = None,
+    **kwargs,
+) -> dict[Hashable, list[MultiLabelScore]]:
+    """:func:`score_by_group` of M respondents on the same n stimuli, encoded as for
+    :func:`score_encoded` (``P`` (M, n, C), ``T`` (n, C), ``extra``, ``isnull`` (M, n)):
+    per group (``groups`` (n,), order as in :func:`score_by_group`) one
+    :class:`MultiLabelScore` per respondent, from :func:`score_encoded` of the group's
+    stimuli (their own index matrix, shared by the respondents).  ``kwargs`` go to
+    :func:`score_encoded`.  Raises ValueError when ``groups`` is not of length n."""
+    if len(groups) != np.shape(P)[1]:
+        raise ValueError(f"groups and preds differ in length: {len(groups)} != {np.shape(P)[1]}")
     order = list(dict.fromkeys(groups)) if group_order is None else list(group_order)
-    out: dict[Hashable, MultiLabelScore] = {}
     g_arr = list(groups)
+    out: dict[Hashable, list[MultiLabelScore]] = {}
     for g in order:
-        ix = [i for i, x in enumerate(g_arr) if x == g]
-        out[g] = score_multilabel([preds[i] for i in ix], [truths[i] for i in ix], categories, **kwargs)
+        ix = np.array([i for i, x in enumerate(g_arr) if x == g], np.int64)
+        out[g] = score_encoded(P[:, ix], T[ix], extra[:, ix], isnull[:, ix], categories, **kwargs)
     return out

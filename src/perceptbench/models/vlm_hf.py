@@ -650,14 +650,14 @@ class HFVLM:
                             answer_prefix: str) -> list[list[int]] | None:
         """Token ids the follow-up conversation adds after each clean prompt, or None when some
         conversation does not extend its clean prompt token for token."""
+        cleans = [self._chat_text(len(r.images), r.prompt, answer_prefix) for r in batch]
+        fulls = [self.follow_up_text(len(r.images), r.prompt, a, follow_up, answer_prefix)
+                 for r, a in zip(batch, answers)]
+        if not all(f.startswith(c) for c, f in zip(cleans, fulls)):
+            return None
+        ids = self.tokenizer(cleans + fulls, add_special_tokens=False)["input_ids"]  # one call: the same ids
         suffixes = []
-        for r, a in zip(batch, answers):
-            clean = self._chat_text(len(r.images), r.prompt, answer_prefix)
-            full = self.follow_up_text(len(r.images), r.prompt, a, follow_up, answer_prefix)
-            if not full.startswith(clean):
-                return None
-            ci = self.tokenizer(clean, add_special_tokens=False)["input_ids"]
-            fi = self.tokenizer(full, add_special_tokens=False)["input_ids"]
+        for ci, fi in zip(ids[:len(cleans)], ids[len(cleans):]):
             if fi[:len(ci)] != ci or len(fi) == len(ci):
                 return None
             suffixes.append(fi[len(ci):])

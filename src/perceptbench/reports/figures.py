@@ -33,6 +33,7 @@ import matplotlib.transforms
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib.lines import Line2D  # noqa: E402
 import numpy as np  # noqa: E402
 
 from ..core.rows import ScoreRow, is_aggregate_model  # noqa: E402
@@ -1352,6 +1353,12 @@ def draw_vsi_joint_quintiles(rows: list[ScoreRow], max_panels: int = MAX_JOINT_P
 
 # ------------------------------------------------------------------ 8. model vs model
 
+PAIRED_SIGNIFICANT = "blue diamond: Holm-adjusted p < 0.05"
+PAIRED_NOT_SIGNIFICANT = "grey circle: Holm-adjusted p >= 0.05"
+"""The paired-differences figure's legend entries: significance by marker shape and colour,
+never by a hollow face (hollow means few answers on the page, :data:`THIN_NOTE`)."""
+
+
 def paired_forest(diffs, max_rows: int = 40):
     """:func:`draw_paired_forest` as inline SVG (None without differences)."""
     return svg_of(draw_paired_forest(diffs, max_rows))
@@ -1359,9 +1366,10 @@ def paired_forest(diffs, max_rows: int = 40):
 
 def draw_paired_forest(diffs, max_rows: int = 40) -> Drawn | None:
     """Forest plot of paired differences (a - b) with 95% CIs; differences with a Holm-adjusted
-    p below 0.05 (:attr:`~perceptbench.reports.paired.PairedDiff.significant`) are drawn filled,
-    the others open.  At most ``max_rows`` rows (the largest
-    |difference| first); returns None without differences."""
+    p below 0.05 (:attr:`~perceptbench.reports.paired.PairedDiff.significant`) are blue diamonds,
+    the others grey circles, every marker filled (a hollow marker means "few answers" on every
+    figure of the page, :data:`THIN_NOTE`, and nowhere else); a legend says which is which.  At
+    most ``max_rows`` rows (the largest |difference| first); returns None without differences."""
     if not diffs:
         return None
     ds = sorted(diffs, key=lambda d: -abs(d.diff) if _finite(d.diff) else 0)[:max_rows]
@@ -1375,16 +1383,21 @@ def draw_paired_forest(diffs, max_rows: int = 40) -> Drawn | None:
                     plotted_as="x", value=d.diff, ci_low=d.low, ci_high=d.high, n=d.n,
                     value_source="paired bootstrap (report; seed 000 D.5)",
                     note=f"p={d.p:.4g}; p_holm={d.p_holm:.4g}; p_bh={d.p_bh:.4g}; draws={d.n_draws}; "
-                         f"{'filled (Holm p < 0.05)' if ex else 'open'}; {d.basis}")
+                         f"{PAIRED_SIGNIFICANT if ex else PAIRED_NOT_SIGNIFICANT}; {d.basis}")
             c = OKABE_ITO[0] if ex else HUMAN_GREY
             if _finite(d.low):
                 ax.plot([d.low, d.high], [y, y], color=c, lw=1.5)
-            ax.plot([d.diff], [y], "o", color=c, mfc=c if ex else "white", ms=5)
+            ax.plot([d.diff], [y], "D" if ex else "o", color=c, ms=5)  # filled either way: shape says it
         ax.axvline(0, color="black", lw=0.8)
+        shown = {bool(d.significant) for d in ds}
+        fig.legend(handles=[Line2D([], [], marker=m, color=c, lw=1.5, ms=5, label=t)
+                            for ex, m, c, t in ((True, "D", OKABE_ITO[0], PAIRED_SIGNIFICANT),
+                                                (False, "o", HUMAN_GREY, PAIRED_NOT_SIGNIFICANT)) if ex in shown],
+                   loc="outside lower center", frameon=False, fontsize=MIN_FONT_PT, ncol=2)
         ax.set_yticks(range(len(ds)), [f"{d.task_id.split('@')[0]} {d.metric}: {d.a} - {d.b}" for d in ds],
                       fontsize=MIN_FONT_PT)
         ax.invert_yaxis()
         ax.set_xlabel("paired difference a - b\n(metric units: proportion or kappa)")
-        fig.suptitle("Model vs model, paired bootstrap 95% CI (filled: Holm-adjusted p < 0.05)",
+        fig.suptitle("Model vs model, paired bootstrap 95% CI (blue diamond: Holm-adjusted p < 0.05)",
                      fontsize=RC["axes.titlesize"])  # over the figure: the axes sit right of long labels
         return out.done(fig)

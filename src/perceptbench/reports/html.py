@@ -155,12 +155,13 @@ def _provenance(data: ReportData):
     model_prov = [dict(model=m, family=rs[0].model_family, versions=sorted({r.run_meta.model_version for r in rs}),
                        readouts=sorted({r.readout for r in rs}), n=len(rs))
                   for m, rs in sorted(by_model.items(), key=lambda kv: model_key(kv[0])) if not m.startswith("human:")]
-    trial_prov, human_groups = [], defaultdict(list)
+    trial_prov, human_groups, model_refs = [], defaultdict(list), defaultdict(set)
     by_tm_given = sorted(by_tm.items(), key=lambda kv: (task_key(kv[0][0]), model_key(kv[0][1])))
     for (t, m), rs in by_tm_given:
         if m.startswith("human:"):
             human_groups[t] += rs
             continue
+        model_refs[t] |= {str(r.human_ref_id) for r in rs if r.human_ref_id is not None}
         settings = {k: v for k, v in ((rs[0].run_meta.model_extra or {}).get("task_params") or {}).items()}
         trial_prov.append(dict(task_id=t, model=m, prompt_ids=sorted({str(r.prompt_id) for r in rs}),
                                prompt_hashes=sorted({str(r.prompt_hash) for r in rs}), n=len(rs),
@@ -169,12 +170,19 @@ def _provenance(data: ReportData):
                                n_amb=amb.get((t, m)),
                                settings=", ".join(f"{k}={v}" for k, v in sorted(settings.items())) or "-"))
     human_prov = []
-    for t, rs in sorted(human_groups.items(), key=lambda kv: task_key(kv[0])):
-        who = sorted({r.model for r in rs})
-        who_s = f"{len(who)} respondents ({who[0]} ... {who[-1]})" if len(who) > 3 else ", ".join(who)
-        shas = sorted({r.run_meta.model_version.removeprefix("sha256:")[:16] + "..." for r in rs})
-        human_prov.append(dict(task_id=t, who=who_s, refs=sorted({str(r.human_ref_id) for r in rs}),
-                               shas=shas, n=len(rs)))
+    for t in sorted({r.task_id for r in recs}, key=task_key):
+        rs = human_groups.get(t)
+        if rs:
+            shas = sorted({r.run_meta.model_version.removeprefix("sha256:")[:16] + "..." for r in rs})
+            refs = sorted({str(r.human_ref_id) for r in rs})
+            # the id the task's model trials carry where it is none of these (the Geirhos tasks'
+            # .modal: the modal answer of the observers' .raw trials), so the page names both
+            refs += [f"{x} (the id the model trials carry: their reference, derived from these records)" for x in
+                     sorted(model_refs.get(t, set()) - set(refs))]
+            human_prov.append(dict(task_id=t, who=_respondents(t, rs), refs=refs, shas=shas, n=len(rs)))
+        elif (lit := _literature_reference(t)) is not None:
+            human_prov.append(dict(task_id=t, who=f"none: a literature reference ({lit[1]}), not a data file",
+                                   refs=[lit[0]], shas=["- (no data file)"], n=0))
     skipped = [s for s in data.scores if not s.model.startswith("human:")
                and (s.metric == "skipped" or (not finite(s.value) and s.value is not None))]
     examples = []
@@ -183,6 +191,42 @@ def _provenance(data: ReportData):
         examples += sorted(answers, key=lambda r: (r.stimulus_id, r.rep))[:N_EXAMPLES]
     return dict(run_ids=run_ids, package_versions=pkg, seeds=seeds, model_prov=model_prov, trial_prov=trial_prov,
                 human_prov=human_prov, skipped=skipped, examples=examples)
+
+
+def _respondents(task_id: str, rs) -> str:
+    """The provenance table's respondents cell of a task's human records ``rs``: the human
+    respondents, and apart from them the answers derived from perceptual kernels (readout
+    ``human_kernel``: each kernel's odd one out, Demiralp et al. 2014, no human trial), the task's
+    reference kernel (its ground truth, :func:`~perceptbench.reports.figures.reference_kernel`) named."""
+    def names(who: list[str]) -> str:
+        return f"{who[0]} ... {who[-1]}" if len(who) > 3 else ", ".join(who)
+
+    people = sorted({r.model for r in rs if r.readout != "human_kernel"})
+    kernels = sorted({r.model for r in rs if r.readout == "human_kernel"})
+    parts = [f"{len(people)} human respondent{'s' if len(people) != 1 else ''} ({names(people)})"] if people else []
+    if kernels:
+        from .figures import reference_kernel
+
+        try:
+            ref = f"; reference kernel {reference_kernel(task_id)} = the ground truth"
+        except (KeyError, ValueError):
+            ref = ""
+        parts.append(f"{len(kernels)} perceptual kernel{'s' if len(kernels) != 1 else ''}' derived answers, not "
+                     f"human trials ({names(kernels)}{ref})")
+    return "; ".join(parts)
+
+
+def _literature_reference(task_id: str) -> tuple[str, str] | None:
+    """(``human_ref_id``, citation) of a task whose human reference is a published figure rather
+    than a data file (:attr:`~perceptbench.tasks.base.Task.human_ref_literature`, e.g. the 6-12
+    capacity band of ``similarity.chart.series_count``), None otherwise or for an unknown task."""
+    from ..tasks import get_task
+
+    try:
+        task = get_task(task_id)
+    except (KeyError, ValueError):
+        return None
+    return (task.human_ref_id, task.human_ref_literature) if task.human_ref_literature else None
 
 
 _MD_TAG = re.compile(r"<[A-Za-z/!?][^<>]*>?")

@@ -72,7 +72,8 @@ class PairedDiff:
 
     @property
     def significant(self) -> bool:
-        """Holm-adjusted p below :data:`ALPHA`: what the report's figure fills and its table marks."""
+        """Holm-adjusted p below :data:`ALPHA`: what the report's figure draws as blue diamonds and its
+        table marks."""
         return bool(np.isfinite(self.p_holm) and self.p_holm < ALPHA)
 
 

@@ -13,28 +13,52 @@ from collections import defaultdict
 import numpy as np
 
 from ..core.rows import ScoreRow
-from ..metrics.agreement import masked_mean_counts, position_floor
-from ..metrics.bootstrap import N_BOOT_B, N_BOOT_KAPPA, BootstrapResult, bootstrap
-from ..metrics.error_consistency import UNDEFINED_REASON, kappa, kappa_gathered
+from ..metrics.agreement import _wsum, masked_mean_counts, position_floor
+from ..metrics.bootstrap import (N_BOOT_B, N_BOOT_KAPPA, BootstrapResult, bootstrap, percentile_intervals,
+                                 resample_indices)
+from ..metrics.error_consistency import UNDEFINED_REASON, kappa, kappa_resampled
 from ..record_table import TaskColumns
 from ..records import TrialRecord
 from ..seeding import rng_for
 from .capacity import CapacityScorer
-from .common import intervals, null_rows, respondent_positions, with_estimate
+from .common import MODEL_BLOCK, intervals, null_rows, respondent_positions, with_estimate
 from .human_panel import HumanPanelScorer
 
 
 def ratio_boot(num: np.ndarray, den: np.ndarray, n_draws: int, seed: int, strata=None, mask=None):
     """Bootstrap of sum(num)/sum(den) over stimuli (ratio of sums = trial-weighted mean): ``num``,
     ``den`` float (n,) per stimulus, ``mask`` float (n,) weights (default ones), ``strata`` as in
-    :func:`~perceptbench.metrics.bootstrap.bootstrap`; NaN where the resampled ``den`` sums to 0."""
-    mask = np.ones(len(num), bool) if mask is None else mask
+    :func:`~perceptbench.metrics.bootstrap.bootstrap`; NaN where the resampled ``den`` sums to 0.
+    :func:`ratio_boots` of one mask."""
+    return ratio_boots(num, den, np.ones((1, len(num))) if mask is None else np.asarray(mask, float)[None],
+                       n_draws, seed, strata)[0]
 
-    def stat(i):
-        d = (den[i] * mask[i]).sum(-1)
+
+def ratio_boots(num: np.ndarray, den: np.ndarray, masks: np.ndarray, n_draws: int, seed: int,
+                strata=None) -> list[BootstrapResult]:
+    """:func:`ratio_boot` of each row of ``masks`` (float (L, n)) on the same draws
+    (:func:`~perceptbench.metrics.bootstrap.resample_indices` of (n, n_draws, seed, strata)):
+    one :class:`BootstrapResult` per mask, each equal to the per-draw form
+    ``bootstrap(lambda i: sum(num[i] mask[i]) / sum(den[i] mask[i]), ...)`` bit for bit.  With
+    integer-valued weighted ``num`` and ``den`` (counts: the panel's correct and observed
+    trials) every resample sum is an exact integer, taken as one product of the resample
+    counts; other values are summed per draw in the gathering order."""
+    num, den = np.asarray(num, float), np.asarray(den, float)
+    masks = np.asarray(masks, float)
+    a, b = num[None] * masks, den[None] * masks  # (L, n)
+    n = len(num)
+
+    def ratio(sa, sb):
         with np.errstate(invalid="ignore", divide="ignore"):
-            return np.where(d > 0, (num[i] * mask[i]).sum(-1) / np.maximum(d, 1e-300), np.nan)
-    return bootstrap(stat, len(num), n_draws=n_draws, seed=seed, strata=strata)
+            return np.where(sb > 0, sa / np.maximum(sb, 1e-300), np.nan)
+
+    if not (np.array_equal(a, np.round(a)) and np.array_equal(b, np.round(b))
+            and n * max(float(np.abs(a).max(initial=0)), float(np.abs(b).max(initial=0))) < 2 ** 52):
+        return [bootstrap(lambda i, j=j: ratio((num[i] * masks[j][i]).sum(-1), (den[i] * masks[j][i]).sum(-1)), n,
+                          n_draws=n_draws, seed=seed, strata=strata) for j in range(len(masks))]
+    w = with_estimate(n, n_draws, seed, strata)
+    values = ratio(_wsum(w, a), _wsum(w, b))  # (1 + draws, L)
+    return intervals(values, n_draws, seed)
 
 
 def pct_boot(values: np.ndarray, n_draws: int, seed: int, key: str):
@@ -103,8 +127,22 @@ class CellPanelScorer:
         # per stimulus code its human column (-1: none); per value code: null
         per_code = (np.array([col.get(s, -1) for s in c.stimuli], np.int64),
                     np.array([v is None for v in c.values], bool))
+        blocks: dict[bytes, list[str]] = {}  # models with the same trials (human column, k, answer per position)
         for m in sorted(groups):
-            rows += self._model_rows(m, c, groups[m], per_code, panel, n_obs, n_cor, mv, seed)
+            cols = per_code[0][c.stimulus[groups[m]]]
+            if (cols < 0).any():
+                raise ValueError(f"{tid}: {m} answered {c.stimuli[c.stimulus[groups[m]][np.argmax(cols < 0)]]}, "
+                                 "which has no human trial")
+            blocks.setdefault(b"|".join((cols.tobytes(), mv[groups[m]].tobytes(),
+                                      c.ground_truth[groups[m]].tobytes())), []).append(m)
+        by_model: dict[str, list[ScoreRow]] = {}
+        for names in blocks.values():
+            for i in range(0, len(names), MODEL_BLOCK):
+                part = names[i:i + MODEL_BLOCK]
+                by_model.update(zip(part, self._model_rows(part, c, np.stack([groups[m] for m in part]), per_code,
+                                                           panel, n_obs, n_cor, mv, seed)))
+        for m in sorted(groups):
+            rows += by_model[m]
         return rows
 
     def _cells(self, humans, sel_stim: set[str]) -> dict[frozenset, list[str]]:
@@ -146,11 +184,11 @@ class CellPanelScorer:
             ScoreRow(tid, m, "observer_accuracy_min" + s, float(acc_obs.min()), None, None, len(acc_obs), 0),
             ScoreRow(tid, m, "observer_accuracy_max" + s, float(acc_obs.max()), None, None, len(acc_obs), 0),
         ]
-        for lev in self.levels:
+        present = [lev for lev in self.levels if (kk == lev).any()]
+        a_k = ratio_boots(num, den, np.array([kk == lev for lev in present], float).reshape(len(present), -1),
+                          N_BOOT_B, seed, strata=kk) if present else []
+        for lev, b in zip(present, a_k):
             mask = kk == lev
-            if not mask.any():
-                continue
-            b = ratio_boot(num, den, N_BOOT_B, seed, strata=kk, mask=mask.astype(float))
             rows.append(ScoreRow.from_boot(
                 tid, m, f"a_k[{lev}]" + s, b, int(den[mask].sum()), 0,
                 "human accuracy at k categories (Tseng et al. 2023 highest-mean judgement: a different task "
@@ -186,59 +224,70 @@ class CellPanelScorer:
         ]
         return rows
 
-    def _model_rows(self, m, c: TaskColumns, pos, per_code, panel: "_ObserverMatrix", n_obs, n_cor, mv,
-                    seed) -> list[ScoreRow]:
-        """Rows of model ``m`` from its records at positions ``pos`` of ``c`` ((stimulus id, rep) order)."""
+    def _model_rows(self, names: list[str], c: TaskColumns, P: np.ndarray, per_code, panel: "_ObserverMatrix",
+                    n_obs, n_cor, mv, seed) -> list[list[ScoreRow]]:
+        """Rows of the models ``names`` (M) from their records at positions ``P`` (int (M, n) of
+        ``c``, each row in (stimulus id, rep) order), models whose records fall on the same human
+        columns and k at every position: every bootstrap runs on draws shared by the M models
+        (count products for the integer sums, :func:`kappa_resampled` for kappa), each row
+        equal to scoring the model alone."""
         tid = self.task_id
         col_of, is_null = per_code
-        cols = col_of[c.stimulus[pos]]
-        if (cols < 0).any():
-            raise ValueError(f"{tid}: {m} answered {c.stimuli[c.stimulus[pos][np.argmax(cols < 0)]]}, "
-                             "which has no human trial")
-        n = len(pos)
-        correct = (c.correct[pos] == 1).astype(float)
-        valid = ~is_null[c.response[pos]]
-        n_null = int((~valid).sum())
-        k = mv[pos]
+        cols = col_of[c.stimulus[P[0]]]
+        n = P.shape[1]
+        correct = (c.correct[P] == 1).astype(float)  # (M, n)
+        valid = ~is_null[c.response[P]]
+        k = mv[P[0]]
         p = n_cor[cols] / n_obs[cols]
         multi = n_obs[cols] >= 2
         known = multi & (n_cor[cols] * 2 > n_obs[cols])
+        M = len(names)
         # accuracy and B (match with the modal answer) on the same count draws (seed 000 D.1, D.5)
-        acc, b = intervals(masked_mean_counts(with_estimate(n, N_BOOT_B, seed), np.stack([correct, correct]),
-                                              np.stack([valid, valid & known])), N_BOOT_B, seed)
-        rows = [ScoreRow.from_boot(tid, m, "accuracy", acc, int(valid.sum()), n_null)]
-        rows.append(ScoreRow.from_boot(
-            tid, m, "B", b, int((valid & known).sum()), n_null,
-            f"match with the human modal answer on stimuli seen by >= 2 participants whose strict majority was "
-            f"correct; {int((multi & ~known).sum())} multi-observer stimuli with a tied or unreleased (wrong) mode "
-            f"and {int((~multi).sum())} single-observer stimuli excluded"))
-        ka = bootstrap(kappa_gathered(correct, p, valid), n, n_draws=N_BOOT_KAPPA, seed=seed)
-        rows.append(ScoreRow.from_boot(tid, m, "kappa_aggregate", ka, int(valid.sum()), n_null,
-                                       "" if np.isfinite(ka.estimate) else UNDEFINED_REASON))
-        # pairwise: each participant against the model on the stimuli both answered
-        per_obs = panel.kappa_per_observer(cols, correct, valid)
-        kp = pct_boot(per_obs, N_BOOT_KAPPA, seed, f"pairwise|{m}")
-        n_def = int(np.isfinite(per_obs).sum())  # 0 for no participant
-        rows.append(ScoreRow.from_boot(tid, m, "kappa_pairwise", kp, n_def, n_null,
-                                       f"mean over {n_def} participants of kappa(model, participant) on the "
-                                       f"stimuli both answered ({len(per_obs) - n_def} undefined left out); "
-                                       "CI resamples participants"))
-        a_k = CapacityScorer.accuracy_by_level(with_estimate(n, N_BOOT_B, seed, k), correct[None], valid[None], k,
-                                               np.array(self.levels))[:, 0]  # bootstrap stratified by k
-        for j, lev in enumerate(self.levels):
-            if not (k == lev).any():
-                continue
-            bk = intervals(a_k[:, j:j + 1], N_BOOT_B, seed)[0]
-            rows.append(ScoreRow.from_boot(tid, m, f"a_k[{lev}]", bk, int(((k == lev) & valid).sum()),
-                                           int((~valid[k == lev]).sum())))
-        gt = _ints_of(c, c.ground_truth[pos])
-        rows.append(ScoreRow(tid, m, "chance", float(np.mean(1.0 / k)), None, None, n, 0,
-                             "mean of 1/k over the answered stimuli (uniform guessing)"))
-        rows.append(ScoreRow(tid, m, "position_floor", position_floor(gt, int(gt.max())),
-                             None, None, n, 0, "accuracy of always naming the most frequent answer position "
-                             "(seed 000 D.3 floor; the release's answers are not uniform over positions)"))
-        rows += null_rows(tid, m, n, n_null, None)
-        return rows
+        acc_b = intervals(masked_mean_counts(with_estimate(n, N_BOOT_B, seed), np.concatenate([correct, correct]),
+                                             np.concatenate([valid, valid & known[None]])), N_BOOT_B, seed)
+        # kappa aggregate against the panel's per-stimulus accuracy (seed 000 Eq. 2, D.2)
+        ka_all = percentile_intervals(kappa_resampled(correct, p, valid, np.arange(n)[None])[0],
+                                      kappa_resampled(correct, p, valid, resample_indices(n, N_BOOT_KAPPA, seed)),
+                                      N_BOOT_KAPPA, seed)
+        a_k = CapacityScorer.accuracy_by_level(with_estimate(n, N_BOOT_B, seed, k), correct, valid, k,
+                                               np.array(self.levels))  # (1 + draws, M, L), stratified by k
+        a_k_res = {j: intervals(a_k[:, :, j], N_BOOT_B, seed) for j, lev in enumerate(self.levels) if (k == lev).any()}
+        gt = _ints_of(c, c.ground_truth[P[0]])
+        chance = float(np.mean(1.0 / k))
+        floor = position_floor(gt, int(gt.max()))
+        out = []
+        for i, m in enumerate(names):
+            v = valid[i]
+            n_null = int((~v).sum())
+            rows = [ScoreRow.from_boot(tid, m, "accuracy", acc_b[i], int(v.sum()), n_null)]
+            rows.append(ScoreRow.from_boot(
+                tid, m, "B", acc_b[M + i], int((v & known).sum()), n_null,
+                f"match with the human modal answer on stimuli seen by >= 2 participants whose strict majority "
+                f"was correct; {int((multi & ~known).sum())} multi-observer stimuli with a tied or unreleased "
+                f"(wrong) mode and {int((~multi).sum())} single-observer stimuli excluded"))
+            ka = ka_all[i]
+            rows.append(ScoreRow.from_boot(tid, m, "kappa_aggregate", ka, int(v.sum()), n_null,
+                                           "" if np.isfinite(ka.estimate) else UNDEFINED_REASON))
+            # pairwise: each participant against the model on the stimuli both answered
+            per_obs = panel.kappa_per_observer(cols, correct[i], v)
+            kp = pct_boot(per_obs, N_BOOT_KAPPA, seed, f"pairwise|{m}")
+            n_def = int(np.isfinite(per_obs).sum())  # 0 for no participant
+            rows.append(ScoreRow.from_boot(tid, m, "kappa_pairwise", kp, n_def, n_null,
+                                           f"mean over {n_def} participants of kappa(model, participant) on the "
+                                           f"stimuli both answered ({len(per_obs) - n_def} undefined left out); "
+                                           "CI resamples participants"))
+            for j, lev in enumerate(self.levels):
+                if j in a_k_res:
+                    rows.append(ScoreRow.from_boot(tid, m, f"a_k[{lev}]", a_k_res[j][i],
+                                                   int(((k == lev) & v).sum()), int((~v[k == lev]).sum())))
+            rows.append(ScoreRow(tid, m, "chance", chance, None, None, n, 0,
+                                 "mean of 1/k over the answered stimuli (uniform guessing)"))
+            rows.append(ScoreRow(tid, m, "position_floor", floor,
+                                 None, None, n, 0, "accuracy of always naming the most frequent answer position "
+                                 "(seed 000 D.3 floor; the release's answers are not uniform over positions)"))
+            rows += null_rows(tid, m, n, n_null, None)
+            out.append(rows)
+        return out
 
 
 def _ints_of(c: TaskColumns, codes: np.ndarray) -> np.ndarray:

@@ -67,12 +67,18 @@ def dilate_mask(mask: np.ndarray, dilate_px: int = DILATE_PX) -> np.ndarray:
     if r == 0 or not m.any():
         return m.copy()
     yy, xx = np.mgrid[-r:r + 1, -r:r + 1]
-    ys, xs = np.nonzero(m)  # dilate only the mask's bounding box grown by r (same result, less work)
-    y0, y1 = max(0, ys.min() - r), min(m.shape[0], ys.max() + r + 1)
-    x0, x1 = max(0, xs.min() - r), min(m.shape[1], xs.max() + r + 1)
+    (ya, yb), (xa, xb) = _extent(m)  # dilate only the mask's bounding box grown by r (same result, less work)
+    y0, y1 = max(0, ya - r), min(m.shape[0], yb + r)
+    x0, x1 = max(0, xa - r), min(m.shape[1], xb + r)
     out = np.zeros_like(m)
     out[y0:y1, x0:x1] = binary_dilation(m[y0:y1, x0:x1], structure=(xx * xx + yy * yy) <= r * r)
     return out
+
+
+def _extent(mask: np.ndarray) -> tuple[tuple[int, int], tuple[int, int]]:
+    """((first row, last row + 1), (first column, last column + 1)) of a non-empty 2-D bool mask."""
+    rows, cols = np.flatnonzero(mask.any(axis=1)), np.flatnonzero(mask.any(axis=0))
+    return (int(rows[0]), int(rows[-1]) + 1), (int(cols[0]), int(cols[-1]) + 1)
 
 
 def whole_blur(image: Image.Image, sigma_px: float) -> Image.Image:
@@ -86,15 +92,19 @@ def whole_blur(image: Image.Image, sigma_px: float) -> Image.Image:
     return im.filter(ImageFilter.GaussianBlur(radius=s))
 
 
-def region_blur(image: Image.Image, mask: np.ndarray, sigma_px: float, dilate_px: int = DILATE_PX) -> Image.Image:
+def region_blur(image: Image.Image, mask: np.ndarray, sigma_px: float, dilate_px: int = DILATE_PX,
+                blurred: Image.Image | None = None) -> Image.Image:
     """``image`` (RGB) with only ``mask`` dilated by ``dilate_px`` replaced by its Gaussian blur.
 
     ``mask``: bool array of shape (H, W) for an image of size (W, H).  The blur mixes in the
     region's surroundings (as a blurred photograph would): it is the whole image's Gaussian blur,
     computed on a crop reaching :data:`BLUR_MARGIN_SIGMAS` sigmas beyond the dilated mask, and
     pasted through the dilated mask; every pixel outside the dilated
-    mask is byte-identical to the input.  Raises ValueError for a mask of the wrong shape, an
-    empty mask, a negative sigma or dilation.
+    mask is byte-identical to the input.  ``blurred``: ``whole_blur(image, sigma_px)`` when the
+    caller has it already (the VSI task renders both conditions of a sample); its pixels are
+    pasted instead of blurring the crop, the same bytes (the crop's blur equals the whole
+    image's inside the mask: tested).  Raises ValueError for a mask of the wrong shape, an
+    empty mask, a negative sigma or dilation, or a ``blurred`` image of another size.
     """
     im = _rgb(image)
     s = _check_sigma(sigma_px)
@@ -106,15 +116,22 @@ def region_blur(image: Image.Image, mask: np.ndarray, sigma_px: float, dilate_px
     if s == 0:
         return im.copy()
     d = dilate_mask(m, dilate_px)
-    # blur a crop reaching BLUR_MARGIN_SIGMAS * sigma (+2 px) beyond the dilated mask: Pillow's
-    # extended-box approximation of the Gaussian has no weight beyond ~3 sigma, so inside the mask
-    # the crop's blur equals the whole image's (tested), at a fraction of the cost
-    ys, xs = np.nonzero(d)
-    pad = int(np.ceil(BLUR_MARGIN_SIGMAS * s)) + 2
-    x0, y0 = max(0, xs.min() - pad), max(0, ys.min() - pad)
-    x1, y1 = min(im.width, xs.max() + 1 + pad), min(im.height, ys.max() + 1 + pad)
-    blurred = np.asarray(im.crop((x0, y0, x1, y1)).filter(ImageFilter.GaussianBlur(radius=s)))
-    out = np.asarray(im).copy()
-    sub = d[y0:y1, x0:x1]
-    out[y0:y1, x0:x1][sub] = blurred[sub]
-    return Image.fromarray(out, "RGB")
+    (ya, yb), (xa, xb) = _extent(d)
+    if blurred is not None:
+        if blurred.size != im.size:
+            raise ValueError(f"blurred image size {blurred.size} does not match the image's {im.size}")
+        x0, y0, x1, y1 = xa, ya, xb, yb
+        source = _rgb(blurred).crop((x0, y0, x1, y1))
+    else:
+        # blur a crop reaching BLUR_MARGIN_SIGMAS * sigma (+2 px) beyond the dilated mask: Pillow's
+        # extended-box approximation of the Gaussian has no weight beyond ~3 sigma, so inside the mask
+        # the crop's blur equals the whole image's (tested), at a fraction of the cost
+        pad = int(np.ceil(BLUR_MARGIN_SIGMAS * s)) + 2
+        x0, y0 = max(0, xa - pad), max(0, ya - pad)
+        x1, y1 = min(im.width, xb + pad), min(im.height, yb + pad)
+        source = im.crop((x0, y0, x1, y1)).filter(ImageFilter.GaussianBlur(radius=s))
+    out = im.copy()
+    out.info = {}
+    # a mode "1" mask copies the source's pixel wherever it is set, nothing blended
+    out.paste(source, (x0, y0), Image.fromarray(d[y0:y1, x0:x1]))
+    return out

@@ -53,7 +53,7 @@ from __future__ import annotations
 import hashlib
 import io
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from functools import cached_property
 from typing import Iterator, Mapping, Sequence
 
@@ -76,6 +76,7 @@ __all__ = [
     "SHAPES",
     "SHAPE_PLURAL",
     "SYMMETRY_PERIOD_DEG",
+    "SearchLayout",
     "SearchStimulus",
     "difficulty_of",
     "draw_red_box",
@@ -84,6 +85,7 @@ __all__ = [
     "generate_p3",
     "make_search_stimulus",
     "plan_p3",
+    "search_layout",
 ]
 
 FEATURES: tuple[str, ...] = ("color", "orientation", "size")
@@ -250,7 +252,79 @@ def _render_sprite(shape: str, size_px: float, angle_deg: float) -> np.ndarray:
 
 # ----------------------------------------------------------------------------- record
 @dataclass(frozen=True, eq=False)
-class SearchStimulus:
+class _SearchFacts:
+    """What one search array is, without its pixels (the attributes of :class:`SearchStimulus`
+    but ``image``)."""
+
+    stimulus_id: str
+    index: int
+    seed: int
+    image_size: int
+    jitter_px: int
+    feature: str
+    difficulty: str
+    difference: float
+    shape: str
+    symmetry_period_deg: float | None
+    n_distractors: int
+    target_cell: tuple[int, int]
+    target_bbox: tuple[int, int, int, int]
+    target_rgb: tuple[int, int, int]
+    distractor_rgb: tuple[int, int, int]
+    target_angle_deg: float
+    distractor_angle_deg: float
+    target_area_px: int
+    distractor_area_px: int
+    target_size_px: float
+    distractor_size_px: float
+
+    @property
+    def labels(self) -> frozenset[str]:
+        """Ground-truth answer set, e.g. ``frozenset({"Color"})`` (seed 001 §3.1)."""
+        return frozenset({FEATURE_LABEL[self.feature]})
+
+    @property
+    def object_category(self) -> str:
+        """Plural noun for the referring prompts' ``{object category}`` (e.g. "circles")."""
+        return SHAPE_PLURAL[self.shape]
+
+
+@dataclass(frozen=True, eq=False)
+class SearchLayout(_SearchFacts):
+    """One search array before drawing: every attribute of its :class:`SearchStimulus` but
+    ``image``, plus what :meth:`draw` stamps: ``sprites`` = (distractor, target) bool masks
+    (S, S), ``origins`` = (n_cells, 2) int, the top-left (x, y) pixel of each cell's sprite box,
+    cells in row-major order.  A pure function of :func:`make_search_stimulus`'s arguments
+    (:func:`search_layout`); about 10 KB, against 768 KB for a 512 px image, so a caller that
+    renders later (the VSI task, one per sample) keeps this instead of the image."""
+
+    sprites: tuple[np.ndarray, np.ndarray] = field(repr=False)
+    origins: np.ndarray = field(repr=False)
+
+    def draw(self) -> Image.Image:
+        """The array's pixels, a new RGB image each call (nothing cached): the gray background,
+        then each cell's sprite box stamped as a tile (sprite pixels in the object's colour, the
+        rest background).  The boxes are disjoint (checked by :func:`search_layout`), so this is
+        byte for byte the image of colouring each sprite's mask pixels in turn (tested)."""
+        bg = np.asarray(BACKGROUND_RGB, dtype=np.uint8)
+        arr = np.empty((self.image_size, self.image_size, 3), dtype=np.uint8)
+        arr[0] = bg  # one row, then copied down (broadcasting a 3-vector over the image is ~100x slower)
+        arr[1:] = arr[0]
+        target = self.target_cell[0] * GRID + self.target_cell[1]
+        tiles = [np.where(m[..., None], np.asarray(rgb, dtype=np.uint8), bg)
+                 for m, rgb in zip(self.sprites, (self.distractor_rgb, self.target_rgb))]
+        for k, (x0, y0) in enumerate(self.origins.tolist()):
+            t = tiles[k == target]
+            arr[y0:y0 + t.shape[0], x0:x0 + t.shape[1]] = t
+        return Image.fromarray(arr, mode="RGB")
+
+    def stimulus(self) -> "SearchStimulus":
+        """The :class:`SearchStimulus` (this layout drawn)."""
+        return SearchStimulus(image=self.draw(), **{f.name: getattr(self, f.name) for f in fields(_SearchFacts)})
+
+
+@dataclass(frozen=True, eq=False)
+class SearchStimulus(_SearchFacts):
     """One rendered P3-style search array.
 
     Attributes
@@ -276,28 +350,7 @@ class SearchStimulus:
         PNG encoder; the project's usual stimulus hash).
     """
 
-    stimulus_id: str
-    index: int
-    seed: int
     image: Image.Image = field(repr=False)
-    image_size: int
-    jitter_px: int
-    feature: str
-    difficulty: str
-    difference: float
-    shape: str
-    symmetry_period_deg: float | None
-    n_distractors: int
-    target_cell: tuple[int, int]
-    target_bbox: tuple[int, int, int, int]
-    target_rgb: tuple[int, int, int]
-    distractor_rgb: tuple[int, int, int]
-    target_angle_deg: float
-    distractor_angle_deg: float
-    target_area_px: int
-    distractor_area_px: int
-    target_size_px: float
-    distractor_size_px: float
 
     @cached_property
     def sha256(self) -> str:
@@ -309,16 +362,6 @@ class SearchStimulus:
     def pixel_sha256(self) -> str:
         """``seeding.image_sha256`` of the image (computed on first use)."""
         return image_sha256(self.image)
-
-    @property
-    def labels(self) -> frozenset[str]:
-        """Ground-truth answer set, e.g. ``frozenset({"Color"})`` (seed 001 §3.1)."""
-        return frozenset({FEATURE_LABEL[self.feature]})
-
-    @property
-    def object_category(self) -> str:
-        """Plural noun for the referring prompts' ``{object category}`` (e.g. "circles")."""
-        return SHAPE_PLURAL[self.shape]
 
     def png_bytes(self) -> bytes:
         """The image encoded as PNG (compress_level 6), the bytes behind :attr:`sha256`."""
@@ -438,15 +481,25 @@ def _validate_geometry(image_size: int, jitter_px: int) -> tuple[np.ndarray, int
     return centres, half_max, max_size
 
 
-def make_search_stimulus(
+def make_search_stimulus(seed: int, index: int, feature: str, difficulty: str, image_size: int = DEFAULT_IMAGE_SIZE,
+                         jitter_px: int = DEFAULT_JITTER_PX) -> SearchStimulus:
+    """Render one search array; a pure function of its arguments:
+    ``search_layout(...).stimulus()`` (see :func:`search_layout` for the arguments, the
+    design and the errors raised)."""
+    return search_layout(seed, index, feature, difficulty, image_size, jitter_px).stimulus()
+
+
+def search_layout(
     seed: int,
     index: int,
     feature: str,
     difficulty: str,
     image_size: int = DEFAULT_IMAGE_SIZE,
     jitter_px: int = DEFAULT_JITTER_PX,
-) -> SearchStimulus:
-    """Render one search array; a pure function of its arguments.
+) -> SearchLayout:
+    """One search array up to its drawing (:class:`SearchLayout`; ``.draw()`` gives the image,
+    ``.stimulus()`` the :class:`SearchStimulus` that :func:`make_search_stimulus` returns); a pure
+    function of its arguments.
 
     Parameters
     ----------
@@ -546,21 +599,20 @@ def make_search_stimulus(
     n_cells = GRID * GRID
     target_flat = int(rng.integers(n_cells))
     jitter = rng.integers(-jitter_px, jitter_px + 1, size=(n_cells, 2))
-    arr = np.empty((image_size, image_size, 3), dtype=np.uint8)
-    arr[:] = BACKGROUND_RGB
-    bbox = (0, 0, 0, 0)
-    for flat in range(n_cells):
-        r, c = divmod(flat, GRID)
-        cx, cy = centres[r, c] + jitter[flat]
-        is_t = flat == target_flat
-        m = t_mask if is_t else d_mask
-        h = m.shape[0] // 2
-        x0, y0 = int(cx) - h, int(cy) - h
-        region = arr[y0 : y0 + m.shape[0], x0 : x0 + m.shape[1]]
-        region[m] = t_rgb if is_t else d_rgb
-        if is_t:
-            ys, xs = np.nonzero(m)
-            bbox = (x0 + int(xs.min()), y0 + int(ys.min()), x0 + int(xs.max()), y0 + int(ys.max()))
+    # top-left pixel of each cell's sprite box: the rounded cell centre + jitter - half the sprite
+    halves = np.full(n_cells, d_mask.shape[0] // 2)
+    halves[target_flat] = t_mask.shape[0] // 2
+    origins = (centres.reshape(n_cells, 2) + jitter - halves[:, None]).astype(np.int64)
+    sides = 2 * halves + 1
+    ends = origins + sides[:, None]
+    grid_o, grid_e = origins.reshape(GRID, GRID, 2), ends.reshape(GRID, GRID, 2)
+    # boxes lie in the image and never overlap (the sprite bound above), so drawing order is moot
+    if (origins.min() < 0 or ends.max() > image_size or (grid_o[:, 1:, 0] < grid_e[:, :-1, 0]).any()
+            or (grid_o[1:, :, 1] < grid_e[:-1, :, 1]).any()):  # pragma: no cover - guarded by max_size
+        raise RuntimeError("sprite boxes overlap or leave the image")
+    ys, xs = np.nonzero(t_mask)
+    tx, ty = (int(v) for v in origins[target_flat])
+    bbox = (tx + int(xs.min()), ty + int(ys.min()), tx + int(xs.max()), ty + int(ys.max()))
 
     if feature == "color":
         difference = float(np.linalg.norm(t_rgb.astype(float) - d_rgb))
@@ -569,12 +621,10 @@ def make_search_stimulus(
     else:
         difference = float(t_mask.sum() / d_mask.sum())
 
-    image = Image.fromarray(arr, mode="RGB")
-    return SearchStimulus(
+    return SearchLayout(
         stimulus_id=f"p3syn-s{int(seed)}-{int(index):05d}",
         index=int(index),
         seed=int(seed),
-        image=image,
         image_size=int(image_size),
         jitter_px=int(jitter_px),
         feature=feature,
@@ -593,6 +643,8 @@ def make_search_stimulus(
         distractor_area_px=int(d_mask.sum()),
         target_size_px=float(t_size),
         distractor_size_px=float(d_size),
+        sprites=(d_mask, t_mask),
+        origins=origins,
     )
 
 

@@ -187,6 +187,11 @@ class Task(abc.ABC):
     humans gave, how many, whose study) or ``no:`` (what stands in for it: a published band,
     ground truth by construction); shown by ``perceptbench tasks`` (a class attribute or property)."""
 
+    human_ref_literature: ClassVar[str] = ""
+    """The published source of a human reference that is no data file (a literature reference,
+    e.g. ``"Healey 1996; Ware 2013: the 6-12 ..."``), named in the report's provenance table;
+    empty where the reference is a data file or where there is none."""
+
     @abc.abstractmethod
     def options(self) -> tuple:
         """The response options a parser may return (labels, positions or counts)."""

@@ -653,6 +653,8 @@ class SeriesCountTask(Task):
     human_ref_id = "capacity-band.healey1996-ware2013"
     human_data = ("no per-trial answers: a published capacity band, 6-12 distinguishable colour series "
                   "(Healey 1996; Ware 2013), that the model's a(k) curve is compared with")
+    human_ref_literature = ("Healey 1996; Ware 2013: the 6-12 band of distinguishable categorical colours, "
+                            "HUMAN_BAND in metrics/capacity.py")
     defaults = {"n_test": "150", "n_probe": "150"}
     settings = {"n_test": Setting("int", 1, 100_000), "n_probe": Setting("int", 0, 100_000)}
 

@@ -456,31 +456,76 @@ class SalBenchTask(Task):
         return self._score(c, seed, {})
 
     def _score(self, c: TaskColumns, seed: int, skipped_of: Mapping[str, set]) -> list[ScoreRow]:
-        from ..metrics.saliency import score_by_group, score_multilabel
+        """Rows per model (sorted by name).  Models with the same truth sets and manipulated values at
+        every position are scored together (:func:`~perceptbench.metrics.saliency.score_encoded`:
+        one resample index matrix per stimulus set, vectorised over the models), each equal to
+        scoring it alone."""
+        from ..metrics.saliency import encode_sets
 
-        tid = self.task_id
-        rows: list[ScoreRow] = []
         cats = self.categories
+        models = []  # (model, positions, skipped reasons)
         for m, pos in sorted(((c.models[k], pos) for k, pos in respondent_positions(c)), key=lambda x: x[0]):
             readout = c.readouts[c.readout[pos[0]]]
             skipped = set(skipped_of.get(m, ()))
             if not skipped and readout != "vlm_prompt":  # encoder trials recorded before they were skipped
                 skipped = {self.encoder_not_applicable(readout)} - {None}
+            models.append((m, pos, skipped))
+        blocks: dict[bytes, list] = {}
+        for m, pos, skipped in models:
+            if not skipped:
+                key = c.ground_truth[pos].tobytes() + b"|" + c.manipulated_value[pos].tobytes()
+                blocks.setdefault(key, []).append((m, pos))
+        scored: dict[str, list[ScoreRow]] = {}
+        for block in blocks.values():
+            pos0 = block[0][1]
+            truths = [list(c.values[v]) for v in c.ground_truth[pos0].tolist()]
+            enc = [encode_sets([None if c.values[v] is None else list(c.values[v]) for v in c.response[pos].tolist()],
+                               truths, cats) for _, pos in block]
+            arrays = (np.stack([e[0] for e in enc]), enc[0][1], np.stack([e[2] for e in enc]),
+                      np.stack([e[3] for e in enc]))
+            manipulated = [c.values[v] for v in c.manipulated_value[pos0].tolist()]
+            for (m, pos), rows in zip(block, self._block_rows([m for m, _ in block], arrays, truths, manipulated,
+                                                              seed)):
+                if c.readouts[c.readout[pos[0]]] == "zero_shot_retrieval":
+                    rows += self._retrieval_rows(m, [c.raws[k] for k in c.raw[pos].tolist()], truths, seed)
+                scored[m] = rows
+        rows: list[ScoreRow] = []
+        for m, pos, skipped in models:
             if skipped:
-                rows.append(ScoreRow(tid, m, "skipped", float("nan"), None, None, len(pos), len(pos),
+                rows.append(ScoreRow(self.task_id, m, "skipped", float("nan"), None, None, len(pos), len(pos),
                                      "; ".join(sorted(skipped))))
-                continue
-            preds = [None if c.values[v] is None else list(c.values[v]) for v in c.response[pos].tolist()]
-            truths = [list(c.values[v]) for v in c.ground_truth[pos].tolist()]
-            manipulated = [c.values[v] for v in c.manipulated_value[pos].tolist()]
-            n_null = sum(p is None for p in preds)
-            # headline: every stimulus counts (a null is an empty prediction) and mean_f1 averages
-            # all categories, an undefined F1 counting 0 (seed 001 §4, as lmms-eval); variants named
-            both = {"all": score_multilabel(preds, truths, cats, null="empty", n_boot=N_BOOT_B, seed=seed),
-                    "nulls_excluded": score_multilabel(preds, truths, cats, null="exclude", n_boot=N_BOOT_B,
-                                                       seed=seed)}
+            else:
+                rows += scored[m]
+        return rows
+
+    def _block_rows(self, names: list[str], arrays, truths, manipulated, seed: int) -> list[list[ScoreRow]]:
+        """Rows of the models ``names`` that answered the same stimuli: ``arrays`` their encoded
+        answers (:func:`~perceptbench.metrics.saliency.encode_sets` stacked: P (M, n, C), T (n, C),
+        extra (M, n), null (M, n)), ``truths`` the truth label lists and ``manipulated`` the
+        manipulated values of the n stimuli."""
+        from ..metrics.saliency import score_encoded, score_groups_encoded
+
+        tid, cats = self.task_id, self.categories
+        # headline: every stimulus counts (a null is an empty prediction) and mean_f1 averages
+        # all categories, an undefined F1 counting 0 (seed 001 §4, as lmms-eval); variants named
+        both = {"all": score_encoded(*arrays, cats, null="empty", n_boot=N_BOOT_B, seed=seed),
+                "nulls_excluded": score_encoded(*arrays, cats, null="exclude", n_boot=N_BOOT_B, seed=seed)}
+        floor, answer = majority_answer_floor(truths)
+        # breakdowns (every stimulus counts, like the headline)
+        if self.split_name == "syn":
+            by = {"difficulty": [v.split("/")[1] for v in manipulated],
+                  "feature": [v.split("/")[0] for v in manipulated], "feature_difficulty": manipulated}
+        else:
+            by = {"distractors": [distractor_group(v) for v in manipulated]}
+        groups = {gname: score_groups_encoded(*arrays, g, cats, null="empty", n_boot=N_BOOT_B, seed=seed)
+                  for gname, g in by.items()}
+        out = []
+        for i, m in enumerate(names):
+            rows: list[ScoreRow] = []
+            n_null = int(arrays[3][i].sum())
+            n_all = len(truths)
             for conv, suffix in (("all", ""), ("nulls_excluded", "@nulls_excluded")):
-                sc = both[conv]
+                sc = both[conv][i]
                 for key, metric in [("exact_match", "exact_match"), ("mean_f1", "mean_f1")] + \
                         [(f"f1:{c}", f"f1[{c}]") for c in cats]:
                     note = ""
@@ -491,31 +536,23 @@ class SalBenchTask(Task):
                     elif np.isnan(sc.category_f1[key[3:]]):
                         note = "undefined: category neither true nor predicted; counted as 0 in mean_f1"
                     rows.append(ScoreRow.from_boot(tid, m, metric + suffix, sc.ci[key], sc.n, n_null, note))
-            sc = both["all"]
+            sc = both["all"][i]
             rows.append(ScoreRow.from_boot(tid, m, "mean_f1@defined_categories", sc.ci["mean_f1_defined"], sc.n,
                                            n_null, "mean over the categories whose F1 is defined only (the "
                                            "project's headline before issue 7); nulls as empty predictions"))
-            rows.append(ScoreRow(tid, m, "null_rate", n_null / len(pos), None, None, len(pos), n_null))
-            floor, answer = majority_answer_floor(truths)
+            rows.append(ScoreRow(tid, m, "null_rate", n_null / n_all, None, None, n_all, n_null))
             rows.append(ScoreRow(tid, m, "exact_match_floor", floor, None, None, len(truths), 0,
                                  f"majority-answer floor: a constant answer {answer} matches exactly "
                                  f"{floor:.3f} of these {len(truths)} stimuli"))
-            # breakdowns (every stimulus counts, like the headline)
-            if self.split_name == "syn":
-                by = {"difficulty": [v.split("/")[1] for v in manipulated],
-                      "feature": [v.split("/")[0] for v in manipulated], "feature_difficulty": manipulated}
-            else:
-                by = {"distractors": [distractor_group(v) for v in manipulated]}
-            for gname, g in by.items():
-                for key, sc in score_by_group(preds, truths, g, cats, null="empty", n_boot=N_BOOT_B,
-                                              seed=seed).items():
+            for gname, per_group in groups.items():
+                for key, scs in per_group.items():
+                    sc = scs[i]
                     if sc.n == 0:
                         continue
                     rows.append(ScoreRow.from_boot(tid, m, f"exact_match[{gname}={key}]", sc.ci["exact_match"],
                                                    sc.n, sc.n_null))
-            if readout == "zero_shot_retrieval":
-                rows += self._retrieval_rows(m, [c.raws[k] for k in c.raw[pos].tolist()], truths, seed)
-        return rows
+            out.append(rows)
+        return out
 
     def _retrieval_rows(self, m, raw_outputs: list[str], truths, seed) -> list[ScoreRow]:
         from ..metrics.retrieval import analytic_chance, truth_matrix

@@ -256,8 +256,8 @@ def cross_model_rows(cells: dict[tuple, list[VSISample]], *, families: dict[str,
             per_group[(task_id, pert, sigma)].append((r.rho, fa == fb))
     for key, pair_rhos in everyone.items():
         by_model = groups[key]
-        per_group[key] = [(rho, family(by_model, ma) == family(by_model, mb)) for ma, mb, rho in pair_rhos
-                          if math.isfinite(rho)]
+        fams = {m: family(by_model, m) for m in by_model}  # once per model, not per pair
+        per_group[key] = [(rho, fams[ma] == fams[mb]) for ma, mb, rho in pair_rhos if math.isfinite(rho)]
     pooled: dict[tuple, list[tuple[float, bool]]] = defaultdict(list)
     for key in sorted(per_group):  # groups in order, each group's pairs in combinations order
         if per_group[key]:

@@ -71,13 +71,12 @@ class VSISalBenchSyn(VSITask):
         gseed = int(rng_for(seed, "vsi.salbench.syn", "test_seed").integers(2**31 - 1))
         out = []
         for i, (feat, diff) in enumerate(sa.plan_p3(counts)):
-            def make(i=i, feat=feat, diff=diff):
-                return sa.make_search_stimulus(gseed, i, feat, diff).image
-            st = sa.make_search_stimulus(gseed, i, feat, diff)
+            # the layout (~10 KB) is kept and drawn at render time: the array is laid out once
+            st = sa.search_layout(gseed, i, feat, diff)
             x0, y0, x1, y1 = st.target_bbox  # inclusive -> exclusive ends
             sid = f"p3syn-{i:05d}"
             letter = SALBENCH_LETTERS[SALBENCH_OPTIONS.index(sa.FEATURE_LABEL[feat])]
-            out.append({"sample_id": sid, "image_id": sid, "render": make,
+            out.append({"sample_id": sid, "image_id": sid, "render": st.draw,
                         "prompt": SALBENCH_PROMPT.format(object_category=st.object_category),
                         "ground_truth": letter, "region_box": (x0, y0, x1 + 1, y1 + 1), "region_source": "exact",
                         "meta": {"feature": feat, "difficulty": diff, "generator_seed": gseed, "generator_index": i}})

@@ -358,8 +358,11 @@ def sigma_swing_rows(cells: dict[tuple, list[VSISample]]) -> list[ScoreRow]:
         tasks[(bench, model, pert, sigma)] = task_id
     rows: list[ScoreRow] = []
     swings: dict[str, list] = defaultdict(list)
-    for bench, model, pert in sorted({(b, m, p) for b, m, p, _ in au}):
-        vals = {s: v for (b, m, p, s), v in au.items() if (b, m, p) == (bench, model, pert)}
+    by_cell: dict[tuple, dict[float, float]] = defaultdict(dict)  # (benchmark, model, perturbation) -> {sigma: AUROC}
+    for (b, m, p, s), v in au.items():
+        by_cell[(b, m, p)][s] = v
+    for bench, model, pert in sorted(by_cell):
+        vals = by_cell[(bench, model, pert)]
         if len(vals) < 2:
             continue
         tid = _join(tasks[(bench, model, pert, s)] for s in vals)

@@ -146,7 +146,12 @@ class VSITask(Task):
 
     def stimuli(self, seed: int) -> list[Stimulus]:
         """One stimulus per (sample, condition), ids ``{sample_id}~{condition}``; the clean image
-        is rendered once per sample and reused (small LRU cache).
+        is rendered once per sample and reused (small LRU cache).  With both blurs, a sample's
+        region blur takes its pixels from the sample's whole blur (the same bytes as blurring a
+        crop, :func:`perceptbench.stimuli.perturb.region_blur`): the whole blur rendered for the
+        region stimulus waits in a one-sample slot until the whole-blur stimulus is rendered (the
+        VSI run and the probe features render a sample's conditions in turn), so it is computed
+        once and at most one such image is held.
 
         A sample's region is either a fixed ``region_box`` (exclusive ends; None = the whole
         image as declared by the task) or, for benchmarks that need the grounding step, a
@@ -164,6 +169,20 @@ class VSITask(Task):
         from ..stimuli import perturb
 
         out = []
+        share = "whole_blur" in self.conditions
+        slot: dict = {}  # {(sample_id, sigma): whole blur} of the last region blur rendered, until taken
+
+        def whole(key, img, sigma, keep: bool):
+            """The whole blur of sample ``key[0]``: from the slot (taken out unless ``keep``) or computed
+            (kept in the slot, alone, when ``keep``)."""
+            got = slot.get(key) if keep else slot.pop(key, None)
+            if got is None:
+                got = perturb.whole_blur(img, sigma)
+                if keep:
+                    slot.clear()
+                    slot[key] = got
+            return got
+
         for smp in self.samples(seed):
             clean = lru_cache(maxsize=1)(smp["render"])
             box, region_fn = smp.get("region_box"), smp.get("region")
@@ -177,12 +196,13 @@ class VSITask(Task):
                        "fallback": cond == "region_blur" and source == "fallback_whole",
                        "answer_prefix": self.answer_prefix, "top_k": self.top_k}
 
-                def render(clean=clean, cond=cond, box=box, sigma=sigma, vsi=vsi, region_fn=region_fn):
+                def render(clean=clean, cond=cond, box=box, sigma=sigma, vsi=vsi, region_fn=region_fn,
+                           key=(smp["sample_id"], sigma)):
                     img = clean()
                     if cond == "clean":
                         return img
                     if cond == "whole_blur":
-                        return perturb.whole_blur(img, sigma)
+                        return whole(key, img, sigma, keep=False) if share else perturb.whole_blur(img, sigma)
                     mask = None if box is None else perturb.box_mask(img.size, box)
                     if region_fn is not None:
                         reg = region_fn()
@@ -191,7 +211,8 @@ class VSITask(Task):
                         mask = None if reg.source == "fallback_whole" else reg.to_mask(img.size)
                     if mask is None:
                         return perturb.whole_blur(img, sigma)
-                    return perturb.region_blur(img, mask, sigma, perturb.DILATE_PX)
+                    return perturb.region_blur(img, mask, sigma, perturb.DILATE_PX,
+                                               blurred=whole(key, img, sigma, keep=True) if share else None)
 
                 mv = "clean" if cond == "clean" else f"{cond}:sigma={sigma:g}"
                 out.append(Stimulus(f"{smp['sample_id']}~{cond}", "test", render=render,

@@ -293,3 +293,37 @@ def test_gathered_kappa_equals_kappa_of_the_gathered_trials_bit_for_bit():
     valid = rng.random(n) < 0.85
     idx = np.concatenate([np.arange(n)[None], resample_indices(n, 300, 9)])
     assert np.array_equal(kappa_gathered(m, h, valid)(idx), kappa(m[idx], h[idx], valid[idx]), equal_nan=True)
+
+
+def test_kappa_resampled_equals_a_per_draw_loop_for_every_respondent():
+    """M respondents on one index matrix (integer sums as count products, the sums with the
+    fractional panel accuracy gathered row by row) = kappa of each respondent's gathered trials,
+    draw by draw, to the last bit; a respondent with nothing valid is NaN in every draw."""
+    from perceptbench.metrics.bootstrap import resample_indices
+    from perceptbench.metrics.error_consistency import kappa_resampled
+
+    rng = np.random.default_rng(11)
+    n, d = 90, 200
+    h = rng.integers(0, 4, n) / rng.integers(1, 4, n).clip(1)  # thirds and halves: order-dependent sums
+    h = np.minimum(h, 1.0)
+    m = (rng.random((5, n)) < 0.6).astype(float)
+    m[3] = 1.0  # always right: kappa 0 (c_obs = c_exp), NaN in draws where h is 1 throughout
+    valid = rng.random((5, n)) < 0.85
+    valid[1] = valid[0]  # two respondents share a valid mask (their h sums computed once)
+    valid[4] = False  # nothing valid: NaN
+    idx = resample_indices(n, d, 3)
+    got = kappa_resampled(m, h, valid, idx)
+    assert got.shape == (d, 5)
+    for j in range(5):
+        want = np.array([kappa(m[j][idx[r]], h[idx[r]], valid[j][idx[r]]) for r in range(d)])
+        assert np.array_equal(got[:, j], want, equal_nan=True), j
+    assert np.isnan(got[:, 4]).all()
+    one = kappa_resampled(m[:1], h, valid[:1], np.arange(n)[None])  # the estimate: the sample itself
+    assert np.array_equal(one[0], kappa(m[:1], h, valid[:1]), equal_nan=True)
+
+
+def test_kappa_resampled_refuses_non_binary_model_side():
+    from perceptbench.metrics.error_consistency import kappa_resampled
+
+    with pytest.raises(ValueError, match="0/1"):
+        kappa_resampled(np.full((1, 3), 0.5), np.ones(3), np.ones((1, 3), bool), np.zeros((2, 3), int))

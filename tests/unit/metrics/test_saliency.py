@@ -247,9 +247,9 @@ def test_encode_sets_names_the_offending_position():
 
 def test_per_stimulus_empty_row_scores_zero_sample_f1():
     # a row with nothing predicted and nothing true: denominator 0 -> sample F1 0 (not 1)
-    P = np.zeros((1, 3), bool)
-    *_, sf1 = sm._per_stimulus(P, P.copy(), np.zeros(1, np.int64))
-    assert sf1.tolist() == [0.0]
+    P = np.zeros((1, 1, 3), bool)  # one respondent, one stimulus, three categories
+    *_, sf1 = sm._per_stimulus(P, P[0].copy(), np.zeros((1, 1), np.int64))
+    assert sf1.tolist() == [[0.0]]
 
 
 def test_mean_f1_defined_is_nan_when_no_category_is_defined():
@@ -348,3 +348,113 @@ def test_score_both_conventions_passes_settings_and_fixes_null():
 def test_score_by_group_length_message():
     with pytest.raises(ValueError, match=r"^groups and preds differ in length: 1 != 2$"):
         sm.score_by_group([{"Color"}, {"Size"}], [{"Color"}, {"Size"}], ["a"], SAL_CATS)
+
+
+# ------------------------------------------------- respondents vectorised (issue 25): vs a per-draw loop
+
+def _per_draw_reference(pred, truth, cats, null, n_boot, seed, ci_level=0.95):
+    """One respondent's intervals by a plain loop over the draws of the shared index matrix:
+    each draw gathers its stimuli and recomputes every statistic (seed 001 §4; D.5)."""
+    if null == "exclude":
+        keep = [i for i, p in enumerate(pred) if p is not None]
+        pred, truth = [pred[i] for i in keep], [truth[i] for i in keep]
+    P, T, extra, _ = sm.encode_sets(pred, truth, cats)
+    n = len(truth)
+    if n < 2 or n_boot == 0:
+        return None
+    idx = resample_indices(n, n_boot, seed)
+    em = (np.all(P == T, axis=1) & (extra == 0)).astype(float)
+    inter = (P & T).sum(1)
+    den = P.sum(1) + extra + T.sum(1)
+    sf1 = np.where(den > 0, 2.0 * inter / np.maximum(den, 1), 0.0)
+    draws = {k: [] for k in ["exact_match", "mean_f1", "mean_f1_defined", "sample_f1"] + [f"f1:{c}" for c in cats]}
+    for d in range(n_boot):
+        i = idx[d]
+        tp, fp, fn = (P[i] & T[i]).sum(0), (P[i] & ~T[i]).sum(0), (~P[i] & T[i]).sum(0)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            f1 = np.where(2 * tp + fp + fn > 0, 2.0 * tp / np.maximum(2 * tp + fp + fn, 1), np.nan)
+        draws["exact_match"].append(em[i].mean())
+        draws["sample_f1"].append(sf1[i].mean())
+        draws["mean_f1"].append(np.nan_to_num(f1, nan=0.0).mean())
+        draws["mean_f1_defined"].append(f1[~np.isnan(f1)].mean() if (~np.isnan(f1)).any() else np.nan)
+        for j, c in enumerate(cats):
+            draws[f"f1:{c}"].append(f1[j])
+    a = 100 * (1 - ci_level) / 2
+    out = {}
+    for k, x in draws.items():
+        x = np.array(x)
+        ok = ~np.isnan(x)
+        lo, hi = np.percentile(x[ok], (a, 100 - a)) if ok.any() else (np.nan, np.nan)
+        out[k] = (float(lo), float(hi), int((~ok).sum()))
+    return out
+
+
+def _random_respondents(M, n, cats, seed, p_null=0.1):
+    rng = np.random.default_rng(seed)
+    truths = [{cats[int(rng.integers(len(cats)))]} | ({cats[0]} if rng.random() < 0.2 else set()) for _ in range(n)]
+    preds = []
+    for _ in range(M):
+        row = []
+        for t in truths:
+            u = rng.random()
+            row.append(None if u < p_null else set(t) if u < 0.6 else
+                       {cats[int(rng.integers(len(cats)))], "Pattern"} if u < 0.7 else set())
+        preds.append(row)
+    return preds, truths
+
+
+def _same(a, b):
+    return a == b or (math.isnan(a) and math.isnan(b))
+
+
+@pytest.mark.parametrize("M,n,null", [(5, 30, "empty"), (5, 30, "exclude"), (1, 12, "exclude"), (4, 2, "empty"),
+                                      (3, 1, "empty"), (3, 0, "exclude")])
+def test_score_encoded_equals_a_per_draw_loop_for_every_respondent(M, n, null):
+    # M respondents on shared draws (one count product) = each respondent's own per-draw loop, to the
+    # last bit: intervals, dropped draws (undefined F1), estimates; nulls, extra labels, n < 2, empty
+    preds, truths = _random_respondents(M, n, CATS, seed=M * 100 + n)
+    enc = [sm.encode_sets(p, truths, CATS) for p in preds]
+    P, T = np.stack([e[0] for e in enc]).reshape(M, n, len(CATS)), enc[0][1]
+    extra, isnull = np.stack([e[2] for e in enc]).reshape(M, n), np.stack([e[3] for e in enc]).reshape(M, n)
+    got = sm.score_encoded(P, T, extra, isnull, CATS, null=null, n_boot=300, seed=5)
+    assert len(got) == M
+    for m in range(M):
+        ref = _per_draw_reference(preds[m], truths, CATS, null, 300, 5)
+        alone = sm.score_multilabel(preds[m], truths, CATS, null=null, n_boot=300, seed=5)
+        assert repr(got[m]) == repr(alone)
+        if ref is None:
+            assert all(math.isnan(r.low) for r in got[m].ci.values())
+            continue
+        for k, (lo, hi, dropped) in ref.items():
+            r = got[m].ci[k]
+            assert _same(r.low, lo) and _same(r.high, hi) and r.n_dropped == dropped, k
+
+
+def test_score_encoded_with_every_answer_null_excluded_scores_nothing():
+    preds = [[None, None, None], [{"Color"}, None, {"Size"}]]
+    truths = [{"Color"}, {"Shape"}, {"Size"}]
+    enc = [sm.encode_sets(p, truths, CATS) for p in preds]
+    got = sm.score_encoded(np.stack([e[0] for e in enc]), enc[0][1], np.stack([e[2] for e in enc]),
+                           np.stack([e[3] for e in enc]), CATS, null="exclude", n_boot=50, seed=1)
+    assert got[0].n == 0 and math.isnan(got[0].exact_match) and got[0].n_null == 3
+    assert got[1].n == 2 and got[1].exact_match == 1.0 and got[1].n_null == 1
+
+
+def test_score_groups_encoded_equals_score_by_group_per_respondent():
+    preds, truths = _random_respondents(3, 40, CATS, seed=2)
+    groups = [("a", "b", "c")[i % 3] for i in range(40)]
+    enc = [sm.encode_sets(p, truths, CATS) for p in preds]
+    got = sm.score_groups_encoded(np.stack([e[0] for e in enc]), enc[0][1], np.stack([e[2] for e in enc]),
+                                  np.stack([e[3] for e in enc]), groups, CATS, group_order=["c", "a", "b", "none"],
+                                  null="empty", n_boot=200, seed=3)
+    assert list(got) == ["c", "a", "b", "none"] and got["none"][0].n == 0
+    for m in range(3):
+        alone = sm.score_by_group(preds[m], truths, groups, CATS, group_order=["c", "a", "b", "none"], null="empty",
+                                  n_boot=200, seed=3)
+        assert {g: repr(v[m]) for g, v in got.items()} == {g: repr(v) for g, v in alone.items()}
+
+
+def test_score_encoded_rejects_disagreeing_shapes():
+    with pytest.raises(ValueError, match="shapes disagree"):
+        sm.score_encoded(np.zeros((2, 3, 3), bool), np.zeros((4, 3), bool), np.zeros((2, 3)), np.zeros((2, 3), bool),
+                         CATS)

@@ -199,6 +199,22 @@ def test_growing_kv_layer_returns_views_of_one_buffer_equal_to_concatenation():
 
 
 @pytest.mark.parametrize("family", FAMILIES)
+def test_follow_up_suffixes_in_one_tokenizer_call_are_each_conversations_own_ids(models, family):
+    """The follow-up turn's token ids after each clean prompt, from one batched tokenizer call, equal
+    each conversation tokenized alone (by hand here)."""
+    from perceptbench.vsi.protocol import CONFIDENCE_PROMPT
+
+    m = models[family]
+    reqs = _requests(5)
+    answers = ["B", " 3 \n", "car", "", "yes, the second"]
+    got = m._follow_up_suffixes(reqs, answers, CONFIDENCE_PROMPT, "(")
+    for r, a, suffix in zip(reqs, answers, got):
+        ci = m.tokenizer(m._chat_text(1, r.prompt, "("), add_special_tokens=False)["input_ids"]
+        fi = m.tokenizer(m.follow_up_text(1, r.prompt, a, CONFIDENCE_PROMPT, "("), add_special_tokens=False)["input_ids"]
+        assert fi[:len(ci)] == ci and suffix == fi[len(ci):] and suffix
+
+
+@pytest.mark.parametrize("family", FAMILIES)
 def test_in_place_kv_cache_gives_identical_answers_logits_and_distributions(models, family):
     """The VSI generations with the in-place cache equal transformers' own cache bit for bit: greedy
     texts, clean distributions (ids, tokens, log-probabilities) and the follow-up turn's logits at

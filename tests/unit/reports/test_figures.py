@@ -467,3 +467,28 @@ def test_matrix_draws_the_floor_and_ceiling_rows_as_references_off_the_colour_sc
         assert _inside_figure(d.fig)
     finally:
         F.close(d)
+
+
+def test_paired_differences_figure_shows_significance_by_shape_never_by_a_hollow_marker():
+    """Before: a hollow marker meant 'not significant' here ('filled: Holm-adjusted p < 0.05') while on
+    every other figure of the page hollow means 'few answers'."""
+    from matplotlib.colors import to_rgba
+
+    from perceptbench.reports.paired import PairedDiff
+
+    diffs = [PairedDiff("similarity.chart.mark_color", "B", "a", "b", 0.3, 0.1, 0.5, 40, 1000, p=0.001, p_holm=0.003),
+             PairedDiff("similarity.chart.mark_color", "B", "a", "c", 0.05, -0.1, 0.2, 40, 1000, p=0.4, p_holm=0.8)]
+    d = F.draw_paired_forest(diffs)
+    try:
+        marks = [ln for ln in d.fig.axes[0].get_lines() if ln.get_marker() not in ("None", None, "")]
+        assert sorted(ln.get_marker() for ln in marks) == ["D", "o"]
+        # every marker filled with its own colour: no white (hollow) face
+        assert all(to_rgba(ln.get_markerfacecolor()) == to_rgba(ln.get_color()) for ln in marks)
+        legend = [t.get_text() for lg in d.fig.legends for t in lg.get_texts()]
+        assert legend == [F.PAIRED_SIGNIFICANT, F.PAIRED_NOT_SIGNIFICANT]
+        assert "blue diamond: Holm-adjusted p < 0.05" in d.fig._suptitle.get_text()
+        assert "filled" not in d.fig._suptitle.get_text()
+        notes = [r["note"] for r in d.rows]
+        assert F.PAIRED_SIGNIFICANT in notes[0] and F.PAIRED_NOT_SIGNIFICANT in notes[1]
+    finally:
+        F.close(d)

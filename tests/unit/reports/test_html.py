@@ -46,3 +46,41 @@ def test_matrix_table_headers_break_task_ids_only_between_their_parts(tmp_path, 
     _, html, _, _ = _report(tmp_path, ["m"], (SIL,))
     assert f'<th class="tid">closure.<wbr>nat.<wbr>silhouette<br><span class="nw">B</span></th>' in html
     assert "th.tid { overflow-wrap: normal; }" in html
+
+
+SERIES = "similarity.chart.series_count"
+
+
+def test_provenance_says_kernel_answers_are_derived_not_human_and_names_the_reference_kernel(tmp_path, mirror):
+    """Before: the kernels' odd ones out read '5 respondents (human:kernel-l5 ... human:kernel-tm)',
+    as if five people had answered, the reference kernel (the ground truth) among them."""
+    _, html, _, tables = _report(tmp_path, ["m"], (MARK,))
+    row = next(r for r in tables["table_provenance_human_references"].rows if r[0] == MARK)
+    assert row[1] == ("5 perceptual kernels' derived answers, not human trials (human:kernel-l5 ... human:kernel-tm; "
+                      "reference kernel tm = the ground truth)")
+    assert "respondents (human:kernel" not in html and row[1].replace("'", "&#39;") in html
+    assert "<th>respondents (human, kernel-derived, or none)</th>" in html and "human respondent(s)" not in html
+
+
+def test_provenance_has_a_row_for_the_series_count_literature_reference(tmp_path, mirror):
+    """Before: series_count's reference (the 6-12 capacity band, Healey 1996; Ware 2013) had no
+    row in 'Human references and source files': it could not be traced from the page."""
+    _, html, md, tables = _report(tmp_path, ["m"], (MARK, SERIES))
+    rows = tables["table_provenance_human_references"].rows
+    assert [r[0] for r in rows] == [MARK, SERIES]
+    task_id, who, ref, sha, n = rows[1]
+    assert ref == "capacity-band.healey1996-ware2013" and n == 0 and sha == "- (no data file)"
+    assert who.startswith("none: a literature reference (Healey 1996; Ware 2013: the 6-12 band") and \
+        who.endswith("not a data file")
+    prov = html[html.index("<h3>Human references and source files</h3>"):html.index("<h3>Skipped")]
+    assert "capacity-band.healey1996-ware2013" in prov and "not a data file" in prov
+
+
+def test_provenance_names_the_id_the_silhouette_model_trials_carry_beside_the_observers_records_id(tmp_path, mirror):
+    """Before: the page named only geirhos2019.silhouette.raw (the observers' records) while the model
+    trials and `perceptbench tasks` say geirhos2019.silhouette.modal: the two could not be matched."""
+    recs, _, _, tables = _report(tmp_path, ["m"], (SIL,))
+    row = next(r for r in tables["table_provenance_human_references"].rows if r[0] == SIL)
+    assert {r.human_ref_id for r in recs if r.model == "m"} == {"geirhos2019.silhouette.modal"}
+    assert row[2] == ("geirhos2019.silhouette.raw, geirhos2019.silhouette.modal (the id the model trials carry: "
+                      "their reference, derived from these records)")

@@ -353,3 +353,42 @@ def test_png_and_pixel_hashes_are_computed_on_first_use_only(monkeypatch):
     assert stim.sha256 == hashlib.sha256(real_png(stim.image)).hexdigest() == stim.sha256
     assert stim.pixel_sha256 == real_pix(stim.image) == stim.pixel_sha256
     assert len(png_calls) == 1 and len(pix_calls) == 1
+
+
+# pixel hashes (seeding.image_sha256, first 16 hex) of arrays drawn by the generator before the
+# layout / drawing split (masked colouring of each sprite in turn), at default and other sizes
+_PIXELS_BEFORE_SPLIT = [((0, 0, "color", "easy", 512, 7), "1735808c4d95b0d4"),
+                        ((0, 1, "orientation", "hard", 512, 7), "7d1757cdbaec5b6e"),
+                        ((0, 2, "size", "medium", 512, 7), "03bf80828731db35"),
+                        ((9, 3, "size", "easy", 800, 12), "39b6e09457160c1d"),
+                        ((9, 4, "orientation", "easy", 600, 0), "1964c35839994adc")]
+
+
+@pytest.mark.parametrize("args, pixels", _PIXELS_BEFORE_SPLIT)
+def test_arrays_keep_their_pixels_across_the_layout_and_drawing_split(args, pixels):
+    st = sa.make_search_stimulus(*args)
+    assert st.pixel_sha256[:16] == pixels
+    lay = sa.search_layout(*args)
+    again = lay.draw()
+    assert again.tobytes() == st.image.tobytes() and again is not lay.draw()  # drawn anew each call
+    assert lay.stimulus().pixel_sha256 == st.pixel_sha256
+    assert lay.target_bbox == st.target_bbox and lay.object_category == st.object_category
+
+
+@pytest.mark.parametrize("feature", sa.FEATURES)
+@pytest.mark.parametrize("size, jitter", [(512, 7), (512, 0), (700, 9)])
+def test_tile_drawing_equals_colouring_each_sprites_mask_in_turn(feature, size, jitter):
+    """draw() stamps each sprite's box as a tile; colouring only the mask pixels, cell by cell
+    (by hand here), gives the same bytes because the boxes are disjoint."""
+    for index, difficulty in enumerate(sa.DIFFICULTIES):
+        lay = sa.search_layout(3, index, feature, difficulty, size, jitter)
+        ref = np.empty((size, size, 3), np.uint8)
+        ref[:, :] = BG
+        target = lay.target_cell[0] * sa.GRID + lay.target_cell[1]
+        for k, (x0, y0) in enumerate(lay.origins):
+            m = lay.sprites[k == target]
+            ref[y0:y0 + m.shape[0], x0:x0 + m.shape[1]][m] = lay.target_rgb if k == target else lay.distractor_rgb
+        assert np.array_equal(np.asarray(lay.draw()), ref)
+        (x0, y0), m = lay.origins[target], lay.sprites[1]
+        ys, xs = np.nonzero(np.any(ref[y0:y0 + m.shape[0], x0:x0 + m.shape[1]] != BG, axis=2))
+        assert lay.target_bbox == (x0 + xs.min(), y0 + ys.min(), x0 + xs.max(), y0 + ys.max())

@@ -79,3 +79,34 @@ def test_every_vsi_benchmark_declares_its_answer_prefix_and_its_prompt_asks_for_
     assert t.answer_prefix == ANSWER_PREFIXES["vsi.salbench.syn"] and t.task_id == "vsi.salbench.syn@n=3"
     # a declared prefix other than the benchmark's is a setting of its own, named in the task id
     assert get_task("vsi.pope@answer_prefix=Answer:").task_id != get_task("vsi.pope").task_id
+
+
+@pytest.mark.parametrize("order, blurs", [("in turn", 1), ("whole first", 2), ("region twice", 2)])
+def test_blurred_stimuli_are_the_perturbations_of_the_clean_image_in_any_render_order(order, blurs, monkeypatch):
+    """The region blur takes its pixels from the sample's whole blur (shared through a one-sample
+    slot): every image equals perturb's own functions on the clean image, whatever the order, and
+    rendered in turn (as the VSI run does) a sample is blurred once, not twice."""
+    from PIL import Image
+
+    from perceptbench.stimuli import perturb
+
+    task = get_task("vsi.salbench.syn@n=3")
+    filters = []
+    real_filter = Image.Image.filter
+    monkeypatch.setattr(Image.Image, "filter", lambda im, f: filters.append(f) or real_filter(im, f))
+    by_sample: dict = {}
+    for s in task.stimuli(0):
+        by_sample.setdefault(s.meta["vsi"]["sample_id"], {})[s.meta["vsi"]["condition"]] = s
+    for conds in by_sample.values():
+        clean, region, whole = conds["clean"], conds["region_blur"], conds["whole_blur"]
+        seq = {"in turn": [region, whole], "whole first": [whole, region],
+               "region twice": [region, region, whole, whole]}[order]
+        filters.clear()
+        got = [(s, s.render()) for s in seq]
+        assert len(filters) == blurs
+        img = clean.render()
+        box = tuple(region.meta["vsi"]["region_bbox"])
+        want = {"region_blur": perturb.region_blur(img, perturb.box_mask(img.size, box), 20.0),
+                "whole_blur": perturb.whole_blur(img, 20.0)}
+        for s, im in got:
+            assert im.tobytes() == want[s.meta["vsi"]["condition"]].tobytes()
