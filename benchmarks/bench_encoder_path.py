@@ -31,7 +31,9 @@ CPU ratios, median [range] of 5): bare / path 0.724 [0.633-0.828] before, 0.722 
 after batched normalisation; bare / (preprocess+forward) 0.888 [0.865-0.910] before (load 8-18),
 0.998 [0.870-1.051] after (load 4-8).  After the 6-fit ridge readout and the timm-free default
 (``--tasks similarity.chart.series_count@n_test=10``, 160 images, load 15-21): bare / path 0.858
-[0.848-0.932], bare / (preprocess+forward) 0.925 [0.873-0.988].  Details: docs/performance.md.
+[0.848-0.932], bare / (preprocess+forward) 0.925 [0.873-0.988].  At a low load and the defaults:
+0.973 [0.849-1.077] (series_count, 300 images, load 1.1-3.0) and 0.919 [0.821-1.065] (both default
+tasks, 460 images, load 2.4-3.2).  Details: docs/performance.md.
 """
 
 from __future__ import annotations
