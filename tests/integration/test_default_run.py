@@ -130,3 +130,14 @@ def test_a_run_whose_output_is_not_a_terminal_prints_plain_progress_lines(tmp_pa
     assert any(ln.startswith(f"progress: {task} 1/2 (50%) ") and " ETA " in ln for ln in lines), lines
     assert lines[-1].startswith(f"progress: {task} 2/2 (100%) ") and lines[-1].endswith(" done")
     assert re.search(r"━+ \d+/\d+ ", p.stdout) is None  # no rich bar drawn into the log
+
+
+def test_run_prints_its_tasks_in_the_order_it_was_given_as_the_report_does(tmp_path):
+    # --task order mark_color, then closure: not the alphabetical order score uses
+    p = cli("run", "--out", str(tmp_path / "r"), "--task", "similarity.chart.mark_color", "--task",
+            "closure.nat.silhouette", "--stimulus", "mark_0-1-2", "--stimulus", "silh_airplane1", "--no-progress",
+            columns=None)
+    assert p.returncode == 0, p.stdout + p.stderr
+    mark = p.stdout.index("similarity.chart.mark_color: value [95% bootstrap CI]")
+    closure = p.stdout.index("closure.nat.silhouette: value [95% bootstrap CI]")
+    assert mark < closure, p.stdout

@@ -131,7 +131,9 @@ def run(
     if summary.cache_requests:
         console.print(f"response cache: {summary.cache_hits} of {summary.cache_requests} VLM answers came from the "
                       "cache (no model call)")
-    print_scores(rows, all_rows, res.scores_csv, all_models)
+    # the tasks in the order the run was given them (the report's order), not by id
+    print_scores(rows, all_rows, res.scores_csv, all_models,
+                 task_order=list(dict.fromkeys(t for t, _ in summary.per_task_model)))
     print_signal_table(rows, all_models)
     console.print(f"records: {rd.records}\nscores:  {res.scores_csv} (+ .json)")
     console.print(f"report:  perceptbench report {out} --out {rd.report_html}  (HTML page with the figures)")

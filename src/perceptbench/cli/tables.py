@@ -34,11 +34,14 @@ ALL_MODELS_HELP = (f"Print the full headline table of every task. By default a t
                    "carry each flag (docs/report.md); every row is in scores.csv.")
 
 
-def print_scores(rows, all_rows: bool = False, csv_path: Optional[Path] = None, all_models: bool = False) -> None:
+def print_scores(rows, all_rows: bool = False, csv_path: Optional[Path] = None, all_models: bool = False,
+                 task_order: Optional[list[str]] = None) -> None:
     """The table printed after ``run``/``score``: the headline tables (:func:`print_headline`;
-    ``all_models``: never summarised) or, with ``all_rows``, every score row."""
+    ``all_models``: never summarised; tasks in ``task_order``, the order a run was given them,
+    others after by id) or, with ``all_rows``, every score row."""
     if not all_rows:
-        print_headline(rows, csv_path, max_models=None if all_models else HEADLINE_FULL_MODELS)
+        print_headline(rows, csv_path, max_models=None if all_models else HEADLINE_FULL_MODELS,
+                       task_order=task_order)
         return
     t = Table(title="scores (95% bootstrap CI)")
     for c in ("task", "model", "metric", "value", "CI", "n", "null", "note"):
@@ -74,19 +77,25 @@ def _add_headline_row(t: Table, h, first: tuple[str, ...] = ()) -> None:
     t.add_row(*(escape(c) for c in cells), style="yellow" if bad else None)
 
 
-def print_headline(rows, csv_path: Optional[Path] = None, max_models: Optional[int] = HEADLINE_FULL_MODELS) -> None:
+def print_headline(rows, csv_path: Optional[Path] = None, max_models: Optional[int] = HEADLINE_FULL_MODELS,
+                   task_order: Optional[list[str]] = None) -> None:
     """One table per task: each model's value beside its floor/chance and human ceiling,
     one line per metric (the same rows as the report's human-likeness card:
     perceptbench.reports.headline).  A task with more than ``max_models`` models (None: no
     limit) prints a summary instead (:func:`_print_summary`: per metric the
     :data:`SUMMARY_EXTREMES` highest and lowest values, the models at or above the human
     ceiling, and every model counted by flag), so that printing costs the same at 400 models as
-    at 20; every row stays in scores.csv."""
-    from ..reports.headline import headline_rows, reference_notes
+    at 20; every row stays in scores.csv.  Tasks come in ``task_order`` (the order ``run`` was
+    given them, as in the report: :func:`~perceptbench.reports.headline.given_order_key`), tasks
+    not in it after, by id."""
+    from ..reports.headline import given_order_key, headline_rows, reference_notes
 
     by_task: dict[str, list] = {}
     for h in headline_rows(rows):
         by_task.setdefault(h.task_id, []).append(h)
+    if task_order:
+        rank = given_order_key(task_order)
+        by_task = dict(sorted(by_task.items(), key=lambda kv: rank(kv[0])))
     summarised = 0
     for task_id, heads in by_task.items():
         n_models = len({h.model for h in heads})

@@ -96,6 +96,14 @@ class HeadlineRow:
         return self.task_id.split("@", 1)[0]
 
 
+def given_order_key(order: list[str]):
+    """A sort key: the position of a name in ``order`` (the order a run was given its tasks or
+    models), names not in it after, by name.  Used by the report's tables and figures and by the
+    tables ``run`` prints, so both list tasks in one order."""
+    pos = {x: i for i, x in enumerate(order)}
+    return lambda x: (pos.get(x, len(pos)), x)
+
+
 def _finite(x) -> bool:
     return x is not None and isinstance(x, (int, float)) and math.isfinite(x)
 

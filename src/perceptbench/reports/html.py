@@ -25,8 +25,8 @@ from ..core.urls import redact_urls_in
 from ..scoring import COUNT_METRIC_PREFIXES
 from ..tasks.gestalt import KERNEL_NAMES, MARK_KERNEL_IDS, PANEL_CLASSIFICATION_TASKS
 from .data import ReportData, finite, load_report_data
-from .headline import (MARK_LEGEND, HeadlineRow, cell_text, fmt, fmt_p, headline_rows, reference_notes,
-                       value_text)
+from .headline import (MARK_LEGEND, HeadlineRow, cell_text, fmt, fmt_p, given_order_key, headline_rows,
+                       reference_notes, value_text)
 
 PRIMARY = {**{base: ("B", "kappa_pairwise") for base in PANEL_CLASSIFICATION_TASKS},
            **{base: ("B",) for base in MARK_KERNEL_IDS},
@@ -67,12 +67,6 @@ def given_order(records) -> tuple[list[str], list[str]]:
     return tasks, models
 
 
-def _rank(order: list[str]):
-    """A sort key: the position of a name in ``order`` (given order), names not in it after, by name."""
-    pos = {x: i for i, x in enumerate(order)}
-    return lambda x: (pos.get(x, len(pos)), x)
-
-
 def _matrix_cols(heads: list[HeadlineRow], task_order: list[str] | None = None) -> list[tuple[str, str]]:
     """The matrix's (task id, metric) columns: the tasks in ``task_order`` (the order the run was
     given them, :func:`given_order`; others after, by id), each task's headline metrics in
@@ -87,7 +81,7 @@ def _matrix_cols(heads: list[HeadlineRow], task_order: list[str] | None = None) 
             hit, metric = True, "exact_match"
         if hit and (h.task_id, metric) not in cols:
             cols.append((h.task_id, metric))
-    task_key = _rank(task_order or [])
+    task_key = given_order_key(task_order or [])
     return sorted(cols, key=lambda c: (task_key(c[0]), PRIMARY.get(c[0].split("@")[0], (c[1],)).index(c[1])
                                        if c[1] in PRIMARY.get(c[0].split("@")[0], ()) else 0))
 
@@ -141,7 +135,7 @@ def _provenance(data: ReportData):
     """The provenance tables' rows; tasks and models in the order the run was given them
     (:func:`given_order`)."""
     recs = data.records
-    task_key, model_key = (_rank(o) for o in given_order(recs))
+    task_key, model_key = (given_order_key(o) for o in given_order(recs))
     run_ids = Counter(r.run_meta.run_id for r in recs).most_common()
     pkg = sorted({str((r.run_meta.model_extra or {}).get("package_version", "?")) for r in recs})
     seeds = sorted(((t, sorted({r.run_meta.seed for r in recs if r.task_id == t})) for t in {r.task_id for r in recs}),
@@ -360,7 +354,7 @@ def build_report(data: ReportData, title: str, pairs: str = "auto"):
     for h in headline_rows(data.scores):  # score rows without records (a scores.json alone): after, in their order
         if h.model not in models:
             models.append(h.model)
-    in_given = (_rank(task_order), _rank(models))
+    in_given = (given_order_key(task_order), given_order_key(models))
     heads = sorted(headline_rows(data.scores), key=lambda h: (in_given[0](h.task_id), in_given[1](h.model)))
     cols = _matrix_cols(heads, task_order)
     models, model_score = _order_models(heads, models, cols)
