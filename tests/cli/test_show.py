@@ -130,3 +130,19 @@ def test_show_labels_kernel_answers_as_kernel_derived_and_leaves_the_reference_k
     assert (f"other kernels' agreement with the reference kernel ({task.params['kernel']}): "
             f"{agree / len(others):.2f} ({agree} of {len(others)} agreeing)") in text
     assert f"modal answer of the {len(others)} other kernels: " in text
+
+
+def test_show_says_whether_the_rebuilt_prompt_matches_the_records_prompt_hash(tmp_path, mirror):
+    task = get_task("similarity.chart.mark_color")
+    sid = next(s.stimulus_id for s in task.stimuli(0) if s.split == "test")
+    said = {}
+    for label, h in (("same", task.prompt_hash), ("other", "0000beef"), ("none", None)):
+        d = tmp_path / label
+        rec = plant_record(task, stimulus_id=sid, response=1, ground_truth=1, raw_output="1", prompt_hash=h)
+        plant_records(d, [rec])
+        p = cli("show", d, rec.trial_id, in_process=True)
+        assert p.returncode == 0, p.stdout
+        said[label] = " ".join(p.stdout.split())
+    assert f"prompt (re-built now; matches the record's prompt_hash {task.prompt_hash}):" in said["same"]
+    assert "its hash differs from the record's prompt_hash" in said["other"] and "matches" not in said["other"]
+    assert "the record has no prompt_hash to check it against" in said["none"]

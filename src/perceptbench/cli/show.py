@@ -92,10 +92,14 @@ def show(
         missing = "the prompt and the stimulus image" if rec.readout == "vlm_prompt" else "the stimulus image"
         console.print(f"[yellow]not rebuilt:[/yellow] {missing} ({escape(note)})", highlight=False, soft_wrap=True)
     if prompt is not None:
-        same = rec.prompt_hash is None or text_hash(prompt) == rec.prompt_hash
-        console.print("prompt" + ("" if same else " [red](re-built now; its hash differs from the record's "
-                                                   "prompt_hash: the prompt changed since this trial ran)[/red]")
-                      + ":", highlight=False)
+        if rec.prompt_hash is None:
+            check = " (re-built now; the record has no prompt_hash to check it against)"
+        elif text_hash(prompt) == rec.prompt_hash:
+            check = f" (re-built now; matches the record's prompt_hash {rec.prompt_hash})"
+        else:
+            check = (" [red](re-built now; its hash differs from the record's prompt_hash: the prompt changed "
+                     "since this trial ran)[/red]")
+        console.print(f"prompt{check}:", highlight=False)
         console.print(escape(prompt), highlight=False, soft_wrap=True)
     console.print("raw_output:", highlight=False)
     console.print(escape(_visible(str(rec.raw_output))), highlight=False, soft_wrap=True)
