@@ -102,3 +102,12 @@ def test_the_tasks_listing_names_the_silhouette_observers_records_id_beside_the_
     assert task.human_raw_ref_id == "geirhos2019.silhouette.raw"  # the id its human records carry
     wide = cli("tasks", columns=400).stdout
     assert "geirhos2019.silhouette.raw" in wide and "geirhos2019.silhouette.modal" in wide
+
+
+def test_the_piped_tasks_listing_keeps_each_field_on_one_line():
+    """Piped, each field is one whole line (grep finds it); before, rich broke lines at 150 columns."""
+    out = cli("tasks", columns=None, env={"COLUMNS": None}).stdout
+    edges = out[out.index("closure.nat.edges\n"):out.index("\n", out.index("    description:", out.index("closure.nat.edges\n")))]
+    human = [line for line in edges.splitlines() if line.startswith("    human data: ")]
+    assert len(human) == 1 and human[0].rstrip().endswith("published:* records"), edges
+    assert all(line.startswith("    ") for line in edges.splitlines()[1:]), edges  # no continuation lines

@@ -17,7 +17,8 @@ def tasks() -> None:
     ``--battery full`` only; empty: only when named with ``--task``).
     Task ids are never broken across lines, whatever the terminal width: a wide terminal
     gets a table whose id column does not wrap, a narrow one a list with each id on a line
-    of its own."""
+    of its own.  Piped (stdout not a terminal), the list's fields are not wrapped either: one
+    field, one line, whole, for grep and scripts."""
     from ..tasks.registry import BATTERIES, NOT_RUNNABLE, battery_of, list_tasks
 
     rows = []
@@ -45,11 +46,12 @@ def tasks() -> None:
             t.add_row(*(escape(x) for x in r))
         console.print(t)
     else:
+        piped = not console.is_terminal
         for r in rows:
             console.print(f"[bold]{escape(r[0])}[/bold]", soft_wrap=True)  # never wrapped: copy-pasteable
             for name, value in zip(cols[1:], r[1:]):
                 if value:
-                    console.print(f"    {name}: {escape(value)}", highlight=False)
+                    console.print(f"    {name}: {escape(value)}", highlight=False, soft_wrap=piped)
     console.print(f"Batteries (perceptbench run --battery NAME): default = no --task, {len(BATTERIES['default'])} "
                   f"tasks; full = {len(BATTERIES['full'])} tasks, the default ones and those marked full.",
                   highlight=False)
