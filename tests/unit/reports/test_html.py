@@ -84,3 +84,12 @@ def test_provenance_names_the_id_the_silhouette_model_trials_carry_beside_the_ob
     assert {r.human_ref_id for r in recs if r.model == "m"} == {"geirhos2019.silhouette.modal"}
     assert row[2] == ("geirhos2019.silhouette.raw, geirhos2019.silhouette.modal (the id the model trials carry: "
                       "their reference, derived from these records)")
+
+
+def test_provenance_records_headers_are_never_broken_mid_word(tmp_path, mirror):
+    """Before: the narrow records column of 'Human references and source files' read 'reco' / 'rds'
+    (every header may break anywhere, for long model names)."""
+    _, html, _, _ = _report(tmp_path, ["m"], (MARK,))
+    prov = html[html.index('<h2 id="provenance">'):]
+    assert prov.count('<th class="nw">records</th>') == 3 and "<th>records</th>" not in prov
+    assert ".nw { white-space: nowrap; }" in html
