@@ -209,6 +209,43 @@ def instrument(vlm, stages: Stages) -> None:
     vlm._follow_up_suffixes = stages.wrap("follow-up token suffixes", vlm._follow_up_suffixes)
 
 
+def prefill_paths(vlm, n: int, batch: int, repeats: int) -> None:
+    """The clean images' prefill as the clean pass runs it (``generate`` for one new token: the vision tower
+    before the forward, position ids from the attention mask, the KV cache grown in place) against the bare
+    call the blurred passes and the baseline make (``model(**inputs, logits_to_keep=1)``) on one batch of
+    ``batch`` clean images, interleaved ``repeats`` times (CPU seconds, median [range], per-repeat ratio);
+    and, row by row, whether the two give bit-identical logits, and the bare call given the mask's position ids."""
+    import numpy as np
+    import torch
+
+    from perceptbench.models.base import VLMRequest
+    from perceptbench.tasks import get_task
+
+    stim = [s for s in get_task(f"vsi.salbench.syn@n={n}").stimuli(0) if s.meta["vsi"]["condition"] == "clean"]
+    inputs = vlm._encode([VLMRequest((s.render(),), s.meta["vsi_prompt"], 1) for s in stim[:batch]])
+
+    def generate():
+        with torch.inference_mode():
+            return vlm.model.generate(**inputs, **vlm._greedy_kwargs(1), output_logits=True,
+                                      return_dict_in_generate=True, **vlm._cache_kwargs()).logits[0].float().cpu().numpy()
+
+    def bare():
+        return vlm._forward_last_logits(inputs)
+
+    mask = inputs["attention_mask"]
+    positions = (mask.long().cumsum(-1) - 1).masked_fill(mask == 0, 1)  # as generate derives them
+    g, b, bp = generate(), bare(), vlm._forward_last_logits({**inputs, "position_ids": positions})
+    print(f"left pads per row: {(mask == 0).sum(1).tolist()}")
+    print(f"generate's first-step logits == bare call's, per row: {[bool(np.array_equal(x, y)) for x, y in zip(g, b)]} "
+          f"(max |diff| {float(np.abs(g - b).max()):.2e})")
+    print(f"... == bare call's given the mask's position ids: {[bool(np.array_equal(x, y)) for x, y in zip(g, bp)]}")
+    runs = _m.interleave({"generate's prefill (1 token)": generate, "bare call": bare}, repeats)
+    print(f"{len(stim[:batch])} clean images, {repeats} interleaved repeats (median [range]):")
+    _m.report(runs)
+    gen_runs, bare_runs = runs.values()
+    print(f"  ratio generate's prefill / bare call: CPU {_m.spread(_m.ratio(bare_runs, gen_runs))}   load {_m.loads(runs)}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--n", type=int, default=16)
@@ -227,6 +264,9 @@ def main() -> None:
     ap.add_argument("--tokenizer", default=None, metavar="TOKENIZER_JSON",
                     help="prefill scale with LLaVA-1.5's tokenizer and conversation format (a Llama-2 tokenizer.json) "
                          "instead of the tiny 512-token BPE")
+    ap.add_argument("--prefill-paths", action="store_true",
+                    help="the clean pass's prefill inside generate vs the bare call on one batch of clean images: "
+                         "CPU (interleaved, --repeats) and bit identity of the logits, then stop")
     ap.add_argument("--kv-in-place", type=int, default=1, choices=[0, 1],
                     help="0: transformers' own KV cache in the VSI generations (the path before issue 25)")
     args = ap.parse_args()
@@ -288,6 +328,9 @@ def main() -> None:
 
         full(2)()  # warm-up
         bare(2)()
+        if args.prefill_paths:
+            prefill_paths(vlm, args.n, args.batch, args.repeats)
+            return
         if args.stages:
             import time
 
