@@ -18,7 +18,7 @@ wall time measures the neighbours' load, CPU time the work done.
 
     PYTHONPATH=src python benchmarks/bench_vsi.py [--n 16] [--n2 32] [--batch 8] [--verbal-conf 0|1]
         [--repeats 5] [--scale prefill|tiny] [--model-dir DIR] [--device cpu|cuda] [--dtype float32|bfloat16]
-        [--profile FILE] [--stages] [--kv-in-place 0|1] [--tokenizer TOKENIZER_JSON]
+        [--profile FILE] [--stages] [--prefill-paths] [--kv-in-place 0|1] [--tokenizer TOKENIZER_JSON]
 
 Without ``--model-dir`` a random LLaVA is built offline: ``--scale prefill`` (default: 336 px /
 patch 14 = 576 image tokens as in LLaVA-1.5, a small CLIP tower and Llama: hidden 256 / 384, 4
@@ -34,9 +34,12 @@ turn 40-42 tokens instead of 93 (the tiny BPE splits the confidence question int
 and an 8-token random answer into 24 bytes).  Both arms use the same model and tokenizer.
 Timings exclude model loading.  ``--profile FILE``: cProfile one full run instead.  ``--stages``:
 exclusive CPU seconds per stage (processor, vision tower, prompt prefills, the follow-up turn's
-prefill, decoding steps, renders, hashes, distributions; the rest is the response cache and records)
+prefill, decoding steps, generate's own work outside the forwards, renders, hashes, distributions,
+response cache writes, records appended; the rest is building records, parsing answers and checks)
 of one full run and one bare run, after the warm-up; the model's work is unchanged (wrappers on the
-instance only).
+instance only).  ``--prefill-paths``: the clean pass's prefill inside ``generate`` against the bare call
+on one batch of clean images (CPU, interleaved ``--repeats``) and whether their logits are bit-identical
+row by row (:func:`prefill_paths`).
 
 Measured (issue 25; shared 2-core machine; ``--n 8 --repeats 5``, prefill scale, CPU ratio
 bare / full, median [range]): 0.801 [0.762-0.917] at load 5-13 before the search arrays hashed
@@ -45,7 +48,11 @@ lazily, 0.857 [0.810-0.942] at load 15-17 after, 0.899 [0.850-0.902] at load 16-
 on 2026-12-03 main 0.844 [0.835-0.912] (load 2-3) and 0.900 [0.838-0.909] (load 3-6), then 0.897 [0.882-0.982]
 (load 6.5-9.9) and 0.887 [0.843-0.940] (load 4-7) with each search array laid out once and one blur per sample
 (~2% of the full arm's CPU by ``--stages``, inside the run-to-run spread); ``--tokenizer`` (LLaVA-1.5's):
-0.825 [0.785-1.044] before, 0.876 [0.642-0.920] after.
+0.825 [0.785-1.044] before, 0.876 [0.642-0.920] after; in the afternoon (``--n 8 --repeats 7``, main and
+branch vsidecode alternating, load 3.5-6.1) main 0.918 [0.893-1.064] and 0.929 [0.872-1.011], with the KV
+room reserved for the follow-up turn 0.919 [0.810-1.041] and 0.952 [0.841-1.106] (a ~0.01 s change: the
+run-to-run spread of identical code, ~0.03 in the median, decides); ``--prefill-paths``: generate's
+prefill / the bare call 0.997 [0.889-1.204] (15 repeats, load 5.4-6.2).
 ``--stages`` gives where the time goes (docs/performance.md, "VSI: full measurement vs three bare
 prefills").  Earlier figures (best of 2, issue 9: 0.94 / 0.89 at 8 / 16 samples) were best-of
 timings and did not hold under interleaved medians.
@@ -226,8 +233,9 @@ def prefill_paths(vlm, n: int, batch: int, repeats: int) -> None:
 
     def generate():
         with torch.inference_mode():
-            return vlm.model.generate(**inputs, **vlm._greedy_kwargs(1), output_logits=True,
-                                      return_dict_in_generate=True, **vlm._cache_kwargs()).logits[0].float().cpu().numpy()
+            out = vlm.model.generate(**inputs, **vlm._greedy_kwargs(1), output_logits=True,
+                                     return_dict_in_generate=True, **vlm._cache_kwargs())
+            return out.logits[0].float().cpu().numpy()
 
     def bare():
         return vlm._forward_last_logits(inputs)
@@ -243,7 +251,8 @@ def prefill_paths(vlm, n: int, batch: int, repeats: int) -> None:
     print(f"{len(stim[:batch])} clean images, {repeats} interleaved repeats (median [range]):")
     _m.report(runs)
     gen_runs, bare_runs = runs.values()
-    print(f"  ratio generate's prefill / bare call: CPU {_m.spread(_m.ratio(bare_runs, gen_runs))}   load {_m.loads(runs)}")
+    print(f"  ratio generate's prefill / bare call: CPU {_m.spread(_m.ratio(bare_runs, gen_runs))}   "
+          f"load {_m.loads(runs)}")
 
 
 def main() -> None:
