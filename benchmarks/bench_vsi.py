@@ -51,8 +51,9 @@ on 2026-12-03 main 0.844 [0.835-0.912] (load 2-3) and 0.900 [0.838-0.909] (load 
 0.825 [0.785-1.044] before, 0.876 [0.642-0.920] after; in the afternoon (``--n 8 --repeats 7``, main and
 branch vsidecode alternating, load 3.5-6.1) main 0.918 [0.893-1.064] and 0.929 [0.872-1.011], with the KV
 room reserved for the follow-up turn 0.919 [0.810-1.041] and 0.952 [0.841-1.106] (a ~0.01 s change: the
-run-to-run spread of identical code, ~0.03 in the median, decides); ``--prefill-paths``: generate's
-prefill / the bare call 0.997 [0.889-1.204] (15 repeats, load 5.4-6.2).
+run-to-run spread of identical code, ~0.03 in the median, decides), ``--tokenizer`` 0.862 [0.789-0.986]
+(main) and 0.855 [0.819-1.102] (5 repeats, load 2.9-4.4); ``--prefill-paths``: generate's prefill / the
+bare call 0.997 [0.889-1.204] (15 repeats, load 5.4-6.2).
 ``--stages`` gives where the time goes (docs/performance.md, "VSI: full measurement vs three bare
 prefills").  Earlier figures (best of 2, issue 9: 0.94 / 0.89 at 8 / 16 samples) were best-of
 timings and did not hold under interleaved medians.
