@@ -18,7 +18,7 @@ wall time measures the neighbours' load, CPU time the work done.
 
     PYTHONPATH=src python benchmarks/bench_vsi.py [--n 16] [--n2 32] [--batch 8] [--verbal-conf 0|1]
         [--repeats 5] [--scale prefill|tiny] [--model-dir DIR] [--device cpu|cuda] [--dtype float32|bfloat16]
-        [--profile FILE] [--stages] [--kv-in-place 0|1] [--tokenizer TOKENIZER_JSON]
+        [--profile FILE] [--stages] [--prefill-paths] [--kv-in-place 0|1] [--tokenizer TOKENIZER_JSON]
 
 Without ``--model-dir`` a random LLaVA is built offline: ``--scale prefill`` (default: 336 px /
 patch 14 = 576 image tokens as in LLaVA-1.5, a small CLIP tower and Llama: hidden 256 / 384, 4
@@ -34,9 +34,12 @@ turn 40-42 tokens instead of 93 (the tiny BPE splits the confidence question int
 and an 8-token random answer into 24 bytes).  Both arms use the same model and tokenizer.
 Timings exclude model loading.  ``--profile FILE``: cProfile one full run instead.  ``--stages``:
 exclusive CPU seconds per stage (processor, vision tower, prompt prefills, the follow-up turn's
-prefill, decoding steps, renders, hashes, distributions; the rest is the response cache and records)
+prefill, decoding steps, generate's own work outside the forwards, renders, hashes, distributions,
+response cache writes, records appended; the rest is building records, parsing answers and checks)
 of one full run and one bare run, after the warm-up; the model's work is unchanged (wrappers on the
-instance only).
+instance only).  ``--prefill-paths``: the clean pass's prefill inside ``generate`` against the bare call
+on one batch of clean images (CPU, interleaved ``--repeats``) and whether their logits are bit-identical
+row by row (:func:`prefill_paths`).
 
 Measured (issue 25; shared 2-core machine; ``--n 8 --repeats 5``, prefill scale, CPU ratio
 bare / full, median [range]): 0.801 [0.762-0.917] at load 5-13 before the search arrays hashed
@@ -45,7 +48,12 @@ lazily, 0.857 [0.810-0.942] at load 15-17 after, 0.899 [0.850-0.902] at load 16-
 on 2026-12-03 main 0.844 [0.835-0.912] (load 2-3) and 0.900 [0.838-0.909] (load 3-6), then 0.897 [0.882-0.982]
 (load 6.5-9.9) and 0.887 [0.843-0.940] (load 4-7) with each search array laid out once and one blur per sample
 (~2% of the full arm's CPU by ``--stages``, inside the run-to-run spread); ``--tokenizer`` (LLaVA-1.5's):
-0.825 [0.785-1.044] before, 0.876 [0.642-0.920] after.
+0.825 [0.785-1.044] before, 0.876 [0.642-0.920] after; in the afternoon (``--n 8 --repeats 7``, main and
+branch vsidecode alternating, load 3.5-6.1) main 0.918 [0.893-1.064] and 0.929 [0.872-1.011], with the KV
+room reserved for the follow-up turn 0.919 [0.810-1.041] and 0.952 [0.841-1.106] (a ~0.01 s change: the
+run-to-run spread of identical code, ~0.03 in the median, decides), ``--tokenizer`` 0.862 [0.789-0.986]
+(main) and 0.855 [0.819-1.102] (5 repeats, load 2.9-4.4); ``--prefill-paths``: generate's prefill / the
+bare call 0.997 [0.889-1.204] (15 repeats, load 5.4-6.2).
 ``--stages`` gives where the time goes (docs/performance.md, "VSI: full measurement vs three bare
 prefills").  Earlier figures (best of 2, issue 9: 0.94 / 0.89 at 8 / 16 samples) were best-of
 timings and did not hold under interleaved medians.
@@ -167,7 +175,7 @@ class Stages:
         for k, v in sorted(self.cpu.items(), key=lambda kv: -kv[1]):
             print(f"  {k:44s} {v:7.3f} s  {100 * v / total:5.1f}%  ({self.calls[k]} calls)")
         rest = total - sum(self.cpu.values())
-        print(f"  {'other (response cache, records, parsing, checks)':44s} {rest:7.3f} s  {100 * rest / total:5.1f}%")
+        print(f"  {'other (records built, answers parsed, checks)':44s} {rest:7.3f} s  {100 * rest / total:5.1f}%")
 
 
 def instrument(vlm, stages: Stages) -> None:
@@ -187,21 +195,65 @@ def instrument(vlm, stages: Stages) -> None:
 
     gen = vlm.model.generate
 
-    def generate(*a, **kw):
+    def gen_phase(kw):
         cache = kw.get("cache", kw.get("past_key_values"))
-        phase[0] = "follow-up" if cache is not None and cache.get_seq_length() > 0 else "clean generation"
+        return "follow-up" if cache is not None and cache.get_seq_length() > 0 else "clean generation"
+
+    def generate(*a, **kw):
+        phase[0] = gen_phase(kw)
         try:
             return gen(*a, **kw)
         finally:
             phase[0] = "bare prefill pass"
 
-    vlm.model.generate = generate
+    # generate's own CPU (set-up, logits processors, stopping criteria, mask and position updates,
+    # prepare_inputs_for_generation): what a hand-written greedy loop could save at most
+    vlm.model.generate = stages.wrap(lambda *a, **kw: f"{gen_phase(kw)}: generate's own work", generate)
     vlm.model.forward = stages.wrap(forward_kind, vlm.model.forward)
     inner = vlm.model.base_model
     inner.get_image_features = stages.wrap("vision tower (+ projector)", inner.get_image_features)
     vlm._encode = stages.wrap("processor (images + chat text)", vlm._encode)
     vlm._distribution = stages.wrap("top-50 distributions", vlm._distribution)
     vlm._follow_up_suffixes = stages.wrap("follow-up token suffixes", vlm._follow_up_suffixes)
+
+
+def prefill_paths(vlm, n: int, batch: int, repeats: int) -> None:
+    """The clean images' prefill as the clean pass runs it (``generate`` for one new token: the vision tower
+    before the forward, position ids from the attention mask, the KV cache grown in place) against the bare
+    call the blurred passes and the baseline make (``model(**inputs, logits_to_keep=1)``) on one batch of
+    ``batch`` clean images, interleaved ``repeats`` times (CPU seconds, median [range], per-repeat ratio);
+    and, row by row, whether the two give bit-identical logits, and the bare call given the mask's position ids."""
+    import numpy as np
+    import torch
+
+    from perceptbench.models.base import VLMRequest
+    from perceptbench.tasks import get_task
+
+    stim = [s for s in get_task(f"vsi.salbench.syn@n={n}").stimuli(0) if s.meta["vsi"]["condition"] == "clean"]
+    inputs = vlm._encode([VLMRequest((s.render(),), s.meta["vsi_prompt"], 1) for s in stim[:batch]])
+
+    def generate():
+        with torch.inference_mode():
+            out = vlm.model.generate(**inputs, **vlm._greedy_kwargs(1), output_logits=True,
+                                     return_dict_in_generate=True, **vlm._cache_kwargs())
+            return out.logits[0].float().cpu().numpy()
+
+    def bare():
+        return vlm._forward_last_logits(inputs)
+
+    mask = inputs["attention_mask"]
+    positions = (mask.long().cumsum(-1) - 1).masked_fill(mask == 0, 1)  # as generate derives them
+    g, b, bp = generate(), bare(), vlm._forward_last_logits({**inputs, "position_ids": positions})
+    print(f"left pads per row: {(mask == 0).sum(1).tolist()}")
+    print(f"generate's first-step logits == bare call's, per row: {[bool(np.array_equal(x, y)) for x, y in zip(g, b)]} "
+          f"(max |diff| {float(np.abs(g - b).max()):.2e})")
+    print(f"... == bare call's given the mask's position ids: {[bool(np.array_equal(x, y)) for x, y in zip(g, bp)]}")
+    runs = _m.interleave({"generate's prefill (1 token)": generate, "bare call": bare}, repeats)
+    print(f"{len(stim[:batch])} clean images, {repeats} interleaved repeats (median [range]):")
+    _m.report(runs)
+    gen_runs, bare_runs = runs.values()
+    print(f"  ratio generate's prefill / bare call: CPU {_m.spread(_m.ratio(bare_runs, gen_runs))}   "
+          f"load {_m.loads(runs)}")
 
 
 def main() -> None:
@@ -222,6 +274,9 @@ def main() -> None:
     ap.add_argument("--tokenizer", default=None, metavar="TOKENIZER_JSON",
                     help="prefill scale with LLaVA-1.5's tokenizer and conversation format (a Llama-2 tokenizer.json) "
                          "instead of the tiny 512-token BPE")
+    ap.add_argument("--prefill-paths", action="store_true",
+                    help="the clean pass's prefill inside generate vs the bare call on one batch of clean images: "
+                         "CPU (interleaved, --repeats) and bit identity of the logits, then stop")
     ap.add_argument("--kv-in-place", type=int, default=1, choices=[0, 1],
                     help="0: transformers' own KV cache in the VSI generations (the path before issue 25)")
     args = ap.parse_args()
@@ -283,6 +338,9 @@ def main() -> None:
 
         full(2)()  # warm-up
         bare(2)()
+        if args.prefill_paths:
+            prefill_paths(vlm, args.n, args.batch, args.repeats)
+            return
         if args.stages:
             import time
 
@@ -290,6 +348,9 @@ def main() -> None:
 
             instrument(vlm, stages)
             resp.image_sha256 = stages.wrap("image hashes", resp.image_sha256)
+            # the process stops after this branch: class-level wrappers are safe here
+            ResponseCache.put = stages.wrap("response cache writes", ResponseCache.put)
+            RecordStore.append = stages.wrap("records appended", RecordStore.append)
             f, b = full(args.n), bare(args.n)  # the bare arm's images rendered here, untimed
             stages.cpu.clear(), stages.calls.clear()  # (the warm-up's renders)
             c0 = time.process_time()

@@ -303,12 +303,13 @@ class HFVLM:
             pad_token_id=self.tokenizer.pad_token_id,
         )
 
-    def _cache_kwargs(self) -> dict:
+    def _cache_kwargs(self, room: int = 0) -> dict:
         """``{name: cache}`` for ``model.generate``: an empty :func:`growing_kv_cache` when
-        :attr:`kv_in_place` is on and the model takes one, else ``{}`` (generate makes its own)."""
+        :attr:`kv_in_place` is on and the model takes one, else ``{}`` (generate makes its own).
+        ``room``: positions to reserve beyond the prompt (at least the layer's default spare)."""
         if not self.kv_in_place:
             return {}
-        cache = growing_kv_cache(self.model)
+        cache = growing_kv_cache(self.model, room)
         if cache is None:
             return {}
         params = self._forward_params()
@@ -663,6 +664,20 @@ class HFVLM:
             suffixes.append(fi[len(ci):])
         return suffixes
 
+    def _follow_up_room(self, request: VLMRequest, follow_up: str, answer_prefix: str, answer_max: int,
+                        follow_max: int) -> int:
+        """KV positions to reserve after a clean prompt so that the follow-up turn and its answer fit in the
+        clean pass's buffers (:class:`GrowingKVLayer`: no reallocation and no copy of the prompt's keys and
+        values at the turn): the turn's tokens with an empty answer (``request``'s conversation; the turn's
+        text is the same for every request), 4 per answer token (a decoded answer can re-tokenize into
+        more tokens: byte-level pieces), the follow-up's own budget and 8 more.  An estimate: a turn
+        that does not fit is still right, its buffers are reallocated."""
+        n = len(request.images)
+        texts = [self._chat_text(n, request.prompt, answer_prefix),
+                 self.follow_up_text(n, request.prompt, "", follow_up, answer_prefix)]
+        clean, full = self.tokenizer(texts, add_special_tokens=False)["input_ids"]
+        return max(0, len(full) - len(clean)) + 4 * answer_max + self.answer_budget(follow_max) + 8
+
     def _clean_and_follow_up(self, requests, top_k, batch_size, answer_prefix, follow_up, follow_max,
                              reuse_cache=True, return_logits=False):
         if batch_size < 1:
@@ -673,9 +688,11 @@ class HFVLM:
             batch = [requests[i] for i in group]
             limits = [self.answer_budget(r.max_new_tokens) for r in batch]
             inputs = self._encode(batch, answer_prefix)
+            room = self._follow_up_room(batch[0], follow_up, answer_prefix, max(limits), follow_max) \
+                if follow_up is not None and reuse_cache and self.kv_in_place else 0
             with torch.inference_mode():
                 gen = self.model.generate(**inputs, **self._greedy_kwargs(max(limits)), output_logits=True,
-                                          return_dict_in_generate=True, **self._cache_kwargs())
+                                          return_dict_in_generate=True, **self._cache_kwargs(room))
             first = gen.logits[0].float().cpu().numpy()
             L = inputs["input_ids"].shape[1]
             texts = [self.tokenizer.decode(self._greedy_ids(row, lim), skip_special_tokens=True)
@@ -741,7 +758,9 @@ def _growing_layer_class():
 
         spare = 64
         """Positions reserved beyond what an ``update`` needs when the buffers are (re)allocated: room
-        for the decoding steps of a VSI answer (8 tokens; HallusionBench 64) without another copy."""
+        for the decoding steps of a VSI answer (8 tokens; HallusionBench 64) without another copy.  A
+        layer's own ``spare`` (:func:`growing_kv_cache`'s ``room``) can be larger: the clean pass
+        reserves the follow-up turn's positions too (:meth:`HFVLM._follow_up_room`)."""
 
         def update(self, key_states, value_states, *args, **kwargs):
             if not self.is_initialized:
@@ -775,9 +794,10 @@ def _view_of(view, buf, n: int, new) -> bool:
             and view.shape[:-2] == new.shape[:-2] and view.dtype == new.dtype and view.device == new.device)
 
 
-def growing_kv_cache(model):
+def growing_kv_cache(model, room: int = 0):
     """An empty ``DynamicCache`` for ``model.generate`` whose full-attention layers grow in place
-    (:func:`_growing_layer_class`: no per-token concatenation of the whole cache), or None where that
+    (:func:`_growing_layer_class`: no per-token concatenation of the whole cache), each reserving
+    ``max(room, GrowingKVLayer.spare)`` positions beyond its first update (the prompt), or None where that
     does not apply: a model whose generate does not use transformers' default dynamic cache, one
     configured with another ``cache_implementation``, a transformers release without per-layer caches,
     or a model without a plain ``DynamicLayer`` (sliding-window and linear-attention layers are left as
@@ -801,6 +821,7 @@ def growing_kv_cache(model):
     for layer in layers:
         if type(layer) is DynamicLayer:
             layer.__class__ = grow
+            layer.spare = max(int(room), grow.spare)
             swapped += 1
     return cache if swapped else None
 

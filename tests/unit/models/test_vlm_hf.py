@@ -245,3 +245,29 @@ def test_in_place_kv_cache_gives_identical_answers_logits_and_distributions(mode
         assert np.array_equal(d0.logprobs, d1.logprobs)
         assert f0.text == f1.text and np.array_equal(f0.logits, f1.logits)
         assert g0.text == g1.text and np.array_equal(g0.logits, g1.logits)
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_follow_up_turn_is_written_into_the_clean_pass_kv_buffers(models, family, monkeypatch):
+    """The clean pass reserves room for the follow-up turn (``_follow_up_room``): the turn over the reused
+    cache and its answer are written into the clean pass's KV buffers, with no reallocation and no copy of
+    the prompt's keys and values (the default spare of 64 positions is shorter than the tiny BPE's
+    confidence turn); values unchanged (the test above)."""
+    from perceptbench.vsi.protocol import CONFIDENCE_PROMPT
+
+    m = models[family]
+    reqs = [VLMRequest(r.images, r.prompt, 8) for r in _requests(3)]
+    gen, seen = m.model.generate, []
+
+    def spy(*a, **kw):
+        out = gen(*a, **kw)
+        cache = out.get("cache") if out.get("cache") is not None else out.get("past_key_values")
+        seen.append([(layer._kbuf.data_ptr(), layer._vbuf.data_ptr()) for layer in cache.layers])
+        return out
+
+    monkeypatch.setattr(m.model, "generate", spy)
+    (text, _, f), *_ = m.generate_with_distribution_and_follow_up(reqs, CONFIDENCE_PROMPT, 8, batch_size=3)
+    assert f.cache_reused and len(seen) == 2
+    suffix = m._follow_up_suffixes(reqs[:1], [text], CONFIDENCE_PROMPT, "")
+    assert len(suffix[0]) > 64  # the turn alone outgrows the default spare
+    assert seen[0] == seen[1]  # the same buffers after the clean pass and after the follow-up turn
