@@ -45,23 +45,29 @@ def cell_summary(vsi: np.ndarray, argmax_changed: np.ndarray, *, seed: int, n_dr
     each with a seeded percentile bootstrap over samples (:func:`perceptbench.metrics.bootstrap.bootstrap`,
     1,000 draws), and histogram counts in :data:`HIST_EDGES` (bins ``[lo, hi)``).
 
-    ``vsi``: shape (n,) float (nats); ``argmax_changed``: shape (n,) bool.  Raises ValueError for n = 0.
+    The three fractions share one draw matrix: each is a mean of 0/1 flags, so its draws are the
+    resample counts times the flags (:func:`~perceptbench.metrics.bootstrap.resample_counts`:
+    integer sums, exact in any order) over n, and the three intervals are one
+    :func:`~perceptbench.metrics.bootstrap.percentile_intervals` call; each equals
+    ``bootstrap(lambda i: flags[i].mean(1), n)`` bit for bit.
+
+    ``vsi``: shape (n,) float (nats); ``argmax_changed``: shape (n,) bool (0/1).  Raises ValueError for n = 0.
     """
-    from ..metrics.bootstrap import N_BOOT_B, bootstrap
+    from ..metrics.bootstrap import N_BOOT_B, percentile_intervals, resample_counts, resample_indices
 
     v = np.asarray(vsi, dtype=np.float64)
-    a = np.asarray(argmax_changed, dtype=np.float64)
     if v.size == 0:
         raise ValueError("no VSI samples in this cell")
     nd = N_BOOT_B if n_draws is None else n_draws
-    ins = {}
-    for t in INSENSITIVE_THRESHOLDS:
-        below = (v < t).astype(np.float64)
-        ins[t] = bootstrap(lambda i, b=below: b[i].mean(1), v.size, n_draws=nd, seed=seed)
-    arg = bootstrap(lambda i: a[i].mean(1), v.size, n_draws=nd, seed=seed)
+    a = np.asarray(argmax_changed, dtype=np.float64)
+    flags = np.stack([(v < t).astype(np.float64) for t in INSENSITIVE_THRESHOLDS] + [a], 1)  # (n, 3)
+    w = resample_counts(resample_indices(v.size, nd, seed))  # (nd, n): how often each draw picks a sample
+    ins_and_arg = percentile_intervals(flags.sum(0) / v.size, (w @ flags) / v.size, nd, seed)
+    ins = dict(zip(INSENSITIVE_THRESHOLDS, ins_and_arg))
     counts, _ = np.histogram(np.clip(v, 0.0, 1e300), bins=np.array(HIST_EDGES[:-1] + (1e300,)))
     q25, med, q75 = np.percentile(v, [25, 50, 75])
-    return CellSummary(int(v.size), float(med), float(q25), float(q75), ins, arg, tuple(int(c) for c in counts))
+    return CellSummary(int(v.size), float(med), float(q25), float(q75), ins, ins_and_arg[-1],
+                       tuple(int(c) for c in counts))
 
 
 def normalised_vsi(vsi: np.ndarray) -> np.ndarray:
