@@ -41,7 +41,7 @@ from ..core.rows import ScoreRow
 from ..core.text import counted
 from ..metrics.bootstrap import N_BOOT_B, BootstrapResult, IntervalBatch, bootstrap
 from ..metrics.error_detection import (MIN_CLASS, auroc_draws, auroc_rows, average_rank_fraction, brier_rows,
-                                       REJECT_FRACTION, class_check, ece_rows, paired_auroc_diff, prr_rows,
+                                       REJECT_FRACTION, class_check, ece_draws, paired_auroc_diff, prr_rows,
                                        quadrant_counts)
 from ..metrics.error_structure import ratio_interval
 from ..metrics.permutation import N_PERM, PERM_SEED, permutation_spearman_many, spearman_matrix
@@ -149,7 +149,7 @@ def cell_diagnostics(task_id: str, model: str, cell: Sequence[VSISample], seed: 
         if np.any((vc < 0) | (vc > 1)):
             raise ValueError(f"{task_id} {model}: verbal_conf outside 0-100")
         rows.append(_boot_row(task_id, model, f"ece_verbal_conf{sfx}",
-                              lambda idx: ece_rows(vc[idx], ~verr[idx]), nv, nv_null, seed, batch=batch))
+                              lambda idx: ece_draws(vc, ~verr, idx), nv, nv_null, seed, batch=batch))
         rows.append(_boot_row(task_id, model, f"brier_verbal_conf{sfx}",
                               lambda idx: brier_rows(vc[idx], ~verr[idx]), nv, nv_null, seed, batch=batch))
         pwhy = "" if nv >= MIN_CLASS else f"{counted(nv, 'sample')} with verbalised confidence < {MIN_CLASS}"
@@ -173,7 +173,7 @@ def cell_diagnostics(task_id: str, model: str, cell: Sequence[VSISample], seed: 
     nvsi = normalised_vsi(vsi)
     for name, conf in (("max_prob", mp), ("norm_vsi", nvsi)):
         rows.append(_boot_row(task_id, model, f"ece_{name}{sfx}",
-                              lambda idx, c=conf: ece_rows(c[idx], ~err[idx]), n, n_null, seed,
+                              lambda idx, c=conf: ece_draws(c, ~err, idx), n, n_null, seed,
                               "10 equal-width bins" + ("; confidence = 1 - exp(-VSI)" if name == "norm_vsi" else ""),
                               batch=batch))
         rows.append(_boot_row(task_id, model, f"brier_{name}{sfx}",
