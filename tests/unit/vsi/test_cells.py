@@ -35,3 +35,24 @@ def test_cell_summary_fractions_on_count_draws_equal_one_bootstrap_per_fraction(
         ins, arg = _bootstrap_per_flag(v, a, seed, nd)
         assert repr(got.argmax_change_rate) == repr(arg)
         assert {t: repr(b) for t, b in got.insensitive.items()} == {t: repr(b) for t, b in ins.items()}
+
+
+def test_cell_medians_stacked_by_size_equal_one_percentile_per_cell():
+    """cell_medians (the ranking of model_pairs) takes the medians of equal-sized cells in one
+    percentile call (issue 25): each equals np.percentile of that cell alone, bit for bit, for
+    odd and even sizes, one-sample cells and ties."""
+    from types import SimpleNamespace
+
+    from perceptbench.vsi.cells import cell_medians
+
+    rng = np.random.default_rng(8)
+    by_model = {}
+    for k in range(90):
+        n = [40, 39, 1, 2, int(rng.integers(1, 80))][k % 5]
+        v = np.exp(rng.normal(-3, 2, n))
+        if k % 7 == 0:
+            v[: n // 2] = 0.02  # ties
+        by_model[f"m{k:02d}"] = [SimpleNamespace(vsi=float(x)) for x in v]
+    got = cell_medians(by_model)
+    want = {m: float(np.percentile(np.array([s.vsi for s in c], float), 50)) for m, c in by_model.items()}
+    assert list(got) != [] and {m: repr(x) for m, x in got.items()} == {m: repr(x) for m, x in want.items()}
