@@ -383,3 +383,18 @@ def test_cross_model_means_over_every_pair_equal_the_pair_by_pair_means():
         for label, want in (("", rho), ("_same_family", rho[same]), ("_cross_family", rho[~same])):
             r = rows[(tid, "all-pairs", f"{stem}{label}[region,sigma=20]")]
             assert (r.value, r.n) == (float(want.mean()), want.size)
+
+
+def test_pooled_enrichment_from_the_cells_kept_counts_equals_counting_afresh():
+    """pooled_rows counts each cell's threshold enrichment once (issue 25): the pooled rows from
+    the counts cell_rows kept (seeded, with their intervals) equal those counted afresh."""
+    from perceptbench.vsi import pooled
+    from perceptbench.vsi.cells import _cells
+
+    cells = _cells(_grid(n=60, models=("m1", "m2", "m3"), sigmas=(10.0, 20.0)))
+    found: dict = {}
+    for key in sorted(cells):
+        pooled.cell_rows(key[0], key[2], cells[key], 4, found)
+    assert len(found) == 2 * len(cells) and all("ci" in c for c in found.values())
+    assert [repr(r) for r in pooled.pooled_enrichment_rows(cells, 4, found)] == \
+        [repr(r) for r in pooled.pooled_enrichment_rows(cells, 4)]
