@@ -4,10 +4,12 @@ torch): re-scoring never re-runs a model."""
 from __future__ import annotations
 
 import csv
+import dataclasses
 import gc
 import itertools
 import json
 import math
+import operator
 import os
 from collections import defaultdict
 from pathlib import Path
@@ -342,32 +344,64 @@ SCORE_VALUE_COLUMNS = ("value", "ci_low", "ci_high")
 """The columns :func:`csv_cell` writes as counts for a count metric."""
 
 
-def _csv_cells(r: ScoreRow) -> list[str]:
-    return [csv_cell(getattr(r, c), r.metric if c in SCORE_VALUE_COLUMNS else None) for c in ScoreRow.CSV_COLUMNS]
+def _csv_column(values: list, metrics: list[str] | None = None) -> list[str]:
+    """:func:`csv_cell` of every value of one scores.csv column (``metrics``: the rows' metrics,
+    for the value and interval columns), with ``str`` and ``float`` cells written inline; any
+    other cell, and a count metric's integral float, goes through :func:`csv_cell` itself."""
+    if metrics is None:
+        return [x if type(x) is str else int.__str__(x) if type(x) is int else "" if x is None else csv_cell(x)
+                for x in values]
+    counts = [m is not None and m.startswith(COUNT_METRIC_PREFIXES) for m in metrics]
+    return [("nan" if x != x else repr(round(x, 6))) if type(x) is float and not (c and x.is_integer()) else
+            "" if x is None else csv_cell(x, m) for x, c, m in zip(values, counts, metrics)]
+
+
+_JSON_STR = json.encoder.encode_basestring_ascii  # what json.dumps writes for a str (ensure_ascii)
+
+
+def _json_column(values: list) -> list[str]:
+    """The JSON text ``json.dumps`` writes for each value of one scores.json field, a NaN float as
+    ``null``: ``str``, ``float``, ``int`` and None inline, anything else through ``json.dumps``."""
+    return [_JSON_STR(x) if type(x) is str else "null" if x is None else
+            ("null" if x != x else float.__repr__(x) if x - x == 0 else json.dumps(x)) if type(x) is float else
+            int.__repr__(x) if type(x) is int else
+            json.dumps(None if isinstance(x, float) and math.isnan(x) else x) for x in values]
+
+
+_FIELDS = tuple(f.name for f in dataclasses.fields(ScoreRow))
+_JSON_ROW = "{" + ", ".join(f"{json.dumps(k)}: %s" for k in _FIELDS) + "}"  # json.dumps's separators
+_GET_FIELDS = operator.attrgetter(*_FIELDS)
+_CHUNK = 16384
 
 
 def write_scores(rows: list[ScoreRow], csv_path: str | os.PathLike) -> tuple[Path, Path]:
     """Write ``scores.csv`` (the tidy table) and ``scores.json`` beside it (the same rows
     plus note, bootstrap draws/drops and seed).  Both are written to a temporary file and
-    renamed, so a crash never leaves a half-written table."""
+    renamed, so a crash never leaves a half-written table.  Cells are built a column at a
+    time: scores.csv's by :func:`csv_cell`'s rule, scores.json's as ``json.dumps`` writes each
+    row's fields (NaN as null), one row per line."""
     csv_path = Path(csv_path)
     if csv_path.is_dir():
         raise ValueError(f"--out {csv_path} is a directory; --out must be the path of the scores CSV file "
                          f"(e.g. {csv_path / 'scores.csv'})")
+    rows = list(rows)
+    plain = all(tuple(vars(r)) == _FIELDS for r in rows)  # no attribute beyond the fields, in their order
+    lines = []
     with atomic_write(csv_path, newline="") as f:
         w = csv.writer(f)
         w.writerow(ScoreRow.CSV_COLUMNS)
-        for r in rows:
-            w.writerow(_csv_cells(r))
-    json_path = scores_json_for(csv_path)
-
-    def clean(v):
-        return None if isinstance(v, float) and math.isnan(v) else v
-
-    # one row per line, each encoded by json's C encoder (indent= would select the pure-Python one)
-    write_atomic(json_path, "[\n" + ",\n".join(json.dumps({k: clean(v) for k, v in vars(r).items()}) for r in rows)
-                 + ("\n]" if rows else "]"))
-    return csv_path, json_path
+        for s in range(0, len(rows), _CHUNK):  # a chunk of rows at a time: the cell lists stay small
+            fields = dict(zip(_FIELDS, zip(*map(_GET_FIELDS, rows[s:s + _CHUNK]))))
+            w.writerows(zip(*[_csv_column(fields[c], fields["metric"] if c in SCORE_VALUE_COLUMNS else None)
+                              for c in ScoreRow.CSV_COLUMNS]))
+            if plain:
+                lines += [_JSON_ROW % t for t in zip(*[_json_column(fields[k]) for k in _FIELDS])]
+    if not plain:  # a row carrying other attributes: every row as json.dumps of its attributes
+        lines = [json.dumps({k: None if isinstance(v, float) and math.isnan(v) else v for k, v in vars(r).items()})
+                 for r in rows]
+    # one row per line
+    write_atomic(scores_json_for(csv_path), "[\n" + ",\n".join(lines) + ("\n]" if rows else "]"))
+    return csv_path, scores_json_for(csv_path)
 
 
 def score_file(records_path: str | os.PathLike, out_csv: str | os.PathLike | None = None,

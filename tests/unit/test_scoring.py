@@ -127,3 +127,61 @@ def test_records_are_out_of_the_cyclic_collectors_view_while_scored_and_back_aft
     with pytest.raises(RuntimeError, match="task failed"):
         score_records(recs)
     assert gc.get_freeze_count() == 0
+
+
+def _awkward_rows():
+    """Score rows with every kind of cell write_scores meets: str, None, int, bool, float (NaN,
+    +-inf, -0.0, integral and not, tiny, huge), numpy floats, count metrics with integral and
+    fractional values, notes with quotes, commas, newlines and non-ASCII text, and more rows
+    than one chunk of the column-wise writer."""
+    import numpy as np
+
+    from perceptbench.core.rows import ScoreRow
+
+    rng = np.random.default_rng(7)
+    specials = [None, float("nan"), float("inf"), -float("inf"), -0.0, 0.0, 1.0, 23.0, 2 / 3, 1e-9, -1e300,
+                5, True, np.float64(0.25), np.float64(7.0), 0.1234565, 0.1234575]
+    metrics = ["accuracy", "n_parse_null", "capacity_k", "skipped", "signal_wins[x]", "joint_error_grid[a]", "B"]
+    notes = ["", 'said "no", then yes', "a,b", "two\nlines", "Kanizsa – ŝ ✓", "\\ backslash \x01"]
+    rows = []
+    for i in range(40_000):
+        v = [specials[j] if j < len(specials) else float(x)
+             for j, x in zip(rng.integers(0, 2 * len(specials), 3), rng.normal(0, 10, 3))]
+        n = [None, 0, 17, 3.0][i % 4]
+        rows.append(ScoreRow(f"task{i % 7}", ["m", "m~n", "all-models", "mödel"][i % 4], metrics[i % len(metrics)],
+                             *v, n, [None, 2][i % 2], notes[i % len(notes)], [None, 1000][i % 2],
+                             [None, 3][i % 3 == 0], [None, 0, 42][i % 3]))
+    return rows
+
+
+def test_write_scores_column_wise_equals_the_cell_by_cell_form(tmp_path):
+    """write_scores builds its cells a column at a time (issue 25): scores.csv equals csv.writer over
+    csv_cell of each cell (the one rule for a single cell), and scores.json equals json.dumps of
+    each row's attributes with NaN as null, byte for byte, for every kind of cell."""
+    import csv
+    import io
+    import json
+    import math
+
+    from perceptbench.core.rows import ScoreRow
+    from perceptbench.scoring import SCORE_VALUE_COLUMNS, csv_cell, write_scores
+
+    def reference(rows):  # the per-row form write_scores had before
+        out = io.StringIO(newline="")
+        w = csv.writer(out)
+        w.writerow(ScoreRow.CSV_COLUMNS)
+        for r in rows:
+            w.writerow([csv_cell(getattr(r, c), r.metric if c in SCORE_VALUE_COLUMNS else None)
+                        for c in ScoreRow.CSV_COLUMNS])
+        js = "[\n" + ",\n".join(json.dumps({k: None if isinstance(v, float) and math.isnan(v) else v
+                                             for k, v in vars(r).items()}) for r in rows) + ("\n]" if rows else "]")
+        return out.getvalue().encode(), js
+
+    rows = _awkward_rows()
+    extra = rows[:3]
+    extra[1].origin = "x"  # an attribute beyond the fields: json.dumps of every attribute
+    for i, case in enumerate((rows[3:], extra, [])):
+        csv_path, json_path = write_scores(case, tmp_path / f"scores{i}.csv")
+        want_csv, want_json = reference(case)
+        assert csv_path.read_bytes() == want_csv
+        assert json_path.read_text() == want_json

@@ -182,8 +182,7 @@ def bootstrap(
     of shape ``(d,)`` (NaN where undefined).  The estimate is ``stat(arange(n)[None])[0]``.
     Bounds are the ``alpha/2`` and ``1-alpha/2`` percentiles of the defined draws.
     """
-    estimate = float(stat(np.arange(n)[None, :])[0])
-    draws = np.asarray(stat(resample_indices(n, n_draws, seed, strata)), dtype=float)
+    estimate, draws = bootstrap_draws(stat, n, n_draws=n_draws, seed=seed, strata=strata)
     ok = np.isfinite(draws)
     dropped = int((~ok).sum())
     if ok.any():
@@ -191,6 +190,51 @@ def bootstrap(
     else:
         low = high = float("nan")
     return BootstrapResult(estimate, float(low), float(high), n_draws, dropped, seed)
+
+
+def bootstrap_draws(stat: Callable[[np.ndarray], np.ndarray], n: int, *, n_draws: int = N_BOOT_B, seed: int = 0,
+                    strata: np.ndarray | None = None) -> tuple[float, np.ndarray]:
+    """What :func:`bootstrap` takes its percentiles of: the estimate ``stat(arange(n)[None])[0]``
+    (float) and the draws ``stat(idx)``, float64 (n_draws,), on :func:`resample_indices`'s matrix."""
+    estimate = float(stat(np.arange(n)[None, :])[0])
+    return estimate, np.asarray(stat(resample_indices(n, n_draws, seed, strata)), dtype=float)
+
+
+class IntervalBatch:
+    """Many :func:`bootstrap` calls whose percentile intervals are taken together: one
+    :func:`percentile_intervals` call (one ``np.percentile`` over a draws matrix, column by
+    column) per ``size`` bootstraps of the same draw count and seed, instead of one
+    ``np.percentile`` per statistic.  Each :class:`BootstrapResult` equals what
+    :func:`bootstrap` gives for that statistic alone (numpy's percentile partitions and
+    interpolates each column as it does a 1-D array; tests/unit/metrics/test_bootstrap.py
+    checks it bit for bit).  At most ``size`` draw vectors (float64, ``n_draws`` each) wait at once."""
+
+    def __init__(self, alpha: float = 0.05, size: int = 1024):
+        self.alpha, self.size = alpha, size
+        self._pending: list[tuple[float, np.ndarray, int, int, Callable[[BootstrapResult], None]]] = []
+
+    def add(self, stat: Callable[[np.ndarray], np.ndarray], n: int, done: Callable[[BootstrapResult], None], *,
+            n_draws: int = N_BOOT_B, seed: int = 0, strata: np.ndarray | None = None) -> float:
+        """Draw :func:`bootstrap`'s resamples of ``stat`` now and return its estimate; ``done``
+        gets the :class:`BootstrapResult` at a later :meth:`add` (when ``size`` wait) or at
+        :meth:`flush`, never inside this call."""
+        if len(self._pending) >= self.size:
+            self.flush()
+        estimate, draws = bootstrap_draws(stat, n, n_draws=n_draws, seed=seed, strata=strata)
+        self._pending.append((estimate, draws, n_draws, seed, done))
+        return estimate
+
+    def flush(self) -> None:
+        """Take the waiting intervals and hand each to its ``done``."""
+        pending, self._pending = self._pending, []
+        groups: dict[tuple[int, int], list] = {}
+        for item in pending:
+            groups.setdefault(item[2:4], []).append(item)
+        for (n_draws, seed), items in groups.items():
+            results = percentile_intervals(np.array([e for e, *_ in items]), np.stack([d for _, d, *_ in items], 1),
+                                           n_draws, seed, self.alpha)
+            for (*_, done), b in zip(items, results):
+                done(b)
 
 
 def ci_halfwidth_bound(n: int, z: float = 1.96) -> float:

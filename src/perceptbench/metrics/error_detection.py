@@ -173,6 +173,23 @@ def ece_rows(conf: np.ndarray, correct: np.ndarray, n_bins: int = N_BINS) -> np.
     return np.abs(gap).sum(1) / n
 
 
+def ece_draws(conf: np.ndarray, correct: np.ndarray, idx: np.ndarray, n_bins: int = N_BINS) -> np.ndarray:
+    """``ece_rows(conf[idx], correct[idx])`` with each sample's bin found once.
+
+    ``conf`` float in [0, 1] (n,), ``correct`` bool (n,), ``idx`` int (d, n) resample indices.
+    Each draw's per-bin sums of (correct - conf) are one weighted ``bincount``, which adds the
+    terms in the order ``np.add.at`` does in :func:`ece_rows`, so the values are equal bit for
+    bit.  Returns float64 (d,).  Raises ValueError for confidences outside [0, 1]."""
+    conf = np.asarray(conf, float)
+    b = bin_index(conf, n_bins)
+    idx = np.atleast_2d(idx)
+    d, n = idx.shape
+    terms = np.asarray(correct, float) - conf
+    gap = np.bincount((np.arange(d)[:, None] * n_bins + b[idx]).ravel(), weights=terms[idx].ravel(),
+                      minlength=d * n_bins).reshape(d, n_bins)
+    return np.abs(gap).sum(1) / n
+
+
 def brier_rows(conf: np.ndarray, correct: np.ndarray) -> np.ndarray:
     """Brier score mean((conf - correct)^2), row by row; (d, n) -> (d,) float64."""
     conf = np.atleast_2d(np.asarray(conf, float))

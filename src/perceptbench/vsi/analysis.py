@@ -39,9 +39,9 @@ import numpy as np
 
 from ..core.rows import ScoreRow
 from ..core.text import counted
-from ..metrics.bootstrap import N_BOOT_B, bootstrap
+from ..metrics.bootstrap import N_BOOT_B, BootstrapResult, IntervalBatch, bootstrap
 from ..metrics.error_detection import (MIN_CLASS, auroc_draws, auroc_rows, average_rank_fraction, brier_rows,
-                                       REJECT_FRACTION, class_check, ece_rows, paired_auroc_diff, prr_rows,
+                                       REJECT_FRACTION, class_check, ece_draws, paired_auroc_diff, prr_rows,
                                        quadrant_counts)
 from ..metrics.error_structure import ratio_interval
 from ..metrics.permutation import N_PERM, PERM_SEED, permutation_spearman_many, spearman_matrix
@@ -73,20 +73,30 @@ def _nan_row(task_id: str, model: str, metric: str, note: str, n: int = 0, n_nul
     return ScoreRow(task_id, model, metric, math.nan, None, None, n, n_null, note)
 
 
-def _boot_row(task_id, model, metric, stat, n, n_null, seed, note="", why="") -> ScoreRow:
-    """Bootstrap row of a vectorised statistic over n samples, or a NaN row when ``why``."""
+def _boot_row(task_id, model, metric, stat, n, n_null, seed, note="", why="", batch=None) -> ScoreRow:
+    """Bootstrap row of a vectorised statistic over n samples, or a NaN row when ``why``.  With
+    ``batch`` (:class:`~perceptbench.metrics.bootstrap.IntervalBatch`) the row gets its value now
+    and its interval (ci_low, ci_high, n_draws, n_dropped, seed) when the batch is flushed."""
     if why:
         return _nan_row(task_id, model, metric, why, n, n_null)
-    b = bootstrap(stat, n, seed=seed)
-    return ScoreRow.from_boot(task_id, model, metric, b, n, n_null, note)
+    if batch is None:
+        return ScoreRow.from_boot(task_id, model, metric, bootstrap(stat, n, seed=seed), n, n_null, note)
+
+    def done(b):
+        row.ci_low, row.ci_high, row.n_draws, row.n_dropped, row.seed = b.low, b.high, b.n_draws, b.n_dropped, b.seed
+
+    estimate = batch.add(stat, n, done, seed=seed)
+    row = ScoreRow.from_boot(task_id, model, metric, BootstrapResult(estimate, math.nan, math.nan, N_BOOT_B, 0, seed),
+                             n, n_null, note)
+    return row
 
 
-def _prr_row(task_id, model, metric, error, score, n, n_null, seed, note) -> ScoreRow:
+def _prr_row(task_id, model, metric, error, score, n, n_null, seed, note, batch=None) -> ScoreRow:
     """PRR@80 row of ``error`` bool (n,) ranked by ``score`` (n,) (seed 002 D.2): NaN with "no
     errors" when there is no error (baseline risk 0); under 5 samples floor(0.2 n) = 0 are
     rejected, so the bootstrap row is NaN and its note says so."""
     row = _boot_row(task_id, model, metric, lambda idx: prr_rows(error[idx], score[idx]), n, n_null, seed, note,
-                    "" if error.any() else "no errors (baseline risk 0)")
+                    "" if error.any() else "no errors (baseline risk 0)", batch)
     if error.any() and int(math.floor(REJECT_FRACTION * n + 1e-9)) == 0:
         row.note = (f"{counted(n, 'parseable sample')} < {math.ceil(1 / REJECT_FRACTION)}: rejecting the worst-ranked 20% "
                     "rejects floor(0.2 n) = 0 samples")
@@ -99,11 +109,13 @@ def signal_scores(cell: Sequence[VSISample]) -> dict[str, np.ndarray]:
             "max_prob": -np.array([s.max_prob for s in cell], float)}
 
 
-def cell_diagnostics(task_id: str, model: str, cell: Sequence[VSISample], seed: int) -> list[ScoreRow]:
+def cell_diagnostics(task_id: str, model: str, cell: Sequence[VSISample], seed: int,
+                     batch: IntervalBatch | None = None) -> list[ScoreRow]:
     """Seed 002 §3, D.2, B.2 rows of one (task, model, perturbation, sigma) cell: AUROC and
     PRR@80 of -VSI, -max_prob, -verbal_conf; ECE/Brier of max_prob, normalised VSI and
     verbal_conf/100; quintile error rates and ratio; low-VSI quadrants and confidently-wrong
-    enrichment; Pearson r(-VSI, -verbal_conf)."""
+    enrichment; Pearson r(-VSI, -verbal_conf).  With ``batch`` the bootstrap rows' intervals
+    are filled in when the caller flushes it (:func:`_boot_row`)."""
     pert, sigma = cell[0].perturbation, float(cell[0].sigma)
     sfx = _suffix(pert, sigma)
     parse = [s for s in cell if s.correct is not None]
@@ -119,9 +131,9 @@ def cell_diagnostics(task_id: str, model: str, cell: Sequence[VSISample], seed: 
     for name, sc in scores.items():
         rows.append(_boot_row(task_id, model, f"auroc_{name}{sfx}",
                               lambda idx, sc=sc: auroc_draws(err, sc, idx), n, n_null, seed,
-                              "error = positive class", why))
+                              "error = positive class", why, batch=batch))
         rows.append(_prr_row(task_id, model, f"prr80_{name}{sfx}", err, sc, n, n_null, seed,
-                             "risk reduction rejecting the worst-ranked 20% / baseline risk"))
+                             "risk reduction rejecting the worst-ranked 20% / baseline risk", batch=batch))
     # verbalised confidence: its own subset (answers with a parsed integer)
     vs = [s for s in parse if s.verbal_conf is not None]
     nv, nv_null = len(vs), n_null + (n - len(vs))
@@ -132,14 +144,14 @@ def cell_diagnostics(task_id: str, model: str, cell: Sequence[VSISample], seed: 
         vwhy = class_check(verr)
         rows.append(_boot_row(task_id, model, f"auroc_verbal_conf{sfx}",
                               lambda idx: auroc_draws(verr, -vc, idx), nv, nv_null, seed,
-                              "error = positive class", vwhy))
-        rows.append(_prr_row(task_id, model, f"prr80_verbal_conf{sfx}", verr, -vc, nv, nv_null, seed, ""))
+                              "error = positive class", vwhy, batch=batch))
+        rows.append(_prr_row(task_id, model, f"prr80_verbal_conf{sfx}", verr, -vc, nv, nv_null, seed, "", batch=batch))
         if np.any((vc < 0) | (vc > 1)):
             raise ValueError(f"{task_id} {model}: verbal_conf outside 0-100")
         rows.append(_boot_row(task_id, model, f"ece_verbal_conf{sfx}",
-                              lambda idx: ece_rows(vc[idx], ~verr[idx]), nv, nv_null, seed))
+                              lambda idx: ece_draws(vc, ~verr, idx), nv, nv_null, seed, batch=batch))
         rows.append(_boot_row(task_id, model, f"brier_verbal_conf{sfx}",
-                              lambda idx: brier_rows(vc[idx], ~verr[idx]), nv, nv_null, seed))
+                              lambda idx: brier_rows(vc[idx], ~verr[idx]), nv, nv_null, seed, batch=batch))
         pwhy = "" if nv >= MIN_CLASS else f"{counted(nv, 'sample')} with verbalised confidence < {MIN_CLASS}"
 
         def pearson(idx):
@@ -153,7 +165,7 @@ def cell_diagnostics(task_id: str, model: str, cell: Sequence[VSISample], seed: 
         if not pwhy and not np.isfinite(pearson(np.arange(nv)[None])[0]):
             pwhy = "constant VSI or verbalised confidence"
         rows.append(_boot_row(task_id, model, f"pearson_neg_vsi_neg_verbal{sfx}", pearson, nv, nv_null, seed,
-                              "Pearson r between -VSI and -verbalised confidence", pwhy))
+                              "Pearson r between -VSI and -verbalised confidence", pwhy, batch=batch))
     else:
         rows.append(_nan_row(task_id, model, f"auroc_verbal_conf{sfx}", "no verbalised confidence", 0, len(cell)))
     if np.any((mp < 0) | (mp > 1)):
@@ -161,19 +173,20 @@ def cell_diagnostics(task_id: str, model: str, cell: Sequence[VSISample], seed: 
     nvsi = normalised_vsi(vsi)
     for name, conf in (("max_prob", mp), ("norm_vsi", nvsi)):
         rows.append(_boot_row(task_id, model, f"ece_{name}{sfx}",
-                              lambda idx, c=conf: ece_rows(c[idx], ~err[idx]), n, n_null, seed,
-                              "10 equal-width bins" + ("; confidence = 1 - exp(-VSI)" if name == "norm_vsi" else "")))
+                              lambda idx, c=conf: ece_draws(c, ~err, idx), n, n_null, seed,
+                              "10 equal-width bins" + ("; confidence = 1 - exp(-VSI)" if name == "norm_vsi" else ""),
+                              batch=batch))
         rows.append(_boot_row(task_id, model, f"brier_{name}{sfx}",
-                              lambda idx, c=conf: brier_rows(c[idx], ~err[idx]), n, n_null, seed))
+                              lambda idx, c=conf: brier_rows(c[idx], ~err[idx]), n, n_null, seed, batch=batch))
     # quintiles, quadrants (fixed membership; the CI resamples samples within each group)
     q = quintiles(vsi, [s.sample_id for s in parse])
     bottom, top = q == 0, q == 4
     qwhy = "" if n >= 5 * MIN_CLASS else f"{counted(n, 'parseable sample')} < {5 * MIN_CLASS} (5 per quintile)"
     eb, et = err[bottom], err[top]
     rows.append(_boot_row(task_id, model, f"error_rate_bottom_quintile{sfx}",
-                          lambda idx: eb[idx].mean(1), int(bottom.sum()), n_null, seed, "", qwhy))
+                          lambda idx: eb[idx].mean(1), int(bottom.sum()), n_null, seed, "", qwhy, batch=batch))
     rows.append(_boot_row(task_id, model, f"error_rate_top_quintile{sfx}",
-                          lambda idx: et[idx].mean(1), int(top.sum()), n_null, seed, "", qwhy))
+                          lambda idx: et[idx].mean(1), int(top.sum()), n_null, seed, "", qwhy, batch=batch))
     high = mp > np.median(mp)
     cw = err & high
     cwb, cwt = cw[bottom], cw[top]
@@ -232,7 +245,7 @@ def cross_model_rows(cells: dict[tuple, list[VSISample]], *, families: dict[str,
         return fam.get(m) or by_model[m][0].model_family
 
     jobs, meta = [], []
-    everyone: dict[tuple, list[tuple[str, str, float]]] = {}  # groups compared by neighbours: every pair's rho
+    everyone: dict[tuple, tuple] = {}  # groups compared by neighbours: every pair's rho (_every_pair_rho)
     for (task_id, pert, sigma), by_model in sorted(groups.items()):
         chosen, neighbours = model_pairs(by_model, pairs)
         for ma, mb in chosen:
@@ -254,22 +267,26 @@ def cross_model_rows(cells: dict[tuple, list[VSISample]], *, families: dict[str,
                              (r.note or f"(count + 1) / ({r.n_perm} + 1), seed {r.seed}") + tail))
         if math.isfinite(r.rho) and not n_models:
             per_group[(task_id, pert, sigma)].append((r.rho, fa == fb))
-    for key, pair_rhos in everyone.items():
-        by_model = groups[key]
-        fams = {m: family(by_model, m) for m in by_model}  # once per model, not per pair
-        per_group[key] = [(rho, fams[ma] == fams[mb]) for ma, mb, rho in pair_rhos if math.isfinite(rho)]
-    pooled: dict[tuple, list[tuple[float, bool]]] = defaultdict(list)
-    for key in sorted(per_group):  # groups in order, each group's pairs in combinations order
-        if per_group[key]:
-            pooled[key] += per_group[key]
-            pooled[("*",) + key[1:]] += per_group[key]
+    # per group: the finite rhos of its pairs and whether each pair is of one family, as arrays
+    finite: dict[tuple, tuple[np.ndarray, np.ndarray]] = {
+        key: (np.array([v for v, _ in vals], float), np.array([f for _, f in vals], bool))
+        for key, vals in per_group.items()}
+    for key, (names, i, j, rho) in everyone.items():
+        fams = np.array([family(groups[key], m) for m in names], object)  # once per model, not per pair
+        ok = np.isfinite(rho)
+        finite[key] = (rho[ok], (fams[i] == fams[j])[ok].astype(bool))
+    pooled: dict[tuple, list[tuple[np.ndarray, np.ndarray]]] = defaultdict(list)
+    for key in sorted(finite):  # groups in order, each group's pairs in combinations order
+        if finite[key][0].size:
+            pooled[key].append(finite[key])
+            pooled[("*",) + key[1:]].append(finite[key])
     fams_tagged = len({family(by_model, m) for by_model in groups.values() if len(by_model) > 1
                        for m in by_model}) > 1
-    for (task_id, pert, sigma), vals in sorted(pooled.items(), key=lambda kv: (kv[0][0] == "*", kv[0])):
+    for (task_id, pert, sigma), parts in sorted(pooled.items(), key=lambda kv: (kv[0][0] == "*", kv[0])):
         sfx = _suffix(pert, sigma)
         tid = task_id if task_id != "*" else _join_ids(t for t, p, s in groups if p == pert and s == sigma)
-        rho = np.array([v for v, _ in vals])
-        same = np.array([s for _, s in vals])
+        rho = np.concatenate([r for r, _ in parts])
+        same = np.concatenate([f for _, f in parts])
         grand = task_id == "*"
         scope = "grand mean over every pair of every task" if grand else "mean over model pairs"
         matrix = [k for k in everyone if k[1:] == (pert, sigma)] if grand else \
@@ -278,11 +295,11 @@ def cross_model_rows(cells: dict[tuple, list[VSISample]], *, families: dict[str,
             scope += (f"; tasks of more than {ALL_PAIRS_MAX} models: every pair's rho from their rank-correlation "
                       "matrix (per-pair rows only for the ranking neighbours; score --pairs all gives every pair's)")
         elif matrix:
-            scope += (f"; all {len(vals)} pairs, each rho from one rank-correlation matrix (no p-value): more than "
+            scope += (f"; all {rho.size} pairs, each rho from one rank-correlation matrix (no p-value): more than "
                       f"{ALL_PAIRS_MAX} models, so per-pair rows only for the ranking neighbours (score --pairs all "
                       "gives every pair's)")
         stem = "vsi_rho_grand_mean" if grand else "vsi_rho_mean"
-        rows.append(ScoreRow(tid, "all-pairs", f"{stem}{sfx}", float(rho.mean()), None, None, len(vals),
+        rows.append(ScoreRow(tid, "all-pairs", f"{stem}{sfx}", float(rho.mean()), None, None, rho.size,
                              None, scope))
         for label, mask in (("same_family", same), ("cross_family", ~same)):
             metric = f"{stem}_{label}{sfx}"
@@ -296,24 +313,26 @@ def cross_model_rows(cells: dict[tuple, list[VSISample]], *, families: dict[str,
     return rows
 
 
-def _every_pair_rho(by_model: dict[str, list[VSISample]]) -> list[tuple[str, str, float]]:
-    """(a, b, Spearman rho of VSI over their shared samples) for every model pair of ``by_model``
-    ({model: cell}), a before b by name, in :func:`itertools.combinations` order (NaN for fewer
-    than 3 shared samples or a constant VSI).  Models with the same samples (the usual case):
-    one ranking per model and one matrix product
+def _every_pair_rho(by_model: dict[str, list[VSISample]]) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray]:
+    """Spearman rho of VSI over their shared samples for every model pair of ``by_model``
+    ({model: cell}): (names, i, j, rho), ``names`` the models sorted, pair k = (names[i[k]],
+    names[j[k]]) with i[k] < j[k] (int (P,)) in :func:`itertools.combinations` order, ``rho``
+    float64 (P,) (NaN for fewer than 3 shared samples or a constant VSI).  Models with the same
+    samples (the usual case): one ranking per model and one matrix product
     (:func:`~perceptbench.metrics.permutation.spearman_matrix`); otherwise each pair is ranked
     on its own shared samples."""
     names = sorted(by_model)
     ids = [s.sample_id for s in by_model[names[0]]]
+    i, j = np.triu_indices(len(names), 1)  # row by row: combinations order
     if all([s.sample_id for s in by_model[m]] == ids for m in names):
         rho = spearman_matrix(np.array([[s.vsi for s in by_model[m]] for m in names], float))
-        return [(names[i], names[j], float(rho[i, j])) for i, j in combinations(range(len(names)), 2)]
+        return names, i, j, rho[i, j]
     out = []
     for ma, mb in combinations(names, 2):
         a, b = _pairs_by_sample(by_model[ma], by_model[mb])
         r = spearman_matrix(np.array([[s.vsi for s in a], [s.vsi for s in b]], float).reshape(2, len(a)))
-        out.append((ma, mb, float(r[0, 1])))
-    return out
+        out.append(float(r[0, 1]))
+    return names, i, j, np.array(out, float)
 
 
 def _perturbation_groups(cells: dict[tuple, list[VSISample]]) -> list[tuple[str, str, float, dict[str, list[VSISample]]]]:
@@ -474,8 +493,10 @@ def score_vsi_analyses(samples: Sequence[VSISample], *, seed: int = 0, families:
     check_pairs(pairs)
     cells = _cells(samples)
     rows: list[ScoreRow] = []
+    batch = IntervalBatch()  # the cells' bootstrap intervals, taken a batch of statistics at a time
     for key in sorted(cells):
-        rows += cell_diagnostics(key[0], key[2], cells[key], seed)
+        rows += cell_diagnostics(key[0], key[2], cells[key], seed, batch)
+    batch.flush()
     rows += cross_model_rows(cells, families=families, n_perm=n_perm, perm_seed=perm_seed, pairs=pairs)
     rows += perturbation_and_sigma_rows(cells, n_perm=n_perm, perm_seed=perm_seed)
     table, signal_rows = signal_cells(cells, seed)

@@ -45,23 +45,29 @@ def cell_summary(vsi: np.ndarray, argmax_changed: np.ndarray, *, seed: int, n_dr
     each with a seeded percentile bootstrap over samples (:func:`perceptbench.metrics.bootstrap.bootstrap`,
     1,000 draws), and histogram counts in :data:`HIST_EDGES` (bins ``[lo, hi)``).
 
-    ``vsi``: shape (n,) float (nats); ``argmax_changed``: shape (n,) bool.  Raises ValueError for n = 0.
+    The three fractions share one draw matrix: each is a mean of 0/1 flags, so its draws are the
+    resample counts times the flags (:func:`~perceptbench.metrics.bootstrap.resample_counts`:
+    integer sums, exact in any order) over n, and the three intervals are one
+    :func:`~perceptbench.metrics.bootstrap.percentile_intervals` call; each equals
+    ``bootstrap(lambda i: flags[i].mean(1), n)`` bit for bit.
+
+    ``vsi``: shape (n,) float (nats); ``argmax_changed``: shape (n,) bool (0/1).  Raises ValueError for n = 0.
     """
-    from ..metrics.bootstrap import N_BOOT_B, bootstrap
+    from ..metrics.bootstrap import N_BOOT_B, percentile_intervals, resample_counts, resample_indices
 
     v = np.asarray(vsi, dtype=np.float64)
-    a = np.asarray(argmax_changed, dtype=np.float64)
     if v.size == 0:
         raise ValueError("no VSI samples in this cell")
     nd = N_BOOT_B if n_draws is None else n_draws
-    ins = {}
-    for t in INSENSITIVE_THRESHOLDS:
-        below = (v < t).astype(np.float64)
-        ins[t] = bootstrap(lambda i, b=below: b[i].mean(1), v.size, n_draws=nd, seed=seed)
-    arg = bootstrap(lambda i: a[i].mean(1), v.size, n_draws=nd, seed=seed)
+    a = np.asarray(argmax_changed, dtype=np.float64)
+    flags = np.stack([(v < t).astype(np.float64) for t in INSENSITIVE_THRESHOLDS] + [a], 1)  # (n, 3)
+    w = resample_counts(resample_indices(v.size, nd, seed))  # (nd, n): how often each draw picks a sample
+    ins_and_arg = percentile_intervals(flags.sum(0) / v.size, (w @ flags) / v.size, nd, seed)
+    ins = dict(zip(INSENSITIVE_THRESHOLDS, ins_and_arg))
     counts, _ = np.histogram(np.clip(v, 0.0, 1e300), bins=np.array(HIST_EDGES[:-1] + (1e300,)))
     q25, med, q75 = np.percentile(v, [25, 50, 75])
-    return CellSummary(int(v.size), float(med), float(q25), float(q75), ins, arg, tuple(int(c) for c in counts))
+    return CellSummary(int(v.size), float(med), float(q25), float(q75), ins, ins_and_arg[-1],
+                       tuple(int(c) for c in counts))
 
 
 def normalised_vsi(vsi: np.ndarray) -> np.ndarray:
@@ -114,11 +120,29 @@ def model_pairs(by_model: dict[str, Sequence[VSISample]], mode: str) -> tuple[li
     :func:`cell_summary`, numpy ``percentile``), in ranking order.  Each pair is (a, b) with a
     before b by name, as under ``all``, so a pair's rows are the same whichever mode chose it.
     Returns (pairs, whether they are the neighbours only); ValueError for an unknown mode."""
-    def median(m):
-        return float(np.percentile(np.array([s.vsi for s in by_model[m]], float), 50))
+    medians: dict[str, float] = {}
+
+    def median(m):  # every model's at the first call, only when the neighbours are asked for
+        if not medians:
+            medians.update(cell_medians(by_model))
+        return medians[m]
 
     chosen, neighbours = select_pairs(sorted(by_model), mode, median)
     return [(a, b) if a < b else (b, a) for a, b in chosen], neighbours
+
+
+def cell_medians(by_model: dict[str, Sequence[VSISample]]) -> dict[str, float]:
+    """{model: median VSI of its cell} (numpy ``percentile`` 50, linear), one ``percentile`` call
+    per cell size over the cells of that size stacked (each row partitioned and interpolated as a
+    1-D array is: the medians equal one call per cell bit for bit)."""
+    by_size: dict[int, list[str]] = defaultdict(list)
+    for m, cell in by_model.items():
+        by_size[len(cell)].append(m)
+    out = {}
+    for names in by_size.values():
+        med = np.percentile(np.array([[s.vsi for s in by_model[m]] for m in names], float), 50, axis=1)
+        out.update(zip(names, med.tolist()))
+    return out
 
 
 def neighbours_only_note(n_models: int) -> str:

@@ -133,15 +133,19 @@ def reliability_row(task_id: str, model: str, metric: str, conf: np.ndarray, cor
     return ScoreRow(task_id, model, metric, float(len(conf)), None, None, len(conf), n_null, note)
 
 
-def cell_rows(task_id: str, model: str, cell: Sequence[VSISample], seed: int) -> list[ScoreRow]:
+def cell_rows(task_id: str, model: str, cell: Sequence[VSISample], seed: int,
+              found: dict | None = None) -> list[ScoreRow]:
     """The per-cell rows: ``cw_enrichment@{0.05,0.01}[...]`` and
-    ``reliability_{max_prob,norm_vsi,verbal_conf}[...]`` (seed 002 §3, B.2)."""
+    ``reliability_{max_prob,norm_vsi,verbal_conf}[...]`` (seed 002 §3, B.2); ``found``: a dict
+    that keeps each threshold's :func:`threshold_enrichment` under ``(id(cell), t)``."""
     sfx = _suffix(cell[0].perturbation, float(cell[0].sigma))
     p, err, vsi, mp, n_null = _parsed(cell)
     rows = []
     for t in INSENSITIVE_THRESHOLDS:
-        rows.append(_enrichment_row(task_id, model, f"cw_enrichment@{t:g}{sfx}", threshold_enrichment(cell, t, seed),
-                                    t))
+        c = threshold_enrichment(cell, t, seed)
+        if found is not None:
+            found[(id(cell), t)] = c
+        rows.append(_enrichment_row(task_id, model, f"cw_enrichment@{t:g}{sfx}", c, t))
     if not p:
         return rows + [_nan(task_id, model, f"reliability_{k}{sfx}", "no parseable answers (all null)", 0, n_null)
                        for k in ("max_prob", "norm_vsi", "verbal_conf")]
@@ -284,13 +288,16 @@ def pooled_ratio_rows(cells: dict[tuple, list[VSISample]], seed: int = 0) -> lis
     return rows
 
 
-def pooled_enrichment_rows(cells: dict[tuple, list[VSISample]], seed: int = 0) -> list[ScoreRow]:
+def pooled_enrichment_rows(cells: dict[tuple, list[VSISample]], seed: int = 0,
+                           found: dict | None = None) -> list[ScoreRow]:
     """Seed 002 §3 ("42% of samples on the six-model POPE grid fall below VSI = 0.05, where the
     confidently wrong quadrant is 2.1x denser than in a matched top-VSI population"): per
     (benchmark, perturbation, sigma) and threshold, the CW counts of each model's cell
     (:func:`threshold_enrichment`; confidence median and matched population per cell) summed over
     the models: ``cw_enrichment_pooled@t`` (model ``all-models``), and
-    ``insensitive_frac_pooled@t``, the share of the grid's samples below t."""
+    ``insensitive_frac_pooled@t``, the share of the grid's samples below t.  ``found``: the
+    cells' counts :func:`cell_rows` kept (its bootstrap interval is not used here), else each is
+    counted afresh."""
     by_bench: dict[tuple, list] = defaultdict(list)
     for (task_id, bench, model, pert, sigma), cell in sorted(cells.items()):
         by_bench[(bench, pert, sigma)].append((task_id, model, cell))
@@ -298,7 +305,7 @@ def pooled_enrichment_rows(cells: dict[tuple, list[VSISample]], seed: int = 0) -
     for (bench, pert, sigma), parts in sorted(by_bench.items()):
         tid, sfx = _join(t for t, *_ in parts), _suffix(pert, sigma)
         for t in INSENSITIVE_THRESHOLDS:
-            cs = [threshold_enrichment(cell, t) for _, _, cell in parts]
+            cs = [(found or {}).get((id(cell), t)) or threshold_enrichment(cell, t) for _, _, cell in parts]
             tot = {k: sum(c[k] for c in cs) for k in ("n_low", "cw_low", "n_ref", "cw_ref", "n", "n_null")}
             tot["value"] = pooled_ratio([tot["cw_low"]], [tot["n_low"]], [tot["cw_ref"]], [tot["n_ref"]]) \
                 if tot["n_low"] else math.nan
@@ -404,11 +411,12 @@ def pooled_rows(cells: dict[tuple, list[VSISample]], signal_cells: Sequence, sig
     per-cell threshold enrichment; ``pairs``: the model pairs of the joint-quintile rows
     (:func:`joint_quintile_rows`)."""
     rows: list[ScoreRow] = []
+    found: dict = {}  # each cell's threshold counts, found once for the per-cell and the pooled rows
     for key in sorted(cells):
-        rows += cell_rows(key[0], key[2], cells[key], seed)
+        rows += cell_rows(key[0], key[2], cells[key], seed, found)
     rows += joint_quintile_rows(cells, pairs)
     rows += pooled_ratio_rows(cells, seed)
-    rows += pooled_enrichment_rows(cells, seed)
+    rows += pooled_enrichment_rows(cells, seed, found)
     rows += win_tally_rows(signal_cells, signals)
     rows += sigma_swing_rows(cells)
     return rows

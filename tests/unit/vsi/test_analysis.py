@@ -302,3 +302,99 @@ def test_joint_quintile_pairs_follow_the_same_rule():
     assert joint_quintile_rows(small) == joint_quintile_rows(small, "all")
     with pytest.raises(ValueError, match="pairs 'some'"):
         va.score_vsi_analyses(_grid(n=10, models=("m1",), perts=("region",)), n_perm=10, pairs="some")
+
+
+def test_cell_diagnostics_with_an_interval_batch_equals_one_bootstrap_per_row():
+    """score_vsi_analyses takes the cells' bootstrap intervals in batches (issue 25): every row of
+    cell_diagnostics with an IntervalBatch, flushed, equals the row of one bootstrap() per
+    statistic, every field bit for bit, small cells (NaN and note-carrying rows) included."""
+    from perceptbench.metrics.bootstrap import IntervalBatch
+    from perceptbench.vsi.cells import _cells
+
+    cells = _cells(_grid(n=60, models=("m1", "m2", "m3")) + _grid(n=4, models=("tiny",), seed=2))
+    batch = IntervalBatch(size=7)  # flushes part-way as well as at the end
+    got = [r for key in sorted(cells) for r in va.cell_diagnostics(key[0], key[2], cells[key], 5, batch)]
+    batch.flush()
+    want = [r for key in sorted(cells) for r in va.cell_diagnostics(key[0], key[2], cells[key], 5)]
+    assert [repr(r) for r in got] == [repr(r) for r in want]
+    assert sum(r.n_draws == 1000 and r.ci_low is not None and np.isfinite(r.ci_low) for r in got) > 50
+
+
+def _every_pair_rho_by_pair(by_model):
+    """The list form _every_pair_rho had before issue 25: (a, b, rho) per pair in combinations
+    order, from one matrix when the models share their samples, else pair by pair."""
+    from itertools import combinations
+
+    names = sorted(by_model)
+    ids = [s.sample_id for s in by_model[names[0]]]
+    if all([s.sample_id for s in by_model[m]] == ids for m in names):
+        rho = pm.spearman_matrix(np.array([[s.vsi for s in by_model[m]] for m in names], float))
+        return [(names[i], names[j], float(rho[i, j])) for i, j in combinations(range(len(names)), 2)]
+    out = []
+    for ma, mb in combinations(names, 2):
+        a, b = va._pairs_by_sample(by_model[ma], by_model[mb])
+        out.append((ma, mb, float(pm.spearman_matrix(np.array([[s.vsi for s in a], [s.vsi for s in b]],
+                                                              float).reshape(2, len(a)))[0, 1])))
+    return out
+
+
+def test_every_pair_rho_arrays_equal_the_pair_by_pair_rhos():
+    """_every_pair_rho gives every pair's rho as arrays (issue 25): pair k is (names[i[k]],
+    names[j[k]]) in combinations order and rho[k] equals the pair's own rank correlation, bit for
+    bit, when the models share their samples (one matrix) and when they do not (pair by pair)."""
+    from perceptbench.vsi.cells import _cells
+
+    cells = _cells(_grid(n=30, models=tuple(f"m{i:02d}" for i in range(23)), perts=("region",)))
+    by_model = {k[2]: c for k, c in cells.items()}
+    uneven = dict(by_model, m05=by_model["m05"][:-4])  # one model lacks four samples: pair by pair
+    constant = dict(by_model, m07=[s.__class__(**{**vars(s), "vsi": 0.5}) for s in by_model["m07"]])  # NaN rho
+    for case in (by_model, uneven, constant):
+        names, i, j, rho = va._every_pair_rho(case)
+        got = [(names[a], names[b], r) for a, b, r in zip(i.tolist(), j.tolist(), rho.tolist())]
+        want = _every_pair_rho_by_pair(case)
+        assert [g[:2] for g in got] == [w[:2] for w in want]
+        assert np.array_equal(np.array([g[2] for g in got]), np.array([w[2] for w in want]), equal_nan=True)
+    assert np.isnan(va._every_pair_rho(constant)[3]).sum() == 22
+
+
+def test_cross_model_means_over_every_pair_equal_the_pair_by_pair_means():
+    """Above 20 models the rho means take every pair's rho from _every_pair_rho's arrays (issue
+    25): the mean, same-family and cross-family means and their counts equal those of the pair by
+    pair form (finite rhos, in combinations order), bit for bit, per task and over tasks."""
+    from perceptbench.vsi.cells import _cells
+
+    models = tuple(f"m{i:02d}" for i in range(22))
+    samples = _grid(n=30, models=models, perts=("region",))
+    samples += [s.__class__(**{**vars(s), "task_id": "vsi.other@sigma=20", "vsi": s.vsi * (1 + int(s.sample_id[1:]) % 7)})
+                for s in samples if s.model != "m03"]
+    samples = [s.__class__(**{**vars(s), "vsi": 0.5}) if s.model == "m04" else s for s in samples]  # NaN rhos
+    cells = _cells(samples)
+    rows = _by(va.cross_model_rows(cells, families=None, n_perm=50, perm_seed=42))
+    fam = {s.model: s.model_family for s in samples}
+    pooled = {}
+    for task in ("vsi.bench@sigma=20", "vsi.other@sigma=20"):
+        by_model = {k[2]: c for k, c in cells.items() if k[0] == task}
+        vals = [(r, fam[a] == fam[b]) for a, b, r in _every_pair_rho_by_pair(by_model) if np.isfinite(r)]
+        pooled[task] = vals
+    pooled["vsi.bench@sigma=20,vsi.other@sigma=20"] = pooled["vsi.bench@sigma=20"] + pooled["vsi.other@sigma=20"]
+    for tid, vals in pooled.items():
+        stem = "vsi_rho_grand_mean" if "," in tid else "vsi_rho_mean"
+        rho, same = np.array([v for v, _ in vals]), np.array([s for _, s in vals])
+        for label, want in (("", rho), ("_same_family", rho[same]), ("_cross_family", rho[~same])):
+            r = rows[(tid, "all-pairs", f"{stem}{label}[region,sigma=20]")]
+            assert (r.value, r.n) == (float(want.mean()), want.size)
+
+
+def test_pooled_enrichment_from_the_cells_kept_counts_equals_counting_afresh():
+    """pooled_rows counts each cell's threshold enrichment once (issue 25): the pooled rows from
+    the counts cell_rows kept (seeded, with their intervals) equal those counted afresh."""
+    from perceptbench.vsi import pooled
+    from perceptbench.vsi.cells import _cells
+
+    cells = _cells(_grid(n=60, models=("m1", "m2", "m3"), sigmas=(10.0, 20.0)))
+    found: dict = {}
+    for key in sorted(cells):
+        pooled.cell_rows(key[0], key[2], cells[key], 4, found)
+    assert len(found) == 2 * len(cells) and all("ci" in c for c in found.values())
+    assert [repr(r) for r in pooled.pooled_enrichment_rows(cells, 4, found)] == \
+        [repr(r) for r in pooled.pooled_enrichment_rows(cells, 4)]
