@@ -265,6 +265,7 @@ class TaskColumns:
     raws: list = dataclasses.field(default_factory=lambda: [None])
     skipped: np.ndarray | None = None
     vsi: object = None
+    vsi_fields: dict | None = None
 
     @property
     def n(self) -> int:
@@ -299,11 +300,11 @@ class TaskColumns:
 
     def subset(self, keep: np.ndarray) -> "TaskColumns":
         """The records where ``keep`` (bool (n,)) is True, with the same code vocabularies (and
-        no ``vsi`` fields)."""
+        no ``vsi`` or ``vsi_fields``)."""
         per_record = ("row", "model", "family", "stimulus", "readout", "split", "version", "response",
                       "ground_truth", "manipulated_value", "correct", "rep", "seed") + tuple(
                       f for f in ("raw", "skipped") if getattr(self, f) is not None)
-        return dataclasses.replace(self, vsi=None, **{f: getattr(self, f)[keep] for f in per_record})
+        return dataclasses.replace(self, vsi=None, vsi_fields=None, **{f: getattr(self, f)[keep] for f in per_record})
 
     def take(self, rows: np.ndarray) -> dict[str, np.ndarray]:
         """The per-record arrays at positions ``rows`` (a dict by field name)."""
@@ -322,14 +323,107 @@ class _TaskBuilder:
     def get(self, k: str) -> np.ndarray:
         return np.concatenate(self.parts[k])
 
+    def vsi(self, values: dict) -> dict | None:
+        """The VSI fields added (:func:`_vsi_take`) as arrays, with ``values`` (the code vocabularies);
+        None when some record had none (not every record a VSI line)."""
+        if "vsi" not in self.parts or any(p is None for p in self.parts["vsi"]):
+            return None
+        parts = self.parts.pop("vsi")
+        out = {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
+        out["values"] = values
+        return out
+
 
 #: from_json structure of the columns scoring reads (JSON: types differ between tasks)
 _STRUCT = {"trial_id": "VARCHAR", "task_id": "VARCHAR", "stimulus_id": "VARCHAR", "model": "VARCHAR",
            "model_family": "VARCHAR", "readout": "VARCHAR", "response": "JSON", "ground_truth": "JSON",
            "manipulated_value": "JSON", "correct": "JSON", "rep": "JSON", "n_reps": "JSON", "raw_output": "JSON",
-           "prompt_id": "VARCHAR",
-           "prompt_hash": "VARCHAR", "run_meta": "JSON"}
-_META = {"seed": "BIGINT", "split": "VARCHAR", "prompt_template_hash": "VARCHAR", "skipped": "JSON", "vsi": "JSON"}
+           "prompt_id": "JSON", "prompt_hash": "JSON", "run_meta": "JSON", "principle": "JSON", "track": "JSON",
+           "owner": "JSON", "response_space": "JSON", "human_ref_id": "JSON"}
+_META = {"seed": "BIGINT", "split": "VARCHAR", "prompt_template_hash": "VARCHAR", "skipped": "JSON", "vsi": "JSON",
+         "skip_scope": "JSON", "model_version": "JSON", "run_id": "JSON"}
+
+#: readouts of VSI records (:mod:`perceptbench.vsi.samples`): their lines are read with their
+#: ``run_meta.vsi`` fields (:data:`VSI_FIELDS`) and checked against the whole record schema
+VSI_READOUTS = ("vlm_vsi_clean", "vlm_vsi_perturbed")
+
+#: keys every ``run_meta.vsi`` read as columns must have (the VSI record format,
+#: :data:`perceptbench.vsi.samples.VSI_META_KEYS`, which a test keeps equal)
+VSI_KEYS = ("sample_id", "image_id", "benchmark", "condition", "sigma_px", "dilate_px", "region_source",
+            "region_bbox", "fallback", "answer_prefix", "top_k", "token_ids", "tokens", "logprobs",
+            "complete", "distribution_source", "image_sha256", "max_prob", "verbal_conf", "verbal_raw")
+_VSI_STRUCT = {k: "JSON" for k in ("sample_id", "image_id", "benchmark", "condition", "region_source",
+                                     "image_sha256", "sigma_px", "max_prob", "verbal_conf", "token_ids", "logprobs",
+                                     "tokens", "complete", "fallback", "flags")}
+_NUM = "('DOUBLE', 'BIGINT', 'UBIGINT')"
+
+
+def _all_types(col: str, types: str) -> str:
+    """SQL: every element of the JSON array ``col`` has a JSON type in ``types``."""
+    return f"coalesce(list_bool_and([t IN {types} for t in json_type({col}, '$[*]')]), true)"
+
+
+def _null_or(col: str, types: str) -> str:
+    return f"coalesce(json_type({col}), 'NULL') IN ('NULL', {types[1:-1]})"
+
+
+#: SQL (over ``s``, ``rm``, ``v`` = ``run_meta.vsi`` as :data:`_VSI_STRUCT`, ``vk`` = its keys): a VSI
+#: line whose ``run_meta.vsi`` the columns take as the record path reads it (else its task takes the
+#: record path, which reads, judges or refuses it as it always did)
+_VSI_OK = f"""(rm.vsi IS NULL OR (json_type(rm.vsi) = 'OBJECT' AND len(vk) = len(list_distinct(vk))
+      AND list_has_all(vk, {list(VSI_KEYS)})
+      AND json_type(v.condition) = 'VARCHAR'
+      AND json_extract_string(v.condition, '$') IN ('clean', 'region_blur', 'whole_blur', 'image_withheld')
+      AND json_type(v.sample_id) = 'VARCHAR' AND json_type(v.image_id) = 'VARCHAR'
+      AND json_type(v.benchmark) = 'VARCHAR' AND json_type(v.region_source) = 'VARCHAR'
+      AND {_null_or("v.image_sha256", "('VARCHAR')")} AND json_type(v.sigma_px) IN {_NUM}
+      AND {_null_or("v.max_prob", _NUM)} AND (json_type(v.max_prob) IS NOT NULL
+                                              OR json_extract_string(v.condition, '$') <> 'clean')
+      AND {_null_or("v.verbal_conf", _NUM)}
+      AND json_type(v.token_ids) = 'ARRAY' AND {_all_types("v.token_ids", "('BIGINT', 'UBIGINT')")}
+      AND json_type(v.logprobs) = 'ARRAY' AND {_all_types("v.logprobs", _NUM)}
+      AND json_array_length(v.token_ids) = json_array_length(v.logprobs) AND json_array_length(v.logprobs) > 0
+      AND {_null_or("v.tokens", "('ARRAY')")} AND coalesce(json_type(v.tokens, '$[0]'), 'VARCHAR') = 'VARCHAR'
+      AND {_null_or("v.complete", "('BOOLEAN')")} AND {_null_or("v.fallback", "('BOOLEAN')")}
+      AND {_null_or("v.flags", "('ARRAY')")} AND {_all_types("v.flags", "('VARCHAR')")}))"""
+
+def _str(col: str) -> str:
+    return f"json_extract_string({col}, '$')"
+
+
+#: SQL: the columns of a VSI line (NULL on other lines): its ``run_meta.vsi`` fields as the record
+#: path reads them (:class:`perceptbench.vsi.samples.VSIReader`), ``skipped`` / ``skip_scope`` as
+#: JSON text, whether ``run_meta`` has a ``vote``
+_VSI_COLUMNS = f"""CASE WHEN vrow THEN coalesce({_VSI_OK}, false) END AS v_ok,
+               json_type(rm.vsi) = 'OBJECT' AS v_obj, {_str("v.sample_id")} AS v_sample,
+               {_str("v.image_id")} AS v_image, {_str("v.benchmark")} AS v_benchmark,
+               {_str("v.condition")} AS v_condition, {_str("v.region_source")} AS v_region,
+               {_str("v.image_sha256")} AS v_sha, from_json(v.sigma_px, '"DOUBLE"') AS v_sigma,
+               from_json(v.max_prob, '"DOUBLE"') AS v_max_prob, from_json(v.verbal_conf, '"DOUBLE"') AS v_verbal_conf,
+               from_json(v.token_ids, '["BIGINT"]') AS v_ids, from_json(v.logprobs, '["DOUBLE"]') AS v_lp,
+               coalesce(json_extract_string(v.tokens, '$[0]'), '') AS v_first,
+               coalesce(CAST(v.complete AS VARCHAR) = 'true', false) AS v_complete,
+               coalesce(CAST(v.fallback AS VARCHAR) = 'true', false) AS v_fallback,
+               coalesce(list_contains(from_json(v.flags, '["VARCHAR"]'), 'answer_token_mismatch'), false) AS v_mismatch,
+               CASE WHEN vrow THEN CAST(rm.skipped AS VARCHAR) END AS v_skipped,
+               CASE WHEN vrow THEN CAST(rm.skip_scope AS VARCHAR) END AS v_skip_scope,
+               CASE WHEN vrow THEN list_contains(json_keys(s.run_meta), 'vote') END AS v_vote"""
+
+
+#: SQL: the schema checks of the validating reader (:class:`~perceptbench.records.TrialRecord`) that
+#: :func:`read_columns` does not make on every line, made on VSI lines (no VSI line is parsed again)
+_VSI_RECORD_OK = """(json_type(s.principle) = 'VARCHAR' AND json_type(s.track) = 'VARCHAR'
+      AND json_type(s.owner) = 'VARCHAR' AND json_extract_string(s.response_space, '$') IN {spaces}
+      AND json_type(s.response_space) = 'VARCHAR'
+      AND coalesce(json_type(s.human_ref_id), 'NULL') IN ('NULL', 'VARCHAR')
+      AND coalesce(json_type(s.prompt_id), 'NULL') IN ('NULL', 'VARCHAR')
+      AND coalesce(json_type(s.prompt_hash), 'NULL') IN ('NULL', 'VARCHAR')
+      AND json_type(rm.model_version) = 'VARCHAR' AND json_type(rm.run_id) = 'VARCHAR'
+      AND json_type(s.run_meta, '$.seed') IN ('BIGINT', 'UBIGINT') AND TRY_CAST(s.rep AS BIGINT) >= 0
+      AND NOT contains(s.task_id, '|') AND NOT contains(s.stimulus_id, '|') AND NOT contains(s.model, '|')
+      AND (s.correct IS NULL OR (json_type(s.response) IN ('VARCHAR', 'UBIGINT', 'BIGINT')
+           AND json_type(s.ground_truth) IN ('VARCHAR', 'UBIGINT', 'BIGINT')
+           AND (s.response = s.ground_truth) = (CAST(s.correct AS VARCHAR) = 'true'))))"""
 
 
 def _count_lines(path: Path) -> int:
@@ -420,7 +514,7 @@ def read_columns(path: str | os.PathLike, batch_rows: int = 100_000) -> Columnar
     cannot parse or a check the validating reader passes)."""
     import duckdb
 
-    from .records import MODEL_FAMILIES, SCHEMA_FIELDS
+    from .records import MODEL_FAMILIES, RESPONSE_SPACES, SCHEMA_FIELDS
 
     path = Path(path)
     if not path.exists():
@@ -436,7 +530,11 @@ def read_columns(path: str | os.PathLike, batch_rows: int = 100_000) -> Columnar
                           from_json(j, '{json.dumps(_STRUCT)}') AS s
                    FROM read_json_objects(?, format = 'newline_delimited') AS t(j)),
              m AS (SELECT keys_ok, s, json_type(s.run_meta) = 'OBJECT' AS meta_ok,
-                          from_json(s.run_meta, '{json.dumps(_META)}') AS rm FROM r)
+                          from_json(s.run_meta, '{json.dumps(_META)}') AS rm FROM r),
+             w AS (SELECT *, coalesce(s.readout IN {VSI_READOUTS} OR rm.vsi IS NOT NULL, false) AS vrow,
+                          CASE WHEN json_type(rm.vsi) = 'OBJECT' THEN from_json(rm.vsi, '{json.dumps(_VSI_STRUCT)}')
+                               END AS v,
+                          CASE WHEN json_type(rm.vsi) = 'OBJECT' THEN json_keys(rm.vsi) END AS vk FROM m)
         SELECT coalesce(keys_ok AND meta_ok AND s.trial_id = s.task_id || '|' || s.stimulus_id || '|'
                         || s.model || '|rep' || CAST(s.rep AS VARCHAR) AND rm.seed IS NOT NULL
                         AND (s.correct IS NULL OR json_type(s.correct) = 'BOOLEAN')
@@ -447,26 +545,32 @@ def read_columns(path: str | os.PathLike, batch_rows: int = 100_000) -> Columnar
                         AND ((s.correct IS NULL) = (coalesce(json_type(s.response), 'NULL') = 'NULL'
                                                     OR coalesce(json_type(s.ground_truth), 'NULL') = 'NULL'))
                         AND {_answer_ok("s.response")} AND {_answer_ok("s.ground_truth")}
-                        AND coalesce(json_type(s.manipulated_value), 'NULL') IN {_SCALAR_TYPES}, false) AS ok,
+                        AND coalesce(json_type(s.manipulated_value), 'NULL') IN {_SCALAR_TYPES}
+                        AND (NOT vrow OR {_VSI_RECORD_OK.format(spaces=RESPONSE_SPACES)}), false) AS ok,
                s.task_id, s.model, s.stimulus_id, s.model_family AS family, s.readout, s.response,
                s.ground_truth, s.manipulated_value, CAST(s.correct AS VARCHAR) = 'true' AS correct,
                TRY_CAST(s.rep AS BIGINT) AS rep, rm.seed, rm.split,
                CASE WHEN s.model_family = 'human' THEN NULL
                     WHEN rm.prompt_template_hash IS NOT NULL AND rm.prompt_template_hash <> ''
                          THEN rm.prompt_template_hash
-                    WHEN starts_with(s.readout, 'vlm_') THEN s.prompt_id ELSE s.prompt_hash END AS version,
+                    WHEN starts_with(s.readout, 'vlm_') THEN json_extract_string(s.prompt_id, '$')
+                    ELSE json_extract_string(s.prompt_hash, '$') END AS version,
                CASE WHEN s.readout IN {RAW_READOUTS} THEN json_extract_string(s.raw_output, '$') END AS raw,
                ((starts_with(s.readout, 'vlm_') AND s.readout <> 'vlm_prompt') OR rm.vsi IS NOT NULL
                 OR coalesce(rm.skipped NOT IN ('false', 'null', '0', '""'), false)
-                OR (s.readout = 'vlm_prompt' AND coalesce(TRY_CAST(s.n_reps AS BIGINT), 1) > 1)) AS special
-        FROM m"""
-    con = duckdb.connect(config={"threads": min(2, os.cpu_count() or 1), "memory_limit": "256MB"})
+                OR (s.readout = 'vlm_prompt' AND coalesce(TRY_CAST(s.n_reps AS BIGINT), 1) > 1)) AS special,
+               vrow, {_VSI_COLUMNS}
+        FROM w"""
+    con = duckdb.connect(config={"threads": min(2, os.cpu_count() or 1), "memory_limit": "512MB"})
     con.execute("SET enable_progress_bar = false")
     strings = {k: _Vocab() for k in ("task_id", "model", "stimulus_id", "family", "readout", "split", "version",
                                      "raw")}
     strings["raw"].code(None)  # raws[0] is None
     values = _Vocab()  # JSON text -> code; decoded (and equal answers merged) at the end
     values.code(None)
+    vsi_vocabs = {k: _Vocab() for k in _VSI_CODED}
+    for v in vsi_vocabs.values():
+        v.code(None)
     tasks: dict[int, _TaskBuilder] = {}
     special: set[int] = set()
     row0 = 0
@@ -485,12 +589,16 @@ def read_columns(path: str | os.PathLike, batch_rows: int = 100_000) -> Columnar
             rep = _ints(batch.column("rep"))
             seed = _ints(batch.column("seed"))
             spec = _bools(batch.column("special"))
+            vrow = _bools(batch.column("vrow"))
+            vsi = _vsi_batch(batch) if vrow.any() else None
             rows = np.arange(row0, row0 + n, dtype=np.int64)
             for t in np.unique(cols["task_id"]):
                 sel = np.flatnonzero(cols["task_id"] == t)
                 if spec[sel].any():
                     special.add(int(t))
-                tasks.setdefault(int(t), _TaskBuilder()).add(
+                b = tasks.setdefault(int(t), _TaskBuilder())
+                b.add(vsi=_vsi_take(vsi, sel, vsi_vocabs) if vsi is not None and vrow[sel].all() else None)
+                b.add(
                     row=rows[sel], model=cols["model"][sel], family=cols["family"][sel],
                     stimulus=cols["stimulus_id"][sel], readout=cols["readout"][sel], split=cols["split"][sel],
                     version=cols["version"][sel], response=codes["response"][sel],
@@ -515,7 +623,8 @@ def read_columns(path: str | os.PathLike, batch_rows: int = 100_000) -> Columnar
                         lut[b.get("manipulated_value")], b.get("correct"), b.get("rep"), b.get("seed"),
                         strings["model"].values, strings["family"].values, strings["stimulus_id"].values,
                         strings["readout"].values, strings["split"].values, strings["version"].values,
-                        decoded.values, b.get("raw"), strings["raw"].values)
+                        decoded.values, b.get("raw"), strings["raw"].values,
+                        vsi_fields=b.vsi({k: v.values for k, v in vsi_vocabs.items()}))
         dups.append(_first_duplicate(c))
         out[name] = c
         out.simple[name] = t not in special and one_version_per_model(c)
@@ -578,6 +687,54 @@ def _dict_codes(arr, vocab: _Vocab) -> np.ndarray:
     lut = np.array([vocab.code(v) for v in enc.dictionary.to_pylist()] + [vocab.code(None)], np.int32)
     idx = np.where(_valid(enc.indices), _ints(enc.indices), len(enc.dictionary))
     return lut[idx]
+
+
+#: VSI fields read as dictionary codes (:func:`_vsi_batch`): strings, and JSON text (``skipped``,
+#: ``skip_scope``) decoded once per distinct value by the VSI reader
+_VSI_CODED = ("sample", "image", "benchmark", "condition", "region", "sha", "first", "skipped", "skip_scope")
+
+
+def _vsi_batch(batch) -> dict:
+    """The VSI columns of a batch read by :func:`read_columns` (:data:`_VSI_COLUMNS`) as numpy: bool
+    (n,) ``ok``, ``obj``, ``complete``, ``fallback``, ``mismatch``, ``vote``; float64 (n,) ``sigma``,
+    ``max_prob``, ``verbal_conf`` with bool (n,) ``*_null``; the lists ``ids`` (int64) and ``lp``
+    (float64) as (starts, lengths, values) into the batch's flat values; the fields of
+    :data:`_VSI_CODED` as pyarrow arrays (coded by :func:`_vsi_take`)."""
+    out: dict = {k: batch.column("v_" + k) for k in _VSI_CODED}
+    for k in ("ok", "obj", "complete", "fallback", "mismatch", "vote"):
+        out[k] = _bools(batch.column("v_" + k))
+    for k in ("sigma", "max_prob", "verbal_conf"):
+        a = batch.column("v_" + k)
+        out[k] = np.frombuffer(a.buffers()[1], np.float64, count=len(a) + a.offset)[a.offset:]
+        out[k + "_null"] = ~_valid(a)
+    for k, dt in (("ids", np.int64), ("lp", np.float64)):
+        a = batch.column("v_" + k)
+        off = a.offsets.to_numpy(zero_copy_only=False).astype(np.int64)
+        vals = a.values
+        flat = np.frombuffer(vals.buffers()[1], dt, count=len(vals) + vals.offset)[vals.offset:]
+        out[k] = (off[:-1], np.where(_valid(a), np.diff(off), 0), flat)
+    return out
+
+
+def _vsi_take(fields: dict, sel: np.ndarray, vocabs: dict) -> dict[str, np.ndarray]:
+    """Rows ``sel`` (int (m,)) of :func:`_vsi_batch`'s fields: coded fields as int32 codes of
+    ``vocabs`` (code 0: None), lists as ``{k}_len`` int64 (m,) and ``{k}`` their values in row
+    order (no Python object per row)."""
+    import pyarrow as pa
+
+    out = {}
+    idx = pa.array(sel)
+    for k in _VSI_CODED:
+        out[k] = _dict_codes(fields[k].take(idx), vocabs[k])
+    for k, v in fields.items():
+        if isinstance(v, tuple):
+            starts, lens, flat = v
+            n = lens[sel]
+            pos = np.arange(int(n.sum()), dtype=np.int64) + np.repeat(starts[sel] - (np.cumsum(n) - n), n)
+            out[k + "_len"], out[k] = n, flat[pos]
+        elif k not in _VSI_CODED:
+            out[k] = v[sel]
+    return out
 
 
 def one_version_per_model(c: TaskColumns) -> bool:

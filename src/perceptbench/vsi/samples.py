@@ -505,6 +505,61 @@ class VSIReader:
                      ("fallback", fb), ("dist_row", dist_row)):
             col[k].append(v)
 
+    @classmethod
+    def from_fields(cls, f: dict, clean_readout: np.ndarray) -> "VSIReader | None":
+        """The reader of one task's records from their ``run_meta`` fields as read by
+        :func:`perceptbench.record_table.read_columns` (``f``: ``TaskColumns.vsi_fields``, no
+        line parsed again; ``clean_readout`` bool (n,): readout ``vlm_vsi_clean``), holding what
+        :meth:`add` reads of the same records, value for value (floats bit for bit).  None when a
+        record is one the columns do not take as :meth:`add` does (a field of another JSON type, a
+        key missing, a non-finite number, a ``skipped`` value that is not hashable): the task then
+        takes the record path, which reads, judges or refuses those records as it always did."""
+        import json
+
+        if not f["ok"].all() or not np.isfinite(f["lp"]).all() or not all(
+                np.isfinite(f[k][~f[k + "_null"]]).all() for k in ("sigma", "max_prob", "verbal_conf")):
+            return None
+        values = f["values"]
+        self = cls()
+        try:
+            skips = [None if t is None else json.loads(t) for t in values["skipped"]]
+            skip = np.array([self.skip_vocab.code(v) for v in skips], np.int32)[f["skipped"]]
+        except TypeError:  # an unhashable value: the record path raises what it raises
+            return None
+        scope = np.array([t is not None and json.loads(t) == "trial" for t in values["skip_scope"]], bool)
+        skipped = np.array([bool(v) for v in skips], bool)[f["skipped"]]
+        self.trial_skip = skipped & scope[f["skip_scope"]]
+        self.pairs_in = f["obj"] & ~(skipped & ~self.trial_skip)
+        self.skip, self.vote = skip, f["vote"]
+        keep = self.pairs_in
+        for k in ("sample", "image", "benchmark", "condition", "region", "sha"):
+            setattr(self, k, np.where(keep, f[k], 0).astype(np.int32))
+
+        def listed(x: np.ndarray, where: np.ndarray) -> list:
+            out = x.astype(object)
+            out[~where] = None
+            return out.tolist()
+
+        self.sigma = listed(f["sigma"], keep)
+        self.max_prob = listed(f["max_prob"], keep & ~f["max_prob_null"])
+        self.verbal_conf_of_pair = listed(f["verbal_conf"], keep & ~f["verbal_conf_null"])
+        clean = clean_readout & ~self.trial_skip
+        self.verbal_conf = listed(f["verbal_conf"], clean & f["obj"] & ~f["verbal_conf_null"])
+        self.mismatch = listed(f["mismatch"], clean)
+        self.fallback = listed(np.array(values["condition"], object)[f["condition"]], f["obj"] & f["fallback"])
+        self.dist_row = np.where(keep, np.cumsum(keep) - 1, -1).astype(np.int64)
+        self.values = {k: values[k] for k in self.vocab}
+        self.conditions = {(type(v), v): i for i, v in enumerate(values["condition"])}
+        self.skips = self.skip_vocab.values
+        eq: dict = {}
+        self.sample_eq = [eq.setdefault(s, len(eq)) for s in self.values["sample"]]
+        self.cols = {}
+        rows = np.flatnonzero(keep)
+        first = np.array([non_answer_token(str(t)) for t in values["first"]], bool)[f["first"][rows]]
+        self.dist = _Distributions.from_arrays(_rows_of_lists(f["lp_len"], rows), f["ids"], f["lp"],
+                                               first, f["complete"][rows])
+        return self
+
     def finish(self) -> None:
         """Turn the columns read into arrays (call once, after the last :meth:`add`)."""
         c = self.cols
@@ -522,6 +577,12 @@ class VSIReader:
         eq: dict = {}  # sample ids compared as the pairing compares them (==)
         self.sample_eq = [eq.setdefault(s, len(eq)) for s in self.values["sample"]]
         self.dist.finish()
+
+
+def _rows_of_lists(lens: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(start, length) int64 of the lists of ``rows`` when lists of lengths ``lens`` (int64 (n,))
+    lie one after another in one flat array."""
+    return (np.cumsum(lens) - lens)[rows], lens[rows]
 
 
 class _Distributions:
@@ -625,7 +686,35 @@ class _Distributions:
             rows_of[k] = rows
             key_parts[k] = [kk for _, kk, _ in parts]
         self._encode(key_parts)
-        non_answer = np.array(self._non_answer, bool)
+        self._judge(rows_of, np.array(self._non_answer, bool))
+
+    @classmethod
+    def from_arrays(cls, lists: tuple[np.ndarray, np.ndarray, np.ndarray], ids: np.ndarray, lp: np.ndarray,
+                    non_answer: np.ndarray, complete: np.ndarray) -> "_Distributions":
+        """The distributions of ``m`` records given as arrays (no record read): ``lists`` (start,
+        length) int64 (m,) of each record's list in ``ids`` (int64 token ids) and ``lp`` (float64
+        log-probabilities; lists of equal length, >= 1); ``non_answer`` bool (m,) the
+        :func:`non_answer_token` verdict of each record's first token; ``complete`` bool (m,).  The
+        same tables and flags as :meth:`add` of the same records and :meth:`finish`."""
+        self = cls()
+        starts, lens = lists
+        self.n = m = len(lens)
+        self.flags = np.zeros((m, 3), bool)
+        self.complete = np.asarray(complete, bool)
+        self.where = np.full((m, 2), -1)
+        self.lp, self.keys = {}, {}
+        rows_of: dict[int, np.ndarray] = {}
+        for k in np.unique(lens).tolist():
+            rows = np.flatnonzero(lens == k)
+            pos = (starts[rows][:, None] + np.arange(k)).ravel()
+            self.lp[k], self.keys[k] = lp[pos].reshape(len(rows), k), ids[pos].reshape(len(rows), k)
+            self.where[rows, 0], self.where[rows, 1] = k, np.arange(len(rows))
+            rows_of[k] = rows
+        self._judge(rows_of, np.asarray(non_answer, bool))
+        return self
+
+    def _judge(self, rows_of: dict[int, np.ndarray], non_answer: np.ndarray) -> None:
+        """``flags`` of the regular records (rows ``rows_of[k]`` of the length-``k`` tables)."""
         for k, lp in self.lp.items():
             rows = rows_of[k]
             bad = invalid_rows(self.keys[k], lp)
@@ -678,8 +767,10 @@ def read_vsi_columns(columns, task_id: str):
     """One VSI task of a file read by :func:`perceptbench.record_table.read_columns` (``columns``)
     ready for :meth:`perceptbench.vsi.protocol.VSITask.score_columns`: its
     :class:`~perceptbench.record_table.TaskColumns` with ``skipped`` and ``vsi`` (a
-    :class:`VSIReader` fed its records streamed off the file one at a time, each validated by the
-    validating reader's line parser and let go).  None when the task needs the record path:
+    :class:`VSIReader` built from the VSI fields :func:`~perceptbench.record_table.read_columns`
+    read in its pass, :meth:`VSIReader.from_fields`; or, when those fields are not all of the
+    types the record path reads, fed its records streamed off the file one at a time, each
+    validated by the validating reader's line parser and let go).  None when the task needs the record path:
     several prompt versions of one model (split into respondents), any readout but the VSI ones
     (prompt answers voted on) or a record carrying a repetition vote.  Raises
     :class:`~perceptbench.records.RecordError` for a bad line (file, line, field) and ValueError as
@@ -692,10 +783,15 @@ def read_vsi_columns(columns, task_id: str):
     if not one_version_per_model(c) or not set(c.readouts[k] for k in np.unique(c.readout).tolist()) <= {
             "vlm_vsi_clean", "vlm_vsi_perturbed"} or np.any(np.diff(c.row) <= 0):
         return None
-    side = VSIReader()
-    for r in columns.iter_records(task_id):
-        side.add(r)
-    side.finish()
+    side = None
+    if c.vsi_fields is not None:  # the VSI fields read with the columns: no line parsed again
+        clean = c.readout == (c.readouts.index("vlm_vsi_clean") if "vlm_vsi_clean" in c.readouts else -1)
+        side = VSIReader.from_fields(c.vsi_fields, clean)
+    if side is None:
+        side = VSIReader()
+        for r in columns.iter_records(task_id):
+            side.add(r)
+        side.finish()
     if side.vote.any():
         return None
     skipped = np.array([bool(v) for v in side.skips], bool)[side.skip]
