@@ -38,7 +38,7 @@ from typing import Iterator
 
 import numpy as np
 
-from .records import RecordError, TrialRecord, has_torn_tail, read_records
+from .records import RESPONSE_SPACES, RecordError, TrialRecord, has_torn_tail, read_records
 
 __all__ = ["RecordIndex", "read_index", "iter_task_records", "records_to_arrow", "TaskColumns",
            "read_columns", "canonical_answer"]
@@ -329,7 +329,7 @@ class _TaskBuilder:
         if "vsi" not in self.parts or any(p is None for p in self.parts["vsi"]):
             return None
         parts = self.parts.pop("vsi")
-        out = {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
+        out = {k: np.concatenate([p.pop(k) for p in parts]) for k in list(parts[0])}  # each part let go
         out["values"] = values
         return out
 
@@ -340,11 +340,12 @@ _STRUCT = {"trial_id": "VARCHAR", "task_id": "VARCHAR", "stimulus_id": "VARCHAR"
            "manipulated_value": "JSON", "correct": "JSON", "rep": "JSON", "n_reps": "JSON", "raw_output": "JSON",
            "prompt_id": "JSON", "prompt_hash": "JSON", "run_meta": "JSON", "principle": "JSON", "track": "JSON",
            "owner": "JSON", "response_space": "JSON", "human_ref_id": "JSON"}
-_META = {"seed": "BIGINT", "split": "VARCHAR", "prompt_template_hash": "VARCHAR", "skipped": "JSON", "vsi": "JSON",
+_META = {"seed": "JSON", "split": "VARCHAR", "prompt_template_hash": "VARCHAR", "skipped": "JSON", "vsi": "JSON",
          "skip_scope": "JSON", "model_version": "JSON", "run_id": "JSON"}
 
 #: readouts of VSI records (:mod:`perceptbench.vsi.samples`): their lines are read with their
-#: ``run_meta.vsi`` fields (:data:`VSI_FIELDS`) and checked against the whole record schema
+#: ``run_meta.vsi`` fields (:data:`_VSI_TEXT`, :data:`_VSI_COLUMNS`) and checked against the whole
+#: record schema (:data:`_RECORD_TEXT`), so that no VSI line is parsed again
 VSI_READOUTS = ("vlm_vsi_clean", "vlm_vsi_perturbed")
 
 #: keys every ``run_meta.vsi`` read as columns must have (the VSI record format,
@@ -352,74 +353,58 @@ VSI_READOUTS = ("vlm_vsi_clean", "vlm_vsi_perturbed")
 VSI_KEYS = ("sample_id", "image_id", "benchmark", "condition", "sigma_px", "dilate_px", "region_source",
             "region_bbox", "fallback", "answer_prefix", "top_k", "token_ids", "tokens", "logprobs",
             "complete", "distribution_source", "image_sha256", "max_prob", "verbal_conf", "verbal_raw")
-_VSI_STRUCT = {k: "JSON" for k in ("sample_id", "image_id", "benchmark", "condition", "region_source",
-                                     "image_sha256", "sigma_px", "max_prob", "verbal_conf", "token_ids", "logprobs",
-                                     "tokens", "complete", "fallback", "flags")}
-_NUM = "('DOUBLE', 'BIGINT', 'UBIGINT')"
 
+#: ``run_meta.vsi`` fields read as JSON text (one value per line, few distinct values), decoded by
+#: ``json.loads`` once per distinct text (:class:`perceptbench.vsi.samples.VSIReader`), so each is the
+#: very value (and type) the record path reads: ``first`` is ``tokens[0]``, ``skipped`` and
+#: ``skip_scope`` are ``run_meta``'s
+_VSI_TEXT = ("sample_id", "image_id", "benchmark", "condition", "region_source", "image_sha256", "sigma_px",
+             "max_prob", "verbal_conf", "complete", "fallback", "flags", "first", "skipped", "skip_scope")
+_VSI_STRUCT = {k: "JSON" for k in _VSI_TEXT[:12] + ("token_ids", "logprobs", "tokens")}
 
-def _all_types(col: str, types: str) -> str:
-    """SQL: every element of the JSON array ``col`` has a JSON type in ``types``."""
-    return f"coalesce(list_bool_and([t IN {types} for t in json_type({col}, '$[*]')]), true)"
+#: SQL: the lists of a line's distribution as ``json_structure`` types them (an array of integers, or
+#: of numbers; empty: ``["NULL"]``; nulls among them are caught by ``list_count``)
+_INT_LISTS = "('[\"UBIGINT\"]', '[\"BIGINT\"]', '[\"HUGEINT\"]', '[\"NULL\"]')"
+_NUM_LISTS = "('[\"UBIGINT\"]', '[\"BIGINT\"]', '[\"HUGEINT\"]', '[\"DOUBLE\"]', '[\"NULL\"]')"
 
-
-def _null_or(col: str, types: str) -> str:
-    return f"coalesce(json_type({col}), 'NULL') IN ('NULL', {types[1:-1]})"
-
-
-#: SQL (over ``s``, ``rm``, ``v`` = ``run_meta.vsi`` as :data:`_VSI_STRUCT`, ``vk`` = its keys): a VSI
-#: line whose ``run_meta.vsi`` the columns take as the record path reads it (else its task takes the
-#: record path, which reads, judges or refuses it as it always did)
+#: SQL (over ``v`` = ``run_meta.vsi`` as :data:`_VSI_STRUCT`, ``vk`` its keys, ``ids`` / ``lp`` its
+#: lists as BIGINT[] / DOUBLE[]): the parts of a VSI line's ``run_meta.vsi`` checked in duckdb: an
+#: object with every key of :data:`VSI_KEYS` (each once), ``tokens`` null or an array, ``token_ids``
+#: an array of 64-bit integers and ``logprobs`` an array of numbers (no null; lists of unequal
+#: lengths or empty are read: not a distribution, :meth:`perceptbench.vsi.samples.VSIReader.add`
+#: flags them invalid).  A
+#: line that fails (or whose JSON text fields fail :meth:`perceptbench.vsi.samples.VSIReader.from_fields`)
+#: sends its task to the record path, which reads, judges or refuses it as it always did.
 _VSI_OK = f"""(rm.vsi IS NULL OR (json_type(rm.vsi) = 'OBJECT' AND len(vk) = len(list_distinct(vk))
-      AND list_has_all(vk, {list(VSI_KEYS)})
-      AND json_type(v.condition) = 'VARCHAR'
-      AND json_extract_string(v.condition, '$') IN ('clean', 'region_blur', 'whole_blur', 'image_withheld')
-      AND json_type(v.sample_id) = 'VARCHAR' AND json_type(v.image_id) = 'VARCHAR'
-      AND json_type(v.benchmark) = 'VARCHAR' AND json_type(v.region_source) = 'VARCHAR'
-      AND {_null_or("v.image_sha256", "('VARCHAR')")} AND json_type(v.sigma_px) IN {_NUM}
-      AND {_null_or("v.max_prob", _NUM)} AND (json_type(v.max_prob) IS NOT NULL
-                                              OR json_extract_string(v.condition, '$') <> 'clean')
-      AND {_null_or("v.verbal_conf", _NUM)}
-      AND json_type(v.token_ids) = 'ARRAY' AND {_all_types("v.token_ids", "('BIGINT', 'UBIGINT')")}
-      AND json_type(v.logprobs) = 'ARRAY' AND {_all_types("v.logprobs", _NUM)}
-      AND json_array_length(v.token_ids) = json_array_length(v.logprobs) AND json_array_length(v.logprobs) > 0
-      AND {_null_or("v.tokens", "('ARRAY')")} AND coalesce(json_type(v.tokens, '$[0]'), 'VARCHAR') = 'VARCHAR'
-      AND {_null_or("v.complete", "('BOOLEAN')")} AND {_null_or("v.fallback", "('BOOLEAN')")}
-      AND {_null_or("v.flags", "('ARRAY')")} AND {_all_types("v.flags", "('VARCHAR')")}))"""
+      AND list_has_all(vk, {list(VSI_KEYS)}) AND coalesce(json_type(v.tokens), 'NULL') IN ('NULL', 'ARRAY')
+      AND json_structure(v.token_ids) IN {_INT_LISTS} AND json_structure(v.logprobs) IN {_NUM_LISTS}
+      AND list_count(ids) = len(ids) AND list_count(lp) = len(lp)))"""
 
-def _str(col: str) -> str:
-    return f"json_extract_string({col}, '$')"
-
-
-#: SQL: the columns of a VSI line (NULL on other lines): its ``run_meta.vsi`` fields as the record
-#: path reads them (:class:`perceptbench.vsi.samples.VSIReader`), ``skipped`` / ``skip_scope`` as
-#: JSON text, whether ``run_meta`` has a ``vote``
+#: SQL: the columns of a VSI line (NULL on other lines), read by :func:`_vsi_batch`
 _VSI_COLUMNS = f"""CASE WHEN vrow THEN coalesce({_VSI_OK}, false) END AS v_ok,
-               json_type(rm.vsi) = 'OBJECT' AS v_obj, {_str("v.sample_id")} AS v_sample,
-               {_str("v.image_id")} AS v_image, {_str("v.benchmark")} AS v_benchmark,
-               {_str("v.condition")} AS v_condition, {_str("v.region_source")} AS v_region,
-               {_str("v.image_sha256")} AS v_sha, from_json(v.sigma_px, '"DOUBLE"') AS v_sigma,
-               from_json(v.max_prob, '"DOUBLE"') AS v_max_prob, from_json(v.verbal_conf, '"DOUBLE"') AS v_verbal_conf,
-               from_json(v.token_ids, '["BIGINT"]') AS v_ids, from_json(v.logprobs, '["DOUBLE"]') AS v_lp,
-               coalesce(json_extract_string(v.tokens, '$[0]'), '') AS v_first,
-               coalesce(CAST(v.complete AS VARCHAR) = 'true', false) AS v_complete,
-               coalesce(CAST(v.fallback AS VARCHAR) = 'true', false) AS v_fallback,
-               coalesce(list_contains(from_json(v.flags, '["VARCHAR"]'), 'answer_token_mismatch'), false) AS v_mismatch,
+               json_type(rm.vsi) = 'OBJECT' AS v_obj, ids AS v_ids, lp AS v_lp,
+               {", ".join(f"CAST(v.{k} AS VARCHAR) AS v_{k}" for k in _VSI_TEXT[:12])},
+               CAST(json_extract(v.tokens, '$[0]') AS VARCHAR) AS v_first,
                CASE WHEN vrow THEN CAST(rm.skipped AS VARCHAR) END AS v_skipped,
                CASE WHEN vrow THEN CAST(rm.skip_scope AS VARCHAR) END AS v_skip_scope,
                CASE WHEN vrow THEN list_contains(json_keys(s.run_meta), 'vote') END AS v_vote"""
 
+#: the fields of the schema (:class:`~perceptbench.records.TrialRecord`) that :func:`read_columns`
+#: reads as JSON text to check their types once per distinct value (:func:`_record_text_ok`):
+#: field (``run_meta.`` ones by their key) -> (Python types allowed, null allowed[, the values
+#: allowed]); ``seed`` is
+#: checked on every line (its values are the ``seed`` column), the others on VSI lines, which are
+#: not parsed again
+_RECORD_TEXT = {"seed": ((int,), False), "principle": ((str,), False), "track": ((str,), False),
+                "owner": ((str,), False), "response_space": ((str,), False, RESPONSE_SPACES), "human_ref_id": ((str,), True),
+                "prompt_id": ((str,), True), "prompt_hash": ((str,), True), "model_version": ((str,), False),
+                "run_id": ((str,), False)}
 
-#: SQL: the schema checks of the validating reader (:class:`~perceptbench.records.TrialRecord`) that
-#: :func:`read_columns` does not make on every line, made on VSI lines (no VSI line is parsed again)
-_VSI_RECORD_OK = """(json_type(s.principle) = 'VARCHAR' AND json_type(s.track) = 'VARCHAR'
-      AND json_type(s.owner) = 'VARCHAR' AND json_extract_string(s.response_space, '$') IN {spaces}
-      AND json_type(s.response_space) = 'VARCHAR'
-      AND coalesce(json_type(s.human_ref_id), 'NULL') IN ('NULL', 'VARCHAR')
-      AND coalesce(json_type(s.prompt_id), 'NULL') IN ('NULL', 'VARCHAR')
-      AND coalesce(json_type(s.prompt_hash), 'NULL') IN ('NULL', 'VARCHAR')
-      AND json_type(rm.model_version) = 'VARCHAR' AND json_type(rm.run_id) = 'VARCHAR'
-      AND json_type(s.run_meta, '$.seed') IN ('BIGINT', 'UBIGINT') AND TRY_CAST(s.rep AS BIGINT) >= 0
+#: SQL: the schema checks of the validating reader that :func:`read_columns` makes in duckdb on VSI
+#: lines only (their other fields' types: :data:`_RECORD_TEXT`)
+_MEMORY_LIMIT = "384MB"
+
+_VSI_RECORD_OK = """(TRY_CAST(s.rep AS BIGINT) >= 0
       AND NOT contains(s.task_id, '|') AND NOT contains(s.stimulus_id, '|') AND NOT contains(s.model, '|')
       AND (s.correct IS NULL OR (json_type(s.response) IN ('VARCHAR', 'UBIGINT', 'BIGINT')
            AND json_type(s.ground_truth) IN ('VARCHAR', 'UBIGINT', 'BIGINT')
@@ -514,7 +499,7 @@ def read_columns(path: str | os.PathLike, batch_rows: int = 100_000) -> Columnar
     cannot parse or a check the validating reader passes)."""
     import duckdb
 
-    from .records import MODEL_FAMILIES, RESPONSE_SPACES, SCHEMA_FIELDS
+    from .records import MODEL_FAMILIES, SCHEMA_FIELDS
 
     path = Path(path)
     if not path.exists():
@@ -531,12 +516,14 @@ def read_columns(path: str | os.PathLike, batch_rows: int = 100_000) -> Columnar
                    FROM read_json_objects(?, format = 'newline_delimited') AS t(j)),
              m AS (SELECT keys_ok, s, json_type(s.run_meta) = 'OBJECT' AS meta_ok,
                           from_json(s.run_meta, '{json.dumps(_META)}') AS rm FROM r),
-             w AS (SELECT *, coalesce(s.readout IN {VSI_READOUTS} OR rm.vsi IS NOT NULL, false) AS vrow,
+             w0 AS (SELECT *, coalesce(s.readout IN {VSI_READOUTS} OR rm.vsi IS NOT NULL, false) AS vrow,
                           CASE WHEN json_type(rm.vsi) = 'OBJECT' THEN from_json(rm.vsi, '{json.dumps(_VSI_STRUCT)}')
                                END AS v,
-                          CASE WHEN json_type(rm.vsi) = 'OBJECT' THEN json_keys(rm.vsi) END AS vk FROM m)
+                          CASE WHEN json_type(rm.vsi) = 'OBJECT' THEN json_keys(rm.vsi) END AS vk FROM m),
+             w AS (SELECT *, from_json(v.token_ids, '["BIGINT"]') AS ids, from_json(v.logprobs, '["DOUBLE"]') AS lp
+                   FROM w0)
         SELECT coalesce(keys_ok AND meta_ok AND s.trial_id = s.task_id || '|' || s.stimulus_id || '|'
-                        || s.model || '|rep' || CAST(s.rep AS VARCHAR) AND rm.seed IS NOT NULL
+                        || s.model || '|rep' || CAST(s.rep AS VARCHAR)
                         AND (s.correct IS NULL OR json_type(s.correct) = 'BOOLEAN')
                         AND json_type(s.rep) IN ('UBIGINT', 'BIGINT') AND json_type(s.n_reps) IN ('UBIGINT', 'BIGINT')
                         AND TRY_CAST(s.rep AS BIGINT) < TRY_CAST(s.n_reps AS BIGINT)
@@ -546,10 +533,13 @@ def read_columns(path: str | os.PathLike, batch_rows: int = 100_000) -> Columnar
                                                     OR coalesce(json_type(s.ground_truth), 'NULL') = 'NULL'))
                         AND {_answer_ok("s.response")} AND {_answer_ok("s.ground_truth")}
                         AND coalesce(json_type(s.manipulated_value), 'NULL') IN {_SCALAR_TYPES}
-                        AND (NOT vrow OR {_VSI_RECORD_OK.format(spaces=RESPONSE_SPACES)}), false) AS ok,
+                        AND (NOT vrow OR {_VSI_RECORD_OK}), false) AS ok,
                s.task_id, s.model, s.stimulus_id, s.model_family AS family, s.readout, s.response,
                s.ground_truth, s.manipulated_value, CAST(s.correct AS VARCHAR) = 'true' AS correct,
-               TRY_CAST(s.rep AS BIGINT) AS rep, rm.seed, rm.split,
+               TRY_CAST(s.rep AS BIGINT) AS rep, rm.split,
+               {", ".join(f"CAST({'rm' if k in _META else 's'}.{k} AS VARCHAR) AS t_{k}" if k == "seed" else
+                          f"CASE WHEN vrow THEN CAST({'rm' if k in _META else 's'}.{k} AS VARCHAR) END AS t_{k}"
+                          for k in _RECORD_TEXT)},
                CASE WHEN s.model_family = 'human' THEN NULL
                     WHEN rm.prompt_template_hash IS NOT NULL AND rm.prompt_template_hash <> ''
                          THEN rm.prompt_template_hash
@@ -561,14 +551,15 @@ def read_columns(path: str | os.PathLike, batch_rows: int = 100_000) -> Columnar
                 OR (s.readout = 'vlm_prompt' AND coalesce(TRY_CAST(s.n_reps AS BIGINT), 1) > 1)) AS special,
                vrow, {_VSI_COLUMNS}
         FROM w"""
-    con = duckdb.connect(config={"threads": min(2, os.cpu_count() or 1), "memory_limit": "512MB"})
+    con = duckdb.connect(config={"threads": min(2, os.cpu_count() or 1), "memory_limit": _MEMORY_LIMIT})
     con.execute("SET enable_progress_bar = false")
     strings = {k: _Vocab() for k in ("task_id", "model", "stimulus_id", "family", "readout", "split", "version",
                                      "raw")}
     strings["raw"].code(None)  # raws[0] is None
     values = _Vocab()  # JSON text -> code; decoded (and equal answers merged) at the end
     values.code(None)
-    vsi_vocabs = {k: _Vocab() for k in _VSI_CODED}
+    vsi_vocabs = {k: _Vocab() for k in _VSI_TEXT}
+    texts = {k: _TextCheck(*t) for k, t in _RECORD_TEXT.items()}
     for v in vsi_vocabs.values():
         v.code(None)
     tasks: dict[int, _TaskBuilder] = {}
@@ -579,7 +570,10 @@ def read_columns(path: str | os.PathLike, batch_rows: int = 100_000) -> Columnar
         reader = con.sql(sql.replace("?", "'" + str(path).replace("'", "''") + "'")).to_arrow_reader(batch_rows)
         for batch in reader:
             n = batch.num_rows
-            if not batch_checked(path, _bools(batch.column("ok")), row0):
+            vrow = _bools(batch.column("vrow"))
+            text = {k: t.good(_dict_codes(batch.column("t_" + k), t.vocab)) for k, t in texts.items()}
+            ok = _bools(batch.column("ok")) & text.pop("seed") & (~vrow | np.logical_and.reduce(list(text.values())))
+            if not batch_checked(path, ok, row0):
                 return None
             cols = {k: _dict_codes(batch.column(k), strings[k]) for k in strings}
             codes = {k: _dict_codes(batch.column(k), values) for k in ("response", "ground_truth",
@@ -587,9 +581,8 @@ def read_columns(path: str | os.PathLike, batch_rows: int = 100_000) -> Columnar
             corr = batch.column("correct")
             correct = np.where(_valid(corr), _bools(corr), -1).astype(np.int8)
             rep = _ints(batch.column("rep"))
-            seed = _ints(batch.column("seed"))
+            seed = texts["seed"].values()[texts["seed"].codes]
             spec = _bools(batch.column("special"))
-            vrow = _bools(batch.column("vrow"))
             vsi = _vsi_batch(batch) if vrow.any() else None
             rows = np.arange(row0, row0 + n, dtype=np.int64)
             for t in np.unique(cols["task_id"]):
@@ -689,24 +682,14 @@ def _dict_codes(arr, vocab: _Vocab) -> np.ndarray:
     return lut[idx]
 
 
-#: VSI fields read as dictionary codes (:func:`_vsi_batch`): strings, and JSON text (``skipped``,
-#: ``skip_scope``) decoded once per distinct value by the VSI reader
-_VSI_CODED = ("sample", "image", "benchmark", "condition", "region", "sha", "first", "skipped", "skip_scope")
-
-
 def _vsi_batch(batch) -> dict:
-    """The VSI columns of a batch read by :func:`read_columns` (:data:`_VSI_COLUMNS`) as numpy: bool
-    (n,) ``ok``, ``obj``, ``complete``, ``fallback``, ``mismatch``, ``vote``; float64 (n,) ``sigma``,
-    ``max_prob``, ``verbal_conf`` with bool (n,) ``*_null``; the lists ``ids`` (int64) and ``lp``
-    (float64) as (starts, lengths, values) into the batch's flat values; the fields of
-    :data:`_VSI_CODED` as pyarrow arrays (coded by :func:`_vsi_take`)."""
-    out: dict = {k: batch.column("v_" + k) for k in _VSI_CODED}
-    for k in ("ok", "obj", "complete", "fallback", "mismatch", "vote"):
+    """The VSI columns of a batch read by :func:`read_columns` (:data:`_VSI_COLUMNS`): bool (n,)
+    ``ok``, ``obj``, ``vote``; the lists ``ids`` (int64) and ``lp`` (float64) as (starts, lengths,
+    values) into the batch's flat values (no Python object per line); the JSON text fields of
+    :data:`_VSI_TEXT` as pyarrow arrays (coded by :func:`_vsi_take`)."""
+    out: dict = {k: batch.column("v_" + k) for k in _VSI_TEXT}
+    for k in ("ok", "obj", "vote"):
         out[k] = _bools(batch.column("v_" + k))
-    for k in ("sigma", "max_prob", "verbal_conf"):
-        a = batch.column("v_" + k)
-        out[k] = np.frombuffer(a.buffers()[1], np.float64, count=len(a) + a.offset)[a.offset:]
-        out[k + "_null"] = ~_valid(a)
     for k, dt in (("ids", np.int64), ("lp", np.float64)):
         a = batch.column("v_" + k)
         off = a.offsets.to_numpy(zero_copy_only=False).astype(np.int64)
@@ -717,14 +700,14 @@ def _vsi_batch(batch) -> dict:
 
 
 def _vsi_take(fields: dict, sel: np.ndarray, vocabs: dict) -> dict[str, np.ndarray]:
-    """Rows ``sel`` (int (m,)) of :func:`_vsi_batch`'s fields: coded fields as int32 codes of
-    ``vocabs`` (code 0: None), lists as ``{k}_len`` int64 (m,) and ``{k}`` their values in row
+    """Rows ``sel`` (int (m,)) of :func:`_vsi_batch`'s fields: JSON text fields as int32 codes of
+    ``vocabs`` (code 0: None, a field absent), lists as ``{k}_len`` int64 (m,) and ``{k}`` their values in row
     order (no Python object per row)."""
     import pyarrow as pa
 
     out = {}
     idx = pa.array(sel)
-    for k in _VSI_CODED:
+    for k in _VSI_TEXT:
         out[k] = _dict_codes(fields[k].take(idx), vocabs[k])
     for k, v in fields.items():
         if isinstance(v, tuple):
@@ -732,9 +715,33 @@ def _vsi_take(fields: dict, sel: np.ndarray, vocabs: dict) -> dict[str, np.ndarr
             n = lens[sel]
             pos = np.arange(int(n.sum()), dtype=np.int64) + np.repeat(starts[sel] - (np.cumsum(n) - n), n)
             out[k + "_len"], out[k] = n, flat[pos]
-        elif k not in _VSI_CODED:
+        elif k not in _VSI_TEXT:
             out[k] = v[sel]
     return out
+
+
+class _TextCheck:
+    """A field read as JSON text (:data:`_RECORD_TEXT`), checked once per distinct text: ``vocab``
+    codes the texts (None: null, or absent: every field of the schema is present, so only a
+    ``run_meta`` key can be, and those are not nullable), :meth:`good` the codes of one batch -> bool (n,) whether
+    the value is of one of ``types`` (exactly: a bool is no int; one of ``allowed`` if given) or null
+    where ``nullable``;
+    :meth:`values` the decoded values as int64 (``seed``; 0 where not an int64)."""
+
+    def __init__(self, types: tuple, nullable: bool, allowed: tuple | None = None):
+        self.types, self.nullable, self.allowed, self.vocab, self._good = types, nullable, allowed, _Vocab(), []
+        self.codes = np.zeros(0, np.int32)
+
+    def good(self, codes: np.ndarray) -> np.ndarray:
+        for t in self.vocab.values[len(self._good):]:
+            v = None if t is None else json.loads(t)  # None: null, or a run_meta key absent
+            ok = (v is None and self.nullable) or (type(v) in self.types and (self.allowed is None or v in self.allowed))
+            self._good.append(ok and not (type(v) is int and not -2**63 <= v < 2**63))
+        self.codes = codes
+        return np.array(self._good, bool)[codes]
+
+    def values(self) -> np.ndarray:
+        return np.array([json.loads(t) if g else 0 for t, g in zip(self.vocab.values, self._good)], np.int64)
 
 
 def one_version_per_model(c: TaskColumns) -> bool:

@@ -507,57 +507,75 @@ class VSIReader:
 
     @classmethod
     def from_fields(cls, f: dict, clean_readout: np.ndarray) -> "VSIReader | None":
-        """The reader of one task's records from their ``run_meta`` fields as read by
-        :func:`perceptbench.record_table.read_columns` (``f``: ``TaskColumns.vsi_fields``, no
-        line parsed again; ``clean_readout`` bool (n,): readout ``vlm_vsi_clean``), holding what
-        :meth:`add` reads of the same records, value for value (floats bit for bit).  None when a
-        record is one the columns do not take as :meth:`add` does (a field of another JSON type, a
-        key missing, a non-finite number, a ``skipped`` value that is not hashable): the task then
-        takes the record path, which reads, judges or refuses those records as it always did."""
+        """The reader of one task's records from their ``run_meta`` fields as
+        :func:`perceptbench.record_table.read_columns` read them (``f``: ``TaskColumns.vsi_fields``;
+        no line parsed again; ``clean_readout`` bool (n,): readout ``vlm_vsi_clean``), holding what
+        :meth:`add` reads of the same records: the scalar fields are JSON texts decoded by
+        ``json.loads`` once per distinct text (so each is the record path's very value), the lists
+        ``token_ids``/``logprobs`` duckdb's int64/float64 arrays (bit for bit ``json.loads``' numbers:
+        tests/unit/test_record_table.py).  None when a record is one the columns do not take as
+        :meth:`add` does (a key missing, a field of a type :meth:`add` would refuse, take otherwise or
+        fail on, a non-finite log-probability): the task then takes the record path, which reads,
+        judges or refuses those records as it always did."""
         import json
 
-        if not f["ok"].all() or not np.isfinite(f["lp"]).all() or not all(
-                np.isfinite(f[k][~f[k + "_null"]]).all() for k in ("sigma", "max_prob", "verbal_conf")):
+        if not f["ok"].all() or not np.isfinite(f["lp"]).all():
             return None
-        values = f["values"]
+        val = {k: [None if t is None else json.loads(t) for t in v] for k, v in f["values"].items()}
         self = cls()
+        obj = f["obj"]
         try:
-            skips = [None if t is None else json.loads(t) for t in values["skipped"]]
-            skip = np.array([self.skip_vocab.code(v) for v in skips], np.int32)[f["skipped"]]
-        except TypeError:  # an unhashable value: the record path raises what it raises
+            skip = np.array([self.skip_vocab.code(v) for v in val["skipped"]], np.int32)[f["skipped"]]
+            scope = np.array([v == "trial" for v in val["skip_scope"]], bool)[f["skip_scope"]]
+            skipped = np.array([bool(v) for v in val["skipped"]], bool)[f["skipped"]]
+            codes = {}
+            for k, name in (("sample", "sample_id"), ("image", "image_id"), ("benchmark", "benchmark"),
+                            ("condition", "condition"), ("region", "region_source"), ("sha", "image_sha256")):
+                codes[k] = np.array([self.vocab[k].code(v) for v in val[name]], np.int32)
+            cond = val["condition"]
+            if not all(c is None or c == "clean" or c in PERTURBATIONS for c in cond):
+                return None
+            for k in ("sigma_px", "max_prob", "verbal_conf"):  # what float() of them gives, never fails
+                if any(v is not None and (type(v) not in (int, float) or not math.isfinite(v)) for v in val[k]):
+                    return None
+            mismatch = np.array([v is not None and "answer_token_mismatch" in (v or ()) for v in val["flags"]],
+                                bool)[f["flags"]]
+            truth = {k: np.array([bool(v) for v in val[k]], bool)[f[k]] for k in ("complete", "fallback")}
+            if any(type(v) is not str for v in val["first"][1:]):
+                return None
+        except (TypeError, ValueError):  # unhashable or not iterable: the record path raises or judges it
             return None
-        scope = np.array([t is not None and json.loads(t) == "trial" for t in values["skip_scope"]], bool)
-        skipped = np.array([bool(v) for v in skips], bool)[f["skipped"]]
-        self.trial_skip = skipped & scope[f["skip_scope"]]
-        self.pairs_in = f["obj"] & ~(skipped & ~self.trial_skip)
+        self.trial_skip = skipped & scope
+        self.pairs_in = keep = obj & ~(skipped & ~self.trial_skip)
         self.skip, self.vote = skip, f["vote"]
-        keep = self.pairs_in
-        for k in ("sample", "image", "benchmark", "condition", "region", "sha"):
-            setattr(self, k, np.where(keep, f[k], 0).astype(np.int32))
+        for k, c in codes.items():
+            setattr(self, k, np.where(keep, c[f[{"sample": "sample_id", "image": "image_id", "region": "region_source",
+                                                 "sha": "image_sha256"}.get(k, k)]], 0).astype(np.int32))
 
-        def listed(x: np.ndarray, where: np.ndarray) -> list:
-            out = x.astype(object)
+        def listed(name: str, where: np.ndarray) -> list:
+            out = np.array(val[name], object)[f[name]]
             out[~where] = None
             return out.tolist()
 
-        self.sigma = listed(f["sigma"], keep)
-        self.max_prob = listed(f["max_prob"], keep & ~f["max_prob_null"])
-        self.verbal_conf_of_pair = listed(f["verbal_conf"], keep & ~f["verbal_conf_null"])
+        self.sigma = listed("sigma_px", keep)
+        self.max_prob = listed("max_prob", keep)
+        self.verbal_conf_of_pair = listed("verbal_conf", keep)
         clean = clean_readout & ~self.trial_skip
-        self.verbal_conf = listed(f["verbal_conf"], clean & f["obj"] & ~f["verbal_conf_null"])
-        self.mismatch = listed(f["mismatch"], clean)
-        self.fallback = listed(np.array(values["condition"], object)[f["condition"]], f["obj"] & f["fallback"])
+        self.verbal_conf = listed("verbal_conf", clean & obj)
+        self.mismatch = np.where(clean, mismatch, None).tolist()
+        self.fallback = listed("condition", obj & truth["fallback"])
         self.dist_row = np.where(keep, np.cumsum(keep) - 1, -1).astype(np.int64)
-        self.values = {k: values[k] for k in self.vocab}
-        self.conditions = {(type(v), v): i for i, v in enumerate(values["condition"])}
+        self.values = {k: v.values for k, v in self.vocab.items()}
+        self.conditions = self.vocab["condition"].codes
         self.skips = self.skip_vocab.values
+        self.cols = {}
         eq: dict = {}
         self.sample_eq = [eq.setdefault(s, len(eq)) for s in self.values["sample"]]
-        self.cols = {}
         rows = np.flatnonzero(keep)
-        first = np.array([non_answer_token(str(t)) for t in values["first"]], bool)[f["first"][rows]]
-        self.dist = _Distributions.from_arrays(_rows_of_lists(f["lp_len"], rows), f["ids"], f["lp"],
-                                               first, f["complete"][rows])
+        first = np.array([non_answer_token(t or "") for t in val["first"]], bool)[f["first"][rows]]
+        ids_at, lp_at = (np.cumsum(f[k]) - f[k] for k in ("ids_len", "lp_len"))  # where each list starts
+        self.dist = _Distributions.from_arrays(ids_at[rows], lp_at[rows], f["ids_len"][rows], f["lp_len"][rows],
+                                               f["ids"], f["lp"], first, truth["complete"][rows])
         return self
 
     def finish(self) -> None:
@@ -577,12 +595,6 @@ class VSIReader:
         eq: dict = {}  # sample ids compared as the pairing compares them (==)
         self.sample_eq = [eq.setdefault(s, len(eq)) for s in self.values["sample"]]
         self.dist.finish()
-
-
-def _rows_of_lists(lens: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(start, length) int64 of the lists of ``rows`` when lists of lengths ``lens`` (int64 (n,))
-    lie one after another in one flat array."""
-    return (np.cumsum(lens) - lens)[rows], lens[rows]
 
 
 class _Distributions:
@@ -689,25 +701,37 @@ class _Distributions:
         self._judge(rows_of, np.array(self._non_answer, bool))
 
     @classmethod
-    def from_arrays(cls, lists: tuple[np.ndarray, np.ndarray, np.ndarray], ids: np.ndarray, lp: np.ndarray,
-                    non_answer: np.ndarray, complete: np.ndarray) -> "_Distributions":
-        """The distributions of ``m`` records given as arrays (no record read): ``lists`` (start,
-        length) int64 (m,) of each record's list in ``ids`` (int64 token ids) and ``lp`` (float64
-        log-probabilities; lists of equal length, >= 1); ``non_answer`` bool (m,) the
-        :func:`non_answer_token` verdict of each record's first token; ``complete`` bool (m,).  The
-        same tables and flags as :meth:`add` of the same records and :meth:`finish`."""
+    def from_arrays(cls, ids_at: np.ndarray, lp_at: np.ndarray, ids_len: np.ndarray, lp_len: np.ndarray,
+                    ids: np.ndarray, lp: np.ndarray, non_answer: np.ndarray, complete: np.ndarray) -> "_Distributions":
+        """The distributions of ``m`` records given as arrays (no record read): record ``i``'s token
+        ids are ``ids[ids_at[i]:ids_at[i] + ids_len[i]]`` (int64) and its log-probabilities
+        ``lp[lp_at[i]:lp_at[i] + lp_len[i]]`` (float64); ``non_answer`` bool (m,) the
+        :func:`non_answer_token` verdict of each record's first token; ``complete`` bool (m,).  A
+        record whose lists are empty, of unequal lengths or hold a duplicate key is not a
+        distribution (flagged invalid and left out of the tables, as :meth:`add` does).  The same tables and flags as :meth:`add` of the same records and
+        :meth:`finish`."""
         self = cls()
-        starts, lens = lists
-        self.n = m = len(lens)
+        self.n = m = len(lp_len)
         self.flags = np.zeros((m, 3), bool)
         self.complete = np.asarray(complete, bool)
         self.where = np.full((m, 2), -1)
         self.lp, self.keys = {}, {}
+        regular = (ids_len == lp_len) & (lp_len > 0)
+        self.flags[~regular, 0] = True  # distribution_flags: invalid, nothing tested further
         rows_of: dict[int, np.ndarray] = {}
-        for k in np.unique(lens).tolist():
-            rows = np.flatnonzero(lens == k)
-            pos = (starts[rows][:, None] + np.arange(k)).ravel()
-            self.lp[k], self.keys[k] = lp[pos].reshape(len(rows), k), ids[pos].reshape(len(rows), k)
+        for k in np.unique(lp_len[regular]).tolist():
+            rows = np.flatnonzero(regular & (lp_len == k))
+            if len(rows) == m and len(lp) == len(ids) == m * k and np.array_equal(lp_at, np.arange(m) * k) \
+                    and np.array_equal(ids_at, lp_at):
+                self.lp[k], self.keys[k] = lp.reshape(m, k), ids.reshape(m, k)  # one length, in order: no copy
+            else:
+                at = np.arange(k)
+                self.lp[k] = lp[(lp_at[rows][:, None] + at).ravel()].reshape(len(rows), k)
+                self.keys[k] = ids[(ids_at[rows][:, None] + at).ravel()].reshape(len(rows), k)
+            dup = (np.diff(np.sort(self.keys[k], 1), axis=1) == 0).any(1) if k > 1 else np.zeros(len(rows), bool)
+            if dup.any():  # a duplicate key: not a distribution either (left out of the tables, as by add)
+                self.flags[rows[dup], 0] = True
+                rows, self.lp[k], self.keys[k] = rows[~dup], self.lp[k][~dup], self.keys[k][~dup]
             self.where[rows, 0], self.where[rows, 1] = k, np.arange(len(rows))
             rows_of[k] = rows
         self._judge(rows_of, np.asarray(non_answer, bool))
@@ -784,9 +808,11 @@ def read_vsi_columns(columns, task_id: str):
             "vlm_vsi_clean", "vlm_vsi_perturbed"} or np.any(np.diff(c.row) <= 0):
         return None
     side = None
-    if c.vsi_fields is not None:  # the VSI fields read with the columns: no line parsed again
+    fields, c.vsi_fields = c.vsi_fields, None  # let go once read (the lists of 10^5 records: ~100 MiB)
+    if fields is not None:  # the VSI fields read with the columns: no line parsed again
         clean = c.readout == (c.readouts.index("vlm_vsi_clean") if "vlm_vsi_clean" in c.readouts else -1)
-        side = VSIReader.from_fields(c.vsi_fields, clean)
+        side = VSIReader.from_fields(fields, clean)
+        del fields
     if side is None:
         side = VSIReader()
         for r in columns.iter_records(task_id):
