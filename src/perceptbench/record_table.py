@@ -380,14 +380,16 @@ _VSI_OK = f"""(rm.vsi IS NULL OR (json_type(rm.vsi) = 'OBJECT' AND len(vk) = len
       AND json_structure(v.token_ids) IN {_INT_LISTS} AND json_structure(v.logprobs) IN {_NUM_LISTS}
       AND list_count(ids) = len(ids) AND list_count(lp) = len(lp)))"""
 
-#: SQL: the columns of a VSI line (NULL on other lines), read by :func:`_vsi_batch`
+#: SQL: the columns of a VSI line (NULL on other lines), read by :func:`_vsi_batch` (``run_meta`` is
+#: JSON text duckdb wrote, keys unescaped: a line without ``"vote"`` in it has no such key)
 _VSI_COLUMNS = f"""CASE WHEN vrow THEN coalesce({_VSI_OK}, false) END AS v_ok,
                json_type(rm.vsi) = 'OBJECT' AS v_obj, ids AS v_ids, lp AS v_lp,
                {", ".join(f"CAST(v.{k} AS VARCHAR) AS v_{k}" for k in _VSI_TEXT[:12])},
                CAST(json_extract(v.tokens, '$[0]') AS VARCHAR) AS v_first,
                CASE WHEN vrow THEN CAST(rm.skipped AS VARCHAR) END AS v_skipped,
                CASE WHEN vrow THEN CAST(rm.skip_scope AS VARCHAR) END AS v_skip_scope,
-               CASE WHEN vrow THEN list_contains(json_keys(s.run_meta), 'vote') END AS v_vote"""
+               CASE WHEN vrow THEN contains(CAST(s.run_meta AS VARCHAR), '"vote"')
+                                   AND list_contains(json_keys(s.run_meta), 'vote') END AS v_vote"""""
 
 #: the fields of the schema (:class:`~perceptbench.records.TrialRecord`) that :func:`read_columns`
 #: reads as JSON text to check their types once per distinct value (:func:`_record_text_ok`):

@@ -408,12 +408,14 @@ class VSIColumns:
                 for i in np.unique(self.model[within & sd.pairs_in]).tolist()}
         clean: dict[tuple, int] = {}
         pert: list[tuple[tuple, int]] = []
-        for i in np.flatnonzero(within & sd.pairs_in).tolist():
-            key = (int(self.model[i]), sd.sample_eq[sd.sample[i]])
-            if sd.condition[i] == clean_code:
-                clean[key] = i
+        rows = np.flatnonzero(within & sd.pairs_in)
+        is_clean = (sd.condition[rows] == clean_code).tolist() if clean_code is not None else [False] * len(rows)
+        eq = np.asarray(sd.sample_eq, np.int64)[sd.sample[rows]].tolist()
+        for i, m, e, c in zip(rows.tolist(), self.model[rows].tolist(), eq, is_clean):  # Python ints: fast
+            if c:
+                clean[(m, e)] = i
             else:
-                pert.append(((base[int(self.model[i])], key[1]), i))
+                pert.append(((base[m], e), i))
         matched = [(clean[key], i) for key, i in pert if key in clean]
         if not matched:
             return []
@@ -433,21 +435,28 @@ class VSIColumns:
         flag = np.where((flag < 0) & identical & sha_differs, 4, flag)
         out = []
         v = sd.values
+        cond_v, sample_v, bench_v, image_v, region_v = (v[k] for k in ("condition", "sample", "benchmark", "image",
+                                                                      "region"))
+        # per pair, as Python lists (read pair by pair in the order of the definition)
+        pc, ps, pb, pim, pr, pm, pf = (a[pi].tolist() for a in (sd.condition, sd.sample, sd.benchmark, sd.image,
+                                                                 sd.region, self.model, self.family))
+        cc, fl, vl, ch = self.correct[ci].tolist(), flag.tolist(), vsi.tolist(), changed.tolist()
+        sigma_of, max_prob_of, vc_of = sd.sigma, sd.max_prob, sd.verbal_conf_of_pair
         for k, (c, p) in enumerate(matched):
-            pert_name = PERTURBATIONS[v["condition"][sd.condition[p]]]
-            sid, sigma = str(v["sample"][sd.sample[p]]), float(sd.sigma[p])
-            model = self.models[self.model[p]]
-            if flag[k] >= 0:
-                out.append(VSIFlagged(self.task_id, model, sid, pert_name, sigma, FLAG_REASONS[flag[k]]))
+            pert_name = PERTURBATIONS[cond_v[pc[k]]]
+            sid, sigma = str(sample_v[ps[k]]), float(sigma_of[p])
+            model = self.models[pm[k]]
+            if fl[k] >= 0:
+                out.append(VSIFlagged(self.task_id, model, sid, pert_name, sigma, FLAG_REASONS[fl[k]]))
                 continue
-            vc = sd.verbal_conf_of_pair[c]
-            corr = int(self.correct[c])
+            vc = vc_of[c]
+            corr = cc[k]
             out.append(VSISample(
-                task_id=self.task_id, benchmark=str(v["benchmark"][sd.benchmark[p]]), model=model,
-                model_family=self.families[self.family[p]], sample_id=sid, image_id=str(v["image"][sd.image[p]]),
-                perturbation=pert_name, sigma=sigma, vsi=float(vsi[k]), argmax_changed=bool(changed[k]),
-                correct=None if corr < 0 else bool(corr), max_prob=float(sd.max_prob[c]),
-                verbal_conf=None if vc is None else float(vc), region_source=str(v["region"][sd.region[p]])))
+                task_id=self.task_id, benchmark=str(bench_v[pb[k]]), model=model,
+                model_family=self.families[pf[k]], sample_id=sid, image_id=str(image_v[pim[k]]),
+                perturbation=pert_name, sigma=sigma, vsi=vl[k], argmax_changed=ch[k],
+                correct=None if corr < 0 else bool(corr), max_prob=float(max_prob_of[c]),
+                verbal_conf=None if vc is None else float(vc), region_source=str(region_v[pr[k]])))
         out.sort(key=_order)
         return out
 
