@@ -11,10 +11,14 @@ for ``validate`` and resume, too heavy for scoring 10^6 records.  Two readers he
   type per column) and decoded once per distinct value.
   VLM prompt answers (and encoders' retrieval cosines) are kept as dictionary-coded
   ``raw_output`` text, so scoring re-parses each distinct answer once, on the columns.
-  Tasks that need more than these columns (VSI records, skipped trials, repeated trials to vote
-  on) are read back line by line (:meth:`ColumnarRecords.iter_records`): a VSI task whose rows are
-  the VSI rows alone one record at a time into columns of its VSI fields
-  (:func:`perceptbench.vsi.samples.read_vsi_columns`, no record kept), any other as a record list
+  VSI lines are read whole in the same pass: their ``run_meta.vsi`` fields (the distributions as
+  typed lists, the rest as JSON text decoded once per distinct value;
+  :attr:`TaskColumns.vsi_fields`), checked against the whole record schema, so a VSI task whose
+  rows are the VSI rows alone is scored without parsing a line again
+  (:func:`perceptbench.vsi.samples.read_vsi_columns`).  Tasks that need more than these columns
+  (skipped trials, repeated trials to vote on, VSI fields of a type the record path reads
+  otherwise) are read back line by line (:meth:`ColumnarRecords.iter_records`): a VSI task one
+  record at a time into columns of its VSI fields (no record kept), any other as a record list
   (:meth:`ColumnarRecords.records`).
 * :func:`read_index` + :func:`task_records` (``export``): pyarrow reads the fixed-type index columns
   (``task_id``, ``model``, ``trial_id``, ``run_meta.seed``); the records of **one task at a
@@ -404,7 +408,10 @@ _RECORD_TEXT = {"seed": ((int,), False), "principle": ((str,), False), "track": 
 
 #: SQL: the schema checks of the validating reader that :func:`read_columns` makes in duckdb on VSI
 #: lines only (their other fields' types: :data:`_RECORD_TEXT`)
-_MEMORY_LIMIT = "384MB"
+#: duckdb's memory for :func:`read_columns`, on one thread: with two, the chunks held to keep the
+#: file's order (VSI lines carry their distributions) overflow 256 MiB, and a larger limit raised
+#: the 10^6 score's peak RSS by ~70 MiB; one thread costs the same CPU time (docs/performance.md)
+_MEMORY_LIMIT = "256MB"
 
 _VSI_RECORD_OK = """(TRY_CAST(s.rep AS BIGINT) >= 0
       AND NOT contains(s.task_id, '|') AND NOT contains(s.stimulus_id, '|') AND NOT contains(s.model, '|')
@@ -493,7 +500,10 @@ def read_columns(path: str | os.PathLike, batch_rows: int = 100_000) -> Columnar
     ``manipulated_value`` a JSON scalar; ``raw_output`` a string or null; ``rep`` and
     ``n_reps`` integers, ``rep < n_reps``), ``model_family`` one of
     :data:`~perceptbench.records.MODEL_FAMILIES`, ``correct`` null exactly when the response
-    or the ground truth is, and ``trial_id == task_id|stimulus_id|model|rep{rep}``.  The
+    or the ground truth is, ``trial_id == task_id|stimulus_id|model|rep{rep}``, ``run_meta.seed``
+    an integer; on VSI lines (:data:`VSI_READOUTS` or a ``run_meta.vsi``), which are not parsed
+    again, also the rest of the schema (:data:`_RECORD_TEXT`, :data:`_VSI_RECORD_OK`), and their
+    ``run_meta.vsi`` fields are read (:attr:`TaskColumns.vsi_fields`, :data:`_VSI_COLUMNS`).  The
     first line that fails is parsed by the validating reader
     (:func:`~perceptbench.records.parse_record_line`), whose :class:`RecordError` names the
     file, line and field; a duplicated ``trial_id`` raises naming both lines.  Returns None
@@ -553,7 +563,7 @@ def read_columns(path: str | os.PathLike, batch_rows: int = 100_000) -> Columnar
                 OR (s.readout = 'vlm_prompt' AND coalesce(TRY_CAST(s.n_reps AS BIGINT), 1) > 1)) AS special,
                vrow, {_VSI_COLUMNS}
         FROM w"""
-    con = duckdb.connect(config={"threads": min(2, os.cpu_count() or 1), "memory_limit": _MEMORY_LIMIT})
+    con = duckdb.connect(config={"threads": 1, "memory_limit": _MEMORY_LIMIT})
     con.execute("SET enable_progress_bar = false")
     strings = {k: _Vocab() for k in ("task_id", "model", "stimulus_id", "family", "readout", "split", "version",
                                      "raw")}
