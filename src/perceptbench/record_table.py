@@ -372,14 +372,16 @@ _INT_LISTS = "('[\"UBIGINT\"]', '[\"BIGINT\"]', '[\"HUGEINT\"]', '[\"NULL\"]')"
 _NUM_LISTS = "('[\"UBIGINT\"]', '[\"BIGINT\"]', '[\"HUGEINT\"]', '[\"DOUBLE\"]', '[\"NULL\"]')"
 
 #: SQL (over ``v`` = ``run_meta.vsi`` as :data:`_VSI_STRUCT`, ``vk`` its keys, ``ids`` / ``lp`` its
-#: lists as BIGINT[] / DOUBLE[]): the parts of a VSI line's ``run_meta.vsi`` checked in duckdb: an
-#: object with every key of :data:`VSI_KEYS` (each once), ``tokens`` null or an array, ``token_ids``
+#: lists as BIGINT[] / DOUBLE[]): the parts of a VSI line's ``run_meta.vsi`` checked in duckdb: absent
+#: (a null ``vsi``, which the record path reads otherwise, is told from an absent one in the
+#: ``run_meta`` text duckdb wrote, compact: ``"vsi":null``), or an object with every key of :data:`VSI_KEYS` (each once), ``tokens`` null or an array, ``token_ids``
 #: an array of 64-bit integers and ``logprobs`` an array of numbers (no null; lists of unequal
 #: lengths or empty are read: not a distribution, :meth:`perceptbench.vsi.samples.VSIReader.add`
 #: flags them invalid).  A
 #: line that fails (or whose JSON text fields fail :meth:`perceptbench.vsi.samples.VSIReader.from_fields`)
 #: sends its task to the record path, which reads, judges or refuses it as it always did.
-_VSI_OK = f"""(rm.vsi IS NULL OR (json_type(rm.vsi) = 'OBJECT' AND len(vk) = len(list_distinct(vk))
+_VSI_OK = f"""((rm.vsi IS NULL AND NOT contains(CAST(s.run_meta AS VARCHAR), '"vsi":null'))
+      OR (json_type(rm.vsi) = 'OBJECT' AND len(vk) = len(list_distinct(vk))
       AND list_has_all(vk, {list(VSI_KEYS)}) AND coalesce(json_type(v.tokens), 'NULL') IN ('NULL', 'ARRAY')
       AND json_structure(v.token_ids) IN {_INT_LISTS} AND json_structure(v.logprobs) IN {_NUM_LISTS}
       AND list_count(ids) = len(ids) AND list_count(lp) = len(lp)))"""

@@ -372,6 +372,7 @@ def test_vsi_task_scored_from_the_columns_parses_no_line_again(tmp_path, monkeyp
     (lambda v: v.update(tokens=[None]), False), (lambda v: v.update(tokens="abc"), False),
     (lambda v: v.update(flags="answer_token_mismatch"), True), (lambda v: v.pop("verbal_raw"), False),
     (lambda v: v.update(condition="zoom"), False), (lambda v: v.update(skipped=["a"]), False),
+    (lambda v: v.update(vsi_null=True), False),
     (lambda v: v.update(sample_id=7), True), (lambda v: v.update(complete="yes"), True),
     (lambda v: v.update(logprobs=v["logprobs"][:-1]), True), (lambda v: v.update(token_ids=[], logprobs=[]), True)])
 def test_vsi_fields_the_columns_do_not_take_go_to_the_record_path(tmp_path, edit, taken):
@@ -390,7 +391,7 @@ def test_vsi_fields_the_columns_do_not_take_go_to_the_record_path(tmp_path, edit
         r.run_meta.model_extra["vsi"]["logprobs"]) > 2 and "skipped" not in r.run_meta.model_extra)
     vsi = dict(recs[i].run_meta.model_extra["vsi"])
     edit(vsi)
-    meta = {"vsi": vsi}
+    meta = {"vsi": None if vsi.get("vsi_null") else vsi}  # run_meta.vsi null: the record path fails on it
     if "skipped" in vsi:  # run_meta.skipped, an unhashable value
         meta["skipped"] = vsi.pop("skipped")
     recs[i] = recs[i].model_copy(update={"run_meta": recs[i].run_meta.model_copy(update=meta)})
