@@ -552,7 +552,8 @@ class VSIReader:
             truth = {k: np.array([bool(v) for v in val[k]], bool)[f[k]] for k in ("complete", "fallback")}
             if any(type(v) is not str for v in val["first"][1:]):
                 return None
-        except (TypeError, ValueError):  # unhashable or not iterable: the record path raises or judges it
+        except (TypeError, ValueError, OverflowError):  # unhashable, not iterable, an int beyond floats: the record
+            # path raises or judges it
             return None
         self.trial_skip = skipped & scope
         self.pairs_in = keep = obj & ~(skipped & ~self.trial_skip)

@@ -372,7 +372,7 @@ def test_vsi_task_scored_from_the_columns_parses_no_line_again(tmp_path, monkeyp
     (lambda v: v.update(tokens=[None]), False), (lambda v: v.update(tokens="abc"), False),
     (lambda v: v.update(flags="answer_token_mismatch"), True), (lambda v: v.pop("verbal_raw"), False),
     (lambda v: v.update(condition="zoom"), False), (lambda v: v.update(skipped=["a"]), False),
-    (lambda v: v.update(vsi_null=True), False),
+    (lambda v: v.update(vsi_null=True), False), (lambda v: v.update(max_prob=10 ** 400), False),
     (lambda v: v.update(sample_id=7), True), (lambda v: v.update(complete="yes"), True),
     (lambda v: v.update(logprobs=v["logprobs"][:-1]), True), (lambda v: v.update(token_ids=[], logprobs=[]), True)])
 def test_vsi_fields_the_columns_do_not_take_go_to_the_record_path(tmp_path, edit, taken):
