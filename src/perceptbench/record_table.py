@@ -11,10 +11,14 @@ for ``validate`` and resume, too heavy for scoring 10^6 records.  Two readers he
   type per column) and decoded once per distinct value.
   VLM prompt answers (and encoders' retrieval cosines) are kept as dictionary-coded
   ``raw_output`` text, so scoring re-parses each distinct answer once, on the columns.
-  Tasks that need more than these columns (VSI records, skipped trials, repeated trials to vote
-  on) are read back line by line (:meth:`ColumnarRecords.iter_records`): a VSI task whose rows are
-  the VSI rows alone one record at a time into columns of its VSI fields
-  (:func:`perceptbench.vsi.samples.read_vsi_columns`, no record kept), any other as a record list
+  VSI lines are read whole in the same pass: their ``run_meta.vsi`` fields (the distributions as
+  typed lists, the rest as JSON text decoded once per distinct value;
+  :attr:`TaskColumns.vsi_fields`), checked against the whole record schema, so a VSI task whose
+  rows are the VSI rows alone is scored without parsing a line again
+  (:func:`perceptbench.vsi.samples.read_vsi_columns`).  Tasks that need more than these columns
+  (skipped trials, repeated trials to vote on, VSI fields of a type the record path reads
+  otherwise) are read back line by line (:meth:`ColumnarRecords.iter_records`): a VSI task one
+  record at a time into columns of its VSI fields (no record kept), any other as a record list
   (:meth:`ColumnarRecords.records`).
 * :func:`read_index` + :func:`task_records` (``export``): pyarrow reads the fixed-type index columns
   (``task_id``, ``model``, ``trial_id``, ``run_meta.seed``); the records of **one task at a
@@ -38,7 +42,7 @@ from typing import Iterator
 
 import numpy as np
 
-from .records import RecordError, TrialRecord, has_torn_tail, read_records
+from .records import RESPONSE_SPACES, RecordError, TrialRecord, has_torn_tail, read_records
 
 __all__ = ["RecordIndex", "read_index", "iter_task_records", "records_to_arrow", "TaskColumns",
            "read_columns", "canonical_answer"]
@@ -265,6 +269,7 @@ class TaskColumns:
     raws: list = dataclasses.field(default_factory=lambda: [None])
     skipped: np.ndarray | None = None
     vsi: object = None
+    vsi_fields: dict | None = None
 
     @property
     def n(self) -> int:
@@ -299,11 +304,11 @@ class TaskColumns:
 
     def subset(self, keep: np.ndarray) -> "TaskColumns":
         """The records where ``keep`` (bool (n,)) is True, with the same code vocabularies (and
-        no ``vsi`` fields)."""
+        no ``vsi`` or ``vsi_fields``)."""
         per_record = ("row", "model", "family", "stimulus", "readout", "split", "version", "response",
                       "ground_truth", "manipulated_value", "correct", "rep", "seed") + tuple(
                       f for f in ("raw", "skipped") if getattr(self, f) is not None)
-        return dataclasses.replace(self, vsi=None, **{f: getattr(self, f)[keep] for f in per_record})
+        return dataclasses.replace(self, vsi=None, vsi_fields=None, **{f: getattr(self, f)[keep] for f in per_record})
 
     def take(self, rows: np.ndarray) -> dict[str, np.ndarray]:
         """The per-record arrays at positions ``rows`` (a dict by field name)."""
@@ -322,14 +327,99 @@ class _TaskBuilder:
     def get(self, k: str) -> np.ndarray:
         return np.concatenate(self.parts[k])
 
+    def vsi(self, values: dict) -> dict | None:
+        """The VSI fields added (:func:`_vsi_take`) as arrays, with ``values`` (the code vocabularies);
+        None when some record had none (not every record a VSI line)."""
+        if "vsi" not in self.parts or any(p is None for p in self.parts["vsi"]):
+            return None
+        parts = self.parts.pop("vsi")
+        out = {k: np.concatenate([p.pop(k) for p in parts]) for k in list(parts[0])}  # each part let go
+        out["values"] = values
+        return out
+
 
 #: from_json structure of the columns scoring reads (JSON: types differ between tasks)
 _STRUCT = {"trial_id": "VARCHAR", "task_id": "VARCHAR", "stimulus_id": "VARCHAR", "model": "VARCHAR",
            "model_family": "VARCHAR", "readout": "VARCHAR", "response": "JSON", "ground_truth": "JSON",
            "manipulated_value": "JSON", "correct": "JSON", "rep": "JSON", "n_reps": "JSON", "raw_output": "JSON",
-           "prompt_id": "VARCHAR",
-           "prompt_hash": "VARCHAR", "run_meta": "JSON"}
-_META = {"seed": "BIGINT", "split": "VARCHAR", "prompt_template_hash": "VARCHAR", "skipped": "JSON", "vsi": "JSON"}
+           "prompt_id": "JSON", "prompt_hash": "JSON", "run_meta": "JSON", "principle": "JSON", "track": "JSON",
+           "owner": "JSON", "response_space": "JSON", "human_ref_id": "JSON"}
+_META = {"seed": "JSON", "split": "VARCHAR", "prompt_template_hash": "VARCHAR", "skipped": "JSON", "vsi": "JSON",
+         "skip_scope": "JSON", "model_version": "JSON", "run_id": "JSON"}
+
+#: readouts of VSI records (:mod:`perceptbench.vsi.samples`): their lines are read with their
+#: ``run_meta.vsi`` fields (:data:`_VSI_TEXT`, :data:`_VSI_COLUMNS`) and checked against the whole
+#: record schema (:data:`_RECORD_TEXT`), so that no VSI line is parsed again
+VSI_READOUTS = ("vlm_vsi_clean", "vlm_vsi_perturbed")
+
+#: keys every ``run_meta.vsi`` read as columns must have (the VSI record format,
+#: :data:`perceptbench.vsi.samples.VSI_META_KEYS`, which a test keeps equal)
+VSI_KEYS = ("sample_id", "image_id", "benchmark", "condition", "sigma_px", "dilate_px", "region_source",
+            "region_bbox", "fallback", "answer_prefix", "top_k", "token_ids", "tokens", "logprobs",
+            "complete", "distribution_source", "image_sha256", "max_prob", "verbal_conf", "verbal_raw")
+
+#: ``run_meta.vsi`` fields read as JSON text (one value per line, few distinct values), decoded by
+#: ``json.loads`` once per distinct text (:class:`perceptbench.vsi.samples.VSIReader`), so each is the
+#: very value (and type) the record path reads: ``first`` is ``tokens[0]``, ``skipped`` and
+#: ``skip_scope`` are ``run_meta``'s
+_VSI_TEXT = ("sample_id", "image_id", "benchmark", "condition", "region_source", "image_sha256", "sigma_px",
+             "max_prob", "verbal_conf", "complete", "fallback", "flags", "first", "skipped", "skip_scope")
+_VSI_STRUCT = {k: "JSON" for k in _VSI_TEXT[:12] + ("token_ids", "logprobs", "tokens")}
+
+#: SQL: the lists of a line's distribution as ``json_structure`` types them (an array of integers, or
+#: of numbers; empty: ``["NULL"]``; nulls among them are caught by ``list_count``)
+_INT_LISTS = "('[\"UBIGINT\"]', '[\"BIGINT\"]', '[\"HUGEINT\"]', '[\"NULL\"]')"
+_NUM_LISTS = "('[\"UBIGINT\"]', '[\"BIGINT\"]', '[\"HUGEINT\"]', '[\"DOUBLE\"]', '[\"NULL\"]')"
+
+#: SQL (over ``v`` = ``run_meta.vsi`` as :data:`_VSI_STRUCT`, ``vk`` its keys, ``ids`` / ``lp`` its
+#: lists as BIGINT[] / DOUBLE[]): the parts of a VSI line's ``run_meta.vsi`` checked in duckdb: absent
+#: (a null ``vsi``, which the record path reads otherwise, is told from an absent one in the
+#: ``run_meta`` text duckdb wrote, compact: ``"vsi":null``), or an object with every key of :data:`VSI_KEYS` (each once), ``tokens`` null or an array, ``token_ids``
+#: an array of 64-bit integers and ``logprobs`` an array of numbers (no null; lists of unequal
+#: lengths or empty are read: not a distribution, :meth:`perceptbench.vsi.samples.VSIReader.add`
+#: flags them invalid).  A
+#: line that fails (or whose JSON text fields fail :meth:`perceptbench.vsi.samples.VSIReader.from_fields`)
+#: sends its task to the record path, which reads, judges or refuses it as it always did.
+_VSI_OK = f"""((rm.vsi IS NULL AND NOT contains(CAST(s.run_meta AS VARCHAR), '"vsi":null'))
+      OR (json_type(rm.vsi) = 'OBJECT' AND len(vk) = len(list_distinct(vk))
+      AND list_has_all(vk, {list(VSI_KEYS)}) AND coalesce(json_type(v.tokens), 'NULL') IN ('NULL', 'ARRAY')
+      AND json_structure(v.token_ids) IN {_INT_LISTS} AND json_structure(v.logprobs) IN {_NUM_LISTS}
+      AND list_count(ids) = len(ids) AND list_count(lp) = len(lp)))"""
+
+#: SQL: the columns of a VSI line (NULL on other lines), read by :func:`_vsi_batch` (``run_meta`` is
+#: JSON text duckdb wrote, keys unescaped: a line without ``"vote"`` in it has no such key)
+_VSI_COLUMNS = f"""CASE WHEN vrow THEN coalesce({_VSI_OK}, false) END AS v_ok,
+               json_type(rm.vsi) = 'OBJECT' AS v_obj, ids AS v_ids, lp AS v_lp,
+               {", ".join(f"CAST(v.{k} AS VARCHAR) AS v_{k}" for k in _VSI_TEXT[:12])},
+               CAST(json_extract(v.tokens, '$[0]') AS VARCHAR) AS v_first,
+               CASE WHEN vrow THEN CAST(rm.skipped AS VARCHAR) END AS v_skipped,
+               CASE WHEN vrow THEN CAST(rm.skip_scope AS VARCHAR) END AS v_skip_scope,
+               CASE WHEN vrow THEN contains(CAST(s.run_meta AS VARCHAR), '"vote"')
+                                   AND list_contains(json_keys(s.run_meta), 'vote') END AS v_vote"""""
+
+#: the fields of the schema (:class:`~perceptbench.records.TrialRecord`) that :func:`read_columns`
+#: reads as JSON text to check their types once per distinct value (:func:`_record_text_ok`):
+#: field (``run_meta.`` ones by their key) -> (Python types allowed, null allowed[, the values
+#: allowed]); ``seed`` is
+#: checked on every line (its values are the ``seed`` column), the others on VSI lines, which are
+#: not parsed again
+_RECORD_TEXT = {"seed": ((int,), False), "principle": ((str,), False), "track": ((str,), False),
+                "owner": ((str,), False), "response_space": ((str,), False, RESPONSE_SPACES), "human_ref_id": ((str,), True),
+                "prompt_id": ((str,), True), "prompt_hash": ((str,), True), "model_version": ((str,), False),
+                "run_id": ((str,), False)}
+
+#: SQL: the schema checks of the validating reader that :func:`read_columns` makes in duckdb on VSI
+#: lines only (their other fields' types: :data:`_RECORD_TEXT`)
+#: duckdb's memory for :func:`read_columns`, on one thread: with two, the chunks held to keep the
+#: file's order (VSI lines carry their distributions) overflow 256 MiB, and a larger limit raised
+#: the 10^6 score's peak RSS by ~70 MiB; one thread costs the same CPU time (docs/performance.md)
+_MEMORY_LIMIT = "256MB"
+
+_VSI_RECORD_OK = """(TRY_CAST(s.rep AS BIGINT) >= 0
+      AND NOT contains(s.task_id, '|') AND NOT contains(s.stimulus_id, '|') AND NOT contains(s.model, '|')
+      AND (s.correct IS NULL OR (json_type(s.response) IN ('VARCHAR', 'UBIGINT', 'BIGINT')
+           AND json_type(s.ground_truth) IN ('VARCHAR', 'UBIGINT', 'BIGINT')
+           AND (s.response = s.ground_truth) = (CAST(s.correct AS VARCHAR) = 'true'))))"""
 
 
 def _count_lines(path: Path) -> int:
@@ -412,7 +502,10 @@ def read_columns(path: str | os.PathLike, batch_rows: int = 100_000) -> Columnar
     ``manipulated_value`` a JSON scalar; ``raw_output`` a string or null; ``rep`` and
     ``n_reps`` integers, ``rep < n_reps``), ``model_family`` one of
     :data:`~perceptbench.records.MODEL_FAMILIES`, ``correct`` null exactly when the response
-    or the ground truth is, and ``trial_id == task_id|stimulus_id|model|rep{rep}``.  The
+    or the ground truth is, ``trial_id == task_id|stimulus_id|model|rep{rep}``, ``run_meta.seed``
+    an integer; on VSI lines (:data:`VSI_READOUTS` or a ``run_meta.vsi``), which are not parsed
+    again, also the rest of the schema (:data:`_RECORD_TEXT`, :data:`_VSI_RECORD_OK`), and their
+    ``run_meta.vsi`` fields are read (:attr:`TaskColumns.vsi_fields`, :data:`_VSI_COLUMNS`).  The
     first line that fails is parsed by the validating reader
     (:func:`~perceptbench.records.parse_record_line`), whose :class:`RecordError` names the
     file, line and field; a duplicated ``trial_id`` raises naming both lines.  Returns None
@@ -436,9 +529,15 @@ def read_columns(path: str | os.PathLike, batch_rows: int = 100_000) -> Columnar
                           from_json(j, '{json.dumps(_STRUCT)}') AS s
                    FROM read_json_objects(?, format = 'newline_delimited') AS t(j)),
              m AS (SELECT keys_ok, s, json_type(s.run_meta) = 'OBJECT' AS meta_ok,
-                          from_json(s.run_meta, '{json.dumps(_META)}') AS rm FROM r)
+                          from_json(s.run_meta, '{json.dumps(_META)}') AS rm FROM r),
+             w0 AS (SELECT *, coalesce(s.readout IN {VSI_READOUTS} OR rm.vsi IS NOT NULL, false) AS vrow,
+                          CASE WHEN json_type(rm.vsi) = 'OBJECT' THEN from_json(rm.vsi, '{json.dumps(_VSI_STRUCT)}')
+                               END AS v,
+                          CASE WHEN json_type(rm.vsi) = 'OBJECT' THEN json_keys(rm.vsi) END AS vk FROM m),
+             w AS (SELECT *, from_json(v.token_ids, '["BIGINT"]') AS ids, from_json(v.logprobs, '["DOUBLE"]') AS lp
+                   FROM w0)
         SELECT coalesce(keys_ok AND meta_ok AND s.trial_id = s.task_id || '|' || s.stimulus_id || '|'
-                        || s.model || '|rep' || CAST(s.rep AS VARCHAR) AND rm.seed IS NOT NULL
+                        || s.model || '|rep' || CAST(s.rep AS VARCHAR)
                         AND (s.correct IS NULL OR json_type(s.correct) = 'BOOLEAN')
                         AND json_type(s.rep) IN ('UBIGINT', 'BIGINT') AND json_type(s.n_reps) IN ('UBIGINT', 'BIGINT')
                         AND TRY_CAST(s.rep AS BIGINT) < TRY_CAST(s.n_reps AS BIGINT)
@@ -447,26 +546,36 @@ def read_columns(path: str | os.PathLike, batch_rows: int = 100_000) -> Columnar
                         AND ((s.correct IS NULL) = (coalesce(json_type(s.response), 'NULL') = 'NULL'
                                                     OR coalesce(json_type(s.ground_truth), 'NULL') = 'NULL'))
                         AND {_answer_ok("s.response")} AND {_answer_ok("s.ground_truth")}
-                        AND coalesce(json_type(s.manipulated_value), 'NULL') IN {_SCALAR_TYPES}, false) AS ok,
+                        AND coalesce(json_type(s.manipulated_value), 'NULL') IN {_SCALAR_TYPES}
+                        AND (NOT vrow OR {_VSI_RECORD_OK}), false) AS ok,
                s.task_id, s.model, s.stimulus_id, s.model_family AS family, s.readout, s.response,
                s.ground_truth, s.manipulated_value, CAST(s.correct AS VARCHAR) = 'true' AS correct,
-               TRY_CAST(s.rep AS BIGINT) AS rep, rm.seed, rm.split,
+               TRY_CAST(s.rep AS BIGINT) AS rep, rm.split,
+               {", ".join(f"CAST({'rm' if k in _META else 's'}.{k} AS VARCHAR) AS t_{k}" if k == "seed" else
+                          f"CASE WHEN vrow THEN CAST({'rm' if k in _META else 's'}.{k} AS VARCHAR) END AS t_{k}"
+                          for k in _RECORD_TEXT)},
                CASE WHEN s.model_family = 'human' THEN NULL
                     WHEN rm.prompt_template_hash IS NOT NULL AND rm.prompt_template_hash <> ''
                          THEN rm.prompt_template_hash
-                    WHEN starts_with(s.readout, 'vlm_') THEN s.prompt_id ELSE s.prompt_hash END AS version,
+                    WHEN starts_with(s.readout, 'vlm_') THEN json_extract_string(s.prompt_id, '$')
+                    ELSE json_extract_string(s.prompt_hash, '$') END AS version,
                CASE WHEN s.readout IN {RAW_READOUTS} THEN json_extract_string(s.raw_output, '$') END AS raw,
                ((starts_with(s.readout, 'vlm_') AND s.readout <> 'vlm_prompt') OR rm.vsi IS NOT NULL
                 OR coalesce(rm.skipped NOT IN ('false', 'null', '0', '""'), false)
-                OR (s.readout = 'vlm_prompt' AND coalesce(TRY_CAST(s.n_reps AS BIGINT), 1) > 1)) AS special
-        FROM m"""
-    con = duckdb.connect(config={"threads": min(2, os.cpu_count() or 1), "memory_limit": "256MB"})
+                OR (s.readout = 'vlm_prompt' AND coalesce(TRY_CAST(s.n_reps AS BIGINT), 1) > 1)) AS special,
+               vrow, {_VSI_COLUMNS}
+        FROM w"""
+    con = duckdb.connect(config={"threads": 1, "memory_limit": _MEMORY_LIMIT})
     con.execute("SET enable_progress_bar = false")
     strings = {k: _Vocab() for k in ("task_id", "model", "stimulus_id", "family", "readout", "split", "version",
                                      "raw")}
     strings["raw"].code(None)  # raws[0] is None
     values = _Vocab()  # JSON text -> code; decoded (and equal answers merged) at the end
     values.code(None)
+    vsi_vocabs = {k: _Vocab() for k in _VSI_TEXT}
+    texts = {k: _TextCheck(*t) for k, t in _RECORD_TEXT.items()}
+    for v in vsi_vocabs.values():
+        v.code(None)
     tasks: dict[int, _TaskBuilder] = {}
     special: set[int] = set()
     row0 = 0
@@ -475,7 +584,10 @@ def read_columns(path: str | os.PathLike, batch_rows: int = 100_000) -> Columnar
         reader = con.sql(sql.replace("?", "'" + str(path).replace("'", "''") + "'")).to_arrow_reader(batch_rows)
         for batch in reader:
             n = batch.num_rows
-            if not batch_checked(path, _bools(batch.column("ok")), row0):
+            vrow = _bools(batch.column("vrow"))
+            text = {k: t.good(_dict_codes(batch.column("t_" + k), t.vocab)) for k, t in texts.items()}
+            ok = _bools(batch.column("ok")) & text.pop("seed") & (~vrow | np.logical_and.reduce(list(text.values())))
+            if not batch_checked(path, ok, row0):
                 return None
             cols = {k: _dict_codes(batch.column(k), strings[k]) for k in strings}
             codes = {k: _dict_codes(batch.column(k), values) for k in ("response", "ground_truth",
@@ -483,14 +595,17 @@ def read_columns(path: str | os.PathLike, batch_rows: int = 100_000) -> Columnar
             corr = batch.column("correct")
             correct = np.where(_valid(corr), _bools(corr), -1).astype(np.int8)
             rep = _ints(batch.column("rep"))
-            seed = _ints(batch.column("seed"))
+            seed = texts["seed"].values()[texts["seed"].codes]
             spec = _bools(batch.column("special"))
+            vsi = _vsi_batch(batch) if vrow.any() else None
             rows = np.arange(row0, row0 + n, dtype=np.int64)
             for t in np.unique(cols["task_id"]):
                 sel = np.flatnonzero(cols["task_id"] == t)
                 if spec[sel].any():
                     special.add(int(t))
-                tasks.setdefault(int(t), _TaskBuilder()).add(
+                b = tasks.setdefault(int(t), _TaskBuilder())
+                b.add(vsi=_vsi_take(vsi, sel, vsi_vocabs) if vsi is not None and vrow[sel].all() else None)
+                b.add(
                     row=rows[sel], model=cols["model"][sel], family=cols["family"][sel],
                     stimulus=cols["stimulus_id"][sel], readout=cols["readout"][sel], split=cols["split"][sel],
                     version=cols["version"][sel], response=codes["response"][sel],
@@ -515,7 +630,8 @@ def read_columns(path: str | os.PathLike, batch_rows: int = 100_000) -> Columnar
                         lut[b.get("manipulated_value")], b.get("correct"), b.get("rep"), b.get("seed"),
                         strings["model"].values, strings["family"].values, strings["stimulus_id"].values,
                         strings["readout"].values, strings["split"].values, strings["version"].values,
-                        decoded.values, b.get("raw"), strings["raw"].values)
+                        decoded.values, b.get("raw"), strings["raw"].values,
+                        vsi_fields=b.vsi({k: v.values for k, v in vsi_vocabs.items()}))
         dups.append(_first_duplicate(c))
         out[name] = c
         out.simple[name] = t not in special and one_version_per_model(c)
@@ -578,6 +694,68 @@ def _dict_codes(arr, vocab: _Vocab) -> np.ndarray:
     lut = np.array([vocab.code(v) for v in enc.dictionary.to_pylist()] + [vocab.code(None)], np.int32)
     idx = np.where(_valid(enc.indices), _ints(enc.indices), len(enc.dictionary))
     return lut[idx]
+
+
+def _vsi_batch(batch) -> dict:
+    """The VSI columns of a batch read by :func:`read_columns` (:data:`_VSI_COLUMNS`): bool (n,)
+    ``ok``, ``obj``, ``vote``; the lists ``ids`` (int64) and ``lp`` (float64) as (starts, lengths,
+    values) into the batch's flat values (no Python object per line); the JSON text fields of
+    :data:`_VSI_TEXT` as pyarrow arrays (coded by :func:`_vsi_take`)."""
+    out: dict = {k: batch.column("v_" + k) for k in _VSI_TEXT}
+    for k in ("ok", "obj", "vote"):
+        out[k] = _bools(batch.column("v_" + k))
+    for k, dt in (("ids", np.int64), ("lp", np.float64)):
+        a = batch.column("v_" + k)
+        off = a.offsets.to_numpy(zero_copy_only=False).astype(np.int64)
+        vals = a.values
+        flat = np.frombuffer(vals.buffers()[1], dt, count=len(vals) + vals.offset)[vals.offset:]
+        out[k] = (off[:-1], np.where(_valid(a), np.diff(off), 0), flat)
+    return out
+
+
+def _vsi_take(fields: dict, sel: np.ndarray, vocabs: dict) -> dict[str, np.ndarray]:
+    """Rows ``sel`` (int (m,)) of :func:`_vsi_batch`'s fields: JSON text fields as int32 codes of
+    ``vocabs`` (code 0: None, a field absent), lists as ``{k}_len`` int64 (m,) and ``{k}`` their values in row
+    order (no Python object per row)."""
+    import pyarrow as pa
+
+    out = {}
+    idx = pa.array(sel)
+    for k in _VSI_TEXT:
+        out[k] = _dict_codes(fields[k].take(idx), vocabs[k])
+    for k, v in fields.items():
+        if isinstance(v, tuple):
+            starts, lens, flat = v
+            n = lens[sel]
+            pos = np.arange(int(n.sum()), dtype=np.int64) + np.repeat(starts[sel] - (np.cumsum(n) - n), n)
+            out[k + "_len"], out[k] = n, flat[pos]
+        elif k not in _VSI_TEXT:
+            out[k] = v[sel]
+    return out
+
+
+class _TextCheck:
+    """A field read as JSON text (:data:`_RECORD_TEXT`), checked once per distinct text: ``vocab``
+    codes the texts (None: null, or absent: every field of the schema is present, so only a
+    ``run_meta`` key can be, and those are not nullable), :meth:`good` the codes of one batch -> bool (n,) whether
+    the value is of one of ``types`` (exactly: a bool is no int; one of ``allowed`` if given) or null
+    where ``nullable``;
+    :meth:`values` the decoded values as int64 (``seed``; 0 where not an int64)."""
+
+    def __init__(self, types: tuple, nullable: bool, allowed: tuple | None = None):
+        self.types, self.nullable, self.allowed, self.vocab, self._good = types, nullable, allowed, _Vocab(), []
+        self.codes = np.zeros(0, np.int32)
+
+    def good(self, codes: np.ndarray) -> np.ndarray:
+        for t in self.vocab.values[len(self._good):]:
+            v = None if t is None else json.loads(t)  # None: null, or a run_meta key absent
+            ok = (v is None and self.nullable) or (type(v) in self.types and (self.allowed is None or v in self.allowed))
+            self._good.append(ok and not (type(v) is int and not -2**63 <= v < 2**63))
+        self.codes = codes
+        return np.array(self._good, bool)[codes]
+
+    def values(self) -> np.ndarray:
+        return np.array([json.loads(t) if g else 0 for t, g in zip(self.vocab.values, self._good)], np.int64)
 
 
 def one_version_per_model(c: TaskColumns) -> bool:

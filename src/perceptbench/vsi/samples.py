@@ -408,12 +408,14 @@ class VSIColumns:
                 for i in np.unique(self.model[within & sd.pairs_in]).tolist()}
         clean: dict[tuple, int] = {}
         pert: list[tuple[tuple, int]] = []
-        for i in np.flatnonzero(within & sd.pairs_in).tolist():
-            key = (int(self.model[i]), sd.sample_eq[sd.sample[i]])
-            if sd.condition[i] == clean_code:
-                clean[key] = i
+        rows = np.flatnonzero(within & sd.pairs_in)
+        is_clean = (sd.condition[rows] == clean_code).tolist() if clean_code is not None else [False] * len(rows)
+        eq = np.asarray(sd.sample_eq, np.int64)[sd.sample[rows]].tolist()
+        for i, m, e, c in zip(rows.tolist(), self.model[rows].tolist(), eq, is_clean):  # Python ints: fast
+            if c:
+                clean[(m, e)] = i
             else:
-                pert.append(((base[int(self.model[i])], key[1]), i))
+                pert.append(((base[m], e), i))
         matched = [(clean[key], i) for key, i in pert if key in clean]
         if not matched:
             return []
@@ -433,21 +435,28 @@ class VSIColumns:
         flag = np.where((flag < 0) & identical & sha_differs, 4, flag)
         out = []
         v = sd.values
+        cond_v, sample_v, bench_v, image_v, region_v = (v[k] for k in ("condition", "sample", "benchmark", "image",
+                                                                      "region"))
+        # per pair, as Python lists (read pair by pair in the order of the definition)
+        pc, ps, pb, pim, pr, pm, pf = (a[pi].tolist() for a in (sd.condition, sd.sample, sd.benchmark, sd.image,
+                                                                 sd.region, self.model, self.family))
+        cc, fl, vl, ch = self.correct[ci].tolist(), flag.tolist(), vsi.tolist(), changed.tolist()
+        sigma_of, max_prob_of, vc_of = sd.sigma, sd.max_prob, sd.verbal_conf_of_pair
         for k, (c, p) in enumerate(matched):
-            pert_name = PERTURBATIONS[v["condition"][sd.condition[p]]]
-            sid, sigma = str(v["sample"][sd.sample[p]]), float(sd.sigma[p])
-            model = self.models[self.model[p]]
-            if flag[k] >= 0:
-                out.append(VSIFlagged(self.task_id, model, sid, pert_name, sigma, FLAG_REASONS[flag[k]]))
+            pert_name = PERTURBATIONS[cond_v[pc[k]]]
+            sid, sigma = str(sample_v[ps[k]]), float(sigma_of[p])
+            model = self.models[pm[k]]
+            if fl[k] >= 0:
+                out.append(VSIFlagged(self.task_id, model, sid, pert_name, sigma, FLAG_REASONS[fl[k]]))
                 continue
-            vc = sd.verbal_conf_of_pair[c]
-            corr = int(self.correct[c])
+            vc = vc_of[c]
+            corr = cc[k]
             out.append(VSISample(
-                task_id=self.task_id, benchmark=str(v["benchmark"][sd.benchmark[p]]), model=model,
-                model_family=self.families[self.family[p]], sample_id=sid, image_id=str(v["image"][sd.image[p]]),
-                perturbation=pert_name, sigma=sigma, vsi=float(vsi[k]), argmax_changed=bool(changed[k]),
-                correct=None if corr < 0 else bool(corr), max_prob=float(sd.max_prob[c]),
-                verbal_conf=None if vc is None else float(vc), region_source=str(v["region"][sd.region[p]])))
+                task_id=self.task_id, benchmark=str(bench_v[pb[k]]), model=model,
+                model_family=self.families[pf[k]], sample_id=sid, image_id=str(image_v[pim[k]]),
+                perturbation=pert_name, sigma=sigma, vsi=vl[k], argmax_changed=ch[k],
+                correct=None if corr < 0 else bool(corr), max_prob=float(max_prob_of[c]),
+                verbal_conf=None if vc is None else float(vc), region_source=str(region_v[pr[k]])))
         out.sort(key=_order)
         return out
 
@@ -504,6 +513,80 @@ class VSIReader:
                      ("verbal_conf_of_pair", vc_pair), ("verbal_conf", vc), ("mismatch", mismatch),
                      ("fallback", fb), ("dist_row", dist_row)):
             col[k].append(v)
+
+    @classmethod
+    def from_fields(cls, f: dict, clean_readout: np.ndarray) -> "VSIReader | None":
+        """The reader of one task's records from their ``run_meta`` fields as
+        :func:`perceptbench.record_table.read_columns` read them (``f``: ``TaskColumns.vsi_fields``;
+        no line parsed again; ``clean_readout`` bool (n,): readout ``vlm_vsi_clean``), holding what
+        :meth:`add` reads of the same records: the scalar fields are JSON texts decoded by
+        ``json.loads`` once per distinct text (so each is the record path's very value), the lists
+        ``token_ids``/``logprobs`` duckdb's int64/float64 arrays (bit for bit ``json.loads``' numbers:
+        tests/unit/test_record_table.py).  None when a record is one the columns do not take as
+        :meth:`add` does (a key missing, a field of a type :meth:`add` would refuse, take otherwise or
+        fail on, a non-finite log-probability): the task then takes the record path, which reads,
+        judges or refuses those records as it always did."""
+        import json
+
+        if not f["ok"].all() or not np.isfinite(f["lp"]).all():
+            return None
+        val = {k: [None if t is None else json.loads(t) for t in v] for k, v in f["values"].items()}
+        self = cls()
+        obj = f["obj"]
+        try:
+            skip = np.array([self.skip_vocab.code(v) for v in val["skipped"]], np.int32)[f["skipped"]]
+            scope = np.array([v == "trial" for v in val["skip_scope"]], bool)[f["skip_scope"]]
+            skipped = np.array([bool(v) for v in val["skipped"]], bool)[f["skipped"]]
+            codes = {}
+            for k, name in (("sample", "sample_id"), ("image", "image_id"), ("benchmark", "benchmark"),
+                            ("condition", "condition"), ("region", "region_source"), ("sha", "image_sha256")):
+                codes[k] = np.array([self.vocab[k].code(v) for v in val[name]], np.int32)
+            cond = val["condition"]
+            if not all(c is None or c == "clean" or c in PERTURBATIONS for c in cond):
+                return None
+            for k in ("sigma_px", "max_prob", "verbal_conf"):  # what float() of them gives, never fails
+                if any(v is not None and (type(v) not in (int, float) or not math.isfinite(v)) for v in val[k]):
+                    return None
+            mismatch = np.array([v is not None and "answer_token_mismatch" in (v or ()) for v in val["flags"]],
+                                bool)[f["flags"]]
+            truth = {k: np.array([bool(v) for v in val[k]], bool)[f[k]] for k in ("complete", "fallback")}
+            if any(type(v) is not str for v in val["first"][1:]):
+                return None
+        except (TypeError, ValueError, OverflowError):  # unhashable, not iterable, an int beyond floats: the record
+            # path raises or judges it
+            return None
+        self.trial_skip = skipped & scope
+        self.pairs_in = keep = obj & ~(skipped & ~self.trial_skip)
+        self.skip, self.vote = skip, f["vote"]
+        for k, c in codes.items():
+            setattr(self, k, np.where(keep, c[f[{"sample": "sample_id", "image": "image_id", "region": "region_source",
+                                                 "sha": "image_sha256"}.get(k, k)]], 0).astype(np.int32))
+
+        def listed(name: str, where: np.ndarray) -> list:
+            out = np.array(val[name], object)[f[name]]
+            out[~where] = None
+            return out.tolist()
+
+        self.sigma = listed("sigma_px", keep)
+        self.max_prob = listed("max_prob", keep)
+        self.verbal_conf_of_pair = listed("verbal_conf", keep)
+        clean = clean_readout & ~self.trial_skip
+        self.verbal_conf = listed("verbal_conf", clean & obj)
+        self.mismatch = np.where(clean, mismatch, None).tolist()
+        self.fallback = listed("condition", obj & truth["fallback"])
+        self.dist_row = np.where(keep, np.cumsum(keep) - 1, -1).astype(np.int64)
+        self.values = {k: v.values for k, v in self.vocab.items()}
+        self.conditions = self.vocab["condition"].codes
+        self.skips = self.skip_vocab.values
+        self.cols = {}
+        eq: dict = {}
+        self.sample_eq = [eq.setdefault(s, len(eq)) for s in self.values["sample"]]
+        rows = np.flatnonzero(keep)
+        first = np.array([non_answer_token(t or "") for t in val["first"]], bool)[f["first"][rows]]
+        ids_at, lp_at = (np.cumsum(f[k]) - f[k] for k in ("ids_len", "lp_len"))  # where each list starts
+        self.dist = _Distributions.from_arrays(ids_at[rows], lp_at[rows], f["ids_len"][rows], f["lp_len"][rows],
+                                               f["ids"], f["lp"], first, truth["complete"][rows])
+        return self
 
     def finish(self) -> None:
         """Turn the columns read into arrays (call once, after the last :meth:`add`)."""
@@ -625,7 +708,47 @@ class _Distributions:
             rows_of[k] = rows
             key_parts[k] = [kk for _, kk, _ in parts]
         self._encode(key_parts)
-        non_answer = np.array(self._non_answer, bool)
+        self._judge(rows_of, np.array(self._non_answer, bool))
+
+    @classmethod
+    def from_arrays(cls, ids_at: np.ndarray, lp_at: np.ndarray, ids_len: np.ndarray, lp_len: np.ndarray,
+                    ids: np.ndarray, lp: np.ndarray, non_answer: np.ndarray, complete: np.ndarray) -> "_Distributions":
+        """The distributions of ``m`` records given as arrays (no record read): record ``i``'s token
+        ids are ``ids[ids_at[i]:ids_at[i] + ids_len[i]]`` (int64) and its log-probabilities
+        ``lp[lp_at[i]:lp_at[i] + lp_len[i]]`` (float64); ``non_answer`` bool (m,) the
+        :func:`non_answer_token` verdict of each record's first token; ``complete`` bool (m,).  A
+        record whose lists are empty, of unequal lengths or hold a duplicate key is not a
+        distribution (flagged invalid and left out of the tables, as :meth:`add` does).  The same tables and flags as :meth:`add` of the same records and
+        :meth:`finish`."""
+        self = cls()
+        self.n = m = len(lp_len)
+        self.flags = np.zeros((m, 3), bool)
+        self.complete = np.asarray(complete, bool)
+        self.where = np.full((m, 2), -1)
+        self.lp, self.keys = {}, {}
+        regular = (ids_len == lp_len) & (lp_len > 0)
+        self.flags[~regular, 0] = True  # distribution_flags: invalid, nothing tested further
+        rows_of: dict[int, np.ndarray] = {}
+        for k in np.unique(lp_len[regular]).tolist():
+            rows = np.flatnonzero(regular & (lp_len == k))
+            if len(rows) == m and len(lp) == len(ids) == m * k and np.array_equal(lp_at, np.arange(m) * k) \
+                    and np.array_equal(ids_at, lp_at):
+                self.lp[k], self.keys[k] = lp.reshape(m, k), ids.reshape(m, k)  # one length, in order: no copy
+            else:
+                at = np.arange(k)
+                self.lp[k] = lp[(lp_at[rows][:, None] + at).ravel()].reshape(len(rows), k)
+                self.keys[k] = ids[(ids_at[rows][:, None] + at).ravel()].reshape(len(rows), k)
+            dup = (np.diff(np.sort(self.keys[k], 1), axis=1) == 0).any(1) if k > 1 else np.zeros(len(rows), bool)
+            if dup.any():  # a duplicate key: not a distribution either (left out of the tables, as by add)
+                self.flags[rows[dup], 0] = True
+                rows, self.lp[k], self.keys[k] = rows[~dup], self.lp[k][~dup], self.keys[k][~dup]
+            self.where[rows, 0], self.where[rows, 1] = k, np.arange(len(rows))
+            rows_of[k] = rows
+        self._judge(rows_of, np.asarray(non_answer, bool))
+        return self
+
+    def _judge(self, rows_of: dict[int, np.ndarray], non_answer: np.ndarray) -> None:
+        """``flags`` of the regular records (rows ``rows_of[k]`` of the length-``k`` tables)."""
         for k, lp in self.lp.items():
             rows = rows_of[k]
             bad = invalid_rows(self.keys[k], lp)
@@ -678,8 +801,10 @@ def read_vsi_columns(columns, task_id: str):
     """One VSI task of a file read by :func:`perceptbench.record_table.read_columns` (``columns``)
     ready for :meth:`perceptbench.vsi.protocol.VSITask.score_columns`: its
     :class:`~perceptbench.record_table.TaskColumns` with ``skipped`` and ``vsi`` (a
-    :class:`VSIReader` fed its records streamed off the file one at a time, each validated by the
-    validating reader's line parser and let go).  None when the task needs the record path:
+    :class:`VSIReader` built from the VSI fields :func:`~perceptbench.record_table.read_columns`
+    read in its pass, :meth:`VSIReader.from_fields`; or, when those fields are not all of the
+    types the record path reads, fed its records streamed off the file one at a time, each
+    validated by the validating reader's line parser and let go).  None when the task needs the record path:
     several prompt versions of one model (split into respondents), any readout but the VSI ones
     (prompt answers voted on) or a record carrying a repetition vote.  Raises
     :class:`~perceptbench.records.RecordError` for a bad line (file, line, field) and ValueError as
@@ -692,10 +817,17 @@ def read_vsi_columns(columns, task_id: str):
     if not one_version_per_model(c) or not set(c.readouts[k] for k in np.unique(c.readout).tolist()) <= {
             "vlm_vsi_clean", "vlm_vsi_perturbed"} or np.any(np.diff(c.row) <= 0):
         return None
-    side = VSIReader()
-    for r in columns.iter_records(task_id):
-        side.add(r)
-    side.finish()
+    side = None
+    fields, c.vsi_fields = c.vsi_fields, None  # let go once read (the lists of 10^5 records: ~100 MiB)
+    if fields is not None:  # the VSI fields read with the columns: no line parsed again
+        clean = c.readout == (c.readouts.index("vlm_vsi_clean") if "vlm_vsi_clean" in c.readouts else -1)
+        side = VSIReader.from_fields(fields, clean)
+        del fields
+    if side is None:
+        side = VSIReader()
+        for r in columns.iter_records(task_id):
+            side.add(r)
+        side.finish()
     if side.vote.any():
         return None
     skipped = np.array([bool(v) for v in side.skips], bool)[side.skip]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 
 import numpy as np
 import pytest
@@ -262,3 +263,146 @@ def test_distributions_read_in_blocks_equal_one_block(monkeypatch, strings):
     monkeypatch.setattr(samples._Distributions, "BLOCK", 3)
     assert len(whole) > 150
     assert samples._pairs(recs) == whole
+
+
+# ------------------------------------------- VSI fields read in read_columns' duckdb pass (issue 25)
+
+def _regular_file_records(seed: int):
+    """:func:`_file_records` with every log-probability a number (a null sends a task to the record
+    path), plus the shapes the record path reads without judging them: integers where floats are
+    written (sigma, max_prob, verbal confidence), a null verbal confidence, an answer-token mismatch
+    flag, a ``vote`` key, tokens absent, and tricky doubles among the log-probabilities."""
+    recs = []
+    for j, r in enumerate(_file_records(seed)):
+        vsi = dict(r.run_meta.model_extra["vsi"])
+        vsi["logprobs"] = [-30.0 if x is None else x for x in vsi["logprobs"]]
+        if vsi["condition"] == "clean":
+            if j % 7 == 0:
+                vsi["verbal_conf"] = None
+            elif j % 7 == 1:
+                vsi["verbal_conf"] = 80
+            elif j % 7 == 2:
+                vsi["flags"] = ["answer_token_mismatch"]
+            elif j % 7 == 3 and vsi["logprobs"] == [0.0]:
+                vsi["max_prob"] = 1
+        elif j % 5 == 0:
+            vsi["sigma_px"] = 20
+        if j % 11 == 0:
+            vsi["logprobs"] = [x if i else -5e-324 if x == 0 else x for i, x in enumerate(vsi["logprobs"])]
+            vsi["logprobs"] = vsi["logprobs"][:1] + [x / 3 for x in vsi["logprobs"][1:]]
+        if j % 13 == 0:
+            vsi["tokens"] = None
+        update = {"vsi": vsi}
+        if j == 5:
+            update["vote"] = None
+        recs.append(r.model_copy(update={"run_meta": r.run_meta.model_copy(update=update)}))
+    return recs
+
+
+def _assert_same_reader(a, b):
+    """Two :class:`VSIReader` hold the same values for every record (floats bit for bit)."""
+    for k in ("pairs_in", "trial_skip", "vote", "dist_row"):
+        assert np.array_equal(getattr(a, k), getattr(b, k)), k
+    for k in ("sample", "image", "benchmark", "condition", "region", "sha"):
+        assert [a.values[k][i] for i in getattr(a, k)] == [b.values[k][i] for i in getattr(b, k)], k
+    assert [a.skips[i] for i in a.skip] == [b.skips[i] for i in b.skip]
+    for k in ("sigma", "max_prob", "verbal_conf_of_pair", "verbal_conf", "mismatch", "fallback"):
+        x, y = getattr(a, k), getattr(b, k)
+        assert [(type(v), v) for v in x] == [(type(v), v) for v in y], k  # the record's own values
+    assert np.array_equal(a.dist.flags, b.dist.flags) and np.array_equal(a.dist.complete, b.dist.complete)
+    assert np.array_equal(a.dist.where, b.dist.where) and a.dist.lp.keys() == b.dist.lp.keys()
+    for k in b.dist.lp:
+        assert np.array_equal(a.dist.lp[k].view(np.uint64), b.dist.lp[k].view(np.uint64)), k
+        assert np.array_equal(a.dist.keys[k], b.dist.keys[k]), k
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_vsi_fields_read_with_the_columns_equal_the_record_path(tmp_path, seed):
+    """The VSI reader built from the fields duckdb read in ``read_columns``' pass holds, record for
+    record, what the record path reads of the same lines: skips (trial and model), votes, every
+    guard, fallbacks, mismatch flags, integers and nulls where floats are expected, and the
+    distributions bit for bit."""
+    from perceptbench.record_table import read_columns
+    from perceptbench.vsi.samples import VSIReader
+
+    from helpers.records import plant_records
+
+    recs = _regular_file_records(seed)
+    p = plant_records(tmp_path / "run", recs)
+    cols = read_columns(p)
+    tid = recs[0].task_id
+    c = cols[tid]
+    assert c.vsi_fields is not None
+    clean = c.readout == c.readouts.index("vlm_vsi_clean")
+    got = VSIReader.from_fields(c.vsi_fields, clean)
+    want = VSIReader()
+    for r in cols.iter_records(tid):
+        want.add(r)
+    want.finish()
+    assert got is not None
+    _assert_same_reader(got, want)
+    assert got.vote.sum() == 1 and got.trial_skip.any() and (~got.pairs_in).any()
+    assert any(m for m in got.mismatch if m) and None in got.verbal_conf and 80 in got.verbal_conf
+
+
+def test_vsi_task_scored_from_the_columns_parses_no_line_again(tmp_path, monkeypatch):
+    """``score`` of a VSI task whose lines the columns take reads no line back (no record built) and
+    gives exactly the rows of :func:`~perceptbench.scoring.score_records`."""
+    from perceptbench.record_table import ColumnarRecords
+    from perceptbench.scoring import score_file, score_records
+
+    from helpers.records import plant_records
+
+    recs = [r for r in _regular_file_records(2) if "vote" not in r.run_meta.model_extra]
+    p = plant_records(tmp_path / "run", recs)
+
+    def refuse(*a, **k):
+        raise AssertionError("a VSI line was parsed again")
+
+    monkeypatch.setattr(ColumnarRecords, "iter_records", refuse)
+    rows = score_file(p, tmp_path / "scores.csv")
+    monkeypatch.undo()
+    assert _same_rows(rows, score_records(recs, features_dir=p.parent / "features"))
+    assert any(r.metric == "skipped" for r in rows) and any(r.metric.startswith("vsi_median[") for r in rows)
+
+
+@pytest.mark.parametrize("edit, taken", [
+    (lambda v: v.update(logprobs=v["logprobs"][:-1] + [None]), False), (lambda v: v.update(token_ids=None), False),
+    (lambda v: v.update(logprobs=v["logprobs"][:-1] + ["-1.5"]), False), (lambda v: v.update(sigma_px="20"), False),
+    (lambda v: v.update(tokens=[None]), False), (lambda v: v.update(tokens="abc"), False),
+    (lambda v: v.update(flags="answer_token_mismatch"), True), (lambda v: v.pop("verbal_raw"), False),
+    (lambda v: v.update(condition="zoom"), False), (lambda v: v.update(skipped=["a"]), False),
+    (lambda v: v.update(vsi_null=True), False), (lambda v: v.update(max_prob=10 ** 400), False),
+    (lambda v: v.update(sample_id=7), True), (lambda v: v.update(complete="yes"), True),
+    (lambda v: v.update(logprobs=v["logprobs"][:-1]), True), (lambda v: v.update(token_ids=[], logprobs=[]), True)])
+def test_vsi_fields_the_columns_do_not_take_go_to_the_record_path(tmp_path, edit, taken):
+    """A VSI line with a field of a type the record path reads otherwise (or judges, or refuses) is not
+    read from the columns: its task takes the record path and scores (or fails) exactly as it.  Values
+    the columns read as the record path does (an integer sample id, a truthy ``complete``, ``flags`` a
+    string, lists that are not a distribution) are taken, with the same rows."""
+    from perceptbench.record_table import read_columns
+    from perceptbench.scoring import score_file, score_records
+    from perceptbench.vsi.samples import VSIReader
+
+    from helpers.records import plant_records
+
+    recs = [r for r in _regular_file_records(3) if "vote" not in r.run_meta.model_extra]
+    i = next(j for j, r in enumerate(recs) if r.readout == "vlm_vsi_clean" and len(
+        r.run_meta.model_extra["vsi"]["logprobs"]) > 2 and "skipped" not in r.run_meta.model_extra)
+    vsi = dict(recs[i].run_meta.model_extra["vsi"])
+    edit(vsi)
+    meta = {"vsi": None if vsi.get("vsi_null") else vsi}  # run_meta.vsi null: the record path fails on it
+    if "skipped" in vsi:  # run_meta.skipped, an unhashable value
+        meta["skipped"] = vsi.pop("skipped")
+    recs[i] = recs[i].model_copy(update={"run_meta": recs[i].run_meta.model_copy(update=meta)})
+    p = plant_records(tmp_path / "run", recs)
+    c = read_columns(p)[recs[0].task_id]
+    got = VSIReader.from_fields(c.vsi_fields, c.readout == c.readouts.index("vlm_vsi_clean"))
+    assert (got is not None) == taken
+    try:
+        want = score_records(recs, features_dir=p.parent / "features")
+    except Exception as e:  # noqa: BLE001 - the same error either way
+        with pytest.raises(type(e), match="^" + re.escape(str(e)) + "$"):
+            score_file(p, tmp_path / "s.csv")
+        return
+    assert _same_rows(score_file(p, tmp_path / "s.csv"), want)
