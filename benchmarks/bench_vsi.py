@@ -53,7 +53,8 @@ branch vsidecode alternating, load 3.5-6.1) main 0.918 [0.893-1.064] and 0.929 [
 room reserved for the follow-up turn 0.919 [0.810-1.041] and 0.952 [0.841-1.106] (a ~0.01 s change: the
 run-to-run spread of identical code, ~0.03 in the median, decides), ``--tokenizer`` 0.862 [0.789-0.986]
 (main) and 0.855 [0.819-1.102] (5 repeats, load 2.9-4.4); ``--prefill-paths``: generate's prefill / the
-bare call 0.997 [0.889-1.204] (15 repeats, load 5.4-6.2).
+bare call 0.997 [0.889-1.204] (15 repeats, load 5.4-6.2); the merged main at 15:38 UTC, machine
+otherwise idle (load 0.5-0.9, 7 repeats): 0.890 [0.801-0.966].
 ``--stages`` gives where the time goes (docs/performance.md, "VSI: full measurement vs three bare
 prefills").  Earlier figures (best of 2, issue 9: 0.94 / 0.89 at 8 / 16 samples) were best-of
 timings and did not hold under interleaved medians.
