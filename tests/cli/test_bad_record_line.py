@@ -36,6 +36,13 @@ def _not_json(lines):
     return lines[:k - 1] + ['{"trial_id": "x", oops\n'] + lines[k:], k, "not valid JSON"
 
 
+def _not_json_on_line_100(lines):
+    """rich printed ``records.jsonl:100:`` with the emoji of ``:100:`` in place of the line number."""
+    k = 100
+    assert len(lines) > k
+    return lines[:k - 1] + ['{"trial_id": "x", oops\n'] + lines[k:], k, "not valid JSON"
+
+
 def _rep_string(lines):
     return _with_fields(lines, 9, rep="0"), 9, "field rep"
 
@@ -71,9 +78,9 @@ def _message(p: subprocess.CompletedProcess, where: str) -> str:
     return msg
 
 
-@pytest.mark.parametrize("spoil", [_wrong_type, _not_json, _truncated, _rep_string, _response_object,
+@pytest.mark.parametrize("spoil", [_wrong_type, _not_json, _not_json_on_line_100, _truncated, _rep_string, _response_object,
                                    _response_list_of_numbers, _invalid_utf8],
-                         ids=["wrong_type", "not_json", "truncated", "rep_string", "response_object",
+                         ids=["wrong_type", "not_json", "not_json_on_line_100", "truncated", "rep_string", "response_object",
                               "response_list_of_numbers", "invalid_utf8"])
 def test_bad_record_line_gets_one_message_from_every_command(tmp_path, spoil):
     lines, lineno, what = spoil(_mark_color_lines())

@@ -9,8 +9,9 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-console = Console(width=None if sys.stdout.isatty() or os.environ.get("COLUMNS") else 150)
-"""Every command prints through this console (150 columns when not a terminal and COLUMNS is unset)."""
+console = Console(width=None if sys.stdout.isatty() or os.environ.get("COLUMNS") else 150, emoji=False)
+"""Every command prints through this console (150 columns when not a terminal and COLUMNS is unset).
+No emoji codes: ``records.jsonl:100:`` is a file and line, not ``:100:`` (rich's emoji)."""
 
 
 def fail(msg) -> None:
