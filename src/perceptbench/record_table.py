@@ -34,11 +34,12 @@ the file and line (:class:`~perceptbench.records.RecordError`).
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
+from typing import Callable, Iterator
 
 import numpy as np
 
@@ -242,7 +243,9 @@ class TaskColumns:
     cosines), the code of None for every other record (``raws[0]`` is None); None when the
     columns were built without it.  ``skipped``: bool (n,), ``run_meta.skipped`` set (true), or
     None when unknown (a task with no skipped record); ``vsi``: the VSI fields of the same
-    records (:class:`perceptbench.vsi.samples.VSIReader`) or None."""
+    records (:class:`perceptbench.vsi.samples.VSIReader`) or None.  ``source``: ``row`` -> the
+    record itself (:meth:`record_at`), or None: the validated line of the file for columns read by
+    :func:`read_columns`, the list's record for :meth:`from_records`."""
 
     task_id: str
     row: np.ndarray
@@ -270,10 +273,19 @@ class TaskColumns:
     skipped: np.ndarray | None = None
     vsi: object = None
     vsi_fields: dict | None = None
+    source: Callable[[int], TrialRecord] | None = None
 
     @property
     def n(self) -> int:
         return len(self.row)
+
+    def record_at(self, i: int) -> TrialRecord:
+        """The record behind entry ``i`` (0 <= i < n) as an object (its ``run_meta`` extras, say,
+        which the columns do not hold).  Raises ValueError when the columns have no ``source``, and
+        the validating reader's :class:`RecordError` (file, line, field) for a bad line."""
+        if self.source is None:
+            raise ValueError(f"{self.task_id}: these columns keep no source of their records")
+        return self.source(int(self.row[i]))
 
     @classmethod
     def from_records(cls, task_id: str, records: list[TrialRecord]) -> "TaskColumns":
@@ -300,7 +312,8 @@ class TaskColumns:
             np.array([r.rep for r in records], np.int64), np.array([r.run_meta.seed for r in records], np.int64),
             vocab["model"].values, vocab["family"].values, vocab["stimulus"].values, vocab["readout"].values,
             vocab["split"].values, vocab["version"].values, values.values,
-            raws.encode(r.raw_output if r.readout in RAW_READOUTS else None for r in records), raws.values)
+            raws.encode(r.raw_output if r.readout in RAW_READOUTS else None for r in records), raws.values,
+            source=records.__getitem__)
 
     def subset(self, keep: np.ndarray) -> "TaskColumns":
         """The records where ``keep`` (bool (n,)) is True, with the same code vocabularies (and
@@ -428,6 +441,18 @@ def _count_lines(path: Path) -> int:
         while chunk := f.read(1 << 24):
             n += chunk.count(b"\n")
     return n
+
+
+def _record_at_line(path: Path, row: int) -> TrialRecord:
+    """The record on line ``row`` (0-based) of ``path``, read by the validating reader's line parser
+    (:func:`~perceptbench.records.parse_record_line`); :func:`read_columns` takes only files without
+    blank lines, so its rows are line numbers."""
+    from .records import parse_record_line
+
+    line = _line(path, row)
+    if line is None:
+        raise RecordError(f"{path}:{row + 1}: no record on this line")
+    return parse_record_line(line, f"{path}:{row + 1}")
 
 
 def _line(path: Path, row: int) -> bytes | None:
@@ -631,7 +656,8 @@ def read_columns(path: str | os.PathLike, batch_rows: int = 100_000) -> Columnar
                         strings["model"].values, strings["family"].values, strings["stimulus_id"].values,
                         strings["readout"].values, strings["split"].values, strings["version"].values,
                         decoded.values, b.get("raw"), strings["raw"].values,
-                        vsi_fields=b.vsi({k: v.values for k, v in vsi_vocabs.items()}))
+                        vsi_fields=b.vsi({k: v.values for k, v in vsi_vocabs.items()}),
+                        source=functools.partial(_record_at_line, path))
         dups.append(_first_duplicate(c))
         out[name] = c
         out.simple[name] = t not in special and one_version_per_model(c)

@@ -162,22 +162,26 @@ class ThingsOddOneOutTask(Task):
         return KernelOddOneOutScorer(self.task_id, TEST)
 
     def score(self, records: list[TrialRecord], seed: int) -> list[ScoreRow]:
+        """:meth:`score_columns` of the records' columns."""
+        return self.score_columns(TaskColumns.from_records(self.task_id, records), seed)
+
+    def score_columns(self, c: TaskColumns, seed: int) -> list[ScoreRow]:
         """B of every respondent against the modal human choice (the scorer's
         :meth:`~perceptbench.scorers.kernel.KernelOddOneOutScorer.agreement`), B over the
         test-retest ceiling, the position floor and null rates; the release's test-retest
-        ceiling and the test-retest agreement on the sample (seed 000 D.1, D.3)."""
+        ceiling and the test-retest agreement on the sample (seed 000 D.1, D.3).  ``c``: the task's
+        records as columns; the release-wide counts come from the ``run_meta`` of the first
+        ``human:testset2`` record (:meth:`TaskColumns.record_at`).  Raises ValueError without
+        ``human:testset2`` records."""
         tid = self.task_id
-        by: dict[str, list[TrialRecord]] = {}
-        for r in records:
-            by.setdefault(r.model, []).append(r)
-        for v in by.values():
-            v.sort(key=lambda r: r.stimulus_id)
-        if TEST not in by:
+        groups = {c.models[m]: pos for m, pos in respondent_positions(c)}  # positions sorted by stimulus
+        if TEST not in groups:
             raise ValueError(f"{tid}: no {TEST} records: the human reference is missing")
-        meta = by[TEST][0].run_meta.model_extra or {}
+        test = groups[TEST]
+        meta = c.record_at(test[0]).run_meta.model_extra or {}
         ceiling = meta["release_agree"] / meta["release_pairs"] if meta.get("release_pairs") else float("nan")
         rows: list[ScoreRow] = []
-        gts = np.array([r.ground_truth for r in by[TEST]])
+        gts = np.array([c.values[k] for k in c.ground_truth[test].tolist()])
         floor = position_floor(gts)
         freqs = "/".join(f"{(gts == k).mean():.2f}" for k in (1, 2, 3))
         rows += [
@@ -190,19 +194,19 @@ class ThingsOddOneOutTask(Task):
                      meta.get("release_types"), 0, "triplet types whose modal choice is tied: never sampled"),
             _modal_ceiling_row(tid, meta),
         ]
-        if TEST in by and RETEST in by:
-            t = {r.stimulus_id: r.response for r in by[TEST]}
-            rr = [r for r in by[RETEST] if r.stimulus_id in t]
-            match = np.array([r.response == t[r.stimulus_id] for r in rr])
-            b = bootstrap(lambda i: agreement_b(match[i], np.ones_like(match[i])), len(rr), n_draws=N_BOOT_B,
+        if RETEST in groups:
+            t = dict(zip(c.stimulus[test].tolist(), c.response[test].tolist()))  # stimulus -> answer code
+            retest = [(s, r) for s, r in zip(c.stimulus[groups[RETEST]].tolist(), c.response[groups[RETEST]].tolist())
+                      if s in t]
+            match = np.array([r == t[s] for s, r in retest])  # equal codes: equal answers
+            b = bootstrap(lambda i: agreement_b(match[i], np.ones_like(match[i])), len(retest), n_draws=N_BOOT_B,
                           seed=seed)
-            rows.append(ScoreRow.from_boot(tid, "human:panel", "test_retest_on_sample", b, len(rr), 0,
+            rows.append(ScoreRow.from_boot(tid, "human:panel", "test_retest_on_sample", b, len(retest), 0,
                                            "first vs repeated choice on the sampled triplets"))
-        c = TaskColumns.from_records(tid, records)
-        b_of = self.scorer.agreement(c, [(c.models[m], pos) for m, pos in respondent_positions(c)], seed)
-        for m, rs in sorted(by.items()):
-            n = len(rs)
-            valid = np.array([r.response is not None for r in rs])
+        b_of = self.scorer.agreement(c, list(groups.items()), seed)
+        for m, pos in sorted(groups.items()):
+            n = len(pos)
+            valid = c.response[pos] != 0  # code 0: no answer
             b = b_of[m][0]
             n_null = int((~valid).sum())
             note = "agreement with the modal human choice"

@@ -238,3 +238,54 @@ def test_things_ooo_zero_ceiling_writes_no_ratio():
     # 0 of 3 aligned pairs agree: ceiling 0, a ratio to it is undefined and not written
     assert [r.value for r in rows if r.metric == "ceiling_test_retest"] == [0.0]
     assert not [r for r in rows if r.metric == "B_over_ceiling"]
+
+
+def test_things_ooo_scores_on_the_columns_like_score_records(tmp_path, monkeypatch):
+    """From a records file the task scores on the columns: no record is read back but the one
+    human:testset2 record whose run_meta holds the release's counts, and the rows are exactly the
+    record path's (models answering different stimuli, nulls, a retest line without a test line,
+    records in shuffled file order, VLM answers re-parsed from their raw output)."""
+    import perceptbench.record_table as rt
+    from perceptbench.records import read_records
+    from perceptbench.scoring import score_file, score_records
+    from perceptbench.tasks.things_ooo import RETEST, TEST
+    from helpers.records import plant_records
+
+    task = get_task(TASK)
+    summary = {"release_pairs": 9, "release_agree": 4, "release_misaligned": 1, "release_types": 40,
+               "release_tied_types": 3, "release_modal_agree": 5, "release_modal_types": 8, "release_modal_tied": 2}
+    rng = np.random.default_rng(7)
+    stimuli = [f"s{i:02d}" for i in range(40)]
+    gt = {s: int(rng.integers(1, 4)) for s in stimuli}
+    recs = []
+    for model, some in ((TEST, stimuli), (RETEST, stimuli[5:] + ["s99"]), ("vlm-a", stimuli), ("vlm-b", stimuli[:30]),
+                        ("vlm-c", stimuli[10:])):
+        for s in some:
+            answer = int(rng.integers(1, 4))
+            if model.startswith("human:"):
+                recs.append(_ooo_rec(task, model, s, answer, gt.get(s, 1), **summary))
+            else:
+                raw = "no idea" if rng.random() < 0.15 else f"The odd one out is {answer}."
+                rec = _ooo_rec(task, model, s, None, gt[s])
+                recs.append(rec.model_copy(update={"raw_output": raw}))
+    recs = [recs[i] for i in rng.permutation(len(recs))]
+    p = plant_records(tmp_path / "run", recs)
+    read_back = []
+    real = rt._record_at_line
+
+    def one_line(path, row):
+        read_back.append(row)
+        return real(path, row)
+
+    def refuse(*a, **k):
+        raise AssertionError("the task was read back as records")
+
+    monkeypatch.setattr(rt, "_record_at_line", one_line)
+    monkeypatch.setattr(rt.ColumnarRecords, "iter_records", refuse)
+    rows = [vars(r) for r in score_file(p, tmp_path / "scores.csv")]
+    monkeypatch.undo()
+    assert len(read_back) == 1 and recs[read_back[0]].model == TEST
+    assert rows == [vars(r) for r in score_records(read_records(p))]
+    got = {(r["model"], r["metric"]): r for r in rows}
+    assert got[("human:panel", "ceiling_test_retest")]["value"] == pytest.approx(4 / 9)
+    assert got[("vlm-b", "null_rate")]["n"] == 30 and got[("human:panel", "test_retest_on_sample")]["n"] == 35
