@@ -385,9 +385,10 @@ _VSI_OK = f"""((rm.vsi IS NULL AND NOT contains(CAST(s.run_meta AS VARCHAR), '"v
       AND list_count(ids) = len(ids) AND list_count(lp) = len(lp) AND len(ids) = len(lp)))"""
 
 #: SQL (over ``mk``, the keys of a line's ``run_meta``, and ``rm``, it as :data:`_META`): ``vsi``, where
-#: present, is not null (the VSI line rule, :func:`perceptbench.records.vsi_meta_problem`, refuses it;
-#: a line on any task fails here and is parsed by it)
-_META_KEYS_OK = "NOT (list_contains(mk, 'vsi') AND rm.vsi IS NULL)"
+#: present, is given once and is not null (the VSI line rule refuses both,
+#: :func:`perceptbench.records.parse_record_line`: a line on any task that fails here is parsed by it)
+_META_KEYS_OK = ("NOT (list_contains(mk, 'vsi') AND rm.vsi IS NULL) "
+                 "AND NOT coalesce(list_contains(mk[list_position(mk, 'vsi') + 1:], 'vsi'), false)")
 
 #: SQL: the columns of a VSI line (NULL on other lines), read by :func:`_vsi_batch` (``run_meta`` is
 #: JSON text duckdb wrote, keys unescaped: a line without ``"vote"`` in it has no such key)

@@ -46,8 +46,8 @@ run_meta          ``model_version`` (exact weights), ``seed``, ``run_id`` and fu
                   format: :mod:`perceptbench.vsi.samples`), checked by :func:`vsi_meta_problem`.
 
 A line read from a records file (:func:`parse_record_line`) is also refused when a key appears
-twice in its ``run_meta.vsi`` (elsewhere a repeated key is read as :func:`json.loads` reads it,
-the last value).
+twice in its ``run_meta.vsi``, or ``vsi`` twice in its ``run_meta`` (elsewhere a repeated key is
+read as :func:`json.loads` reads it, the last value).
 """
 
 from __future__ import annotations
@@ -87,6 +87,8 @@ VSI_META_KEYS = ("sample_id", "image_id", "benchmark", "condition", "sigma_px", 
                  "complete", "distribution_source", "image_sha256", "max_prob", "verbal_conf", "verbal_raw")
 """The keys of a VSI record's ``run_meta.vsi`` (their meanings: :mod:`perceptbench.vsi.samples`)."""
 
+_VSI_KEY_SET = frozenset(VSI_META_KEYS)
+
 VSI_CONDITIONS = ("clean", "region_blur", "whole_blur", "image_withheld")
 """The values of ``run_meta.vsi.condition`` (:data:`perceptbench.vsi.samples.PERTURBATIONS` names
 the perturbed ones)."""
@@ -103,12 +105,32 @@ def _is_number(x: Any) -> bool:
 _MAX_DOUBLE = int(sys.float_info.max)
 
 
+def _first_bad(xs: list, ok_types: frozenset, nullable: bool = False) -> int | None:
+    """Index of the first entry of ``xs`` that is not a finite number (nor null where ``nullable``);
+    with ``ok_types`` :data:`_INTS` the first that is not an int.  None when there is none.  The common
+    case (every entry fine) is decided in C: the set of the entries' types, then ``math.isfinite``."""
+    types = set(map(type, xs))
+    if ok_types is _INTS:
+        return None if types <= ok_types else next(i for i, x in enumerate(xs) if type(x) is not int)
+    if types <= ok_types:
+        try:
+            if all(map(math.isfinite, xs)):
+                return None
+        except OverflowError:  # an int beyond the doubles
+            pass
+    return next((i for i, x in enumerate(xs) if not (x is None and nullable) and not _is_number(x)), None)
+
+
+_NUMBERS, _INTS = frozenset({int, float}), frozenset({int})
+
+
 def vsi_meta_problem(run_meta: dict) -> tuple[str, str] | None:
     """The one rule for a VSI line's ``run_meta.vsi``: ``(field, what is wrong)`` for the first
     problem, or None.  Applied to every line read from a records file (:func:`parse_record_line`),
     so ``score``, ``validate``, ``merge``, ``report`` and ``export`` refuse the same lines with the
-    same message; ``score``'s columnar read sends a line it cannot rule out to this rule
-    (:func:`perceptbench.record_table.read_columns`).
+    same message; ``score``'s and ``export``'s columnar reads send a line they cannot rule out to
+    this rule (:func:`perceptbench.record_table.read_columns`,
+    :func:`perceptbench.reports.export.records_arrow` through :func:`run_meta_problem`).
 
     A record without the ``vsi`` key has nothing to check (human records; a VSI record written
     without it counts as a missing confidence).  Otherwise ``vsi`` is an object, and:
@@ -121,7 +143,8 @@ def vsi_meta_problem(run_meta: dict) -> tuple[str, str] | None:
       distribution is judged, not refused, ``invalid_distribution``); a literal ``NaN``,
       ``Infinity`` or a number beyond the doubles (``1e400``) is never written by perceptbench;
     * ``logprobs`` has one entry per key (``token_ids``, or ``tokens`` where ``token_ids`` is null);
-    * no key appears twice in ``vsi`` (checked while decoding the line, :func:`parse_record_line`);
+    * no key appears twice in ``vsi``, nor ``vsi`` twice in ``run_meta`` (checked while decoding the
+      line, :func:`parse_record_line`);
     * ``sigma_px`` is a finite number; ``max_prob`` and ``verbal_conf`` a finite number or null, and
       ``max_prob`` is a number on a clean record whose first log-probability is one (it is its exp).
 
@@ -135,9 +158,8 @@ def vsi_meta_problem(run_meta: dict) -> tuple[str, str] | None:
         return "run_meta.vsi", f"must be an object (the VSI record format), not {json.dumps(v)[:40]}"
     skipped = run_meta.get("skipped")
     if not skipped or run_meta.get("skip_scope") == "trial":  # the record pairs
-        missing = [k for k in VSI_META_KEYS if k not in v]
-        if missing:
-            return "run_meta.vsi", f"lacks {missing}"
+        if not v.keys() >= _VSI_KEY_SET:
+            return "run_meta.vsi", f"lacks {[k for k in VSI_META_KEYS if k not in v]}"
         if v["condition"] not in VSI_CONDITIONS:
             return "run_meta.vsi.condition", f"{v['condition']!r} is not one of {list(VSI_CONDITIONS)}"
     keys = None
@@ -147,7 +169,7 @@ def vsi_meta_problem(run_meta: dict) -> tuple[str, str] | None:
         if not isinstance(v[name], list):
             return f"run_meta.vsi.{name}", f"must be null or a list, not {json.dumps(v[name])[:40]}"
         if name == "token_ids":
-            bad = next((i for i, x in enumerate(v[name]) if type(x) is not int), None)
+            bad = _first_bad(v[name], _INTS)
             if bad is not None:
                 return "run_meta.vsi.token_ids", f"entry {bad} is {v[name][bad]!r}, not an integer (a token id)"
         keys = v[name] if keys is None else keys
@@ -155,7 +177,7 @@ def vsi_meta_problem(run_meta: dict) -> tuple[str, str] | None:
         lps = v["logprobs"]
         if not isinstance(lps, list):
             return "run_meta.vsi.logprobs", f"must be a list of log-probabilities, not {json.dumps(lps)[:40]}"
-        bad = next((i for i, x in enumerate(lps) if x is not None and not _is_number(x)), None)
+        bad = _first_bad(lps, _NUMBERS, nullable=True)
         if bad is not None:
             return ("run_meta.vsi.logprobs", f"entry {bad} is {lps[bad]!r}, not a finite number (perceptbench "
                     "writes a log-probability as a number, or null when it was NaN or infinite)")
@@ -289,10 +311,10 @@ def parse_record_line(line: str | bytes, where: str = "<string>") -> TrialRecord
     except json.JSONDecodeError as e:
         raise RecordError(f"{where}: not valid JSON ({e.msg}; column {e.colno})") from None
     except _DuplicateKey:
-        obj, field = _duplicate_key_field(line)
+        obj, dups = _decode_marking(line)
+        field = _vsi_duplicate(obj.get("run_meta") if isinstance(obj, dict) else None, dups)
         if field is not None:
-            raise RecordError(f"{where}: field {field}: the key appears twice in one object (a damaged line: "
-                              "JSON readers differ in which value they keep; perceptbench writes each key once)") from None
+            raise RecordError(f"{where}: field {field}: {_TWICE}") from None
     if not isinstance(obj, dict):
         raise RecordError(f"{where}: a record must be a JSON object")
     missing = [f for f in SCHEMA_FIELDS if f not in obj]
@@ -327,25 +349,54 @@ _DECODER = json.JSONDecoder(object_pairs_hook=_once)
 (built once: ``json.loads`` with a hook would build a decoder per line)."""
 
 
-def _duplicate_key_field(line: str) -> tuple[Any, str | None]:
-    """(the line decoded as :func:`json.loads` decodes it, ``run_meta.vsi.KEY`` for the first key
-    that appears twice in the record's ``run_meta.vsi``, or None when the duplicates are elsewhere:
-    there a repeated key is read as ``json.loads`` reads it, the last value, as it always was)."""
-    dups: dict[int, str] = {}
+_TWICE = ("the key appears twice in one object (a damaged line: JSON readers differ in which value they keep; "
+          "perceptbench writes each key once)")
+
+
+def _decode_marking(text: str) -> tuple[Any, dict[int, tuple[dict, list]]]:
+    """(``text`` decoded as :func:`json.loads` decodes it, keeping the last of a repeated key; per
+    object holding a key twice, ``id -> (the object, kept alive so no id is reused; the keys
+    repeated)``)."""
+    dups: dict[int, tuple[dict, list]] = {}
 
     def mark(pairs: list) -> dict:
         d = dict(pairs)
         if len(d) != len(pairs):
             seen: set = set()
-            dups[id(d)] = next(k for k, _ in pairs if k in seen or seen.add(k))
+            dups[id(d)] = (d, [k for k, _ in pairs if k in seen or seen.add(k)])
         return d
 
-    obj = json.JSONDecoder(object_pairs_hook=mark).decode(line)
-    meta = obj.get("run_meta") if isinstance(obj, dict) else None
-    vsi = meta.get("vsi") if isinstance(meta, dict) else None
+    return json.JSONDecoder(object_pairs_hook=mark).decode(text), dups
+
+
+def _vsi_duplicate(meta: Any, dups: dict) -> str | None:
+    """The field the VSI line rule refuses for a repeated key in ``meta`` (a record's ``run_meta``
+    decoded by :func:`_decode_marking`, with its ``dups``): ``run_meta.vsi`` when ``vsi`` is given
+    twice, ``run_meta.vsi.KEY`` for the first key ``vsi`` gives twice; None for repeated keys
+    elsewhere (read as ``json.loads`` reads them, the last value, as they always were)."""
+    if not isinstance(meta, dict):
+        return None
+    if "vsi" in dups.get(id(meta), (None, []))[1]:
+        return "run_meta.vsi"
+    vsi = meta.get("vsi")
     if isinstance(vsi, dict) and id(vsi) in dups:
-        return obj, "run_meta.vsi." + dups[id(vsi)]
-    return obj, None
+        return "run_meta.vsi." + dups[id(vsi)][1][0]
+    return None
+
+
+def run_meta_problem(text: str) -> tuple[Any, tuple[str, str] | None]:
+    """(a record's ``run_meta`` decoded from its JSON text as :func:`json.loads` decodes it, the VSI
+    line rule's ``(field, what is wrong)`` for it or None): :func:`vsi_meta_problem` and the
+    repeated keys :func:`parse_record_line` refuses, for a reader that holds ``run_meta`` as text
+    (``export``'s columnar read, :func:`perceptbench.reports.export.records_arrow`)."""
+    try:
+        meta = _DECODER.decode(text)
+    except _DuplicateKey:
+        meta, dups = _decode_marking(text)
+        field = _vsi_duplicate(meta, dups)
+        if field is not None:
+            return meta, (field, _TWICE)
+    return meta, vsi_meta_problem(meta) if isinstance(meta, dict) else None
 
 
 class TornTailWarning(UserWarning):

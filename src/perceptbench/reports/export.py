@@ -44,8 +44,8 @@ def _records_sql(path: Path) -> str:
     strings (nullable where the schema allows), ``rep``/``n_reps`` integers within int64,
     ``correct`` a boolean or null, answers a string, an integer, a list of strings or null,
     ``manipulated_value`` a JSON scalar, ``run_meta`` an object with ``model_version`` and
-    ``run_id`` strings and an integer ``seed`` and no key twice, no key twice in its ``vsi`` (the
-    VSI line rule's other checks: :func:`records_arrow`, on ``run_meta_json``); and the model validator's
+    ``run_id`` strings and an integer ``seed`` and no key twice (the VSI line rule:
+    :func:`records_arrow`, on ``run_meta_json``); and the model validator's
     checks: ``trial_id == task_id|stimulus_id|model|rep{rep}`` with no ``|`` in those parts,
     a known model family and response space, ``0 <= rep < n_reps``.  (``correct`` against
     the answers is checked in Python, on each distinct combination.)"""
@@ -62,7 +62,7 @@ def _records_sql(path: Path) -> str:
         return "(" + ", ".join(q(x) for x in xs) + ")"
 
     struct = json.dumps({f: "JSON" for f in SCHEMA_FIELDS})
-    meta = json.dumps({k: "JSON" for k in _RUN_META_KEYS + ("vsi",)})
+    meta = json.dumps({k: "JSON" for k in _RUN_META_KEYS})
     int_ok = "coalesce(json_type(s.{0}) IN ('UBIGINT', 'BIGINT') AND TRY_CAST(s.{0} AS BIGINT) IS NOT NULL, false)"
     checks = ([f"coalesce(json_type(s.{f}) = 'VARCHAR', false)" for f in _STR]
               + [f"coalesce(json_type(s.{f}), 'NULL') IN ('VARCHAR', 'NULL')" for f in _OPT_STR]
@@ -76,10 +76,7 @@ def _records_sql(path: Path) -> str:
                  # its last): the quoted name occurs once in the line (inside a JSON string a quote
                  # is escaped, so only a key or a value equal to the name matches)
                  *(f"strlen(j) - strlen(replace(j, {q(json.dumps(k))}, '')) = {len(json.dumps(k))}"
-                   for k in _RUN_META_KEYS),
-                 # no key of run_meta.vsi twice (records.parse_record_line refuses it)
-                 "coalesce(json_type(rm.vsi) <> 'OBJECT', true) OR len(json_keys(rm.vsi)) = "
-                 "len(list_distinct(json_keys(rm.vsi)))"])
+                   for k in _RUN_META_KEYS)])
     model = ["trial_id = task_id || '|' || stimulus_id || '|' || model || '|rep' || CAST(rep AS VARCHAR)",
              "NOT contains(task_id, '|') AND NOT contains(stimulus_id, '|') AND NOT contains(model, '|')",
              f"model_family IN {sql_tuple(MODEL_FAMILIES)}", f"response_space IN {sql_tuple(RESPONSE_SPACES)}",
@@ -111,24 +108,24 @@ class _Canonical:
     ways ``json.loads`` reads back as the same value (``1e-05`` as ``0.00001``, ``1E2`` as
     ``100.0``; integers beyond 64 bits, ``NaN`` and ``1e400`` kept as written), so the value
     is the one ``json.loads`` gives on the line itself (tests/unit/reports/test_export.py).
-    ``check``: a verdict on the parsed value (True: fine), kept per distinct text too."""
+    ``decode``: text -> (value, verdict: True when fine), :func:`json.loads` (always fine) unless
+    given; the verdict is kept per distinct text too."""
 
-    def __init__(self, sort_keys: bool = False, check=None):
-        self.sort_keys, self.check, self.cache = sort_keys, check, {}
+    def __init__(self, sort_keys: bool = False, decode=None):
+        self.sort_keys, self.decode, self.cache = sort_keys, decode or (lambda t: (json.loads(t), True)), {}
 
     def text(self, text: str | None) -> tuple[str | None, bool]:
         if text is None:
             return None, True
         out = self.cache.get(text)
         if out is None:
-            v = json.loads(text)
-            out = self.cache[text] = (json.dumps(v, ensure_ascii=False, sort_keys=self.sort_keys),
-                                      self.check is None or self.check(v))
+            v, good = self.decode(text)
+            out = self.cache[text] = (json.dumps(v, ensure_ascii=False, sort_keys=self.sort_keys), good)
         return out
 
     def column(self, arr):
         """A pyarrow string array of JSON texts -> (the canonical texts (pa.string), bool (n,): the
-        ``check`` of each)."""
+        verdict of each)."""
         import pyarrow as pa
         import pyarrow.compute as pc
 
@@ -179,7 +176,7 @@ def records_arrow(path: str | os.PathLike, batch_rows: int = 8_192):
 
     Every line is checked as :func:`~perceptbench.records.parse_record_line` checks it (see
     :func:`_records_sql`; ``run_meta`` under the VSI line rule,
-    :func:`~perceptbench.records.vsi_meta_problem`, once per distinct text); the first line that
+    :func:`~perceptbench.records.run_meta_problem`, once per distinct text); the first line that
     fails is handed to it, and its
     :class:`~perceptbench.records.RecordError` names the file, line and field.  Returns None
     when the file needs the validating reader: missing or empty, a torn final line, blank
@@ -191,7 +188,7 @@ def records_arrow(path: str | os.PathLike, batch_rows: int = 8_192):
     import pyarrow.compute as pc
 
     from ..record_table import _bools, _count_lines, batch_checked
-    from ..records import has_torn_tail, vsi_meta_problem
+    from ..records import has_torn_tail, run_meta_problem
 
     path = Path(path)
     if not path.exists() or path.stat().st_size == 0 or has_torn_tail(path):
@@ -200,8 +197,10 @@ def records_arrow(path: str | os.PathLike, batch_rows: int = 8_192):
     con.execute("SET enable_progress_bar = false")
     canon = {"response_json": _Canonical(), "ground_truth_json": _Canonical(),
              "manipulated_value_json": _Canonical(),
-             # run_meta (less its three fixed keys) under the VSI line rule, as the validating reader checks it
-             "run_meta_json": _Canonical(sort_keys=True, check=lambda m: vsi_meta_problem(m) is None)}
+             # run_meta (less its three fixed keys; duckdb keeps a repeated key) under the VSI line rule,
+             # as the validating reader checks it
+             "run_meta_json": _Canonical(sort_keys=True, decode=lambda t: (lambda m, p: (m, p is None))(
+                 *run_meta_problem(t)))}
     parts = []
     row0 = 0
     try:

@@ -443,6 +443,8 @@ DAMAGED = {
     "logprob_nan": (_logprob_text("NaN"), "run_meta.vsi.logprobs"),
     "logprob_minus_infinity": (_logprob_text("-Infinity"), "run_meta.vsi.logprobs"),
     "condition_twice": (_twice('"condition": "region_blur"', '"condition": "clean"'), "run_meta.vsi.condition"),
+    "vsi_twice_in_run_meta": ((lambda o: None, ('"vsi": {', '"vsi": {"condition": "clean"}, "vsi": {')),
+                              "run_meta.vsi"),
     "sigma_string": ((_edit_vsi(sigma_px="x"), None), "run_meta.vsi.sigma_px"),
     "sigma_null": ((_edit_vsi(sigma_px=None), None), "run_meta.vsi.sigma_px"),
     "max_prob_beyond_doubles": ((_edit_vsi(max_prob=10 ** 400), None), "run_meta.vsi.max_prob"),
@@ -452,11 +454,14 @@ DAMAGED = {
     "no_keys_at_all": ((_edit_vsi(token_ids=None, tokens=None), None), "run_meta.vsi.tokens"),
     "key_missing": ((lambda o: o["run_meta"]["vsi"].pop("verbal_raw"), None), "run_meta.vsi"),
     "unknown_condition": ((_edit_vsi(condition="zoom"), None), "run_meta.vsi.condition"),
+    "max_prob_null_on_clean": ((_edit_vsi(max_prob=None), None), "run_meta.vsi.max_prob"),
 }
+CLEAN_ONLY = ("max_prob_null_on_clean",)  # a perturbed record's max_prob is null
 
 
-@pytest.mark.parametrize("damage", list(DAMAGED))
-@pytest.mark.parametrize("clean", [False, True], ids=["perturbed_line", "clean_line"])
+@pytest.mark.parametrize("damage, clean", [(d, c) for d in DAMAGED for c in (False, True) if c or d not in CLEAN_ONLY],
+                         ids=[f"{'clean' if c else 'perturbed'}_line-{d}" for d in DAMAGED for c in (False, True)
+                              if c or d not in CLEAN_ONLY])
 def test_a_damaged_vsi_line_is_refused_by_the_columns_and_the_records_alike(tmp_path, damage, clean):
     """A damaged VSI line (a log-probability that is a string, a number beyond the doubles or NaN; lists
     of unequal lengths; ``run_meta.vsi`` null; a key given twice; a sigma that is no number; ...) is
@@ -509,3 +514,58 @@ def test_a_damaged_vsi_line_is_refused_by_the_columns_and_the_records_alike(tmp_
     else:
         assert c.vsi_fields is None or VSIReader.from_fields(
             c.vsi_fields, c.readout == c.readouts.index("vlm_vsi_clean")) is None
+
+
+def test_vsi_lines_legal_by_design_are_read_and_scored(tmp_path):
+    """What the VSI line rule leaves alone, as perceptbench writes (or once wrote) it: a log-probability
+    null (NaN or an infinity, as the writer stores them; the pair is flagged invalid, not refused),
+    with a null ``max_prob`` on its clean record; trial-level and model-level skips (empty lists, no
+    ``max_prob``); an API distribution (``token_ids`` null); a clean answer that did not parse (a null
+    response); the image-withheld condition (``image_sha256`` and ``max_prob`` null); a VSI record
+    without ``run_meta.vsi``.  Every reader takes them, and ``score`` gives the record path's rows."""
+    from perceptbench.record_table import iter_task_records
+    from perceptbench.records import read_records
+    from perceptbench.reports.export import records_arrow
+    from perceptbench.scoring import score_file, score_records
+    from perceptbench.vsi.respondent import EMPTY_DIST
+
+    from helpers.records import plant_record, plant_records, plant_vsi_record
+
+    task = get_task("vsi.salbench.syn@n=4")
+    lp = [-0.6, -1.6, -2.6]
+    recs = []
+    for i in range(4):
+        recs += [plant_vsi_record(task, "clean", f"s{i}", [1, 2, 3], lp, image_sha256=f"{i}c", response=None,
+                                  raw_output="I cannot tell"),
+                 plant_vsi_record(task, "region_blur", f"s{i}", [1, 2, 3], [-0.7, -1.2, -2.4], image_sha256=f"{i}r"),
+                 plant_vsi_record(task, "clean", f"s{i}", None, lp, model="api", tokens=["B", "C", "A"],
+                                  image_sha256=f"{i}c"),
+                 plant_vsi_record(task, "whole_blur", f"s{i}", None, [-1.2, -0.9, -2.0], model="api",
+                                  tokens=["B", "C", "A"], image_sha256=f"{i}w"),
+                 plant_vsi_record(task, "image_withheld", f"s{i}", [1, 2, 3], [-1.0, -1.1, -1.3],
+                                  model="m[image_withheld]", sigma_px=0.0, image_sha256=None)]
+    nan = plant_vsi_record(task, "clean", "s4", [1, 2, 3], [float("nan"), -1.6, -2.6], image_sha256="4c")
+    recs += [nan, plant_vsi_record(task, "region_blur", "s4", [1, 2, 3], [-0.7, float("-inf"), -2.4],
+                                   image_sha256="4r")]
+    for cond, extra in (("clean", {"skip_scope": "trial"}), ("region_blur", {"skip_scope": "trial"})):
+        r = plant_vsi_record(task, cond, "s5", [1], [0.0], skipped="invalid next-token distribution", **extra)
+        vsi = dict(r.run_meta.model_extra["vsi"], **EMPTY_DIST, distribution_source="hf_logits")
+        recs.append(r.model_copy(update={"run_meta": r.run_meta.model_copy(update={"vsi": vsi})}))
+    skip = plant_vsi_record(task, "clean", "s0", [1], [0.0], model="gone", skipped="no logprobs")
+    recs.append(skip.model_copy(update={"run_meta": skip.run_meta.model_copy(update={"vsi": dict(
+        skip.run_meta.model_extra["vsi"], **EMPTY_DIST, distribution_source="api_top_logprobs")})}))
+    recs.append(plant_record(task, stimulus_id="s6~clean", model="m", model_family="vlm", readout="vlm_vsi_clean",
+                             response="B", ground_truth="B", manipulated_value="clean", raw_output="B",
+                             prompt_id=task.prompt_id, prompt_hash=None))
+    p = plant_records(tmp_path / "run", recs)
+    assert '"logprobs":[null,' in p.read_text() and '"max_prob":null' in p.read_text()  # NaN as written
+    back = read_records(p)
+    assert len(back) == len(recs) == sum(len(rs) for _, rs in iter_task_records(p)) == records_arrow(p).num_rows
+    rows = score_file(p, tmp_path / "s.csv")
+    assert _same_rows(rows, score_records(back, features_dir=p.parent / "features"))
+    value = {(r.model, r.metric): r.value for r in rows}
+    assert value[("m", "n_flagged[region_blur,sigma=20]")] == 2  # s4 (a NaN, an infinity) and s5 (skipped)
+    assert value[("m", "n_parse_null")] == 5  # s0-s3 unparsed, s4 without a raw answer
+    assert "gone" in {r.model for r in rows if r.metric == "skipped"}
+    assert ("api", "vsi_median[whole_blur,sigma=20]") in value
+    assert value[("m[image_withheld]", "vsi_median[image_withheld]")] >= 0
