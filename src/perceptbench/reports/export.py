@@ -138,6 +138,16 @@ class _Canonical:
         return pa.array([t for t, _ in texts], pa.string()).take(enc.indices), good[rows]
 
 
+def _run_meta_checked(text: str) -> tuple[object, bool]:
+    """(``run_meta`` from duckdb's text of it, less its three fixed keys; whether the VSI line rule
+    passes it, :func:`~perceptbench.records.run_meta_problem`: duckdb keeps a repeated key in the
+    text, so repeated keys are judged as the validating reader judges them)."""
+    from ..records import run_meta_problem
+
+    meta, problem = run_meta_problem(text)
+    return meta, problem is None
+
+
 def _correct_ok(batch) -> np.ndarray:
     """Per row: ``correct`` is what :func:`~perceptbench.records.score_correct` gives for the
     row's answers (the record model's check: null when an answer is null, else whether they
@@ -188,7 +198,7 @@ def records_arrow(path: str | os.PathLike, batch_rows: int = 8_192):
     import pyarrow.compute as pc
 
     from ..record_table import _bools, _count_lines, batch_checked
-    from ..records import has_torn_tail, run_meta_problem
+    from ..records import has_torn_tail
 
     path = Path(path)
     if not path.exists() or path.stat().st_size == 0 or has_torn_tail(path):
@@ -197,10 +207,7 @@ def records_arrow(path: str | os.PathLike, batch_rows: int = 8_192):
     con.execute("SET enable_progress_bar = false")
     canon = {"response_json": _Canonical(), "ground_truth_json": _Canonical(),
              "manipulated_value_json": _Canonical(),
-             # run_meta (less its three fixed keys; duckdb keeps a repeated key) under the VSI line rule,
-             # as the validating reader checks it
-             "run_meta_json": _Canonical(sort_keys=True, decode=lambda t: (lambda m, p: (m, p is None))(
-                 *run_meta_problem(t)))}
+             "run_meta_json": _Canonical(sort_keys=True, decode=_run_meta_checked)}
     parts = []
     row0 = 0
     try:

@@ -122,7 +122,6 @@ BLURS = ("region", "whole")
 cross-task analyses (:mod:`perceptbench.vsi.analysis`, seed 002 §2.3-§4) are defined over these."""
 
 
-
 @dataclass(frozen=True)
 class VSISample:
     """One (task, model, sample, perturbation, sigma) VSI value: the table the analyses consume.
