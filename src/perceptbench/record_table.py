@@ -43,7 +43,7 @@ from typing import Callable, Iterator
 
 import numpy as np
 
-from .records import RESPONSE_SPACES, RecordError, TrialRecord, has_torn_tail, read_records
+from .records import RESPONSE_SPACES, VSI_META_KEYS, RecordError, TrialRecord, has_torn_tail, read_records
 
 __all__ = ["RecordIndex", "read_index", "iter_task_records", "records_to_arrow", "TaskColumns",
            "read_columns", "canonical_answer"]
@@ -365,11 +365,8 @@ _META = {"seed": "JSON", "split": "VARCHAR", "prompt_template_hash": "VARCHAR", 
 #: record schema (:data:`_RECORD_TEXT`), so that no VSI line is parsed again
 VSI_READOUTS = ("vlm_vsi_clean", "vlm_vsi_perturbed")
 
-#: keys every ``run_meta.vsi`` read as columns must have (the VSI record format,
-#: :data:`perceptbench.vsi.samples.VSI_META_KEYS`, which a test keeps equal)
-VSI_KEYS = ("sample_id", "image_id", "benchmark", "condition", "sigma_px", "dilate_px", "region_source",
-            "region_bbox", "fallback", "answer_prefix", "top_k", "token_ids", "tokens", "logprobs",
-            "complete", "distribution_source", "image_sha256", "max_prob", "verbal_conf", "verbal_raw")
+#: keys every ``run_meta.vsi`` read as columns must have (the VSI record format)
+VSI_KEYS = VSI_META_KEYS
 
 #: ``run_meta.vsi`` fields read as JSON text (one value per line, few distinct values), decoded by
 #: ``json.loads`` once per distinct text (:class:`perceptbench.vsi.samples.VSIReader`), so each is the
@@ -388,16 +385,23 @@ _NUM_LISTS = "('[\"UBIGINT\"]', '[\"BIGINT\"]', '[\"HUGEINT\"]', '[\"DOUBLE\"]',
 #: lists as BIGINT[] / DOUBLE[]): the parts of a VSI line's ``run_meta.vsi`` checked in duckdb: absent
 #: (a null ``vsi``, which the record path reads otherwise, is told from an absent one in the
 #: ``run_meta`` text duckdb wrote, compact: ``"vsi":null``), or an object with every key of :data:`VSI_KEYS` (each once), ``tokens`` null or an array, ``token_ids``
-#: an array of 64-bit integers and ``logprobs`` an array of numbers (no null; lists of unequal
-#: lengths or empty are read: not a distribution, :meth:`perceptbench.vsi.samples.VSIReader.add`
-#: flags them invalid).  A
+#: an array of 64-bit integers and ``logprobs`` an array of numbers as long (no null; empty lists are
+#: read: not a distribution, :meth:`perceptbench.vsi.samples.VSIReader.add` flags them invalid;
+#: lists of unequal lengths are refused by the VSI line rule,
+#: :func:`perceptbench.records.vsi_meta_problem`).  A
 #: line that fails (or whose JSON text fields fail :meth:`perceptbench.vsi.samples.VSIReader.from_fields`)
 #: sends its task to the record path, which reads, judges or refuses it as it always did.
 _VSI_OK = f"""((rm.vsi IS NULL AND NOT contains(CAST(s.run_meta AS VARCHAR), '"vsi":null'))
       OR (json_type(rm.vsi) = 'OBJECT' AND len(vk) = len(list_distinct(vk))
       AND list_has_all(vk, {list(VSI_KEYS)}) AND coalesce(json_type(v.tokens), 'NULL') IN ('NULL', 'ARRAY')
       AND json_structure(v.token_ids) IN {_INT_LISTS} AND json_structure(v.logprobs) IN {_NUM_LISTS}
-      AND list_count(ids) = len(ids) AND list_count(lp) = len(lp)))"""
+      AND list_count(ids) = len(ids) AND list_count(lp) = len(lp) AND len(ids) = len(lp)))"""
+
+#: SQL (over ``mk``, the keys of a line's ``run_meta``, and ``rm``, it as :data:`_META`): ``vsi``, where
+#: present, is given once and is not null (the VSI line rule refuses both,
+#: :func:`perceptbench.records.parse_record_line`: a line on any task that fails here is parsed by it)
+_META_KEYS_OK = ("NOT (list_contains(mk, 'vsi') AND rm.vsi IS NULL) "
+                 "AND NOT coalesce(list_contains(mk[list_position(mk, 'vsi') + 1:], 'vsi'), false)")
 
 #: SQL: the columns of a VSI line (NULL on other lines), read by :func:`_vsi_batch` (``run_meta`` is
 #: JSON text duckdb wrote, keys unescaped: a line without ``"vote"`` in it has no such key)
@@ -554,14 +558,15 @@ def read_columns(path: str | os.PathLike, batch_rows: int = 100_000) -> Columnar
                           from_json(j, '{json.dumps(_STRUCT)}') AS s
                    FROM read_json_objects(?, format = 'newline_delimited') AS t(j)),
              m AS (SELECT keys_ok, s, json_type(s.run_meta) = 'OBJECT' AS meta_ok,
-                          from_json(s.run_meta, '{json.dumps(_META)}') AS rm FROM r),
+                          from_json(s.run_meta, '{json.dumps(_META)}') AS rm,
+                          CASE WHEN json_type(s.run_meta) = 'OBJECT' THEN json_keys(s.run_meta) END AS mk FROM r),
              w0 AS (SELECT *, coalesce(s.readout IN {VSI_READOUTS} OR rm.vsi IS NOT NULL, false) AS vrow,
                           CASE WHEN json_type(rm.vsi) = 'OBJECT' THEN from_json(rm.vsi, '{json.dumps(_VSI_STRUCT)}')
                                END AS v,
                           CASE WHEN json_type(rm.vsi) = 'OBJECT' THEN json_keys(rm.vsi) END AS vk FROM m),
              w AS (SELECT *, from_json(v.token_ids, '["BIGINT"]') AS ids, from_json(v.logprobs, '["DOUBLE"]') AS lp
                    FROM w0)
-        SELECT coalesce(keys_ok AND meta_ok AND s.trial_id = s.task_id || '|' || s.stimulus_id || '|'
+        SELECT coalesce(keys_ok AND meta_ok AND {_META_KEYS_OK} AND s.trial_id = s.task_id || '|' || s.stimulus_id || '|'
                         || s.model || '|rep' || CAST(s.rep AS VARCHAR)
                         AND (s.correct IS NULL OR json_type(s.correct) = 'BOOLEAN')
                         AND json_type(s.rep) IN ('UBIGINT', 'BIGINT') AND json_type(s.n_reps) IN ('UBIGINT', 'BIGINT')

@@ -41,13 +41,21 @@ prompt_id         VLMs: the verbatim prompt's id (``closure.nat.silhouette.v1``)
                   Humans: the source experiment's id.
 prompt_hash       first 8 hex digits of sha256 of the prompt (or readout spec) text.
 run_meta          ``model_version`` (exact weights), ``seed``, ``run_id`` and further keys:
-                  ``stimulus_sha256``, ``split``, ``settings``, ``package_version``.
+                  ``stimulus_sha256``, ``split``, ``settings``, ``package_version``; on a VSI
+                  record ``vsi``, the first-token distribution and its sample (the VSI record
+                  format: :mod:`perceptbench.vsi.samples`), checked by :func:`vsi_meta_problem`.
+
+A line read from a records file (:func:`parse_record_line`) is also refused when a key appears
+twice in its ``run_meta.vsi``, or ``vsi`` twice in its ``run_meta`` (elsewhere a repeated key is
+read as :func:`json.loads` reads it, the last value).
 """
 
 from __future__ import annotations
 
 import json
+import math
 import os
+import sys
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
@@ -72,6 +80,121 @@ Answer = str | int | list[str] | None
 
 class RecordError(ValueError):
     """A records file or record is invalid.  The message names the file, line and field."""
+
+
+VSI_META_KEYS = ("sample_id", "image_id", "benchmark", "condition", "sigma_px", "dilate_px", "region_source",
+                 "region_bbox", "fallback", "answer_prefix", "top_k", "token_ids", "tokens", "logprobs",
+                 "complete", "distribution_source", "image_sha256", "max_prob", "verbal_conf", "verbal_raw")
+"""The keys of a VSI record's ``run_meta.vsi`` (their meanings: :mod:`perceptbench.vsi.samples`)."""
+
+_VSI_KEY_SET = frozenset(VSI_META_KEYS)
+
+VSI_CONDITIONS = ("clean", "region_blur", "whole_blur", "image_withheld")
+"""The values of ``run_meta.vsi.condition`` (:data:`perceptbench.vsi.samples.PERTURBATIONS` names
+the perturbed ones)."""
+
+
+def _is_number(x: Any) -> bool:
+    """A JSON number as :func:`json.loads` gives it (an int or a float, not a bool) that is a finite
+    double (``1e400`` reads as an infinity, ``10**400`` as an int no double holds)."""
+    if type(x) is int:
+        return -_MAX_DOUBLE <= x <= _MAX_DOUBLE
+    return type(x) is float and math.isfinite(x)
+
+
+_MAX_DOUBLE = int(sys.float_info.max)
+
+
+def _first_bad(xs: list, ok_types: frozenset, nullable: bool = False) -> int | None:
+    """Index of the first entry of ``xs`` that is not a finite number (nor null where ``nullable``);
+    with ``ok_types`` :data:`_INTS` the first that is not an int.  None when there is none.  The common
+    case (every entry fine) is decided in C: the set of the entries' types, then ``math.isfinite``."""
+    types = set(map(type, xs))
+    if ok_types is _INTS:
+        return None if types <= ok_types else next(i for i, x in enumerate(xs) if type(x) is not int)
+    if types <= ok_types:
+        try:
+            if all(map(math.isfinite, xs)):
+                return None
+        except OverflowError:  # an int beyond the doubles
+            pass
+    return next((i for i, x in enumerate(xs) if not (x is None and nullable) and not _is_number(x)), None)
+
+
+_NUMBERS, _INTS = frozenset({int, float}), frozenset({int})
+
+
+def vsi_meta_problem(run_meta: dict) -> tuple[str, str] | None:
+    """The one rule for a VSI line's ``run_meta.vsi``: ``(field, what is wrong)`` for the first
+    problem, or None.  Applied to every line read from a records file (:func:`parse_record_line`),
+    so ``score``, ``validate``, ``merge``, ``report`` and ``export`` refuse the same lines with the
+    same message; ``score``'s and ``export``'s columnar reads send a line they cannot rule out to
+    this rule (:func:`perceptbench.record_table.read_columns`,
+    :func:`perceptbench.reports.export.records_arrow` through :func:`run_meta_problem`).
+
+    A record without the ``vsi`` key has nothing to check (human records; a VSI record written
+    without it counts as a missing confidence).  Otherwise ``vsi`` is an object, and:
+
+    * a record that pairs (not skipped for the model: ``run_meta.skipped`` unset, or
+      ``skip_scope`` ``"trial"``) has every key of :data:`VSI_META_KEYS` and a ``condition`` of
+      :data:`VSI_CONDITIONS`;
+    * ``token_ids`` is null or a list of integers; ``tokens`` null or a list; ``logprobs`` a list
+      of finite numbers or nulls (a null is a NaN or an infinity as perceptbench writes them: such a
+      distribution is judged, not refused, ``invalid_distribution``); a literal ``NaN``,
+      ``Infinity`` or a number beyond the doubles (``1e400``) is never written by perceptbench;
+    * ``logprobs`` has one entry per key (``token_ids``, or ``tokens`` where ``token_ids`` is null);
+    * no key appears twice in ``vsi``, nor ``vsi`` twice in ``run_meta`` (checked while decoding the
+      line, :func:`parse_record_line`);
+    * ``sigma_px`` is a finite number; ``max_prob`` and ``verbal_conf`` a finite number or null, and
+      ``max_prob`` is a number on a clean record whose first log-probability is one (it is its exp).
+
+    What a distribution says (a positive log-probability, a duplicate token, a total above 1,
+    one token or all equal) is judged when scoring (:func:`perceptbench.vsi.samples.distribution_flags`),
+    never refused here.  Never raises."""
+    if "vsi" not in run_meta:
+        return None
+    v = run_meta["vsi"]
+    if not isinstance(v, dict):
+        return "run_meta.vsi", f"must be an object (the VSI record format), not {json.dumps(v)[:40]}"
+    skipped = run_meta.get("skipped")
+    if not skipped or run_meta.get("skip_scope") == "trial":  # the record pairs
+        if not v.keys() >= _VSI_KEY_SET:
+            return "run_meta.vsi", f"lacks {[k for k in VSI_META_KEYS if k not in v]}"
+        if v["condition"] not in VSI_CONDITIONS:
+            return "run_meta.vsi.condition", f"{v['condition']!r} is not one of {list(VSI_CONDITIONS)}"
+    keys = None
+    for name in ("token_ids", "tokens"):
+        if name not in v or v[name] is None:
+            continue
+        if not isinstance(v[name], list):
+            return f"run_meta.vsi.{name}", f"must be null or a list, not {json.dumps(v[name])[:40]}"
+        if name == "token_ids":
+            bad = _first_bad(v[name], _INTS)
+            if bad is not None:
+                return "run_meta.vsi.token_ids", f"entry {bad} is {v[name][bad]!r}, not an integer (a token id)"
+        keys = v[name] if keys is None else keys
+    if "logprobs" in v:
+        lps = v["logprobs"]
+        if not isinstance(lps, list):
+            return "run_meta.vsi.logprobs", f"must be a list of log-probabilities, not {json.dumps(lps)[:40]}"
+        bad = _first_bad(lps, _NUMBERS, nullable=True)
+        if bad is not None:
+            return ("run_meta.vsi.logprobs", f"entry {bad} is {lps[bad]!r}, not a finite number (perceptbench "
+                    "writes a log-probability as a number, or null when it was NaN or infinite)")
+        if lps and keys is None:
+            return "run_meta.vsi.tokens", "null, as is token_ids: the log-probabilities have no tokens"
+        if keys is not None and len(lps) != len(keys):
+            return ("run_meta.vsi.logprobs", f"{len(lps)} log-probabilities for {len(keys)} "
+                    f"{'token_ids' if v.get('token_ids') is not None else 'tokens'}")
+    if "sigma_px" in v and not _is_number(v["sigma_px"]):
+        return "run_meta.vsi.sigma_px", f"{v['sigma_px']!r} is not a finite number (the blur sigma in pixels)"
+    for name in ("max_prob", "verbal_conf"):
+        if v.get(name) is not None and not _is_number(v[name]):
+            return f"run_meta.vsi.{name}", f"{v[name]!r} is neither a finite number nor null"
+    lps = v.get("logprobs")
+    if v.get("condition") == "clean" and v.get("max_prob", 0) is None and lps and lps[0] is not None:
+        return "run_meta.vsi.max_prob", "null on a clean record whose first log-probability is a number (its exp)"
+    return None
 
 
 class RunMeta(BaseModel):
@@ -182,9 +305,16 @@ def parse_record_line(line: str | bytes, where: str = "<string>") -> TrialRecord
             raise RecordError(f"{where}: not valid UTF-8 (byte 0x{line[e.start]:02x} at column {e.start + 1}); "
                               "perceptbench writes UTF-8 only: the file was damaged or not written by it") from None
     try:
-        obj = json.loads(line)
+        if line.startswith("\ufeff"):  # as json.loads refuses it
+            raise json.JSONDecodeError("Unexpected UTF-8 BOM (decode using utf-8-sig)", line, 0)
+        obj = _DECODER.decode(line)
     except json.JSONDecodeError as e:
         raise RecordError(f"{where}: not valid JSON ({e.msg}; column {e.colno})") from None
+    except _DuplicateKey:
+        obj, dups = _decode_marking(line)
+        field = _vsi_duplicate(obj.get("run_meta") if isinstance(obj, dict) else None, dups)
+        if field is not None:
+            raise RecordError(f"{where}: field {field}: {_TWICE}") from None
     if not isinstance(obj, dict):
         raise RecordError(f"{where}: a record must be a JSON object")
     missing = [f for f in SCHEMA_FIELDS if f not in obj]
@@ -192,11 +322,81 @@ def parse_record_line(line: str | bytes, where: str = "<string>") -> TrialRecord
     if missing or extra:
         raise RecordError(f"{where}: missing fields {missing}, unknown fields {extra}")
     try:
-        return TrialRecord.model_validate(obj)
+        rec = TrialRecord.model_validate(obj)
     except ValidationError as e:
         first = e.errors()[0]
         loc = ".".join(str(p) for p in first["loc"]) or "record"
         raise RecordError(f"{where}: field {loc}: {first['msg']}") from None
+    problem = vsi_meta_problem(obj["run_meta"])
+    if problem is not None:
+        raise RecordError(f"{where}: field {problem[0]}: {problem[1]}")
+    return rec
+
+
+class _DuplicateKey(Exception):
+    """A JSON object of the line holds a key twice (raised while decoding)."""
+
+
+def _once(pairs: list) -> dict:
+    d = dict(pairs)
+    if len(d) != len(pairs):
+        raise _DuplicateKey()
+    return d
+
+
+_DECODER = json.JSONDecoder(object_pairs_hook=_once)
+"""Decodes a line as :func:`json.loads` does, raising :class:`_DuplicateKey` at a key given twice
+(built once: ``json.loads`` with a hook would build a decoder per line)."""
+
+
+_TWICE = ("the key appears twice in one object (a damaged line: JSON readers differ in which value they keep; "
+          "perceptbench writes each key once)")
+
+
+def _decode_marking(text: str) -> tuple[Any, dict[int, tuple[dict, list]]]:
+    """(``text`` decoded as :func:`json.loads` decodes it, keeping the last of a repeated key; per
+    object holding a key twice, ``id -> (the object, kept alive so no id is reused; the keys
+    repeated)``)."""
+    dups: dict[int, tuple[dict, list]] = {}
+
+    def mark(pairs: list) -> dict:
+        d = dict(pairs)
+        if len(d) != len(pairs):
+            seen: set = set()
+            dups[id(d)] = (d, [k for k, _ in pairs if k in seen or seen.add(k)])
+        return d
+
+    return json.JSONDecoder(object_pairs_hook=mark).decode(text), dups
+
+
+def _vsi_duplicate(meta: Any, dups: dict) -> str | None:
+    """The field the VSI line rule refuses for a repeated key in ``meta`` (a record's ``run_meta``
+    decoded by :func:`_decode_marking`, with its ``dups``): ``run_meta.vsi`` when ``vsi`` is given
+    twice, ``run_meta.vsi.KEY`` for the first key ``vsi`` gives twice; None for repeated keys
+    elsewhere (read as ``json.loads`` reads them, the last value, as they always were)."""
+    if not isinstance(meta, dict):
+        return None
+    if "vsi" in dups.get(id(meta), (None, []))[1]:
+        return "run_meta.vsi"
+    vsi = meta.get("vsi")
+    if isinstance(vsi, dict) and id(vsi) in dups:
+        return "run_meta.vsi." + dups[id(vsi)][1][0]
+    return None
+
+
+def run_meta_problem(text: str) -> tuple[Any, tuple[str, str] | None]:
+    """(a record's ``run_meta`` decoded from its JSON text as :func:`json.loads` decodes it, the VSI
+    line rule's ``(field, what is wrong)`` for it or None): :func:`vsi_meta_problem` and the
+    repeated keys :func:`parse_record_line` refuses, for a reader that holds ``run_meta`` as text
+    (``export``'s columnar read, :func:`perceptbench.reports.export.records_arrow`)."""
+    try:
+        meta = _DECODER.decode(text)
+    except _DuplicateKey:
+        meta, dups = _decode_marking(text)
+        field = _vsi_duplicate(meta, dups)
+        if field is not None:
+            return meta, (field, _TWICE)
+    return meta, vsi_meta_problem(meta) if isinstance(meta, dict) else None
 
 
 class TornTailWarning(UserWarning):

@@ -84,6 +84,13 @@ def _message(p: subprocess.CompletedProcess, where: str) -> str:
                               "response_list_of_numbers", "invalid_utf8"])
 def test_bad_record_line_gets_one_message_from_every_command(tmp_path, spoil):
     lines, lineno, what = spoil(_mark_color_lines())
+    _five_commands_say_one_message(tmp_path, lines, lineno, what, torn=spoil is _truncated)
+
+
+def _five_commands_say_one_message(tmp_path, lines: list[str], lineno: int, what: str, torn: bool = False) -> None:
+    """``score``, ``validate``, ``merge``, ``report`` and ``export`` of a run whose records are
+    ``lines`` each print one line naming ``records.jsonl:LINENO:``, the same line, containing
+    ``what``, with no traceback, and exit 2 (a torn final line: every command but validate goes on)."""
     run = tmp_path / "run"
     run.mkdir()
     records = run / "records.jsonl"
@@ -100,11 +107,94 @@ def test_bad_record_line_gets_one_message_from_every_command(tmp_path, spoil):
     assert len(set(messages.values())) == 1, messages
     msg = messages["validate"]
     assert msg.startswith(where) and what in msg, msg
-    assert all("Traceback" not in p.stderr for p in out.values())
-    torn = spoil is _truncated
+    assert all("Traceback" not in p.stdout + p.stderr for p in out.values())
     for c, p in out.items():
         # a torn final line is a crash's leftover: every command but validate leaves it out and goes on
         assert p.returncode == (0 if torn and c != "validate" else 2), (c, p.stdout + p.stderr)
+
+
+VSI_TASK = "vsi.salbench.syn@n=4"
+
+
+def _vsi_lines() -> list[str]:
+    """A VSI task's records as a run writes them: 4 samples x (clean, region blur, whole blur) of
+    one model, top-3 first-token distributions."""
+    import tempfile
+    from pathlib import Path
+
+    from perceptbench.tasks import get_task
+
+    from helpers.records import plant_records, plant_vsi_record
+
+    task = get_task(VSI_TASK)
+    lps = {"clean": [-0.3, -1.6, -3.0], "region_blur": [-0.6, -1.1, -2.5], "whole_blur": [-0.9, -0.8, -2.0]}
+    recs = [plant_vsi_record(task, cond, f"s{i}", [5, 7, 9], lp, image_sha256=f"{i}{cond}")
+            for i in range(4) for cond, lp in lps.items()]
+    with tempfile.TemporaryDirectory() as d:
+        return plant_records(Path(d) / "run", recs).read_text().splitlines(keepends=True)
+
+
+VSI_LINE = 5
+"""The damaged line: sample s1 under region blur."""
+
+
+def _vsi_text(old: str, new: str):
+    """A spoiler of line :data:`VSI_LINE`'s text: ``old`` (once in it) replaced by ``new``."""
+    def spoil(lines):
+        line = lines[VSI_LINE - 1]
+        assert line.count(old) == 1, (old, line)
+        return lines[:VSI_LINE - 1] + [line.replace(old, new)] + lines[VSI_LINE:]
+    return spoil
+
+
+def _vsi_meta(**fields):
+    """A spoiler setting ``fields`` on line :data:`VSI_LINE`'s ``run_meta.vsi`` (None for ``vsi``
+    itself: ``run_meta.vsi`` null)."""
+    def spoil(lines):
+        o = json.loads(lines[VSI_LINE - 1])
+        if fields.get("vsi", 0) is None:
+            o["run_meta"]["vsi"] = None
+        else:
+            o["run_meta"]["vsi"].update(fields)
+        return lines[:VSI_LINE - 1] + [json.dumps(o, separators=(",", ":")) + "\n"] + lines[VSI_LINE:]
+    return spoil
+
+
+#: damaged VSI lines (found by a fresh user: each left its sample out of the cell silently, or ended in
+#: a traceback or a message without file and line) -> the field the one-line message names
+VSI_DAMAGE = {
+    "logprob_string": (_vsi_meta(logprobs=[-0.6, "x", -2.5]), "field run_meta.vsi.logprobs"),
+    "logprobs_one_short": (_vsi_meta(logprobs=[-0.6, -1.1]), "field run_meta.vsi.logprobs"),
+    "vsi_null": (_vsi_meta(vsi=None), "field run_meta.vsi:"),
+    "logprob_1e400": (_vsi_text("-1.1,", "1e400,"), "field run_meta.vsi.logprobs"),
+    "logprob_nan": (_vsi_text("-1.1,", "NaN,"), "field run_meta.vsi.logprobs"),
+    "condition_twice": (_vsi_text('"condition":"region_blur"', '"condition":"region_blur","condition":"clean"'),
+                        "field run_meta.vsi.condition"),
+    "sigma_string": (_vsi_meta(sigma_px="x"), "field run_meta.vsi.sigma_px"),
+}
+
+
+@pytest.mark.parametrize("damage", list(VSI_DAMAGE))
+def test_damaged_vsi_line_gets_one_message_from_every_command(tmp_path, damage):
+    """A VSI line whose ``run_meta.vsi`` is damaged is refused by the one VSI line rule
+    (:func:`perceptbench.records.vsi_meta_problem`, or a key given twice): the same one-line message
+    (file, line, field) from the five commands, never a sample silently left out of its cell."""
+    spoil, what = VSI_DAMAGE[damage]
+    _five_commands_say_one_message(tmp_path, spoil(_vsi_lines()), VSI_LINE, what)
+
+
+def test_the_undamaged_vsi_lines_pass_every_command(tmp_path):
+    """The VSI run the damage tests spoil is read by every command without complaint (its clean
+    answers, unparsed, are recorded nulls: no error)."""
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "records.jsonl").write_text("".join(_vsi_lines()))
+    assert json.loads(_vsi_lines()[VSI_LINE - 1])["stimulus_id"] == "s1~region_blur"
+    for args in (("score", run), ("validate", run), ("merge", run, "--out", tmp_path / "merged"),
+                 ("report", run, "--out", tmp_path / "report.html"), ("export", run, "--out", tmp_path / "export")):
+        p = cli(*map(str, args), columns=400)
+        out = p.stdout + p.stderr
+        assert p.returncode == 0 and "error:" not in out and "Traceback" not in out, out
 
 
 @pytest.fixture(scope="module")

@@ -44,7 +44,8 @@ def _records_sql(path: Path) -> str:
     strings (nullable where the schema allows), ``rep``/``n_reps`` integers within int64,
     ``correct`` a boolean or null, answers a string, an integer, a list of strings or null,
     ``manipulated_value`` a JSON scalar, ``run_meta`` an object with ``model_version`` and
-    ``run_id`` strings and an integer ``seed`` and no key twice; and the model validator's
+    ``run_id`` strings and an integer ``seed`` and no key twice (the VSI line rule:
+    :func:`records_arrow`, on ``run_meta_json``); and the model validator's
     checks: ``trial_id == task_id|stimulus_id|model|rep{rep}`` with no ``|`` in those parts,
     a known model family and response space, ``0 <= rep < n_reps``.  (``correct`` against
     the answers is checked in Python, on each distinct combination.)"""
@@ -106,27 +107,45 @@ class _Canonical:
     for run_meta), computed once per distinct text.  Exact: duckdb rewrites numbers only in
     ways ``json.loads`` reads back as the same value (``1e-05`` as ``0.00001``, ``1E2`` as
     ``100.0``; integers beyond 64 bits, ``NaN`` and ``1e400`` kept as written), so the value
-    is the one ``json.loads`` gives on the line itself (tests/unit/reports/test_export.py)."""
+    is the one ``json.loads`` gives on the line itself (tests/unit/reports/test_export.py).
+    ``decode``: text -> (value, verdict: True when fine), :func:`json.loads` (always fine) unless
+    given; the verdict is kept per distinct text too."""
 
-    def __init__(self, sort_keys: bool = False):
-        self.sort_keys, self.cache = sort_keys, {}
+    def __init__(self, sort_keys: bool = False, decode=None):
+        self.sort_keys, self.decode, self.cache = sort_keys, decode or (lambda t: (json.loads(t), True)), {}
 
-    def text(self, text: str | None) -> str | None:
+    def text(self, text: str | None) -> tuple[str | None, bool]:
         if text is None:
-            return None
+            return None, True
         out = self.cache.get(text)
         if out is None:
-            out = self.cache[text] = json.dumps(json.loads(text), ensure_ascii=False, sort_keys=self.sort_keys)
+            v, good = self.decode(text)
+            out = self.cache[text] = (json.dumps(v, ensure_ascii=False, sort_keys=self.sort_keys), good)
         return out
 
     def column(self, arr):
-        """A pyarrow string array of JSON texts -> the canonical texts (pa.string)."""
+        """A pyarrow string array of JSON texts -> (the canonical texts (pa.string), bool (n,): the
+        verdict of each)."""
         import pyarrow as pa
         import pyarrow.compute as pc
 
+        from ..record_table import _ints, _valid
+
         enc = pc.dictionary_encode(arr)
-        lut = pa.array([self.text(t) for t in enc.dictionary.to_pylist()], pa.string())
-        return lut.take(enc.indices)
+        texts = [self.text(t) for t in enc.dictionary.to_pylist()]
+        good = np.array([g for _, g in texts] + [True], bool)
+        rows = np.where(_valid(enc.indices), _ints(enc.indices), len(texts))
+        return pa.array([t for t, _ in texts], pa.string()).take(enc.indices), good[rows]
+
+
+def _run_meta_checked(text: str) -> tuple[object, bool]:
+    """(``run_meta`` from duckdb's text of it, less its three fixed keys; whether the VSI line rule
+    passes it, :func:`~perceptbench.records.run_meta_problem`: duckdb keeps a repeated key in the
+    text, so repeated keys are judged as the validating reader judges them)."""
+    from ..records import run_meta_problem
+
+    meta, problem = run_meta_problem(text)
+    return meta, problem is None
 
 
 def _correct_ok(batch) -> np.ndarray:
@@ -166,7 +185,9 @@ def records_arrow(path: str | os.PathLike, batch_rows: int = 8_192):
     re-encoded once per distinct text.
 
     Every line is checked as :func:`~perceptbench.records.parse_record_line` checks it (see
-    :func:`_records_sql`); the first line that fails is handed to it, and its
+    :func:`_records_sql`; ``run_meta`` under the VSI line rule,
+    :func:`~perceptbench.records.run_meta_problem`, once per distinct text); the first line that
+    fails is handed to it, and its
     :class:`~perceptbench.records.RecordError` names the file, line and field.  Returns None
     when the file needs the validating reader: missing or empty, a torn final line, blank
     lines, a line duckdb cannot parse, a check only the validating reader passes (e.g. an
@@ -185,19 +206,21 @@ def records_arrow(path: str | os.PathLike, batch_rows: int = 8_192):
     con = duckdb.connect(config={"threads": min(2, os.cpu_count() or 1), "memory_limit": "1GB"})
     con.execute("SET enable_progress_bar = false")
     canon = {"response_json": _Canonical(), "ground_truth_json": _Canonical(),
-             "manipulated_value_json": _Canonical(), "run_meta_json": _Canonical(sort_keys=True)}
+             "manipulated_value_json": _Canonical(),
+             "run_meta_json": _Canonical(sort_keys=True, decode=_run_meta_checked)}
     parts = []
     row0 = 0
     try:
         for batch in con.sql(_records_sql(path)).to_arrow_reader(batch_rows):
-            if not batch_checked(path, _bools(batch.column("ok")) & _correct_ok(batch), row0):
-                return None
-            cols = {}
+            cols, ok = {}, _bools(batch.column("ok")) & _correct_ok(batch)
             for name in batch.schema.names[1:]:
                 arr = batch.column(name)
                 if name in canon:
-                    arr = canon[name].column(arr)
+                    arr, good = canon[name].column(arr)
+                    ok &= good
                 cols[name] = arr
+            if not batch_checked(path, ok, row0):
+                return None
             parts.append(pa.table(cols))
             row0 += batch.num_rows
     except (duckdb.Error, OSError):  # duckdb's errors arrive through pyarrow's reader as OSError

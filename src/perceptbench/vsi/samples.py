@@ -106,6 +106,7 @@ import numpy as np
 
 from ..core.conditions import parse_respondent_label
 from ..metrics.topk_kl import MASS_TOL, distribution_problem, invalid_rows, kl_topk, kl_topk_batch
+from ..records import VSI_META_KEYS
 
 __all__ = ["VSISample", "VSIFlagged", "VSI_META_KEYS", "CONDITIONS", "PERTURBATIONS", "BLURS", "FLAG_REASONS",
            "dist_keys", "trial_skipped", "vsi_samples", "vsi_flagged", "vsi_pairs", "vsi_of_records", "distribution_flags", "non_answer_token",
@@ -119,10 +120,6 @@ PERTURBATIONS = {"region_blur": "region", "whole_blur": "whole", "image_withheld
 BLURS = ("region", "whole")
 """The ``VSISample.perturbation`` of the blur conditions (a Gaussian blur at a sigma); the
 cross-task analyses (:mod:`perceptbench.vsi.analysis`, seed 002 §2.3-§4) are defined over these."""
-
-VSI_META_KEYS = ("sample_id", "image_id", "benchmark", "condition", "sigma_px", "dilate_px", "region_source",
-                 "region_bbox", "fallback", "answer_prefix", "top_k", "token_ids", "tokens", "logprobs",
-                 "complete", "distribution_source", "image_sha256", "max_prob", "verbal_conf", "verbal_raw")
 
 
 @dataclass(frozen=True)
@@ -525,7 +522,8 @@ class VSIReader:
         tests/unit/test_record_table.py).  None when a record is one the columns do not take as
         :meth:`add` does (a key missing, a field of a type :meth:`add` would refuse, take otherwise or
         fail on, a non-finite log-probability): the task then takes the record path, which reads,
-        judges or refuses those records as it always did."""
+        judges or refuses those records as it always did (a line the VSI line rule,
+        :func:`perceptbench.records.vsi_meta_problem`, refuses is refused there)."""
         import json
 
         if not f["ok"].all() or not np.isfinite(f["lp"]).all():
@@ -547,6 +545,12 @@ class VSIReader:
             for k in ("sigma_px", "max_prob", "verbal_conf"):  # what float() of them gives, never fails
                 if any(v is not None and (type(v) not in (int, float) or not math.isfinite(v)) for v in val[k]):
                     return None
+            # a null sigma, or a null max_prob on a clean record with a distribution: the VSI line rule
+            # (perceptbench.records.vsi_meta_problem) refuses them on the record path
+            null = {k: np.array([v is None for v in val[k]], bool)[f[k]] for k in ("sigma_px", "max_prob")}
+            clean_cond = np.array([c == "clean" for c in cond], bool)[f["condition"]]
+            if (obj & null["sigma_px"]).any() or (obj & null["max_prob"] & clean_cond & (f["lp_len"] > 0)).any():
+                return None
             mismatch = np.array([v is not None and "answer_token_mismatch" in (v or ()) for v in val["flags"]],
                                 bool)[f["flags"]]
             truth = {k: np.array([bool(v) for v in val[k]], bool)[f[k]] for k in ("complete", "fallback")}

@@ -117,12 +117,20 @@ RAWS = ("B", "b", "C", "Option B, or maybe option C.", "<think>C or B", "no idea
 def _file_records(seed=0):
     """One task's records with every irregular shape: the guards of :func:`_random_records`
     (flags, trial skips, invalid lists), clean answers to re-parse, region-blur fallbacks, a model
-    skipped as a whole, and an image-withheld respondent paired with a model's clean records."""
+    skipped as a whole, and an image-withheld respondent paired with a model's clean records.  Fewer
+    log-probabilities than keys is a damaged line, refused by the reader
+    (:func:`test_a_damaged_vsi_line_is_refused_by_the_columns_and_the_records_alike`): such a record's keys are
+    cut to its log-probabilities here."""
     task = get_task("vsi.salbench.syn@n=4")
     rng = np.random.default_rng(seed)
     recs = []
     for r in _random_records(seed, n_samples=25):
         upd = {}
+        vsi = r.run_meta.model_extra["vsi"]
+        if len(vsi["logprobs"]) != len(vsi["tokens"]):
+            k = len(vsi["logprobs"])
+            r = r.model_copy(update={"run_meta": r.run_meta.model_copy(update={"vsi": dict(
+                vsi, token_ids=vsi["token_ids"][:k], tokens=vsi["tokens"][:k])})})
         if r.readout == "vlm_vsi_clean":
             upd["raw_output"] = RAWS[int(rng.integers(len(RAWS)))]
         if r.stimulus_id.endswith("~region_blur") and rng.random() < 0.2:
@@ -199,8 +207,8 @@ def test_vsi_columns_equal_the_records_column_for_column(tmp_path):
 
 def test_bad_vsi_line_refused_naming_file_line_and_field(tmp_path):
     """A VSI line the columnar checks pass but the schema refuses stops ``score`` with the validating
-    reader's one-line error (file, line, field); a VSI record that lacks a key of ``run_meta.vsi``
-    raises as the record path does."""
+    reader's one-line error (file, line, field); so does a VSI record that lacks a key of
+    ``run_meta.vsi``, as the record path does."""
     from perceptbench.records import RecordError
     from perceptbench.scoring import score_file, score_records
 
@@ -220,7 +228,7 @@ def test_bad_vsi_line_refused_naming_file_line_and_field(tmp_path):
     o = json.loads(lines[i])
     del o["run_meta"]["vsi"]["image_id"]
     bad.write_text("".join(lines[:i] + [json.dumps(o) + "\n"] + lines[i + 1:]))
-    with pytest.raises(ValueError, match=r"run_meta.vsi lacks \['image_id'\]") as got:
+    with pytest.raises(RecordError, match=rf"^{bad}:{i + 1}: field run_meta.vsi: lacks \['image_id'\]") as got:
         score_file(bad, tmp_path / "bad.csv")
     with pytest.raises(ValueError) as want:
         score_records(read_records_of(bad))
@@ -367,19 +375,18 @@ def test_vsi_task_scored_from_the_columns_parses_no_line_again(tmp_path, monkeyp
 
 
 @pytest.mark.parametrize("edit, taken", [
-    (lambda v: v.update(logprobs=v["logprobs"][:-1] + [None]), False), (lambda v: v.update(token_ids=None), False),
-    (lambda v: v.update(logprobs=v["logprobs"][:-1] + ["-1.5"]), False), (lambda v: v.update(sigma_px="20"), False),
-    (lambda v: v.update(tokens=[None]), False), (lambda v: v.update(tokens="abc"), False),
-    (lambda v: v.update(flags="answer_token_mismatch"), True), (lambda v: v.pop("verbal_raw"), False),
-    (lambda v: v.update(condition="zoom"), False), (lambda v: v.update(skipped=["a"]), False),
-    (lambda v: v.update(vsi_null=True), False), (lambda v: v.update(max_prob=10 ** 400), False),
+    (lambda v: v.update(logprobs=v["logprobs"][:-1] + [None]), False),
+    (lambda v: v.update(token_ids=None, tokens=[str(i) for i in v["token_ids"]]), False),
+    (lambda v: v.update(tokens=[None]), False), (lambda v: v.update(skipped=["a"]), False),
+    (lambda v: v.update(flags="answer_token_mismatch"), True),
     (lambda v: v.update(sample_id=7), True), (lambda v: v.update(complete="yes"), True),
-    (lambda v: v.update(logprobs=v["logprobs"][:-1]), True), (lambda v: v.update(token_ids=[], logprobs=[]), True)])
+    (lambda v: v.update(token_ids=[], logprobs=[]), True)])
 def test_vsi_fields_the_columns_do_not_take_go_to_the_record_path(tmp_path, edit, taken):
-    """A VSI line with a field of a type the record path reads otherwise (or judges, or refuses) is not
-    read from the columns: its task takes the record path and scores (or fails) exactly as it.  Values
-    the columns read as the record path does (an integer sample id, a truthy ``complete``, ``flags`` a
-    string, lists that are not a distribution) are taken, with the same rows."""
+    """A VSI line with a field of a type the record path reads otherwise (or judges) is not read from
+    the columns: its task takes the record path and scores (or fails) exactly as it.  Values the
+    columns read as the record path does (an integer sample id, a truthy ``complete``, ``flags`` a
+    string, lists that are not a distribution) are taken, with the same rows.  (Lines the reader
+    refuses: :func:`test_a_damaged_vsi_line_is_refused_by_the_columns_and_the_records_alike`.)"""
     from perceptbench.record_table import read_columns
     from perceptbench.scoring import score_file, score_records
     from perceptbench.vsi.samples import VSIReader
@@ -391,7 +398,7 @@ def test_vsi_fields_the_columns_do_not_take_go_to_the_record_path(tmp_path, edit
         r.run_meta.model_extra["vsi"]["logprobs"]) > 2 and "skipped" not in r.run_meta.model_extra)
     vsi = dict(recs[i].run_meta.model_extra["vsi"])
     edit(vsi)
-    meta = {"vsi": None if vsi.get("vsi_null") else vsi}  # run_meta.vsi null: the record path fails on it
+    meta = {"vsi": vsi}
     if "skipped" in vsi:  # run_meta.skipped, an unhashable value
         meta["skipped"] = vsi.pop("skipped")
     recs[i] = recs[i].model_copy(update={"run_meta": recs[i].run_meta.model_copy(update=meta)})
@@ -406,3 +413,159 @@ def test_vsi_fields_the_columns_do_not_take_go_to_the_record_path(tmp_path, edit
             score_file(p, tmp_path / "s.csv")
         return
     assert _same_rows(score_file(p, tmp_path / "s.csv"), want)
+
+
+def _edit_vsi(**fields):
+    """An edit of a line's ``run_meta.vsi`` (the parsed line ``o``): ``fields`` set on it."""
+    return lambda o: o["run_meta"]["vsi"].update(fields)
+
+
+def _logprob_text(text: str):
+    """An edit writing the literal ``text`` as the line's second log-probability (``1e400``, ``NaN``)."""
+    def edit(o):
+        o["run_meta"]["vsi"]["logprobs"][1] = 0.125  # a marker, replaced in the text
+    return edit, ("0.125", text)
+
+
+def _twice(first: str, again: str):
+    """A key given twice: the text ``first`` (a key and its value, once in the line) followed by
+    ``again`` (the same key, another value)."""
+    return (lambda o: None), (first, f"{first}, {again}")
+
+
+#: damaged VSI lines (an edit of the parsed line, or of its text) -> the field the message names
+DAMAGED = {
+    "logprob_string": ((_edit_vsi(logprobs=[-0.5, "x", -2.0]), None), "run_meta.vsi.logprobs"),
+    "logprobs_one_short": ((lambda o: o["run_meta"]["vsi"]["logprobs"].pop(), None), "run_meta.vsi.logprobs"),
+    "vsi_null": ((lambda o: o["run_meta"].update(vsi=None), None), "run_meta.vsi"),
+    "vsi_a_list": ((lambda o: o["run_meta"].update(vsi=[1]), None), "run_meta.vsi"),
+    "logprob_1e400": (_logprob_text("1e400"), "run_meta.vsi.logprobs"),
+    "logprob_nan": (_logprob_text("NaN"), "run_meta.vsi.logprobs"),
+    "logprob_minus_infinity": (_logprob_text("-Infinity"), "run_meta.vsi.logprobs"),
+    "condition_twice": (_twice('"condition": "region_blur"', '"condition": "clean"'), "run_meta.vsi.condition"),
+    "vsi_twice_in_run_meta": ((lambda o: None, ('"vsi": {', '"vsi": {"condition": "clean"}, "vsi": {')),
+                              "run_meta.vsi"),
+    "sigma_string": ((_edit_vsi(sigma_px="x"), None), "run_meta.vsi.sigma_px"),
+    "sigma_null": ((_edit_vsi(sigma_px=None), None), "run_meta.vsi.sigma_px"),
+    "max_prob_beyond_doubles": ((_edit_vsi(max_prob=10 ** 400), None), "run_meta.vsi.max_prob"),
+    "verbal_conf_string": ((_edit_vsi(verbal_conf="80"), None), "run_meta.vsi.verbal_conf"),
+    "token_id_float": ((_edit_vsi(token_ids=[1.0, 2, 3]), None), "run_meta.vsi.token_ids"),
+    "tokens_a_string": ((_edit_vsi(token_ids=None, tokens="abc"), None), "run_meta.vsi.tokens"),
+    "no_keys_at_all": ((_edit_vsi(token_ids=None, tokens=None), None), "run_meta.vsi.tokens"),
+    "key_missing": ((lambda o: o["run_meta"]["vsi"].pop("verbal_raw"), None), "run_meta.vsi"),
+    "unknown_condition": ((_edit_vsi(condition="zoom"), None), "run_meta.vsi.condition"),
+    "max_prob_null_on_clean": ((_edit_vsi(max_prob=None), None), "run_meta.vsi.max_prob"),
+}
+CLEAN_ONLY = ("max_prob_null_on_clean",)  # a perturbed record's max_prob is null
+
+
+@pytest.mark.parametrize("damage, clean", [(d, c) for d in DAMAGED for c in (False, True) if c or d not in CLEAN_ONLY],
+                         ids=[f"{'clean' if c else 'perturbed'}_line-{d}" for d in DAMAGED for c in (False, True)
+                              if c or d not in CLEAN_ONLY])
+def test_a_damaged_vsi_line_is_refused_by_the_columns_and_the_records_alike(tmp_path, damage, clean):
+    """A damaged VSI line (a log-probability that is a string, a number beyond the doubles or NaN; lists
+    of unequal lengths; ``run_meta.vsi`` null; a key given twice; a sigma that is no number; ...) is
+    refused by the one VSI line rule (:func:`perceptbench.records.vsi_meta_problem`) with one message
+    naming file, line and field, whichever reader meets it: ``score``'s columnar read (which takes no
+    such line from its columns), ``export``'s (:func:`records_arrow`: it refuses the line, or hands
+    the file to :func:`iter_task_records`) and the record path (``validate``, ``merge``:
+    :func:`read_records`)."""
+    from perceptbench.record_table import iter_task_records, read_columns
+    from perceptbench.records import RecordError, read_records
+    from perceptbench.reports.export import records_arrow
+    from perceptbench.scoring import score_file
+    from perceptbench.vsi.samples import VSIReader
+
+    from helpers.records import plant_records
+
+    (edit, text), field = DAMAGED[damage]
+    recs = [r for r in _regular_file_records(3) if "vote" not in r.run_meta.model_extra]
+    cond = "clean" if clean else "region_blur"
+    i = next(j for j, r in enumerate(recs) if r.run_meta.model_extra["vsi"]["condition"] == cond
+             and len(r.run_meta.model_extra["vsi"]["logprobs"]) > 2 and "skipped" not in r.run_meta.model_extra)
+    if damage == "condition_twice" and clean:
+        text = ('"condition": "clean"', '"condition": "clean", "condition": "region_blur"')
+    p = plant_records(tmp_path / "run", recs)
+    lines = p.read_text().splitlines(keepends=True)
+    o = json.loads(lines[i])
+    edit(o)
+    line = json.dumps(o) + "\n"
+    if text is not None:
+        assert line.count(text[0]) == 1
+        line = line.replace(text[0], text[1])
+    p.write_text("".join(lines[:i] + [line] + lines[i + 1:]))
+    where = f"{p}:{i + 1}: field {field}: "
+    with pytest.raises(RecordError) as columns:
+        score_file(p, tmp_path / "s.csv")
+    with pytest.raises(RecordError) as records:
+        read_records(p)
+    with pytest.raises(RecordError) as by_task:
+        list(iter_task_records(p))
+    assert str(columns.value).startswith(where), str(columns.value)
+    assert str(columns.value) == str(records.value) == str(by_task.value)
+    try:
+        assert records_arrow(p) is None  # export reads the file with iter_task_records
+    except RecordError as e:
+        assert str(e) == str(records.value)
+    try:  # the columns take no damaged line: the read refuses it, or hands its task to the record path
+        c = read_columns(p)[recs[0].task_id]
+    except RecordError as e:
+        assert str(e) == str(records.value)
+    else:
+        assert c.vsi_fields is None or VSIReader.from_fields(
+            c.vsi_fields, c.readout == c.readouts.index("vlm_vsi_clean")) is None
+
+
+def test_vsi_lines_legal_by_design_are_read_and_scored(tmp_path):
+    """What the VSI line rule leaves alone, as perceptbench writes (or once wrote) it: a log-probability
+    null (NaN or an infinity, as the writer stores them; the pair is flagged invalid, not refused),
+    with a null ``max_prob`` on its clean record; trial-level and model-level skips (empty lists, no
+    ``max_prob``); an API distribution (``token_ids`` null); a clean answer that did not parse (a null
+    response); the image-withheld condition (``image_sha256`` and ``max_prob`` null); a VSI record
+    without ``run_meta.vsi``.  Every reader takes them, and ``score`` gives the record path's rows."""
+    from perceptbench.record_table import iter_task_records
+    from perceptbench.records import read_records
+    from perceptbench.reports.export import records_arrow
+    from perceptbench.scoring import score_file, score_records
+    from perceptbench.vsi.respondent import EMPTY_DIST
+
+    from helpers.records import plant_record, plant_records, plant_vsi_record
+
+    task = get_task("vsi.salbench.syn@n=4")
+    lp = [-0.6, -1.6, -2.6]
+    recs = []
+    for i in range(4):
+        recs += [plant_vsi_record(task, "clean", f"s{i}", [1, 2, 3], lp, image_sha256=f"{i}c", response=None,
+                                  raw_output="I cannot tell"),
+                 plant_vsi_record(task, "region_blur", f"s{i}", [1, 2, 3], [-0.7, -1.2, -2.4], image_sha256=f"{i}r"),
+                 plant_vsi_record(task, "clean", f"s{i}", None, lp, model="api", tokens=["B", "C", "A"],
+                                  image_sha256=f"{i}c"),
+                 plant_vsi_record(task, "whole_blur", f"s{i}", None, [-1.2, -0.9, -2.0], model="api",
+                                  tokens=["B", "C", "A"], image_sha256=f"{i}w"),
+                 plant_vsi_record(task, "image_withheld", f"s{i}", [1, 2, 3], [-1.0, -1.1, -1.3],
+                                  model="m[image_withheld]", sigma_px=0.0, image_sha256=None)]
+    nan = plant_vsi_record(task, "clean", "s4", [1, 2, 3], [float("nan"), -1.6, -2.6], image_sha256="4c")
+    recs += [nan, plant_vsi_record(task, "region_blur", "s4", [1, 2, 3], [-0.7, float("-inf"), -2.4],
+                                   image_sha256="4r")]
+    for cond, extra in (("clean", {"skip_scope": "trial"}), ("region_blur", {"skip_scope": "trial"})):
+        r = plant_vsi_record(task, cond, "s5", [1], [0.0], skipped="invalid next-token distribution", **extra)
+        vsi = dict(r.run_meta.model_extra["vsi"], **EMPTY_DIST, distribution_source="hf_logits")
+        recs.append(r.model_copy(update={"run_meta": r.run_meta.model_copy(update={"vsi": vsi})}))
+    skip = plant_vsi_record(task, "clean", "s0", [1], [0.0], model="gone", skipped="no logprobs")
+    recs.append(skip.model_copy(update={"run_meta": skip.run_meta.model_copy(update={"vsi": dict(
+        skip.run_meta.model_extra["vsi"], **EMPTY_DIST, distribution_source="api_top_logprobs")})}))
+    recs.append(plant_record(task, stimulus_id="s6~clean", model="m", model_family="vlm", readout="vlm_vsi_clean",
+                             response="B", ground_truth="B", manipulated_value="clean", raw_output="B",
+                             prompt_id=task.prompt_id, prompt_hash=None))
+    p = plant_records(tmp_path / "run", recs)
+    assert '"logprobs":[null,' in p.read_text() and '"max_prob":null' in p.read_text()  # NaN as written
+    back = read_records(p)
+    assert len(back) == len(recs) == sum(len(rs) for _, rs in iter_task_records(p)) == records_arrow(p).num_rows
+    rows = score_file(p, tmp_path / "s.csv")
+    assert _same_rows(rows, score_records(back, features_dir=p.parent / "features"))
+    value = {(r.model, r.metric): r.value for r in rows}
+    assert value[("m", "n_flagged[region_blur,sigma=20]")] == 2  # s4 (a NaN, an infinity) and s5 (skipped)
+    assert value[("m", "n_parse_null")] == 5  # s0-s3 unparsed, s4 without a raw answer
+    assert "gone" in {r.model for r in rows if r.metric == "skipped"}
+    assert ("api", "vsi_median[whole_blur,sigma=20]") in value
+    assert value[("m[image_withheld]", "vsi_median[image_withheld]")] >= 0
