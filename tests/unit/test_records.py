@@ -318,3 +318,18 @@ def test_store_still_cuts_a_torn_record_after_valid_lines(tmp_path):
     with RecordStore(p) as store:
         assert store.truncated_bytes == 40 and store.done == {_trial("a").trial_id}
     assert p.read_bytes() == good.encode()
+
+
+@pytest.mark.parametrize("key", ['"vsi"', '"\\u0076si"', '"\\u0076\\u0073\\u0069"'],
+                         ids=["plain", "one_escape", "all_escaped"])
+def test_vsi_given_twice_is_refused_however_its_key_is_spelled(key):
+    """``vsi`` twice in ``run_meta`` is refused whether its key is written plainly or through
+    ``\\u`` escapes (the line is then decoded with the duplicate check, not json.loads alone); the
+    same line with the key once reads."""
+    line = rec().to_json_line()
+    assert "vsi" not in line and "\\u" not in line
+    twice = line.replace('"run_meta":{', '"run_meta":{' + f"{key}: null, {key}: null, ")
+    with pytest.raises(RecordError, match=r"^f:1: field run_meta\.vsi: the key appears twice in one object"):
+        parse_record_line(twice, "f:1")
+    once = line.replace('"run_meta":{', '"run_meta":{"other": 1, "other": 2, ')  # elsewhere: the last one
+    assert parse_record_line(once, "f:1").run_meta.model_extra["other"] == 2
