@@ -43,7 +43,8 @@ from typing import Callable, Iterator
 
 import numpy as np
 
-from .records import RESPONSE_SPACES, VSI_META_KEYS, RecordError, TrialRecord, has_torn_tail, read_records
+from .records import (RESPONSE_SPACES, VSI_META_KEYS, VSI_READOUTS, RecordError, TrialRecord, columnar_readable,
+                      read_records)
 
 __all__ = ["RecordIndex", "read_index", "iter_task_records", "records_to_arrow", "TaskColumns",
            "read_columns", "canonical_answer"]
@@ -102,7 +103,7 @@ def read_index(path: str | os.PathLike) -> RecordIndex | None:
     path = Path(path)
     if not path.exists():
         raise RecordError(f"{path}: no such records file")
-    if path.stat().st_size == 0 or has_torn_tail(path):
+    if not columnar_readable(path):
         return None
     ol = _line_offsets(path)
     if ol is None:
@@ -363,7 +364,6 @@ _META = {"seed": "JSON", "split": "VARCHAR", "prompt_template_hash": "VARCHAR", 
 #: readouts of VSI records (:mod:`perceptbench.vsi.samples`): their lines are read with their
 #: ``run_meta.vsi`` fields (:data:`_VSI_TEXT`, :data:`_VSI_COLUMNS`) and checked against the whole
 #: record schema (:data:`_RECORD_TEXT`), so that no VSI line is parsed again
-VSI_READOUTS = ("vlm_vsi_clean", "vlm_vsi_perturbed")
 
 #: keys every ``run_meta.vsi`` read as columns must have (the VSI record format)
 VSI_KEYS = VSI_META_KEYS
@@ -382,17 +382,15 @@ _INT_LISTS = "('[\"UBIGINT\"]', '[\"BIGINT\"]', '[\"HUGEINT\"]', '[\"NULL\"]')"
 _NUM_LISTS = "('[\"UBIGINT\"]', '[\"BIGINT\"]', '[\"HUGEINT\"]', '[\"DOUBLE\"]', '[\"NULL\"]')"
 
 #: SQL (over ``v`` = ``run_meta.vsi`` as :data:`_VSI_STRUCT`, ``vk`` its keys, ``ids`` / ``lp`` its
-#: lists as BIGINT[] / DOUBLE[]): the parts of a VSI line's ``run_meta.vsi`` checked in duckdb: absent
-#: (a null ``vsi``, which the record path reads otherwise, is told from an absent one in the
-#: ``run_meta`` text duckdb wrote, compact: ``"vsi":null``), or an object with every key of :data:`VSI_KEYS` (each once), ``tokens`` null or an array, ``token_ids``
+#: lists as BIGINT[] / DOUBLE[]): the parts of a VSI line's ``run_meta.vsi`` checked in duckdb: an
+#: object (absent on a VSI readout, the VSI line rule refuses the line) with every key of :data:`VSI_KEYS` (each once), ``tokens`` null or an array, ``token_ids``
 #: an array of 64-bit integers and ``logprobs`` an array of numbers as long (no null; empty lists are
 #: read: not a distribution, :meth:`perceptbench.vsi.samples.VSIReader.add` flags them invalid;
 #: lists of unequal lengths are refused by the VSI line rule,
 #: :func:`perceptbench.records.vsi_meta_problem`).  A
 #: line that fails (or whose JSON text fields fail :meth:`perceptbench.vsi.samples.VSIReader.from_fields`)
 #: sends its task to the record path, which reads, judges or refuses it as it always did.
-_VSI_OK = f"""((rm.vsi IS NULL AND NOT contains(CAST(s.run_meta AS VARCHAR), '"vsi":null'))
-      OR (json_type(rm.vsi) = 'OBJECT' AND len(vk) = len(list_distinct(vk))
+_VSI_OK = f"""((json_type(rm.vsi) = 'OBJECT' AND len(vk) = len(list_distinct(vk))
       AND list_has_all(vk, {list(VSI_KEYS)}) AND coalesce(json_type(v.tokens), 'NULL') IN ('NULL', 'ARRAY')
       AND json_structure(v.token_ids) IN {_INT_LISTS} AND json_structure(v.logprobs) IN {_NUM_LISTS}
       AND list_count(ids) = len(ids) AND list_count(lp) = len(lp) AND len(ids) = len(lp)))"""
@@ -547,7 +545,7 @@ def read_columns(path: str | os.PathLike, batch_rows: int = 100_000) -> Columnar
     path = Path(path)
     if not path.exists():
         raise RecordError(f"{path}: no such records file")
-    if path.stat().st_size == 0 or has_torn_tail(path):
+    if not columnar_readable(path):
         return None
     keys = "[" + ", ".join(f"'{k}'" for k in SCHEMA_FIELDS) + "]"
     sorted_keys = "[" + ", ".join(f"'{k}'" for k in sorted(SCHEMA_FIELDS)) + "]"

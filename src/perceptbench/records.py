@@ -124,7 +124,12 @@ def _first_bad(xs: list, ok_types: frozenset, nullable: bool = False) -> int | N
 _NUMBERS, _INTS = frozenset({int, float}), frozenset({int})
 
 
-def vsi_meta_problem(run_meta: dict) -> tuple[str, str] | None:
+VSI_READOUTS = ("vlm_vsi_clean", "vlm_vsi_perturbed")
+"""The readouts of VSI records: perceptbench writes ``run_meta.vsi`` on every one of them (skips
+included), so one without it lost its distribution (:func:`vsi_meta_problem`)."""
+
+
+def vsi_meta_problem(run_meta: dict, readout: str | None = None) -> tuple[str, str] | None:
     """The one rule for a VSI line's ``run_meta.vsi``: ``(field, what is wrong)`` for the first
     problem, or None.  Applied to every line read from a records file (:func:`parse_record_line`),
     so ``score``, ``validate``, ``merge``, ``report`` and ``export`` refuse the same lines with the
@@ -132,8 +137,8 @@ def vsi_meta_problem(run_meta: dict) -> tuple[str, str] | None:
     this rule (:func:`perceptbench.record_table.read_columns`,
     :func:`perceptbench.reports.export.records_arrow` through :func:`run_meta_problem`).
 
-    A record without the ``vsi`` key has nothing to check (human records; a VSI record written
-    without it counts as a missing confidence).  Otherwise ``vsi`` is an object, and:
+    A record without the ``vsi`` key has nothing to check (human records), unless ``readout`` is
+    one of :data:`VSI_READOUTS` (it lost its distribution).  Otherwise ``vsi`` is an object, and:
 
     * a record that pairs (not skipped for the model: ``run_meta.skipped`` unset, or
       ``skip_scope`` ``"trial"``) has every key of :data:`VSI_META_KEYS` and a ``condition`` of
@@ -145,13 +150,15 @@ def vsi_meta_problem(run_meta: dict) -> tuple[str, str] | None:
     * ``logprobs`` has one entry per key (``token_ids``, or ``tokens`` where ``token_ids`` is null);
     * no key appears twice in ``vsi``, nor ``vsi`` twice in ``run_meta`` (checked while decoding the
       line, :func:`parse_record_line`);
-    * ``sigma_px`` is a finite number; ``max_prob`` and ``verbal_conf`` a finite number or null, and
+    * ``sigma_px`` is a finite number >= 0; ``max_prob`` and ``verbal_conf`` a finite number or null, and
       ``max_prob`` is a number on a clean record whose first log-probability is one (it is its exp).
 
     What a distribution says (a positive log-probability, a duplicate token, a total above 1,
     one token or all equal) is judged when scoring (:func:`perceptbench.vsi.samples.distribution_flags`),
     never refused here.  Never raises."""
     if "vsi" not in run_meta:
+        if readout in VSI_READOUTS:
+            return "run_meta.vsi", f"missing on a {readout} record (perceptbench writes it on every VSI record)"
         return None
     v = run_meta["vsi"]
     if not isinstance(v, dict):
@@ -186,8 +193,8 @@ def vsi_meta_problem(run_meta: dict) -> tuple[str, str] | None:
         if keys is not None and len(lps) != len(keys):
             return ("run_meta.vsi.logprobs", f"{len(lps)} log-probabilities for {len(keys)} "
                     f"{'token_ids' if v.get('token_ids') is not None else 'tokens'}")
-    if "sigma_px" in v and not _is_number(v["sigma_px"]):
-        return "run_meta.vsi.sigma_px", f"{v['sigma_px']!r} is not a finite number (the blur sigma in pixels)"
+    if "sigma_px" in v and not (_is_number(v["sigma_px"]) and v["sigma_px"] >= 0):
+        return "run_meta.vsi.sigma_px", f"{v['sigma_px']!r} is not a finite number >= 0 (the blur sigma in pixels)"
     for name in ("max_prob", "verbal_conf"):
         if v.get(name) is not None and not _is_number(v[name]):
             return f"run_meta.vsi.{name}", f"{v[name]!r} is neither a finite number nor null"
@@ -327,7 +334,7 @@ def parse_record_line(line: str | bytes, where: str = "<string>") -> TrialRecord
         first = e.errors()[0]
         loc = ".".join(str(p) for p in first["loc"]) or "record"
         raise RecordError(f"{where}: field {loc}: {first['msg']}") from None
-    problem = vsi_meta_problem(obj["run_meta"])
+    problem = vsi_meta_problem(obj["run_meta"], obj["readout"])
     if problem is not None:
         raise RecordError(f"{where}: field {problem[0]}: {problem[1]}")
     return rec
@@ -483,6 +490,18 @@ def validate_file(path: str | os.PathLike, max_errors: int = 50) -> tuple[int, l
     which also returns how many problems there are in all."""
     n_ok, errors, _ = check_file(path, max_errors)
     return n_ok, errors
+
+
+def columnar_readable(path: str | os.PathLike) -> bool:
+    """Whether a columnar reader (duckdb's JSON reader: :func:`perceptbench.record_table.read_columns`,
+    :func:`perceptbench.reports.export.records_arrow`) may take the file; False sends it to the
+    validating reader, which reads it or names its bad line: an empty file, a torn final line
+    (:func:`has_torn_tail`), or a UTF-8 byte-order mark at its start (duckdb skips it, the
+    validating reader refuses line 1 as :func:`json.loads` does)."""
+    with open(path, "rb") as f:
+        if f.read(3) == b"\xef\xbb\xbf":
+            return False
+    return os.path.getsize(path) > 0 and not has_torn_tail(path)
 
 
 def has_torn_tail(path: str | os.PathLike) -> bool:

@@ -63,6 +63,12 @@ def _invalid_utf8(lines):
     return bad[:2] + [bad[2].replace("XXBADXX", "ab\udcffcd")] + bad[3:], 3, "not valid UTF-8"
 
 
+def _byte_order_mark(lines):
+    """A UTF-8 byte-order mark before the first record: `score` and `export` (duckdb's reader skips
+    it) read the file while the other three refused line 1."""
+    return ["\ufeff" + lines[0]] + lines[1:], 1, "not valid JSON (Unexpected UTF-8 BOM"
+
+
 def _truncated(lines):
     last = lines[-1]
     return lines[:-1] + [last[:len(last) // 2]], len(lines), "incomplete final line"
@@ -79,9 +85,9 @@ def _message(p: subprocess.CompletedProcess, where: str) -> str:
 
 
 @pytest.mark.parametrize("spoil", [_wrong_type, _not_json, _not_json_on_line_100, _truncated, _rep_string, _response_object,
-                                   _response_list_of_numbers, _invalid_utf8],
+                                   _response_list_of_numbers, _invalid_utf8, _byte_order_mark],
                          ids=["wrong_type", "not_json", "not_json_on_line_100", "truncated", "rep_string", "response_object",
-                              "response_list_of_numbers", "invalid_utf8"])
+                              "response_list_of_numbers", "invalid_utf8", "byte_order_mark"])
 def test_bad_record_line_gets_one_message_from_every_command(tmp_path, spoil):
     lines, lineno, what = spoil(_mark_color_lines())
     _five_commands_say_one_message(tmp_path, lines, lineno, what, torn=spoil is _truncated)
@@ -149,11 +155,13 @@ def _vsi_text(old: str, new: str):
 
 def _vsi_meta(**fields):
     """A spoiler setting ``fields`` on line :data:`VSI_LINE`'s ``run_meta.vsi`` (None for ``vsi``
-    itself: ``run_meta.vsi`` null)."""
+    itself: ``run_meta.vsi`` null; ``vsi="delete"``: the key removed)."""
     def spoil(lines):
         o = json.loads(lines[VSI_LINE - 1])
         if fields.get("vsi", 0) is None:
             o["run_meta"]["vsi"] = None
+        elif fields.get("vsi") == "delete":
+            del o["run_meta"]["vsi"]
         else:
             o["run_meta"]["vsi"].update(fields)
         return lines[:VSI_LINE - 1] + [json.dumps(o, separators=(",", ":")) + "\n"] + lines[VSI_LINE:]
@@ -171,6 +179,10 @@ VSI_DAMAGE = {
     "condition_twice": (_vsi_text('"condition":"region_blur"', '"condition":"region_blur","condition":"clean"'),
                         "field run_meta.vsi.condition"),
     "sigma_string": (_vsi_meta(sigma_px="x"), "field run_meta.vsi.sigma_px"),
+    # a second fresh user: these two passed every command while the sample left its cell (or, with a
+    # negative sigma, opened a cell of its own)
+    "vsi_key_deleted": (_vsi_meta(vsi="delete"), "field run_meta.vsi: missing on a vlm_vsi_perturbed record"),
+    "sigma_negative": (_vsi_meta(sigma_px=-20.0), "field run_meta.vsi.sigma_px"),
 }
 
 
@@ -181,6 +193,20 @@ def test_damaged_vsi_line_gets_one_message_from_every_command(tmp_path, damage):
     (file, line, field) from the five commands, never a sample silently left out of its cell."""
     spoil, what = VSI_DAMAGE[damage]
     _five_commands_say_one_message(tmp_path, spoil(_vsi_lines()), VSI_LINE, what)
+
+
+def test_a_long_error_stays_one_line_when_output_is_not_a_terminal(tmp_path):
+    """Output to a file or a pipe is 150 columns wide (COLUMNS unset): an error message longer than
+    that was wrapped onto two lines, so a log's line no longer held the whole message."""
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "records.jsonl").write_text("".join(VSI_DAMAGE["logprob_string"][0](_vsi_lines())))
+    where = f"{run / 'records.jsonl'}:{VSI_LINE}:"
+    for command in ("score", "validate"):  # an error, a problem listed
+        p = cli(command, str(run), columns=None, env={"COLUMNS": None})
+        hits = [ln for ln in (p.stdout + p.stderr).splitlines() if where in ln]
+        assert p.returncode == 2 and len(hits) == 1, p.stdout + p.stderr
+        assert len(hits[0]) > 150 and hits[0].rstrip().endswith("NaN or infinite)"), (command, hits[0])
 
 
 def test_the_undamaged_vsi_lines_pass_every_command(tmp_path):

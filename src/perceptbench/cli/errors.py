@@ -21,7 +21,8 @@ def fail(msg) -> None:
         msg = msg.args[0]
     from ..core.urls import redact_urls_in
 
-    console.print(f"[red]error:[/red] {escape(redact_urls_in(str(msg)))}", highlight=False)
+    # soft_wrap: one line whatever the width (a log's 150 columns would split a long message in two)
+    console.print(f"[red]error:[/red] {escape(redact_urls_in(str(msg)))}", highlight=False, soft_wrap=True)
     raise typer.Exit(2)
 
 
@@ -92,6 +93,6 @@ class TornTailsAsWarnings:
             else:
                 warnings.showwarning(w.message, w.category, w.filename, w.lineno)
         for m in seen:
-            console.print(f"[yellow]warning:[/yellow] {escape(m)}", highlight=False)
+            console.print(f"[yellow]warning:[/yellow] {escape(m)}", highlight=False, soft_wrap=True)
             console.print("  (a crash's leftover, not a complete record: left out; a rerun of `perceptbench run` "
                           "removes it)", highlight=False)

@@ -25,7 +25,7 @@ def validate(records: Path = typer.Argument(..., help="records.jsonl")) -> None:
             fail(f"{records.parent}: not a run directory (no records.jsonl in it)")
     n_ok, errors, n_problems = check_file(records)
     for e in errors:
-        console.print(f"[red]{escape(e)}[/red]", highlight=False)
+        console.print(f"[red]{escape(e)}[/red]", highlight=False, soft_wrap=True)  # one line each
     more = f" ({n_problems - len(errors)} more not shown)" if n_problems > len(errors) else ""
     console.print(f"{records}: {n_ok} valid records, {n_problems} problem(s){more}", highlight=False)
     if n_problems:

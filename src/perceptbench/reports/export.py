@@ -50,7 +50,7 @@ def _records_sql(path: Path) -> str:
     a known model family and response space, ``0 <= rep < n_reps``.  (``correct`` against
     the answers is checked in Python, on each distinct combination.)"""
     from ..record_table import _SCALAR_TYPES, _answer_ok
-    from ..records import MODEL_FAMILIES, RESPONSE_SPACES, SCHEMA_FIELDS
+    from ..records import MODEL_FAMILIES, RESPONSE_SPACES, SCHEMA_FIELDS, VSI_READOUTS
 
     def q(s: str) -> str:
         return "'" + s.replace("'", "''") + "'"
@@ -76,7 +76,10 @@ def _records_sql(path: Path) -> str:
                  # its last): the quoted name occurs once in the line (inside a JSON string a quote
                  # is escaped, so only a key or a value equal to the name matches)
                  *(f"strlen(j) - strlen(replace(j, {q(json.dumps(k))}, '')) = {len(json.dumps(k))}"
-                   for k in _RUN_META_KEYS)])
+                   for k in _RUN_META_KEYS),
+                 # a VSI record carries run_meta.vsi (the VSI line rule, records.vsi_meta_problem)
+                 f"CASE WHEN s.readout ->> '$' IN {sql_tuple(VSI_READOUTS)} "
+                 "THEN coalesce(list_contains(json_keys(s.run_meta), 'vsi'), false) ELSE true END"])
     model = ["trial_id = task_id || '|' || stimulus_id || '|' || model || '|rep' || CAST(rep AS VARCHAR)",
              "NOT contains(task_id, '|') AND NOT contains(stimulus_id, '|') AND NOT contains(model, '|')",
              f"model_family IN {sql_tuple(MODEL_FAMILIES)}", f"response_space IN {sql_tuple(RESPONSE_SPACES)}",
@@ -198,10 +201,10 @@ def records_arrow(path: str | os.PathLike, batch_rows: int = 8_192):
     import pyarrow.compute as pc
 
     from ..record_table import _bools, _count_lines, batch_checked
-    from ..records import has_torn_tail
+    from ..records import columnar_readable
 
     path = Path(path)
-    if not path.exists() or path.stat().st_size == 0 or has_torn_tail(path):
+    if not path.exists() or not columnar_readable(path):
         return None
     con = duckdb.connect(config={"threads": min(2, os.cpu_count() or 1), "memory_limit": "1GB"})
     con.execute("SET enable_progress_bar = false")

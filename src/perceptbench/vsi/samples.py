@@ -545,6 +545,8 @@ class VSIReader:
             for k in ("sigma_px", "max_prob", "verbal_conf"):  # what float() of them gives, never fails
                 if any(v is not None and (type(v) not in (int, float) or not math.isfinite(v)) for v in val[k]):
                     return None
+            if any(v is not None and v < 0 for v in val["sigma_px"]):  # the VSI line rule refuses it
+                return None
             # a null sigma, or a null max_prob on a clean record with a distribution: the VSI line rule
             # (perceptbench.records.vsi_meta_problem) refuses them on the record path
             null = {k: np.array([v is None for v in val[k]], bool)[f[k]] for k in ("sigma_px", "max_prob")}

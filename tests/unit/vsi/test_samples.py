@@ -447,6 +447,8 @@ DAMAGED = {
                               "run_meta.vsi"),
     "sigma_string": ((_edit_vsi(sigma_px="x"), None), "run_meta.vsi.sigma_px"),
     "sigma_null": ((_edit_vsi(sigma_px=None), None), "run_meta.vsi.sigma_px"),
+    "sigma_negative": ((_edit_vsi(sigma_px=-20.0), None), "run_meta.vsi.sigma_px"),
+    "vsi_key_deleted": ((lambda o: o["run_meta"].pop("vsi"), None), "run_meta.vsi"),
     "max_prob_beyond_doubles": ((_edit_vsi(max_prob=10 ** 400), None), "run_meta.vsi.max_prob"),
     "verbal_conf_string": ((_edit_vsi(verbal_conf="80"), None), "run_meta.vsi.verbal_conf"),
     "token_id_float": ((_edit_vsi(token_ids=[1.0, 2, 3]), None), "run_meta.vsi.token_ids"),
@@ -521,15 +523,17 @@ def test_vsi_lines_legal_by_design_are_read_and_scored(tmp_path):
     null (NaN or an infinity, as the writer stores them; the pair is flagged invalid, not refused),
     with a null ``max_prob`` on its clean record; trial-level and model-level skips (empty lists, no
     ``max_prob``); an API distribution (``token_ids`` null); a clean answer that did not parse (a null
-    response); the image-withheld condition (``image_sha256`` and ``max_prob`` null); a VSI record
-    without ``run_meta.vsi``.  Every reader takes them, and ``score`` gives the record path's rows."""
+    response); the image-withheld condition (``image_sha256`` and ``max_prob`` null).  Every reader
+    takes them, and ``score`` gives the record path's rows.  (A VSI record without ``run_meta.vsi``
+    is no longer among them: perceptbench has written it on every VSI record since the first VSI
+    release, so a file's record without it lost its distribution, and is refused.)"""
     from perceptbench.record_table import iter_task_records
     from perceptbench.records import read_records
     from perceptbench.reports.export import records_arrow
     from perceptbench.scoring import score_file, score_records
     from perceptbench.vsi.respondent import EMPTY_DIST
 
-    from helpers.records import plant_record, plant_records, plant_vsi_record
+    from helpers.records import plant_records, plant_vsi_record
 
     task = get_task("vsi.salbench.syn@n=4")
     lp = [-0.6, -1.6, -2.6]
@@ -554,9 +558,6 @@ def test_vsi_lines_legal_by_design_are_read_and_scored(tmp_path):
     skip = plant_vsi_record(task, "clean", "s0", [1], [0.0], model="gone", skipped="no logprobs")
     recs.append(skip.model_copy(update={"run_meta": skip.run_meta.model_copy(update={"vsi": dict(
         skip.run_meta.model_extra["vsi"], **EMPTY_DIST, distribution_source="api_top_logprobs")})}))
-    recs.append(plant_record(task, stimulus_id="s6~clean", model="m", model_family="vlm", readout="vlm_vsi_clean",
-                             response="B", ground_truth="B", manipulated_value="clean", raw_output="B",
-                             prompt_id=task.prompt_id, prompt_hash=None))
     p = plant_records(tmp_path / "run", recs)
     assert '"logprobs":[null,' in p.read_text() and '"max_prob":null' in p.read_text()  # NaN as written
     back = read_records(p)
