@@ -106,7 +106,7 @@ import numpy as np
 
 from ..core.conditions import parse_respondent_label
 from ..metrics.topk_kl import MASS_TOL, distribution_problem, invalid_rows, kl_topk, kl_topk_batch
-from ..records import VSI_META_KEYS
+from ..records import VSI_META_KEYS, VSI_READOUTS
 
 __all__ = ["VSISample", "VSIFlagged", "VSI_META_KEYS", "CONDITIONS", "PERTURBATIONS", "BLURS", "FLAG_REASONS",
            "dist_keys", "trial_skipped", "vsi_samples", "vsi_flagged", "vsi_pairs", "vsi_of_records", "distribution_flags", "non_answer_token",
@@ -115,7 +115,8 @@ __all__ = ["VSISample", "VSIFlagged", "VSI_META_KEYS", "CONDITIONS", "PERTURBATI
 CONDITIONS = ("clean", "region_blur", "whole_blur")
 
 PERTURBATIONS = {"region_blur": "region", "whole_blur": "whole", "image_withheld": "withheld"}
-"""Condition name in records -> ``VSISample.perturbation``."""
+"""Condition name in records -> ``VSISample.perturbation`` (with ``clean``, the record format's
+:data:`perceptbench.records.VSI_CONDITIONS`, which the line rule checks; a test keeps them equal)."""
 
 BLURS = ("region", "whole")
 """The ``VSISample.perturbation`` of the blur conditions (a Gaussian blur at a sigma); the
@@ -820,8 +821,8 @@ def read_vsi_columns(columns, task_id: str):
     from ..record_table import one_version_per_model
 
     c = columns[task_id]
-    if not one_version_per_model(c) or not set(c.readouts[k] for k in np.unique(c.readout).tolist()) <= {
-            "vlm_vsi_clean", "vlm_vsi_perturbed"} or np.any(np.diff(c.row) <= 0):
+    if not one_version_per_model(c) or not set(c.readouts[k] for k in np.unique(c.readout).tolist()) <= set(
+            VSI_READOUTS) or np.any(np.diff(c.row) <= 0):
         return None
     side = None
     fields, c.vsi_fields = c.vsi_fields, None  # let go once read (the lists of 10^5 records: ~100 MiB)

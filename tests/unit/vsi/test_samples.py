@@ -570,3 +570,12 @@ def test_vsi_lines_legal_by_design_are_read_and_scored(tmp_path):
     assert "gone" in {r.model for r in rows if r.metric == "skipped"}
     assert ("api", "vsi_median[whole_blur,sigma=20]") in value
     assert value[("m[image_withheld]", "vsi_median[image_withheld]")] >= 0
+
+
+def test_the_line_rule_knows_the_conditions_scoring_reads():
+    """The VSI line rule (perceptbench.records) and the VSI scoring (perceptbench.vsi.samples) name the
+    same conditions."""
+    from perceptbench.records import VSI_CONDITIONS
+    from perceptbench.vsi.samples import CONDITIONS, PERTURBATIONS
+
+    assert set(VSI_CONDITIONS) == {"clean", *PERTURBATIONS} == {*CONDITIONS, "image_withheld"}
