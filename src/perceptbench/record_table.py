@@ -43,8 +43,8 @@ from typing import Callable, Iterator
 
 import numpy as np
 
-from .records import (RESPONSE_SPACES, VSI_META_KEYS, VSI_READOUTS, RecordError, TrialRecord, columnar_readable,
-                      read_records)
+from .records import (RESPONSE_SPACES, VSI_EXTRA_KEYS, VSI_META_KEYS, VSI_READOUTS, RecordError, TrialRecord,
+                      columnar_readable, read_records)
 
 __all__ = ["RecordIndex", "read_index", "iter_task_records", "records_to_arrow", "TaskColumns",
            "read_columns", "canonical_answer"]
@@ -359,7 +359,8 @@ _STRUCT = {"trial_id": "VARCHAR", "task_id": "VARCHAR", "stimulus_id": "VARCHAR"
            "prompt_id": "JSON", "prompt_hash": "JSON", "run_meta": "JSON", "principle": "JSON", "track": "JSON",
            "owner": "JSON", "response_space": "JSON", "human_ref_id": "JSON"}
 _META = {"seed": "JSON", "split": "VARCHAR", "prompt_template_hash": "VARCHAR", "skipped": "JSON", "vsi": "JSON",
-         "skip_scope": "JSON", "model_version": "JSON", "run_id": "JSON"}
+         "skip_scope": "JSON", "model_version": "JSON", "run_id": "JSON",
+         **{k: "JSON" for k in VSI_EXTRA_KEYS}}
 
 #: readouts of VSI records (:mod:`perceptbench.vsi.samples`): their lines are read with their
 #: ``run_meta.vsi`` fields (:data:`_VSI_TEXT`, :data:`_VSI_COLUMNS`) and checked against the whole
@@ -371,9 +372,11 @@ VSI_KEYS = VSI_META_KEYS
 #: ``run_meta.vsi`` fields read as JSON text (one value per line, few distinct values), decoded by
 #: ``json.loads`` once per distinct text (:class:`perceptbench.vsi.samples.VSIReader`), so each is the
 #: very value (and type) the record path reads: ``first`` is ``tokens[0]``, ``skipped`` and
-#: ``skip_scope`` are ``run_meta``'s
+#: ``skip_scope`` are ``run_meta``'s, and so are the keys of :data:`VSI_EXTRA_KEYS` (the benchmark ids and the
+#: answer's options, :class:`perceptbench.vsi.samples.VSIReader`)
 _VSI_TEXT = ("sample_id", "image_id", "benchmark", "condition", "region_source", "image_sha256", "sigma_px",
-             "max_prob", "verbal_conf", "complete", "fallback", "flags", "first", "skipped", "skip_scope")
+             "max_prob", "verbal_conf", "complete", "fallback", "flags", "first", "skipped", "skip_scope",
+             *VSI_EXTRA_KEYS)
 _VSI_STRUCT = {k: "JSON" for k in _VSI_TEXT[:12] + ("token_ids", "logprobs", "tokens")}
 
 #: SQL: the lists of a line's distribution as ``json_structure`` types them (an array of integers, or
@@ -401,6 +404,11 @@ _VSI_OK = f"""((json_type(rm.vsi) = 'OBJECT' AND len(vk) = len(list_distinct(vk)
 _META_KEYS_OK = ("NOT (list_contains(mk, 'vsi') AND rm.vsi IS NULL) "
                  "AND NOT coalesce(list_contains(mk[list_position(mk, 'vsi') + 1:], 'vsi'), false)")
 
+#: SQL (over ``mk``): no key of :data:`VSI_EXTRA_KEYS` given twice in a VSI line's ``run_meta`` (json.loads keeps
+#: the last: such a line, legal, sends the file to the validating reader, which reads it so)
+_EXTRA_KEYS_ONCE = " AND ".join(f"NOT coalesce(list_contains(mk[list_position(mk, '{k}') + 1:], '{k}'), false)"
+                                for k in VSI_EXTRA_KEYS)
+
 #: SQL: the columns of a VSI line (NULL on other lines), read by :func:`_vsi_batch` (``run_meta`` is
 #: JSON text duckdb wrote, keys unescaped: a line without ``"vote"`` in it has no such key)
 _VSI_COLUMNS = f"""CASE WHEN vrow THEN coalesce({_VSI_OK}, false) END AS v_ok,
@@ -409,6 +417,8 @@ _VSI_COLUMNS = f"""CASE WHEN vrow THEN coalesce({_VSI_OK}, false) END AS v_ok,
                CAST(json_extract(v.tokens, '$[0]') AS VARCHAR) AS v_first,
                CASE WHEN vrow THEN CAST(rm.skipped AS VARCHAR) END AS v_skipped,
                CASE WHEN vrow THEN CAST(rm.skip_scope AS VARCHAR) END AS v_skip_scope,
+               {", ".join(f"CASE WHEN vrow THEN CAST(rm.{k} AS VARCHAR) END AS v_{k}" for k in VSI_EXTRA_KEYS)},
+               CASE WHEN vrow THEN coalesce(json_type(s.raw_output), 'NULL') <> 'NULL' END AS v_raw,
                CASE WHEN vrow THEN contains(CAST(s.run_meta AS VARCHAR), '"vote"')
                                    AND list_contains(json_keys(s.run_meta), 'vote') END AS v_vote"""""
 
@@ -575,7 +585,7 @@ def read_columns(path: str | os.PathLike, batch_rows: int = 100_000) -> Columnar
                                                     OR coalesce(json_type(s.ground_truth), 'NULL') = 'NULL'))
                         AND {_answer_ok("s.response")} AND {_answer_ok("s.ground_truth")}
                         AND coalesce(json_type(s.manipulated_value), 'NULL') IN {_SCALAR_TYPES}
-                        AND (NOT vrow OR {_VSI_RECORD_OK}), false) AS ok,
+                        AND (NOT vrow OR ({_VSI_RECORD_OK} AND {_EXTRA_KEYS_ONCE})), false) AS ok,
                s.task_id, s.model, s.stimulus_id, s.model_family AS family, s.readout, s.response,
                s.ground_truth, s.manipulated_value, CAST(s.correct AS VARCHAR) = 'true' AS correct,
                TRY_CAST(s.rep AS BIGINT) AS rep, rm.split,
@@ -731,7 +741,7 @@ def _vsi_batch(batch) -> dict:
     values) into the batch's flat values (no Python object per line); the JSON text fields of
     :data:`_VSI_TEXT` as pyarrow arrays (coded by :func:`_vsi_take`)."""
     out: dict = {k: batch.column("v_" + k) for k in _VSI_TEXT}
-    for k in ("ok", "obj", "vote"):
+    for k in ("ok", "obj", "vote", "raw"):
         out[k] = _bools(batch.column("v_" + k))
     for k, dt in (("ids", np.int64), ("lp", np.float64)):
         a = batch.column("v_" + k)

@@ -124,6 +124,13 @@ def _first_bad(xs: list, ok_types: frozenset, nullable: bool = False) -> int | N
 _NUMBERS, _INTS = frozenset({int, float}), frozenset({int})
 
 
+VSI_EXTRA_KEYS = ("external", "no_image", "vsi_answer")
+"""The keys of a VSI record's ``run_meta`` besides ``vsi`` that scoring reads (written by the VSI
+tasks on external benchmarks, :class:`perceptbench.vsi.benchmarks.VSIExternalTask`): ``external``
+the benchmark's ids of the question (the loader's meta: category, set, pair ...), ``no_image`` true
+for a question the benchmark asks without an image, ``vsi_answer`` the answer's type and options
+(read by the parse of lettered answers).  Absent on other records."""
+
 VSI_READOUTS = ("vlm_vsi_clean", "vlm_vsi_perturbed")
 """The readouts of VSI records: perceptbench writes ``run_meta.vsi`` on every one of them (skips
 included), so one without it lost its distribution (:func:`vsi_meta_problem`)."""

@@ -118,13 +118,16 @@ def _parse_rows(task_id: str, records: list[TrialRecord], mode: str) -> list[Sco
 
 def reparse_columns(c, task, mode: str):
     """:func:`apply_parser_mode` and the parse-count rows (:data:`PARSE_COUNTS`) on columns
-    (:class:`perceptbench.record_table.TaskColumns` of one task whose ``task.parses_raw_output``):
+    (:class:`perceptbench.record_table.TaskColumns` of one task whose ``task.parses_raw_output``, or a
+    VSI task whose parse reads the ``run_meta`` keys it declares, ``task.parse_meta_keys``, read with
+    the columns by :func:`perceptbench.vsi.samples.read_vsi_columns`):
     every answer record's response (readout in :data:`ANSWER_READOUTS`, not skipped: ``c.skipped``)
-    is ``task.parse_answer`` of its ``raw_output`` text under ``mode``, parsed once per distinct text, ``correct``
+    is ``task.parse_answer`` of its ``raw_output`` text under ``mode`` (``task.parse_clean`` of the
+    text and those keys' values), parsed once per distinct text (and values), ``correct``
     recomputed (:func:`~perceptbench.records.score_correct`) once per distinct (response, ground
     truth) pair.  Returns (columns with the new ``response`` and ``correct``, parse-count rows
     per model sorted by name): the same responses and rows the record path gives.  Raises
-    ValueError for an unknown mode."""
+    ValueError for an unknown mode, or for meta keys to read on columns without VSI fields."""
     import dataclasses
 
     from .record_table import canonical_answer
@@ -145,8 +148,20 @@ def reparse_columns(c, task, mode: str):
             values.append(v)
         return codes[k]
 
-    texts, inv = np.unique(c.raw[sel], return_inverse=True)
-    parsed = [task.parse_answer(c.raws[t], mode=mode) for t in texts.tolist()]
+    keys = () if task.parses_raw_output else tuple(getattr(task, "parse_meta_keys", ()))
+    if not keys:
+        texts, inv = np.unique(c.raw[sel], return_inverse=True)
+        parsed = [task.parse_answer(c.raws[t], mode=mode) for t in texts.tolist()]
+    else:  # the text and the values of the meta keys the parse reads, each distinct combination once
+        if c.vsi is None:
+            raise ValueError(f"{c.task_id}: its parse reads run_meta {list(keys)}, which these columns do not hold")
+        extras = [c.vsi.extras[k] for k in keys]
+        combos, inv = np.unique(np.stack([c.raw[sel], *(codes[sel] for codes, _ in extras)], 1), axis=0,
+                                return_inverse=True)
+        inv = inv.reshape(-1)
+        parsed = [task.parse_clean(c.raws[t], {k: values[v] for k, (_, values), v in zip(keys, extras, vs)
+                                               if values[v] is not None}, mode)
+                  for t, *vs in combos.tolist()]
     new = np.array([code(resp) for resp, _ in parsed], np.int32)[inv]
     old = c.response[sel]
 

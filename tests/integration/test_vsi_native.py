@@ -28,7 +28,24 @@ def tiny_llava(tmp_path_factory):
     return build_tiny_llava(tmp_path_factory.mktemp("native") / "tiny-llava", init_range=1.0)
 
 
-def test_vsi_mmstar_runs_end_to_end(tiny_llava, tmp_path):
+def _columns_score_like_records(path: Path, monkeypatch) -> None:
+    """``score`` takes every task of the run's file from its columns (reading one back as records
+    fails) and gives the rows :func:`~perceptbench.scoring.score_records` gives on its records."""
+    from perceptbench.record_table import ColumnarRecords
+    from perceptbench.scoring import score_file, score_records
+
+    def refuse(*a, **k):
+        raise AssertionError("a task was read back as records")
+
+    with monkeypatch.context() as m:
+        m.setattr(ColumnarRecords, "records", refuse)
+        m.setattr(ColumnarRecords, "iter_records", refuse)
+        rows = score_file(path, path.parent / "rescored.csv")
+    want = score_records(read_records(path), features_dir=path.parent / "features")
+    assert [repr(vars(r)) for r in rows] == [repr(vars(r)) for r in want]
+
+
+def test_vsi_mmstar_runs_end_to_end(tiny_llava, tmp_path, monkeypatch):
     """The crash of issue 21: ``vsi.mmstar`` read the grounding setting ``box_threshold``, which
     MMStar (whole image only) does not have, and stopped with ``error: box_threshold``."""
     out = tmp_path / "run"
@@ -50,6 +67,7 @@ def test_vsi_mmstar_runs_end_to_end(tiny_llava, tmp_path):
     assert rows[("llava", "mmstar.multimodal_leakage")]["n"] == "3"
     full = json.loads((out / "scores.json").read_text())
     assert any(r["metric"].startswith("mmstar.auroc_vsi[math,whole") and r["model"] == "llava" for r in full)
+    _columns_score_like_records(out / "records.jsonl", monkeypatch)
 
 
 def _hb_images(root: Path) -> None:
@@ -60,7 +78,7 @@ def _pope_images(folder: Path) -> None:
     write_pope_images(folder, FIXTURES / "pope" / "coco_pope_adversarial.json")
 
 
-def test_pope_hallusionbench_mmvp_native_rows_end_to_end(tiny_llava, tmp_path):
+def test_pope_hallusionbench_mmvp_native_rows_end_to_end(tiny_llava, tmp_path, monkeypatch):
     _hb_images(tmp_path / "hb")
     _pope_images(tmp_path / "val2014")
     tasks = [f"vsi.pope@images={tmp_path / 'val2014'},questions={FIXTURES / 'pope' / 'coco_pope_adversarial.json'},"
@@ -91,6 +109,7 @@ def test_pope_hallusionbench_mmvp_native_rows_end_to_end(tiny_llava, tmp_path):
     assert ("vsi.hallusionbench", "llava", "hallusionbench.qAcc[VS/chart]@image_questions") in rows
     assert rows[("vsi.mmvp", "llava", "mmvp.pair_accuracy")]["n"] == "2"
     assert ("vsi.mmvp", "llava", "mmvp.question_accuracy") in rows
+    _columns_score_like_records(out / "records.jsonl", monkeypatch)
     # `render` writes what a VLM is shown: the questions asked without an image have no image to write
     p = cli("render", tasks[1], "--out", str(tmp_path / "shown"), env={"PERCEPTBENCH_RESPONSE_CACHE": None})
     assert p.returncode == 0, p.stdout + p.stderr

@@ -13,7 +13,8 @@ import pytest
 from helpers.paths import FIXTURES
 from helpers.records import plant_record
 from perceptbench.tasks import get_task
-from perceptbench.vsi.native import hallusionbench_rows, mmstar_rows, mmvp_rows, pope_rows
+from perceptbench.vsi.native import answers_of_records, hallusionbench_rows, mmstar_rows, mmvp_rows, pope_rows
+from perceptbench.vsi.samples import vsi_samples
 
 
 def _answer(task, sid: str, ext: dict, truth: str, response, *, model: str = "m", withheld: bool = False,
@@ -45,7 +46,7 @@ def test_pope_precision_recall_f1_and_predicted_yes_ratio_under_both_null_conven
     answers = {1: "yes", 2: "yes", 3: "no", 4: "yes", 5: None, 6: "no", 10: None}
     recs = [_answer(task, f"pope-{q['question_id']}", {"split": "adversarial"}, q["label"], answers[q["question_id"]])
             for q in qs]
-    v = _values(pope_rows(task.task_id, recs, seed=0))
+    v = _values(pope_rows(task.task_id, answers_of_records(recs), seed=0))
     # nulls excluded (5 answers): q1 TP, q2 FP, q3 FN, q4 FP, q6 TN -> TP 1, FP 2, TN 1, FN 1
     # accuracy 2/5; precision 1/3; recall 1/2; F1 = 2TP/(2TP+FP+FN) = 2/5; yes-ratio = predicted yes 3/5
     ex = {k: v[f"pope.{k}@nulls_excluded"].value for k in ("accuracy", "precision", "recall", "f1", "yes_ratio")}
@@ -95,7 +96,7 @@ def _hb_records(with_blind: bool = True):
 
 def test_hallusionbench_aacc_facc_qacc_with_the_no_image_questions():
     task, recs = _hb_records()
-    v = _values(hallusionbench_rows(task.task_id, recs, seed=0, no_image=True))
+    v = _values(hallusionbench_rows(task.task_id, answers_of_records(recs), seed=0, no_image=True))
     # aAcc, 9 questions: VS 4 right of 5 (no-image q0, q1 (uncertain), q3; figure 1 q0), VD 3 of 4 -> 7/9
     assert v["hallusionbench.aAcc"].value == pytest.approx(7 / 9)
     # fAcc: figures VS/1 {q0 right} ok, VD/0 {right, right, wrong} not, VD/1 {right} ok; VS figure 0
@@ -121,7 +122,7 @@ def test_hallusionbench_aacc_facc_qacc_with_the_no_image_questions():
 
 def test_hallusionbench_without_the_no_image_answers_says_how_to_get_them():
     task, recs = _hb_records(with_blind=False)
-    v = _values(hallusionbench_rows(task.task_id, recs, seed=0, no_image=True))
+    v = _values(hallusionbench_rows(task.task_id, answers_of_records(recs), seed=0, no_image=True))
     assert math.isnan(v["hallusionbench.aAcc"].value) and "--condition image_withheld" in v["hallusionbench.aAcc"].note
     assert v["hallusionbench.aAcc@image_questions"].value == pytest.approx(4 / 5)
 
@@ -142,7 +143,7 @@ def test_mmvp_pairs_patterns_and_the_four_label_corrections(corrections):
     assert truth == ({97: "A", 98: "B", 99: "B", 100: "A", 279: "B", 280: "A"} if corrections else
                      {97: "A", 98: "B", 99: "A", 100: "B", 279: "A", 280: "B"})
     recs = [_answer(task, s.stimulus_id, s.meta, s.answer, MMVP_ANSWERS[s.meta["index"]]) for s in stim]
-    v = _values(mmvp_rows(task.task_id, recs, seed=0))
+    v = _values(mmvp_rows(task.task_id, answers_of_records(recs), seed=0))
     if corrections:
         # right: 97, 98, 99, 100, 279 (280 unparseable = wrong) -> 5/6; pairs 49 {97, 98} and 50 {99, 100}
         # both right, pair 140 {279, 280} not -> 2/3; Orientation (pairs 49, 50): 2/2, questions 4/4;
@@ -168,7 +169,7 @@ def test_mmvp_without_pattern_labels_says_so():
     stim = load_mmvp(FIXTURES / "mmvp" / "release")
     # release rows: 1 A, 2 B, 3 B, 4 A; answers A, B, B, B -> pair 1 right, pair 2 not: 1/2; questions 3/4
     recs = [_answer(task, s.stimulus_id, s.meta, s.answer, a) for s, a in zip(stim, "ABBB")]
-    v = _values(mmvp_rows(task.task_id, recs, seed=0))
+    v = _values(mmvp_rows(task.task_id, answers_of_records(recs), seed=0))
     assert v["mmvp.pair_accuracy"].value == pytest.approx(1 / 2)
     assert v["mmvp.question_accuracy"].value == pytest.approx(3 / 4)
     assert math.isnan(v["mmvp.pair_accuracy[pattern]"].value) and "Type" in v["mmvp.pair_accuracy[pattern]"].note
@@ -189,7 +190,7 @@ def _mmstar(base_answers, base_llm="base"):
         recs.append(_answer(task, s.stimulus_id, s.meta, s.answer, with_image))
         recs.append(_answer(task, s.stimulus_id, s.meta, s.answer, without, withheld=True))
         recs.append(_answer(task, s.stimulus_id, s.meta, s.answer, base, model="base", withheld=True))
-    return task, mmstar_rows(task.task_id, recs, seed=0, base_llm=base_llm, sigma=20.0)
+    return task, mmstar_rows(task.task_id, answers_of_records(recs), vsi_samples(recs), seed=0, base_llm=base_llm, sigma=20.0)
 
 
 def test_mmstar_accuracy_gain_and_leakage():
@@ -241,7 +242,7 @@ def test_mmstar_auroc_of_minus_vsi_per_category():
                                      response=("B" if err else "A") if clean else None, ground_truth="A",
                                      raw_output="B" if clean and err else "A" if clean else None,
                                      prompt_id=task.prompt_id, external=ext, vsi=vsi))
-    v = _values(mmstar_rows(task.task_id, recs, seed=0, base_llm="", sigma=20.0))
+    v = _values(mmstar_rows(task.task_id, answers_of_records(recs), vsi_samples(recs), seed=0, base_llm="", sigma=20.0))
     r = v["mmstar.auroc_vsi[math,whole,sigma=20]"]
     # every error (i < 5) has a lower VSI, so a higher -VSI, than every right answer: AUROC = 1
     assert r.value == pytest.approx(1.0) and r.n == 10
@@ -281,7 +282,7 @@ def test_hallusionbench_judge_verdicts_combine_into_aacc_facc_qacc_at_judge():
     task, recs = _hb_records()
     judgments = _hb_judgments(recs)
     assert len(judgments) == 9
-    v = _values(hallusionbench_judge_rows(task.task_id, recs, seed=0, no_image=True, judgments=judgments))
+    v = _values(hallusionbench_judge_rows(task.task_id, answers_of_records(recs), seed=0, no_image=True, judgments=judgments))
     # right under the judge: VS q1, q2 (uncertain on no-image VS), q3; VD fig0 q0, q1, q2 -> aAcc 6/9
     assert v["hallusionbench.aAcc@judge"].value == pytest.approx(6 / 9)
     # fAcc: VS/1 {unclear on a figure: wrong} no, VD/0 {right x3} ok, VD/1 {incorrect} no -> 1/3
@@ -302,7 +303,7 @@ def test_hallusionbench_judge_verdicts_combine_into_aacc_facc_qacc_at_judge():
     assert r.n_null == 3 and r.n == 2 and r.ci_low <= r.value <= r.ci_high
     assert "judge reading: gpt (gpt-x@1)" in r.note and "1 without a reply" in r.note
     # the rule-based rows do not change (aAcc 7/9 as in the test above) and no rule row is named @judge
-    rule = _values(hallusionbench_rows(task.task_id, recs, seed=0, no_image=True))
+    rule = _values(hallusionbench_rows(task.task_id, answers_of_records(recs), seed=0, no_image=True))
     assert rule["hallusionbench.aAcc"].value == pytest.approx(7 / 9)
     assert not any(k.endswith("@judge") for k in rule) and all(k.endswith("@judge") for k in v)
 
@@ -313,12 +314,12 @@ def test_hallusionbench_judge_rows_refuse_to_mix_readings_when_an_answer_has_no_
     task, recs = _hb_records()
     judgments = _hb_judgments(recs)
     judgments.pop(next(iter(judgments)))  # one answer the judge has not read
-    rows = hallusionbench_judge_rows(task.task_id, recs, seed=0, no_image=True, judgments=judgments)
+    rows = hallusionbench_judge_rows(task.task_id, answers_of_records(recs), seed=0, no_image=True, judgments=judgments)
     assert {r.metric for r in rows} == {"hallusionbench.aAcc@judge", "hallusionbench.fAcc@judge",
                                         "hallusionbench.qAcc@judge"}
     assert all(math.isnan(r.value) and "1 of 9 answers of m" in r.note and "--judge" in r.note for r in rows)
     # no judgment at all: no judge rows (a run without --judge scores as before)
-    assert hallusionbench_judge_rows(task.task_id, recs, seed=0, no_image=True, judgments={}) == []
+    assert hallusionbench_judge_rows(task.task_id, answers_of_records(recs), seed=0, no_image=True, judgments={}) == []
 
 
 def test_scoring_adds_the_judge_rows_after_the_rule_based_rows_unchanged():
@@ -342,7 +343,7 @@ def test_mmvp_per_pattern_pair_and_question_accuracy_from_a_pattern_map(tmp_path
     stim = load_mmvp(FIXTURES / "mmvp" / "release", patterns=m)
     # truths 1 A, 2 B, 3 B, 4 A; answers A, B, A, A: pair 1 (Texts) both right; pair 2 (Color) only Index 4 right
     recs = [_answer(task, s.stimulus_id, s.meta, s.answer, a) for s, a in zip(stim, "ABAA")]
-    v = _values(mmvp_rows(task.task_id, recs, seed=0))
+    v = _values(mmvp_rows(task.task_id, answers_of_records(recs), seed=0))
     expect = {"mmvp.pair_accuracy": 1 / 2, "mmvp.question_accuracy": 3 / 4,
               "mmvp.pair_accuracy[Texts]": 1.0, "mmvp.question_accuracy[Texts]": 1.0,
               "mmvp.pair_accuracy[Color and Appearance]": 0.0, "mmvp.question_accuracy[Color and Appearance]": 1 / 2}

@@ -218,10 +218,13 @@ class VSIExternalTask(VSITask):
                                  "object_phrase": vs.object_phrase, "external": vs.meta}})
         return out
 
+    parse_meta_keys = ("vsi_answer",)  # parse_clean reads this key alone
+
     def parse_clean(self, text: str | None, meta: dict, mode: str = "default"):
         """Yes/no questions: :func:`~perceptbench.readouts.answers.parse_yes_no` (POPE's rule);
         lettered questions: :func:`~perceptbench.readouts.answers.parse_letter` over the
-        question's letters and option texts (``meta["vsi_answer"]``)."""
+        question's letters and option texts (``meta["vsi_answer"]``, the one key of the meta it
+        reads: :attr:`parse_meta_keys`)."""
         from ..external.base import option_letters
         from ..readouts.answers import parse_letter
 
@@ -254,11 +257,11 @@ class VSIPope(VSIExternalTask):
         d = self.params["dataset"]
         return f"pope.{self.params['split']}" if d == "coco" else f"pope.{d}.{self.params['split']}"
 
-    def score(self, records: list, seed: int) -> list:
-        """The VSI rows, then POPE's own (:func:`perceptbench.vsi.native.pope_rows`)."""
-        from .native import pope_rows
+    def native_rows(self, cols, samples: list, seed: int) -> list:
+        """POPE's own rows (:func:`perceptbench.vsi.native.pope_rows`)."""
+        from .native import answers, pope_rows
 
-        return super().score(records, seed) + pope_rows(self.task_id, records, seed)
+        return pope_rows(self.task_id, answers(cols), seed)
 
     def load(self, seed: int) -> list:
         from ..external.pope import load_pope
@@ -282,21 +285,20 @@ class VSIHallusionBench(VSIExternalTask):
                 "no_image": "1"}
     allowed = {**VSIExternalTask.allowed, "no_image": ("0", "1")}
 
-    def score(self, records: list, seed: int) -> list:
-        """The VSI rows, then HallusionBench's aAcc / fAcc / qAcc
-        (:func:`perceptbench.vsi.native.hallusionbench_rows`)."""
-        from .native import hallusionbench_rows
+    def native_rows(self, cols, samples: list, seed: int) -> list:
+        """HallusionBench's aAcc / fAcc / qAcc (:func:`perceptbench.vsi.native.hallusionbench_rows`)."""
+        from .native import answers, hallusionbench_rows
 
-        return super().score(records, seed) + hallusionbench_rows(self.task_id, records, seed,
-                                                                  self.params["no_image"] == "1")
+        return hallusionbench_rows(self.task_id, answers(cols), seed, self.params["no_image"] == "1")
 
     def score_judged(self, records: list, seed: int, judgments: dict) -> list:
         """A judge model's reading (``perceptbench run --judge``): the ``hallusionbench.*@judge``
         rows (:func:`perceptbench.vsi.native.hallusionbench_judge_rows`) from ``judgments``
         (``{trial_id: judgment}``, :func:`perceptbench.vsi.judge.read_judgments`)."""
-        from .native import hallusionbench_judge_rows
+        from .native import answers_of_records, hallusionbench_judge_rows
 
-        return hallusionbench_judge_rows(self.task_id, records, seed, self.params["no_image"] == "1", judgments)
+        return hallusionbench_judge_rows(self.task_id, answers_of_records(records), seed,
+                                         self.params["no_image"] == "1", judgments)
 
     def load(self, seed: int) -> list:
         from ..external.hallusionbench import load_hallusionbench
@@ -326,12 +328,11 @@ class VSIMMVP(VSIExternalTask):
                 "patterns": Setting("text", text="a CSV map Index -> visual pattern (no public one exists: "
                                                  "docs/metrics.md)")}
 
-    def score(self, records: list, seed: int) -> list:
-        """The VSI rows, then MMVP's pair, question and per-pattern accuracy
-        (:func:`perceptbench.vsi.native.mmvp_rows`)."""
-        from .native import mmvp_rows
+    def native_rows(self, cols, samples: list, seed: int) -> list:
+        """MMVP's pair, question and per-pattern accuracy (:func:`perceptbench.vsi.native.mmvp_rows`)."""
+        from .native import answers, mmvp_rows
 
-        return super().score(records, seed) + mmvp_rows(self.task_id, records, seed)
+        return mmvp_rows(self.task_id, answers(cols), seed)
 
     def load(self, seed: int) -> list:
         from ..external.mmvp import load_mmvp
@@ -356,13 +357,12 @@ class VSIMMStar(VSIExternalTask):
     settings = {**VSIExternalTask.settings,
                 "base_llm": Setting("text", text="the --model name of the base LLM (its image_withheld answers)")}
 
-    def score(self, records: list, seed: int) -> list:
-        """The VSI rows, then MMStar's accuracies, multi-modal gain and leakage and seed 002's
-        per-category AUROC of -VSI (:func:`perceptbench.vsi.native.mmstar_rows`)."""
-        from .native import mmstar_rows
+    def native_rows(self, cols, samples: list, seed: int) -> list:
+        """MMStar's accuracies, multi-modal gain and leakage and seed 002's per-category AUROC of
+        -VSI (:func:`perceptbench.vsi.native.mmstar_rows`)."""
+        from .native import answers, mmstar_rows
 
-        return super().score(records, seed) + mmstar_rows(self.task_id, records, seed, self.params["base_llm"],
-                                                          self.sigma)
+        return mmstar_rows(self.task_id, answers(cols), samples, seed, self.params["base_llm"], self.sigma)
 
     def load(self, seed: int) -> list:
         from ..external.mmstar import load_mmstar

@@ -44,7 +44,7 @@ from typing import Callable, Sequence
 from ..core.urls import redact_urls_in
 from ..records import TrialRecord
 from ..seeding import text_hash
-from .native import JUDGE_VERDICTS, ext, hallusionbench_answers
+from .native import JUDGE_VERDICTS, answers_of_records, ext, hallusionbench_answers
 
 JUDGMENTS = "judgments.jsonl"
 """The judge's sidecar file in a run directory (module docstring)."""
@@ -145,11 +145,12 @@ def pending_answers(records: Sequence[TrialRecord], task_ids: Sequence[str], no_
     out = []
     for tid in task_ids:
         recs = [r for r in records if r.task_id == tid]
-        for rs, blind in hallusionbench_answers(recs, no_image[tid]).values():
-            for r in [*rs, *blind]:
-                j = judged.get(r.trial_id)
+        of_trial = {r.trial_id: r for r in recs}
+        for rs, blind in hallusionbench_answers(answers_of_records(recs), no_image[tid]).values():
+            for a in [*rs, *blind]:
+                j = judged.get(a.trial_id)
                 if j is None or j.get("reply") is None:
-                    out.append(r)
+                    out.append(of_trial[a.trial_id])
     return out
 
 

@@ -2,8 +2,11 @@
 MMStar scored as their authors score them, from the trial records alone (numpy only).
 
 The benchmark tasks (:mod:`perceptbench.vsi.benchmarks`) add these rows to the VSI rows of
-:func:`perceptbench.vsi.scoring.score_task`.  The ids each definition needs are in every clean
-record's ``run_meta.external`` (the loader's ``meta``).  Formulas: :mod:`perceptbench.metrics.confusion`
+:func:`perceptbench.vsi.scoring.score_columns` (:meth:`~perceptbench.vsi.protocol.VSITask.native_rows`).
+They read the task's records as :class:`~perceptbench.vsi.samples.VSIColumns`, built from a
+record list or from the file's columns alike (no record object on the columnar path): the
+greedy answers of :func:`answers`, one small :class:`Answer` each.  The ids each definition needs are
+in every answer record's ``run_meta.external`` (the loader's ``meta``).  Formulas: :mod:`perceptbench.metrics.confusion`
 (P/R/F1, yes-ratio) and :mod:`perceptbench.metrics.grouped` (all-correct groups, cluster ratios);
 intervals: :func:`perceptbench.metrics.bootstrap.bootstrap_counts` (seeded percentile bootstrap,
 B = 1000), resampling questions, or the clusters named below when groups of questions are scored
@@ -52,7 +55,8 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from typing import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -61,9 +65,8 @@ from ..core.rows import ScoreRow
 from ..metrics.bootstrap import BootstrapResult, bootstrap_counts
 from ..metrics.confusion import RATES, binary_rates, confusion_counts
 from ..metrics.grouped import all_correct_by_group, ratio_of_sums
-from ..records import TrialRecord
-
-WITHHELD = "image_withheld"
+from ..records import TrialRecord, make_trial_id
+from .samples import WITHHELD, VSIColumns, VSISample
 
 MMSTAR_CATEGORIES = {
     "coarse perception": ("image scene and topic", "image style & quality", "image emotion"),
@@ -85,28 +88,53 @@ def ext(r: TrialRecord) -> dict:
     return (r.run_meta.model_extra or {}).get("external") or {}
 
 
-def _no_image(r: TrialRecord) -> bool:
-    return bool((r.run_meta.model_extra or {}).get("no_image"))
+@dataclass(frozen=True, slots=True)
+class Answer:
+    """One greedy answer the benchmark-native rows score (:func:`answers`): its record's
+    ``trial_id``, ``model`` (the respondent label, ``M`` or ``M[image_withheld]``), ``stimulus_id``,
+    ``response`` (as re-parsed; None: unparseable), ``ground_truth``, ``correct`` (None when the
+    response is), ``external`` (``run_meta.external``, {} when absent) and ``no_image``
+    (``run_meta.no_image``: a question the benchmark asks without an image)."""
+
+    trial_id: str
+    model: str
+    stimulus_id: str
+    response: Any
+    ground_truth: Any
+    correct: bool | None
+    external: dict
+    no_image: bool
 
 
-def _answered(r: TrialRecord) -> bool:
-    """A record holding a greedy answer: a clean VSI record, or an image-withheld one that
-    recorded its answer (not skipped)."""
-    if (r.run_meta.model_extra or {}).get("skipped"):
-        return False
-    if r.readout == "vlm_vsi_clean":
-        return True
-    v = (r.run_meta.model_extra or {}).get("vsi") or {}
-    return v.get("condition") == WITHHELD and r.raw_output is not None
+def answers(cols: VSIColumns) -> list[Answer]:
+    """The greedy answers among one task's records (``cols``; the records that hold one:
+    :class:`~perceptbench.vsi.samples.VSIReader`'s ``answered``), in record order."""
+    sd = cols.side
+    (ec, ev), (nc, nv) = sd.extras["external"], sd.extras["no_image"]
+    rows = np.flatnonzero(sd.answered)
+    if not rows.size:
+        return []
+    ext_of = [v or {} for v in ev]
+    blind_of = [bool(v) for v in nv]
+    tid = cols.task_id
+    return [Answer(make_trial_id(tid, cols.stimuli[s], cols.models[m], rep), cols.models[m], cols.stimuli[s],
+                   cols.values[resp], cols.values[truth], None if c < 0 else bool(c), ext_of[e], blind_of[b])
+            for m, s, resp, truth, c, rep, e, b in zip(
+                *(a[rows].tolist() for a in (cols.model, cols.stimulus, cols.response, cols.ground_truth,
+                                             cols.correct, cols.rep, ec, nc)))]
 
 
-def answers_by_respondent(records: Sequence[TrialRecord]) -> dict[str, list[TrialRecord]]:
-    """Answered records per respondent label (``M`` and ``M[image_withheld]``), sorted by stimulus id."""
-    out: dict[str, list[TrialRecord]] = defaultdict(list)
-    for r in records:
-        if _answered(r):
-            out[r.model].append(r)
-    return {m: sorted(rs, key=lambda r: r.stimulus_id) for m, rs in sorted(out.items())}
+def answers_of_records(records: Sequence[TrialRecord]) -> list[Answer]:
+    """:func:`answers` of trial records (one task)."""
+    return answers(VSIColumns.from_records(list(records)))
+
+
+def answers_by_respondent(answered: Sequence[Answer]) -> dict[str, list[Answer]]:
+    """Answers per respondent label (``M`` and ``M[image_withheld]``), sorted by stimulus id."""
+    out: dict[str, list[Answer]] = defaultdict(list)
+    for a in answered:
+        out[a.model].append(a)
+    return {m: sorted(rs, key=lambda a: a.stimulus_id) for m, rs in sorted(out.items())}
 
 
 def _rows(tid: str, m: str, names: Sequence[str], stat: Callable[[np.ndarray], np.ndarray], n: int, n_null: int,
@@ -120,10 +148,11 @@ def _rows(tid: str, m: str, names: Sequence[str], stat: Callable[[np.ndarray], n
 
 
 # ------------------------------------------------------------------ POPE
-def pope_rows(tid: str, records: Sequence[TrialRecord], seed: int) -> list[ScoreRow]:
-    """``pope.*`` rows of every image respondent of one POPE task (module docstring)."""
+def pope_rows(tid: str, answered: Sequence[Answer], seed: int) -> list[ScoreRow]:
+    """``pope.*`` rows of every image respondent of one POPE task (module docstring) from its
+    answers (:func:`answers`)."""
     rows: list[ScoreRow] = []
-    for m, rs in answers_by_respondent(records).items():
+    for m, rs in answers_by_respondent(answered).items():
         if parse_respondent_label(m)[1] != DEFAULT_CONDITION:
             continue
         truth = np.array([r.ground_truth == "yes" for r in rs])
@@ -145,7 +174,7 @@ def pope_rows(tid: str, records: Sequence[TrialRecord], seed: int) -> list[Score
 
 
 # ------------------------------------------------------------------ HallusionBench
-def hallusionbench_correct(r: TrialRecord) -> bool:
+def hallusionbench_correct(r: Answer) -> bool:
     """HallusionBench's correctness of one answer (``utils.py`` ``assign_correctness``, rule-based
     reading): right when parsed and equal to the truth; an unparseable answer ("uncertain")
     counts as right only on a VS question without a figure (figure_id 0), else wrong."""
@@ -154,8 +183,8 @@ def hallusionbench_correct(r: TrialRecord) -> bool:
     return _vs_without_figure(r)
 
 
-def _vs_without_figure(r: TrialRecord) -> bool:
-    e = ext(r)
+def _vs_without_figure(r: Answer) -> bool:
+    e = r.external
     return e.get("category") == "VS" and str(e.get("figure_id")) == "0"
 
 
@@ -164,7 +193,7 @@ JUDGE_VERDICTS = ("correct", "incorrect", "unclear")
 "2"); a judge that gave no reply (a timeout) has the verdict None."""
 
 
-def hallusionbench_judged_correct(r: TrialRecord, verdict: str | None) -> bool:
+def hallusionbench_judged_correct(r: Answer, verdict: str | None) -> bool:
     """HallusionBench's correctness of one answer under a judge's ``verdict`` (``utils.py``
     ``assign_correctness`` on the judge's "0"/"1"/"2"): "correct" is right; "unclear" and no
     verdict (None: the judge gave no reply) are "uncertain", right only on a VS question without
@@ -200,8 +229,8 @@ def _hb_stat(counts: np.ndarray, cols: Sequence[int]) -> Callable[[np.ndarray], 
     return lambda w: np.stack([ratio_of_sums(w, counts[:, pairs[c][0]], counts[:, pairs[c][1]]) for c in cols], 1)
 
 
-def _hb_items(rs: Sequence[TrialRecord], correct: Callable[[TrialRecord], bool]) -> list[dict]:
-    return [{**{k: str(ext(r).get(k)) for k in ("category", "subcategory", "set_id", "figure_id", "question_id")},
+def _hb_items(rs: Sequence[Answer], correct: Callable[[Answer], bool]) -> list[dict]:
+    return [{**{k: str(r.external.get(k)) for k in ("category", "subcategory", "set_id", "figure_id", "question_id")},
              "correct": correct(r)} for r in rs]
 
 
@@ -215,34 +244,36 @@ def _hb_groups(items: list[dict]) -> list[tuple[str, list[dict]]]:
     return out
 
 
-def hallusionbench_answers(records: Sequence[TrialRecord], no_image: bool) -> dict[str, tuple[list, list]]:
+def hallusionbench_answers(answered: Sequence[Answer], no_image: bool) -> dict[str, tuple[list, list]]:
     """The answers HallusionBench's rows score, per image respondent ``M``: (its clean answers to
     the questions with an image, the answers of ``M[image_withheld]`` to the questions asked
     without one (empty when ``no_image`` is False or they were not asked)).  Every answer a
-    judge reads (:mod:`perceptbench.vsi.judge`) is in one of the two lists."""
-    answers = answers_by_respondent(records)
+    judge reads (:mod:`perceptbench.vsi.judge`) is in one of the two lists.  ``answered``: the
+    task's answers (:func:`answers`)."""
+    by = answers_by_respondent(answered)
     out = {}
-    for m, rs in answers.items():
+    for m, rs in by.items():
         if parse_respondent_label(m)[1] != DEFAULT_CONDITION:
             continue
-        blind = [r for r in answers.get(respondent_label(m, WITHHELD), []) if _no_image(r)] if no_image else []
+        blind = [r for r in by.get(respondent_label(m, WITHHELD), []) if r.no_image] if no_image else []
         out[m] = (rs, blind)
     return out
 
 
-def hallusionbench_rows(tid: str, records: Sequence[TrialRecord], seed: int, no_image: bool, *,
-                        correct: Callable[[TrialRecord], bool] = hallusionbench_correct, suffix: str = "",
+def hallusionbench_rows(tid: str, answered: Sequence[Answer], seed: int, no_image: bool, *,
+                        correct: Callable[[Answer], bool] = hallusionbench_correct, suffix: str = "",
                         reading: str = "rule-based reading; unparseable = uncertain (right only on a VS no-image "
                                        "question)",
-                        uncertain: Callable[[TrialRecord], bool] = lambda r: r.response is None) -> list[ScoreRow]:
-    """``hallusionbench.*`` rows of every image respondent (module docstring); ``no_image``: the
+                        uncertain: Callable[[Answer], bool] = lambda r: r.response is None) -> list[ScoreRow]:
+    """``hallusionbench.*`` rows of every image respondent (module docstring) from the task's
+    answers (:func:`answers`); ``no_image``: the
     task includes the questions asked without an image (setting ``no_image``).  ``correct``,
     ``suffix``, ``reading`` and ``uncertain`` (the answers counted in ``n_null``) choose the
     reading: the defaults are the rule-based reading; :func:`hallusionbench_judge_rows` passes
     a judge's (metric names ending in ``@judge``)."""
     note = reading + "; bootstrap over question sets (category, subcategory, set_id)"
     rows: list[ScoreRow] = []
-    for m, (rs, blind) in hallusionbench_answers(records, no_image).items():
+    for m, (rs, blind) in hallusionbench_answers(answered, no_image).items():
         n_null = sum(map(uncertain, rs))
         image_rows: list[ScoreRow] = []
         for where, its in _hb_groups(_hb_items(rs, correct)):  # the questions with an image: lmms-eval/VLMEvalKit
@@ -273,7 +304,7 @@ def hallusionbench_rows(tid: str, records: Sequence[TrialRecord], seed: int, no_
     return rows
 
 
-def hallusionbench_judge_rows(tid: str, records: Sequence[TrialRecord], seed: int, no_image: bool,
+def hallusionbench_judge_rows(tid: str, answered: Sequence[Answer], seed: int, no_image: bool,
                               judgments: dict[str, dict]) -> list[ScoreRow]:
     """The ``hallusionbench.*@judge`` rows: the rows of :func:`hallusionbench_rows` with each
     answer's correctness read from a judge model's verdict instead of the rule-based parser
@@ -285,7 +316,7 @@ def hallusionbench_judge_rows(tid: str, records: Sequence[TrialRecord], seed: in
     NaN row per ``aAcc``/``fAcc``/``qAcc@judge`` saying how many and how to complete them (a
     rerun with the same ``--judge``).  ``n_null`` counts the answers the judge called unclear
     or gave no reply on."""
-    population = hallusionbench_answers(records, no_image)
+    population = hallusionbench_answers(answered, no_image)
     mine = [judgments[r.trial_id] for rs, blind in population.values() for r in [*rs, *blind]
             if r.trial_id in judgments]
     if not mine:
@@ -310,7 +341,7 @@ def hallusionbench_judge_rows(tid: str, records: Sequence[TrialRecord], seed: in
         no_reply = sum(verdict[t] is None for t in keep)
         reading = (f"judge reading: {who}, HallusionBench's GPT-4 check (utils.py evaluate_by_chatgpt); unclear or "
                    f"no reply = uncertain (right only on a VS no-image question; {no_reply} without a reply)")
-        rows += hallusionbench_rows(tid, [r for r in records if r.trial_id in keep], seed, no_image,
+        rows += hallusionbench_rows(tid, [r for r in answered if r.trial_id in keep], seed, no_image,
                                     correct=lambda r: hallusionbench_judged_correct(r, verdict[r.trial_id]),
                                     suffix="@judge", reading=reading,
                                     uncertain=lambda r: verdict[r.trial_id] in (None, "unclear"))
@@ -329,16 +360,17 @@ def mmvp_pair_counts(items: Sequence[dict]) -> tuple[list, np.ndarray]:
     return keys, np.array(out, float).reshape(-1, 4)
 
 
-def mmvp_rows(tid: str, records: Sequence[TrialRecord], seed: int) -> list[ScoreRow]:
-    """``mmvp.*`` rows of every image respondent (module docstring)."""
+def mmvp_rows(tid: str, answered: Sequence[Answer], seed: int) -> list[ScoreRow]:
+    """``mmvp.*`` rows of every image respondent (module docstring) from the task's answers
+    (:func:`answers`)."""
     rows: list[ScoreRow] = []
-    for m, rs in answers_by_respondent(records).items():
+    for m, rs in answers_by_respondent(answered).items():
         if parse_respondent_label(m)[1] != DEFAULT_CONDITION:
             continue
-        items = [{"pair": int(ext(r).get("pair", 0)), "correct": bool(r.correct), "pattern": ext(r).get("pattern")}
-                 for r in rs]
+        items = [{"pair": int(r.external.get("pair", 0)), "correct": bool(r.correct),
+                  "pattern": r.external.get("pattern")} for r in rs]
         n_null = sum(r.response is None for r in rs)
-        fixed = sum(bool(ext(r).get("label_corrected")) for r in rs)
+        fixed = sum(bool(r.external.get("label_corrected")) for r in rs)
         note = (f"unparseable = wrong; bootstrap over pairs; {fixed} answer(s) scored against a corrected label "
                 "(setting corrections)")
         groups = [("", items)]
@@ -359,10 +391,10 @@ def mmvp_rows(tid: str, records: Sequence[TrialRecord], seed: int) -> list[Score
 
 
 # ------------------------------------------------------------------ MMStar
-def _mmstar_accuracy(tid: str, m: str, rs: Sequence[TrialRecord], seed: int) -> list[ScoreRow]:
+def _mmstar_accuracy(tid: str, m: str, rs: Sequence[Answer], seed: int) -> list[ScoreRow]:
     c = np.array([bool(r.correct) for r in rs], float)
-    cats = [str(ext(r).get("category")) for r in rs]
-    l2 = [str(ext(r).get("l2_category")) for r in rs]
+    cats = [str(r.external.get("category")) for r in rs]
+    l2 = [str(r.external.get("l2_category")) for r in rs]
     n_null = sum(r.response is None for r in rs)
     order = list(MMSTAR_CATEGORIES) + sorted(set(cats) - set(MMSTAR_CATEGORIES))
     groups = [("", np.ones(len(rs), bool))]
@@ -384,17 +416,20 @@ def _mmstar_accuracy(tid: str, m: str, rs: Sequence[TrialRecord], seed: int) -> 
     return rows
 
 
-def mmstar_rows(tid: str, records: Sequence[TrialRecord], seed: int, base_llm: str, sigma: float) -> list[ScoreRow]:
+def mmstar_rows(tid: str, answered: Sequence[Answer], samples: Sequence[VSISample], seed: int, base_llm: str,
+                sigma: float) -> list[ScoreRow]:
     """``mmstar.*`` rows (module docstring): accuracies of every respondent; for each image
-    respondent the multi-modal gain and leakage and the per-category AUROC of -VSI."""
-    answers = answers_by_respondent(records)
+    respondent the multi-modal gain and leakage and the per-category AUROC of -VSI.  ``answered``:
+    the task's answers (:func:`answers`); ``samples``: its VSI samples (the unflagged pairs,
+    :meth:`~perceptbench.vsi.samples.VSIColumns.pairs`)."""
+    by = answers_by_respondent(answered)
     rows: list[ScoreRow] = []
-    base = answers.get(respondent_label(base_llm, WITHHELD), []) if base_llm else []
-    for m, rs in answers.items():
+    base = by.get(respondent_label(base_llm, WITHHELD), []) if base_llm else []
+    for m, rs in by.items():
         rows += _mmstar_accuracy(tid, m, rs, seed)
         if parse_respondent_label(m)[1] != DEFAULT_CONDITION or m == base_llm:
             continue
-        wv = {r.stimulus_id.split("~")[0]: r for r in answers.get(respondent_label(m, WITHHELD), [])}
+        wv = {r.stimulus_id.split("~")[0]: r for r in by.get(respondent_label(m, WITHHELD), [])}
         v = {r.stimulus_id.split("~")[0]: r for r in rs}
         both = sorted(set(v) & set(wv))
         cv = np.array([bool(v[s].correct) for s in both], float)
@@ -420,20 +455,20 @@ def mmstar_rows(tid: str, records: Sequence[TrialRecord], seed: int, base_llm: s
                           f"no answers of the base LLM {respondent_label(base_llm, WITHHELD)} (base_llm={base_llm}) "
                           f"on the questions {m} answered with and without the image: run it in this run with "
                           "--condition image_withheld")
-        rows += mmstar_auroc_rows(tid, m, records, rs, seed, sigma)
+        rows += mmstar_auroc_rows(tid, m, samples, rs, seed, sigma)
     return rows
 
 
-def mmstar_auroc_rows(tid: str, m: str, records: Sequence[TrialRecord], clean: Sequence[TrialRecord], seed: int,
+def mmstar_auroc_rows(tid: str, m: str, samples: Sequence[VSISample], clean: Sequence[Answer], seed: int,
                       sigma: float) -> list[ScoreRow]:
     """Seed 002's MMStar columns: AUROC of -VSI (whole-image blur) for the errors of each MMStar
-    category, over its parseable answers (error = positive class; under 5 of a class: NaN)."""
+    category, over its parseable answers (error = positive class; under 5 of a class: NaN).
+    ``samples``: the task's VSI samples; ``clean``: ``m``'s clean answers."""
     from ..metrics.bootstrap import bootstrap
     from ..metrics.error_detection import auroc_draws, class_check
-    from .samples import vsi_samples
 
-    cat = {r.stimulus_id.split("~")[0]: str(ext(r).get("category")) for r in clean}
-    cell = [s for s in vsi_samples(records) if s.model == m and s.perturbation == "whole" and s.sigma == sigma]
+    cat = {r.stimulus_id.split("~")[0]: str(r.external.get("category")) for r in clean}
+    cell = [s for s in samples if s.model == m and s.perturbation == "whole" and s.sigma == sigma]
     rows = []
     order = list(MMSTAR_CATEGORIES) + sorted(set(cat.values()) - set(MMSTAR_CATEGORIES))
     for c in order:

@@ -245,11 +245,33 @@ class VSITask(Task):
         cls = type(self)
         return cls.parse_record is VSITask.parse_record and cls.parse_clean is VSITask.parse_clean
 
+    parse_meta_keys: ClassVar[tuple[str, ...]] = ()
+    """The ``run_meta`` keys (of :data:`perceptbench.records.VSI_EXTRA_KEYS`) that a task's own
+    :meth:`parse_clean` reads besides the answer text; declared by a task whose parse reads them
+    and nothing else of the meta (:class:`perceptbench.vsi.benchmarks.VSIExternalTask`: the
+    options of a lettered answer), so its answers are re-parsed on the columns, once per distinct
+    (text, values) (:func:`perceptbench.scoring.reparse_columns`)."""
+
+    @property
+    def parses_columns(self) -> bool:
+        """Whether a clean answer's parse needs nothing but columns: :attr:`parses_raw_output`, or
+        :meth:`parse_clean` of the text and the :attr:`parse_meta_keys` (``parse_record`` not overridden)."""
+        return self.parses_raw_output or (bool(self.parse_meta_keys) and type(self).parse_record is VSITask.parse_record)
+
     @property
     def scores_columns(self) -> bool:
-        """Whether :meth:`score_columns` gives this task's rows: its score is the VSI rows alone
-        (:meth:`score` not overridden) and its clean answers parse from ``raw_output`` alone."""
-        return type(self).score is VSITask.score and self.parses_raw_output
+        """Whether :meth:`score_columns` gives this task's rows: :meth:`score` not overridden (the
+        VSI rows, then :meth:`native_rows`) and its clean answers parse from columns
+        (:attr:`parses_columns`)."""
+        return type(self).score is VSITask.score and self.parses_columns
+
+    def native_rows(self, cols, samples: list, seed: int) -> list[ScoreRow]:
+        """The benchmark's own rows after the VSI rows (:func:`perceptbench.vsi.scoring.score_columns`),
+        from the task's records as :class:`~perceptbench.vsi.samples.VSIColumns` (``cols``) and its VSI
+        samples (``samples``, the unflagged pairs); none by default
+        (:class:`perceptbench.vsi.benchmarks.VSIExternalTask`'s tasks add POPE's, HallusionBench's,
+        MMVP's and MMStar's: :mod:`perceptbench.vsi.native`)."""
+        return []
 
     def vlm_request(self, s: Stimulus, seed: int):
         return (s.render(),), s.meta["vsi_prompt"], {}

@@ -106,7 +106,7 @@ import numpy as np
 
 from ..core.conditions import parse_respondent_label
 from ..metrics.topk_kl import MASS_TOL, distribution_problem, invalid_rows, kl_topk, kl_topk_batch
-from ..records import VSI_META_KEYS, VSI_READOUTS
+from ..records import VSI_EXTRA_KEYS, VSI_META_KEYS, VSI_READOUTS
 
 __all__ = ["VSISample", "VSIFlagged", "VSI_META_KEYS", "CONDITIONS", "PERTURBATIONS", "BLURS", "FLAG_REASONS",
            "dist_keys", "trial_skipped", "vsi_samples", "vsi_flagged", "vsi_pairs", "vsi_of_records", "distribution_flags", "non_answer_token",
@@ -117,6 +117,9 @@ CONDITIONS = ("clean", "region_blur", "whole_blur")
 PERTURBATIONS = {"region_blur": "region", "whole_blur": "whole", "image_withheld": "withheld"}
 """Condition name in records -> ``VSISample.perturbation`` (with ``clean``, the record format's
 :data:`perceptbench.records.VSI_CONDITIONS`, which the line rule checks; a test keeps them equal)."""
+
+WITHHELD = "image_withheld"
+"""The condition whose records hold the model's answer without the image (:mod:`perceptbench.respond.withheld`)."""
 
 BLURS = ("region", "whole")
 """The ``VSISample.perturbation`` of the blur conditions (a Gaussian blur at a sigma); the
@@ -328,15 +331,18 @@ class VSIColumns:
 
     Per record (n,), in record order: ``model``, ``family``, ``readout``, ``stimulus`` int32
     codes into ``models``, ``families``, ``readouts``, ``stimuli``; ``response_null`` bool (the
-    response, re-parsed, is null); ``correct`` int8 (1, 0, -1 for null); the VSI fields of
+    response, re-parsed, is null); ``correct`` int8 (1, 0, -1 for null); ``response`` and
+    ``ground_truth`` int32 codes into ``values`` (equal answers share a code,
+    :func:`perceptbench.record_table.canonical_answer`); ``rep`` int64; the VSI fields of
     :class:`VSIReader` (``side``)."""
 
     def __init__(self, task_id: str, model, models, family, families, readout, readouts, stimulus, stimuli,
-                 response_null, correct, side: "VSIReader"):
+                 response_null, correct, side: "VSIReader", response=None, ground_truth=None, values=(), rep=None):
         self.task_id = task_id
         self.model, self.models, self.family, self.families = model, models, family, families
         self.readout, self.readouts, self.stimulus, self.stimuli = readout, readouts, stimulus, stimuli
         self.response_null, self.correct, self.side = response_null, correct, side
+        self.response, self.ground_truth, self.values, self.rep = response, ground_truth, list(values), rep
         self._pairs: list | None = None
 
     @property
@@ -346,22 +352,35 @@ class VSIColumns:
     @classmethod
     def from_records(cls, records: list) -> "VSIColumns":
         """Columns of ``records`` (one task, in the order given)."""
+        from ..record_table import canonical_answer
+
         side = VSIReader()
         vocab = {k: {} for k in ("model", "family", "readout", "stimulus")}
         codes = {k: [] for k in vocab}
-        null, correct = [], []
+        null, correct, rep = [], [], []
+        answers: dict = {}
+        values: list = []
+        answer_codes: dict[str, list] = {"response": [], "ground_truth": []}
         for r in records:
             side.add(r)
             for k, v in (("model", r.model), ("family", r.model_family), ("readout", r.readout),
                          ("stimulus", r.stimulus_id)):
                 codes[k].append(vocab[k].setdefault(v, len(vocab[k])))
+            for k, v in (("response", r.response), ("ground_truth", r.ground_truth)):
+                key = canonical_answer(v)
+                if key not in answers:
+                    answers[key] = len(values)
+                    values.append(v)
+                answer_codes[k].append(answers[key])
             null.append(r.response is None)
             correct.append(-1 if r.correct is None else int(r.correct))
+            rep.append(r.rep)
         side.finish()
-        arr = {k: np.array(v, np.int32) for k, v in codes.items()}
+        arr = {k: np.array(v, np.int32) for k, v in (*codes.items(), *answer_codes.items())}
         return cls(records[0].task_id if records else "", arr["model"], list(vocab["model"]), arr["family"],
                    list(vocab["family"]), arr["readout"], list(vocab["readout"]), arr["stimulus"],
-                   list(vocab["stimulus"]), np.array(null, bool), np.array(correct, np.int8), side)
+                   list(vocab["stimulus"]), np.array(null, bool), np.array(correct, np.int8), side,
+                   arr["response"], arr["ground_truth"], values, np.array(rep, np.int64))
 
     @classmethod
     def from_task_columns(cls, c, side: "VSIReader") -> "VSIColumns":
@@ -370,7 +389,7 @@ class VSIColumns:
         same order."""
         null = np.array([v is None for v in c.values], bool)[c.response]
         return cls(c.task_id, c.model, c.models, c.family, c.families, c.readout, c.readouts, c.stimulus,
-                   c.stimuli, null, c.correct, side)
+                   c.stimuli, null, c.correct, side, c.response, c.ground_truth, c.values, c.rep)
 
     def pairs(self) -> list:
         """Every (clean, perturbed) pair of the task: a :class:`VSISample`, or a
@@ -470,14 +489,25 @@ class VSIReader:
     equal sample ids, as the pairing compares them); ``sigma``, ``max_prob`` and
     ``verbal_conf_of_pair`` the recorded values (objects: ``float`` of them is taken where a
     sample needs it); ``verbal_conf``, ``mismatch``, ``fallback`` what the task's rows read
-    (:func:`_row_meta`); ``dist_row`` int64 the record's row of ``dist`` (-1: none)."""
+    (:func:`_row_meta`); ``dist_row`` int64 the record's row of ``dist`` (-1: none); ``answered``
+    bool, the record holds a greedy answer (:data:`WITHHELD`); ``extras``: for each key of
+    :data:`~perceptbench.records.VSI_EXTRA_KEYS`, (codes int32 (n,), values): the record's
+    ``run_meta`` value is ``values[codes[i]]`` (None: absent or null).
+
+    A record holds a greedy answer (``answered``, the answers the benchmark-native rows score,
+    :mod:`perceptbench.vsi.native`) when it is not skipped (``run_meta.skipped`` unset) and is
+    either a clean VSI record (readout ``vlm_vsi_clean``) or an image-withheld one that recorded
+    its answer (``run_meta.vsi.condition == "image_withheld"`` and ``raw_output`` not null:
+    records written before the withheld condition recorded greedy answers hold none)."""
 
     def __init__(self):
         self.vocab = {k: _Vocab() for k in ("sample", "image", "benchmark", "condition", "region", "sha")}
         self.skip_vocab = _Vocab()
         self.cols: dict[str, list] = {k: [] for k in (
             "pairs_in", "trial_skip", "skip", "vote", "sample", "image", "benchmark", "condition", "region", "sha",
-            "sigma", "max_prob", "verbal_conf_of_pair", "verbal_conf", "mismatch", "fallback", "dist_row")}
+            "sigma", "max_prob", "verbal_conf_of_pair", "verbal_conf", "mismatch", "fallback", "dist_row",
+            "answered")}
+        self.extra_values: dict[str, list] = {k: [] for k in VSI_EXTRA_KEYS}
         self.dist = _Distributions()
 
     def add(self, r) -> None:
@@ -505,6 +535,10 @@ class VSIReader:
             dist_row = self.dist.add(m)
         for k, v in vals.items():
             col[k].append(self.vocab[k].code(v))
+        for k, v in self.extra_values.items():
+            v.append(extra.get(k))
+        col["answered"].append(not skipped and (r.readout == "vlm_vsi_clean" or (
+            isinstance(m, dict) and m.get("condition") == WITHHELD and r.raw_output is not None)))
         vc, mismatch, fb = _row_meta(extra, r.readout == "vlm_vsi_clean" and not tskip)
         for k, v in (("pairs_in", pairs_in), ("trial_skip", tskip), ("skip", self.skip_vocab.code(skipped)),
                      ("vote", "vote" in extra), ("sigma", sigma), ("max_prob", max_prob),
@@ -581,6 +615,9 @@ class VSIReader:
         self.verbal_conf = listed("verbal_conf", clean & obj)
         self.mismatch = np.where(clean, mismatch, None).tolist()
         self.fallback = listed("condition", obj & truth["fallback"])
+        withheld = np.array([c == WITHHELD for c in cond], bool)[f["condition"]]
+        self.answered = ~skipped & (clean_readout | (obj & withheld & f["raw"]))
+        self.extras = {k: (f[k], val[k]) for k in VSI_EXTRA_KEYS}
         self.dist_row = np.where(keep, np.cumsum(keep) - 1, -1).astype(np.int64)
         self.values = {k: v.values for k, v in self.vocab.items()}
         self.conditions = self.vocab["condition"].codes
@@ -598,8 +635,10 @@ class VSIReader:
     def finish(self) -> None:
         """Turn the columns read into arrays (call once, after the last :meth:`add`)."""
         c = self.cols
-        for k in ("pairs_in", "trial_skip", "vote"):
+        for k in ("pairs_in", "trial_skip", "vote", "answered"):
             setattr(self, k, np.array(c.pop(k), bool))
+        self.extras = {k: (np.arange(len(v), dtype=np.int32), v) for k, v in self.extra_values.items()}
+        self.extra_values = {}
         for k in ("sample", "image", "benchmark", "condition", "region", "sha", "skip"):
             setattr(self, k, np.array(c.pop(k), np.int32))
         self.dist_row = np.array(c.pop("dist_row"), np.int64)

@@ -53,7 +53,9 @@ def _value(x):
 def score_columns(task, cols: VSIColumns, seed: int) -> list[ScoreRow]:
     """:func:`score_task`'s rows from the task's records as columns (``cols``: one task, responses
     and correctness as re-parsed; :class:`~perceptbench.vsi.samples.VSIColumns`), the pairs of every
-    model computed once (:meth:`~perceptbench.vsi.samples.VSIColumns.pairs`)."""
+    model computed once (:meth:`~perceptbench.vsi.samples.VSIColumns.pairs`); then the task's
+    benchmark-native rows (:meth:`~perceptbench.vsi.protocol.VSITask.native_rows`) from the same
+    columns and samples."""
     tid = task.task_id
     sd = cols.side
     rows: list[ScoreRow] = []
@@ -127,7 +129,7 @@ def score_columns(task, cols: VSIColumns, seed: int) -> list[ScoreRow]:
                 rows += _cell_rows(tid, m, tag, cell, seed)
             rows += _flagged_rows(tid, m, tag, [f for f in flagged if f.perturbation == pert
                                                and f.sigma == task.sigma])
-    return rows
+    return rows + task.native_rows(cols, all_samples, seed)
 
 
 def _flagged_rows(tid: str, m: str, tag: str, flagged: list[VSIFlagged]) -> list[ScoreRow]:

@@ -242,8 +242,9 @@ def read_records_of(path):
 
 
 def test_vsi_tasks_the_columns_cannot_take_score_from_records(tmp_path):
-    """Two prompt versions of one model (split into respondents) and tasks whose rows need records
-    (POPE's own rows) take the record path, with the same rows as :func:`score_records`."""
+    """Two prompt versions of one model (split into respondents) take the record path, with the same
+    rows as :func:`score_records`; every VSI task, those with benchmark-native rows included, scores
+    on the columns otherwise."""
     from perceptbench.record_table import read_columns
     from perceptbench.scoring import score_file, score_records
     from perceptbench.vsi.samples import read_vsi_columns
@@ -257,7 +258,7 @@ def test_vsi_tasks_the_columns_cannot_take_score_from_records(tmp_path):
     assert read_vsi_columns(read_columns(p), recs[0].task_id) is None
     assert _same_rows(score_file(p, tmp_path / "s.csv"), score_records(recs, features_dir=p.parent / "features"))
     assert get_task("vsi.salbench.syn").scores_columns and get_task("vsi.closure.nat.silhouette").scores_columns
-    assert not get_task("vsi.pope").scores_columns and not get_task("vsi.mmstar").scores_columns
+    assert all(get_task(t).scores_columns for t in ("vsi.pope", "vsi.hallusionbench", "vsi.mmvp", "vsi.mmstar"))
 
 
 @pytest.mark.parametrize("strings", [False, True])
