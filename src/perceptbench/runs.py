@@ -112,10 +112,13 @@ def conflict_message(trial_id: str, first: tuple[Path, int], second: tuple[Path,
     """The one-line refusal of two records with one ``trial_id`` that differ: the trial id, both
     records as ``FILE:LINE``, the first differing field by its dotted path (:func:`first_difference`
     of their comparable forms ``a`` and ``b``) and both values, each cut to :data:`SHOWN_CHARS`
-    characters, then how to resolve it."""
-    where, va, vb = first_difference(a, b) or ("?", ABSENT, ABSENT)
+    characters, then how to resolve it.  Raises ValueError when ``a`` and ``b`` do not differ."""
+    found = first_difference(a, b)
+    if found is None:
+        raise ValueError(f"trial {trial_id!r}: the two records do not differ; there is no conflict to describe")
+    where, va, vb = found
     return (f"trial {trial_id!r} differs between {first[0]}:{first[1]} and {second[0]}:{second[1]}, first in "
-            f"{where or '?'}: {_shown(va)} vs {_shown(vb)}; conflicting trials cannot be merged (keep one run, "
+            f"{where}: {_shown(va)} vs {_shown(vb)}; conflicting trials cannot be merged (keep one run, "
             "or rerun the model under another short name)")
 
 
