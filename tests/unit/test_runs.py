@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from perceptbench.records import RecordError
-from perceptbench.runs import ABSENT, SHOWN_CHARS, first_difference, load_runs
+from perceptbench.runs import ABSENT, SHOWN_CHARS, conflict_message, first_difference, load_runs
 from perceptbench.tasks import get_task
 
 from helpers.records import plant_record, plant_records, plant_vsi_record
@@ -100,6 +100,11 @@ def test_conflict_shows_long_values_cut_to_80_characters(tmp_path):
 ])
 def test_first_difference_gives_the_dotted_path_and_both_values(a, b, expected):
     assert first_difference(a, b) == expected
+
+
+def test_conflict_message_refuses_two_records_that_do_not_differ(tmp_path):
+    with pytest.raises(ValueError, match="do not differ"):
+        conflict_message("t|s1|m|rep0", (tmp_path / "a.jsonl", 1), (tmp_path / "b.jsonl", 1), {"x": [1]}, {"x": [1]})
 
 
 def test_different_seeds_are_refused_naming_both_files(tmp_path):
