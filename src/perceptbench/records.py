@@ -522,24 +522,33 @@ def has_torn_tail(path: str | os.PathLike) -> bool:
         return f.read(1) != b"\n"
 
 
+def read_numbered_records(path: str | os.PathLike, *,
+                          allow_torn_tail: bool = True) -> list[tuple[int, TrialRecord]]:
+    """:func:`read_records` with each record's line number (1-based, as :func:`scan_records` and
+    every message naming ``FILE:LINE`` count them): ``[(line, record), ...]`` in file order.
+    The same reading, warnings and errors as :func:`read_records`."""
+    import warnings
+
+    records: list[tuple[int, TrialRecord]] = []
+    for lineno, rec, problem in scan_records(path):
+        if problem is None:
+            records.append((lineno, rec))
+        elif allow_torn_tail and problem == _torn_message(Path(path), lineno):
+            warnings.warn(TornTailWarning(problem), stacklevel=3)
+        else:
+            raise RecordError(problem)
+    return records
+
+
 def read_records(path: str | os.PathLike, *, allow_torn_tail: bool = True) -> list[TrialRecord]:
     """Read and validate every record of a JSONL file (:func:`scan_records`).
 
     A final line without its newline is a write torn by a crash: with ``allow_torn_tail`` it
     is left out (it was never a complete record) and a :class:`TornTailWarning` carrying
     :func:`check_file`'s message for it is issued; otherwise it is an error.  Any other
-    problem raises :class:`RecordError` with :func:`check_file`'s message for that line."""
-    import warnings
-
-    records: list[TrialRecord] = []
-    for lineno, rec, problem in scan_records(path):
-        if problem is None:
-            records.append(rec)
-        elif allow_torn_tail and problem == _torn_message(Path(path), lineno):
-            warnings.warn(TornTailWarning(problem), stacklevel=2)
-        else:
-            raise RecordError(problem)
-    return records
+    problem raises :class:`RecordError` with :func:`check_file`'s message for that line.
+    (:func:`read_numbered_records` gives each record's line number too.)"""
+    return [rec for _, rec in read_numbered_records(path, allow_torn_tail=allow_torn_tail)]
 
 
 _RECORD_START = b'{"trial_id":'

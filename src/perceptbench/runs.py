@@ -13,7 +13,9 @@ reads them all and merges by ``trial_id``:
   ``package_version`` and every other ``run_meta`` key.  A trial that differs in any of
   these is not the same observation, so keeping either silently would hide a difference.
 - **Conflicting duplicates are refused**: :class:`~perceptbench.records.RecordError`
-  naming the trial id, the first differing field and both files.
+  in one line naming the trial id, both records as ``FILE:LINE``, the first differing field
+  by its path (``response``, ``run_meta.vsi.logprobs[3]``) and both values, each cut to
+  :data:`SHOWN_CHARS` characters (:func:`conflict_message`).
 - **Different seeds are refused**: stimuli, splits and shuffles depend on the seed, so
   records of two seeds do not describe the same trials; the error names both files and
   their seeds.
@@ -24,11 +26,12 @@ a crash, is skipped as in :func:`perceptbench.records.read_records`).
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any, Sequence
 
 from .core.rundir import OS_JUNK_FILES, RUN_DIR_MARKERS, RunDir  # noqa: F401 (re-exported)
-from .records import RecordError, TrialRecord, read_records
+from .records import RecordError, TrialRecord, read_numbered_records
 
 IGNORED_RUN_META: tuple[str, ...] = ("run_id", "data_location")
 """``run_meta`` keys that may differ between identical duplicates (see the module docstring):
@@ -59,14 +62,64 @@ def _comparable(r: TrialRecord) -> dict[str, Any]:
     return d
 
 
-def _first_difference(a: dict, b: dict, prefix: str = "") -> str:
-    for k in list(a) + [k for k in b if k not in a]:
-        va, vb = a.get(k, "<absent>"), b.get(k, "<absent>")
-        if va != vb:
-            if isinstance(va, dict) and isinstance(vb, dict):
-                return _first_difference(va, vb, f"{prefix}{k}.")
-            return f"{prefix}{k} ({va!r} vs {vb!r})"
-    return "?"
+SHOWN_CHARS = 80
+"""At most this many characters of each differing value in a conflict message (longer values end
+in ``...``): a VSI ``run_meta.vsi`` holds 50 log-probabilities, and a raw output can be a page."""
+
+
+class _Absent:
+    def __repr__(self) -> str:
+        return "<absent>"
+
+
+ABSENT = _Absent()
+"""What :func:`first_difference` gives for the side that lacks a key or a list item (shown ``<absent>``)."""
+
+
+def _shown(v: Any) -> str:
+    """``v`` as JSON (as the records file holds it; ``<absent>`` for a missing key or list item), cut
+    to :data:`SHOWN_CHARS` characters ending in ``...``."""
+    text = repr(v) if v is ABSENT else json.dumps(v, ensure_ascii=False)
+    return text if len(text) <= SHOWN_CHARS else text[:SHOWN_CHARS - 3] + "..."
+
+
+def first_difference(a: Any, b: Any, path: str = "") -> tuple[str, Any, Any] | None:
+    """The first place two JSON values differ: ``(dotted path, value in a, value in b)``, or None
+    when they are equal.
+
+    Objects are walked key by key (``a``'s keys in order, then those only ``b`` has; a missing key
+    is :data:`ABSENT`), lists item by item (``logprobs[3]``; past the end of the shorter list its
+    item is :data:`ABSENT`); any other difference is reported where it lies (the root: ``path``,
+    empty for two unequal scalars).  Equality is Python's ``==``, the comparison that decides a
+    conflict in :func:`load_runs`."""
+    if a == b:
+        return None
+    if isinstance(a, dict) and isinstance(b, dict):
+        for k in list(a) + [k for k in b if k not in a]:
+            found = first_difference(a.get(k, ABSENT), b.get(k, ABSENT), f"{path}.{k}" if path else str(k))
+            if found is not None:
+                return found
+    if isinstance(a, list) and isinstance(b, list):
+        for i in range(max(len(a), len(b))):
+            found = first_difference(a[i] if i < len(a) else ABSENT, b[i] if i < len(b) else ABSENT,
+                                     f"{path}[{i}]")
+            if found is not None:
+                return found
+    return path, a, b
+
+
+def conflict_message(trial_id: str, first: tuple[Path, int], second: tuple[Path, int], a: dict, b: dict) -> str:
+    """The one-line refusal of two records with one ``trial_id`` that differ: the trial id, both
+    records as ``FILE:LINE``, the first differing field by its dotted path (:func:`first_difference`
+    of their comparable forms ``a`` and ``b``) and both values, each cut to :data:`SHOWN_CHARS`
+    characters, then how to resolve it.  Raises ValueError when ``a`` and ``b`` do not differ."""
+    found = first_difference(a, b)
+    if found is None:
+        raise ValueError(f"trial {trial_id!r}: the two records do not differ; there is no conflict to describe")
+    where, va, vb = found
+    return (f"trial {trial_id!r} differs between {first[0]}:{first[1]} and {second[0]}:{second[1]}, first in "
+            f"{where}: {_shown(va)} vs {_shown(vb)}; conflicting trials cannot be merged (keep one run, "
+            "or rerun the model under another short name)")
 
 
 def load_runs(paths: Sequence[str | Path]) -> list[TrialRecord]:
@@ -88,21 +141,22 @@ def load_runs(paths: Sequence[str | Path]) -> list[TrialRecord]:
     RecordError
         No path given; a path that does not exist, is not a run directory, holds an
         invalid record or holds no record at all; two records with one ``trial_id`` that
-        differ in a field other than ``run_meta.run_id`` (names the trial id, the field
-        and both files); records of different ``run_meta.seed`` values (names both files).
+        differ in a field other than those of :data:`IGNORED_RUN_META` (names the trial id,
+        both records' file and line, the first differing field and both values, shortened:
+        :func:`conflict_message`); records of different ``run_meta.seed`` values (names both files).
     """
     if not paths:
         raise RecordError("no run directory or records file given")
     merged: dict[str, TrialRecord] = {}
-    origin: dict[str, Path] = {}
+    origin: dict[str, tuple[Path, int]] = {}
     comparable: dict[str, dict] = {}
     first_seed: tuple[int, Path] | None = None
     for p in paths:
         f = records_path(p)
-        recs = read_records(f)
+        recs = read_numbered_records(f)
         if not recs:
             raise RecordError(f"{f}: holds no trial records (an empty records file is not a run)")
-        for r in recs:
+        for line, r in recs:
             s = r.run_meta.seed
             if first_seed is None:
                 first_seed = (s, f)
@@ -114,17 +168,14 @@ def load_runs(paths: Sequence[str | Path]) -> list[TrialRecord]:
             prev = merged.get(r.trial_id)
             if prev is None:
                 merged[r.trial_id] = r
-                origin[r.trial_id] = f
+                origin[r.trial_id] = (f, line)
                 continue
             cur = _comparable(r)
             if r.trial_id not in comparable:
                 comparable[r.trial_id] = _comparable(prev)
             if cur != comparable[r.trial_id]:
-                diff = _first_difference(comparable[r.trial_id], cur)
-                raise RecordError(
-                    f"trial {r.trial_id!r} differs between {origin[r.trial_id]} and {f} in {diff}; "
-                    "conflicting trials cannot be merged (keep one run, or rerun the model under "
-                    "another short name)")
+                raise RecordError(conflict_message(r.trial_id, origin[r.trial_id], (f, line),
+                                                   comparable[r.trial_id], cur))
     return list(merged.values())
 
 

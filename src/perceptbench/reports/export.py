@@ -1,5 +1,7 @@
-"""``perceptbench export RUN_DIR --format parquet``: a run's records and scores as typed
-parquet tables (pyarrow), for pandas, polars and duckdb users.
+"""``perceptbench export RUN --format parquet``: a run's records and scores as typed
+parquet tables (pyarrow), for pandas, polars and duckdb users.  RUN is a run directory or a
+records file, resolved as ``score`` resolves it (:func:`perceptbench.runs.records_path`; the
+folder a records file lies in is its run directory, :meth:`perceptbench.core.rundir.RunDir.beside`).
 
 Records are read column by column with duckdb's JSON reader (:func:`records_arrow`: one
 streaming pass, no Python object per record), every line checked as the validating reader
@@ -240,17 +242,17 @@ def records_arrow(path: str | os.PathLike, batch_rows: int = 8_192):
     return table
 
 
-def _write_records(run: RunDir, path: Path) -> None:
-    """records.parquet at ``path``: tasks in sorted order, one ``write_table`` per task, each
-    task's records in file order (as before the columnar reader)."""
+def _write_records(records: Path, path: Path) -> None:
+    """records.parquet at ``path`` from the records file ``records``: tasks in sorted order, one
+    ``write_table`` per task, each task's records in file order (as before the columnar reader)."""
     import pyarrow.compute as pc
     import pyarrow.parquet as pq
 
     from ..record_table import _ints, iter_task_records, records_to_arrow
 
-    table = records_arrow(run.records)
+    table = records_arrow(records)
     if table is None:
-        tasks = ((t, records_to_arrow(recs)) for t, recs in iter_task_records(run.records))
+        tasks = ((t, records_to_arrow(recs)) for t, recs in iter_task_records(records))
     else:
         enc = pc.dictionary_encode(table["task_id"].combine_chunks())
         codes = _ints(enc.indices)
@@ -269,26 +271,33 @@ def _write_records(run: RunDir, path: Path) -> None:
                 writer.write_table(t)
 
 
-def export_parquet(run_dir: str | os.PathLike, out_dir: str | os.PathLike | None = None) -> tuple[Path, Path | None]:
+def export_parquet(run: str | os.PathLike, out_dir: str | os.PathLike | None = None) -> tuple[Path, Path | None]:
     """Write ``records.parquet`` (one row per trial; columns of
     :func:`perceptbench.record_table.records_to_arrow`, tasks in sorted order, each task's
-    records in file order) and, when ``scores.json`` exists, ``scores.parquet`` (task_id,
-    model, metric: string; value, ci_low, ci_high: float64, NaN/None as null; n, n_null,
-    n_draws, n_dropped, seed: int64; note: string) into ``out_dir`` (default: the run
-    directory).  Files are written to a temporary name and renamed: a failure leaves no
-    partial file.  Returns (records path, scores path or None).  Raises
-    :class:`~perceptbench.records.RecordError` for a missing or invalid records file (file,
-    line and field)."""
+    records in file order) and, when the run directory holds ``scores.json``,
+    ``scores.parquet`` (task_id, model, metric: string; value, ci_low, ci_high: float64,
+    NaN/None as null; n, n_null, n_draws, n_dropped, seed: int64; note: string) into
+    ``out_dir`` (default: the run directory).
+
+    ``run`` is a run directory (its ``records.jsonl``) or a records file, whose run directory
+    is the folder it lies in (:func:`perceptbench.runs.records_path`, then
+    :meth:`~perceptbench.core.rundir.RunDir.beside`, as ``score`` resolves it).  Files are
+    written to a temporary name and renamed: a failure leaves no partial file.  Returns
+    (records path, scores path or None).  Raises :class:`~perceptbench.records.RecordError`
+    for a missing path, a directory without ``records.jsonl`` or an invalid records file
+    (file, line and field)."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    run_dir = Path(run_dir)
-    run = RunDir(run_dir)
-    out = RunDir(out_dir) if out_dir is not None else run
+    from ..runs import records_path
+
+    records = records_path(run)
+    run_dir = RunDir.beside(records)
+    out = RunDir(out_dir) if out_dir is not None else run_dir
     out.root.mkdir(parents=True, exist_ok=True)
     rec_path = out.records_parquet
-    _write_records(run, rec_path)
-    scores_json = run.scores_json
+    _write_records(records, rec_path)
+    scores_json = run_dir.scores_json
     if not scores_json.exists():
         return rec_path, None
     rows = json.loads(scores_json.read_text())
