@@ -51,10 +51,10 @@ __all__ = ["RecordIndex", "read_index", "iter_task_records", "records_to_arrow",
 
 INDEX_COLUMNS = ("trial_id", "task_id", "model")
 
-#: readouts whose ``raw_output`` scoring reads (:attr:`TaskColumns.raw`): a VLM prompt's answer and a
-#: VSI clean greedy answer (re-parsed under the parser mode) and an encoder's zero-shot retrieval
-#: cosines (SalBench)
-RAW_READOUTS = ("vlm_prompt", "vlm_vsi_clean", "zero_shot_retrieval")
+#: readouts whose ``raw_output`` scoring reads (:attr:`TaskColumns.raw`): a VLM prompt's answer, a
+#: VSI greedy answer (clean, or given without the image; a blurred record's is null) (re-parsed under
+#: the parser mode) and an encoder's zero-shot retrieval cosines (SalBench)
+RAW_READOUTS = ("vlm_prompt", "vlm_vsi_clean", "vlm_vsi_perturbed", "zero_shot_retrieval")
 
 
 @dataclass

@@ -30,17 +30,24 @@ def _parse_meta(r: TrialRecord) -> dict:
 
 
 #: readouts whose records hold a model's free-text answer, re-parsed under the parser mode:
-#: battery prompts and VSI clean greedy answers (perturbed VSI records hold no answer)
+#: battery prompts and VSI clean greedy answers; of the perturbed VSI records, the image-withheld
+#: ones that recorded their answer (:func:`perceptbench.vsi.samples.holds_answer`), the blurred ones none
 ANSWER_READOUTS = ("vlm_prompt", "vlm_vsi_clean")
 
 
 def _reparsable(r: TrialRecord) -> bool:
+    """Whether scoring re-parses ``r``'s answer: a battery prompt's answer or a VSI greedy answer
+    (clean, or given without the image), not skipped."""
+    from .vsi.samples import holds_answer
+
+    if r.readout == "vlm_vsi_perturbed":
+        return holds_answer(r)
     return r.readout in ANSWER_READOUTS and not (r.run_meta.model_extra or {}).get("skipped")
 
 
 def apply_parser_mode(records: list[TrialRecord], mode: str) -> list[TrialRecord]:
-    """Re-parse every VLM answer (readout in :data:`ANSWER_READOUTS`: battery prompts and VSI
-    clean answers, not skipped) from its ``raw_output`` under parser ``mode`` (one of
+    """Re-parse every VLM answer (:func:`_reparsable`: battery prompts and VSI greedy answers,
+    clean or given without the image, not skipped) from its ``raw_output`` under parser ``mode`` (one of
     :data:`PARSER_MODES`: ``default``, ``strict``, ``seed``; see :mod:`perceptbench.readouts`)
     with its task's ``parse_record``; ``response``, ``correct`` and ``run_meta.parse`` are replaced, and
     ``run_meta.parse["recorded_response_differs"]`` says whether the new response differs
@@ -121,7 +128,8 @@ def reparse_columns(c, task, mode: str):
     (:class:`perceptbench.record_table.TaskColumns` of one task whose ``task.parses_raw_output``, or a
     VSI task whose parse reads the ``run_meta`` keys it declares, ``task.parse_meta_keys``, read with
     the columns by :func:`perceptbench.vsi.samples.read_vsi_columns`):
-    every answer record's response (readout in :data:`ANSWER_READOUTS`, not skipped: ``c.skipped``)
+    every answer record's response (readout in :data:`ANSWER_READOUTS`, not skipped: ``c.skipped``; on VSI
+    columns the greedy answers, ``c.vsi.answered``, image-withheld ones included)
     is ``task.parse_answer`` of its ``raw_output`` text under ``mode`` (``task.parse_clean`` of the
     text and those keys' values), parsed once per distinct text (and values), ``correct``
     recomputed (:func:`~perceptbench.records.score_correct`) once per distinct (response, ground
@@ -134,8 +142,11 @@ def reparse_columns(c, task, mode: str):
 
     if mode not in PARSER_MODES:
         raise ValueError(f"parser mode {mode!r} not in {PARSER_MODES}")
-    answer = np.isin(c.readout, [c.readouts.index(x) for x in ANSWER_READOUTS if x in c.readouts])
-    sel = np.flatnonzero(answer if c.skipped is None else answer & ~c.skipped)
+    if c.vsi is not None:  # VSI columns: the greedy answers (clean, and given without the image)
+        sel = np.flatnonzero(c.vsi.answered)
+    else:
+        answer = np.isin(c.readout, [c.readouts.index(x) for x in ANSWER_READOUTS if x in c.readouts])
+        sel = np.flatnonzero(answer if c.skipped is None else answer & ~c.skipped)
     if not sel.size:
         return c, []
     values = list(c.values)

@@ -110,7 +110,7 @@ from ..records import VSI_EXTRA_KEYS, VSI_META_KEYS, VSI_READOUTS
 
 __all__ = ["VSISample", "VSIFlagged", "VSI_META_KEYS", "CONDITIONS", "PERTURBATIONS", "BLURS", "FLAG_REASONS",
            "dist_keys", "trial_skipped", "vsi_samples", "vsi_flagged", "vsi_pairs", "vsi_of_records", "distribution_flags", "non_answer_token",
-           "answer_token_agrees"]
+           "answer_token_agrees", "holds_answer"]
 
 CONDITIONS = ("clean", "region_blur", "whole_blur")
 
@@ -216,6 +216,17 @@ def answer_token_agrees(text: str | None, token: str) -> bool:
         return True
     a, b = text.lstrip(), str(token).lstrip()
     return a.startswith(b) or b.startswith(a)
+
+
+def holds_answer(r) -> bool:
+    """Whether VSI record ``r`` holds a greedy answer (the rule of :class:`VSIReader`'s ``answered``:
+    not skipped, and a clean record or an image-withheld one with its ``raw_output``)."""
+    extra = _meta(r)
+    if extra.get("skipped"):
+        return False
+    m = extra.get("vsi")
+    return r.readout == "vlm_vsi_clean" or (isinstance(m, dict) and m.get("condition") == WITHHELD
+                                            and r.raw_output is not None)
 
 
 def trial_skipped(r) -> bool:
@@ -537,8 +548,7 @@ class VSIReader:
             col[k].append(self.vocab[k].code(v))
         for k, v in self.extra_values.items():
             v.append(extra.get(k))
-        col["answered"].append(not skipped and (r.readout == "vlm_vsi_clean" or (
-            isinstance(m, dict) and m.get("condition") == WITHHELD and r.raw_output is not None)))
+        col["answered"].append(holds_answer(r))
         vc, mismatch, fb = _row_meta(extra, r.readout == "vlm_vsi_clean" and not tskip)
         for k, v in (("pairs_in", pairs_in), ("trial_skip", tskip), ("skip", self.skip_vocab.code(skipped)),
                      ("vote", "vote" in extra), ("sigma", sigma), ("max_prob", max_prob),

@@ -135,3 +135,32 @@ def test_lettered_answers_parse_with_their_own_options_on_the_columns(tmp_path):
     c, _ = reparse_columns(read_vsi_columns(read_columns(p), task.task_id), task, "default")
     got = [c.values[k] for k in c.response]
     assert got == [r.response for r in apply_parser_mode(recs, "default")] == ["A", "B"]
+
+
+@pytest.mark.parametrize("mode, want", [("default", "B"), ("strict", None), ("seed", "B")])
+def test_answers_given_without_the_image_are_re_parsed_under_the_parser_mode(tmp_path, mode, want):
+    """An image-withheld answer is re-parsed under ``--parser`` like the clean answer it is compared
+    with (MMStar's S_wv against S_v): "Option B, or maybe option C." reads B, null when strict, on
+    the records and on the columns alike, and is counted among the respondent's parse rows."""
+    from perceptbench.scoring import score_file, score_records
+
+    task = get_task("vsi.mmstar@base_llm=base")
+    rng = np.random.default_rng(1)
+    meta = {"external": {"category": "math", "l2_category": "geometry"},
+            "vsi_answer": {"type": "letter", "options": ["o0", "o1", "o2", "o3"]}}
+    recs = []
+    for i in range(6):
+        recs.append(_answer_record(task, "clean", f"q{i}", "a", "B", "B", meta, rng))
+        recs.append(_answer_record(task, "whole_blur", f"q{i}", "a", None, "B", meta, rng))
+        recs.append(_answer_record(task, "image_withheld", f"q{i}", "a[image_withheld]",
+                                   "Option B, or maybe option C.", "B", meta, rng))
+    p = plant_records(tmp_path / "run", recs)
+    for rows in (score_file(p, tmp_path / "s.csv", parser_mode=mode), score_records(recs, parser_mode=mode)):
+        got = {r.metric: r for r in rows if r.model == "a[image_withheld]"}
+        acc = got["mmstar.accuracy"]
+        assert (acc.value, acc.n_null) == ((1.0, 0) if want == "B" else (0.0, 6))
+        changed = got["n_reparsed_changed"]  # recorded at run time under the default parser
+        assert (changed.value, changed.n, changed.n_null) == ((0.0, 6, 0) if want else (6.0, 6, 6))
+        assert got["n_ambiguous"].value == 6 and got["n_ambiguous"].n == 6  # B and C both named
+        gain = next(r for r in rows if r.model == "a" and r.metric == "mmstar.multimodal_gain")
+        assert gain.value == (0.0 if want else 1.0)
