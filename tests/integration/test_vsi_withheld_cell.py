@@ -16,7 +16,7 @@ pytest.importorskip("transformers", reason="model extra not installed")
 from perceptbench.core.conditions import DEFAULT_CONDITION, parse_respondent_label, respondent_label  # noqa: E402
 from perceptbench.records import read_records  # noqa: E402
 from perceptbench.runner import RunConfig, run  # noqa: E402
-from perceptbench.scoring import score_file, score_records  # noqa: E402
+from perceptbench.scoring import PARSE_COUNTS, score_file, score_records  # noqa: E402
 from perceptbench.testing.tiny_vlm import build_tiny_vlm  # noqa: E402
 
 from helpers.by_hand import kl_by_hand, percentile  # noqa: E402
@@ -55,7 +55,10 @@ def test_withheld_records_score_a_vsi_cell_against_the_models_clean_records(runs
 
     rows = {r.metric: r for r in score_file(both) if r.model == "llava[image_withheld]"}
     assert set(rows) == {f"{m}{TAG}" for m in ("vsi_median", "vsi_q25", "vsi_q75", "insensitive_frac@0.05",
-                                                "insensitive_frac@0.01", "argmax_change_rate", "vsi_histogram")}
+                                                "insensitive_frac@0.01", "argmax_change_rate", "vsi_histogram")
+                         } | set(PARSE_COUNTS)  # the answers given without the image are re-parsed too
+    # the default parser reads each answer given without the image as the run did
+    assert rows["n_reparsed_changed"].value == 0 and rows["n_reparsed_changed"].n == 8
     med = rows["vsi_median" + TAG]
     assert med.n == 8 and med.value == pytest.approx(statistics.median(kl), rel=1e-9, abs=1e-15)
     assert (med.ci_low, med.ci_high) == pytest.approx((percentile(kl, 0.25), percentile(kl, 0.75)), rel=1e-9)
@@ -79,7 +82,8 @@ def test_a_run_without_the_withheld_condition_has_no_withheld_row_and_the_same_o
     with_blind, without = table(both), table(image_only)
     assert not [k for k in without if "image_withheld" in k[1] or "image_withheld" in k[2]]
     withheld_rows = {k for k in with_blind if "image_withheld" in k[1] or "image_withheld" in k[2]}
-    assert withheld_rows and all(k[1] == "llava[image_withheld]" and k[2].endswith(TAG) for k in withheld_rows)
+    assert withheld_rows and all(k[1] == "llava[image_withheld]" and (k[2].endswith(TAG) or k[2] in PARSE_COUNTS)
+                                 for k in withheld_rows)
     # the model's own rows and the cross-task analyses (blur cells only) are unchanged
     assert {k: v for k, v in with_blind.items() if k not in withheld_rows} == without
 
@@ -88,7 +92,7 @@ def test_withheld_records_without_the_models_clean_records_give_a_row_that_says_
     both, _ = runs
     rows = [r for r in score_records([r for r in read_records(both) if r.model != "llava"])
             if r.model == "llava[image_withheld]"]
-    assert [r.metric for r in rows] == ["vsi_median" + TAG]
+    assert [r.metric for r in rows] == ["vsi_median" + TAG, *PARSE_COUNTS]  # and its answers' parse counts
     assert math.isnan(rows[0].value) and "no clean record of llava" in rows[0].note
 
 
