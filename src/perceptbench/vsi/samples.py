@@ -348,7 +348,7 @@ class VSIColumns:
     :class:`VSIReader` (``side``)."""
 
     def __init__(self, task_id: str, model, models, family, families, readout, readouts, stimulus, stimuli,
-                 response_null, correct, side: "VSIReader", response=None, ground_truth=None, values=(), rep=None):
+                 response_null, correct, side: "VSIReader", response, ground_truth, values, rep):
         self.task_id = task_id
         self.model, self.models, self.family, self.families = model, models, family, families
         self.readout, self.readouts, self.stimulus, self.stimuli = readout, readouts, stimulus, stimuli
@@ -501,7 +501,7 @@ class VSIReader:
     ``verbal_conf_of_pair`` the recorded values (objects: ``float`` of them is taken where a
     sample needs it); ``verbal_conf``, ``mismatch``, ``fallback`` what the task's rows read
     (:func:`_row_meta`); ``dist_row`` int64 the record's row of ``dist`` (-1: none); ``answered``
-    bool, the record holds a greedy answer (:data:`WITHHELD`); ``extras``: for each key of
+    bool, the record holds a greedy answer (below; :func:`holds_answer`); ``extras``: for each key of
     :data:`~perceptbench.records.VSI_EXTRA_KEYS`, (codes int32 (n,), values): the record's
     ``run_meta`` value is ``values[codes[i]]`` (None: absent or null).
 
