@@ -108,17 +108,29 @@ class Answer:
 
 def answers(cols: VSIColumns) -> list[Answer]:
     """The greedy answers among one task's records (``cols``; the records that hold one:
-    :class:`~perceptbench.vsi.samples.VSIReader`'s ``answered``), in record order."""
+    :class:`~perceptbench.vsi.samples.VSIReader`'s ``answered``), in record order.
+
+    Raises ValueError naming the trial when an answer's ``run_meta.external`` is missing or not an
+    object: the benchmark's ids of the question (category, question set, pair ...) that every
+    definition here groups by, written on every record of these tasks; without them the question
+    would be scored in a made-up group ("None")."""
     sd = cols.side
     (ec, ev), (nc, nv) = sd.extras["external"], sd.extras["no_image"]
     rows = np.flatnonzero(sd.answered)
     if not rows.size:
         return []
-    ext_of = [v or {} for v in ev]
+    bad = np.array([type(v) is not dict for v in ev], bool)[ec[rows]]
+    if bad.any():
+        i = int(rows[np.argmax(bad)])
+        v = ev[ec[i]]
+        what = "missing or null" if v is None else f"a {type(v).__name__}, not an object"
+        trial = make_trial_id(cols.task_id, cols.stimuli[cols.stimulus[i]], cols.models[cols.model[i]], int(cols.rep[i]))
+        raise ValueError(f"record {trial}: run_meta.external is {what}; the benchmark's own rows group its questions "
+                         "by the ids the run writes there (category, question set, pair)")
     blind_of = [bool(v) for v in nv]
     tid = cols.task_id
     return [Answer(make_trial_id(tid, cols.stimuli[s], cols.models[m], rep), cols.models[m], cols.stimuli[s],
-                   cols.values[resp], cols.values[truth], None if c < 0 else bool(c), ext_of[e], blind_of[b])
+                   cols.values[resp], cols.values[truth], None if c < 0 else bool(c), ev[e], blind_of[b])
             for m, s, resp, truth, c, rep, e, b in zip(
                 *(a[rows].tolist() for a in (cols.model, cols.stimulus, cols.response, cols.ground_truth,
                                              cols.correct, cols.rep, ec, nc)))]

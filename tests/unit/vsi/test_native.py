@@ -164,3 +164,31 @@ def test_answers_given_without_the_image_are_re_parsed_under_the_parser_mode(tmp
         assert got["n_ambiguous"].value == 6 and got["n_ambiguous"].n == 6  # B and C both named
         gain = next(r for r in rows if r.model == "a" and r.metric == "mmstar.multimodal_gain")
         assert gain.value == (0.0 if want else 1.0)
+
+
+@pytest.mark.parametrize("external, what", [(None, "missing or null"), ("oops", "a str, not an object"),
+                                            ([1, 2], "a list, not an object")])
+def test_an_answer_without_its_benchmark_ids_is_refused_naming_the_trial(tmp_path, external, what):
+    """An answer whose ``run_meta.external`` is gone or not an object stops scoring with one message
+    naming the trial, the same on the columns and the records, instead of a traceback (a string) or a
+    question scored in a made-up group "None" (a missing key)."""
+    import json
+    import re
+
+    from perceptbench.records import read_records
+    from perceptbench.scoring import score_file, score_records
+
+    p = plant_records(tmp_path / "run", _task_records("vsi.mmstar@base_llm=base", 0))
+    lines = p.read_text().splitlines(keepends=True)
+    i = next(k for k, ln in enumerate(lines) if '"vlm_vsi_clean"' in ln and '"skipped"' not in ln)
+    o = json.loads(lines[i])
+    del o["run_meta"]["external"]
+    if external is not None:
+        o["run_meta"]["external"] = external
+    lines[i] = json.dumps(o) + "\n"
+    p.write_text("".join(lines))
+    want = "^" + re.escape(f"record {o['trial_id']}: run_meta.external is {what};")
+    with pytest.raises(ValueError, match=want):
+        score_file(p, tmp_path / "s.csv")
+    with pytest.raises(ValueError, match=want):
+        score_records(read_records(p))
