@@ -22,7 +22,7 @@ from .tasks import get_task
 from .core.rows import ScoreRow
 from .core.rundir import RunDir, atomic_write, scores_json_for, write_atomic
 
-__all__ = ["PARSER_MODES", "apply_parser_mode", "reparse_columns", "score_records", "score_file", "write_scores"]
+__all__ = ["PARSER_MODES", "apply_parser_mode", "holds_given_answer", "reparse_columns", "score_records", "score_file", "write_scores"]
 
 
 def _parse_meta(r: TrialRecord) -> dict:
@@ -35,9 +35,11 @@ def _parse_meta(r: TrialRecord) -> dict:
 ANSWER_READOUTS = ("vlm_prompt", "vlm_vsi_clean")
 
 
-def _reparsable(r: TrialRecord) -> bool:
-    """Whether scoring re-parses ``r``'s answer: a battery prompt's answer or a VSI greedy answer
-    (clean, or given without the image), not skipped."""
+def holds_given_answer(r: TrialRecord) -> bool:
+    """Whether record ``r`` holds a VLM's free-text answer as given, the one scoring re-parses under
+    the parser mode and the report lists among its answers: a battery prompt's answer or a VSI
+    greedy answer (clean, or given without the image: :func:`perceptbench.vsi.samples.holds_answer`),
+    not skipped."""
     from .vsi.samples import holds_answer
 
     if r.readout == "vlm_vsi_perturbed":
@@ -46,7 +48,7 @@ def _reparsable(r: TrialRecord) -> bool:
 
 
 def apply_parser_mode(records: list[TrialRecord], mode: str) -> list[TrialRecord]:
-    """Re-parse every VLM answer (:func:`_reparsable`: battery prompts and VSI greedy answers,
+    """Re-parse every VLM answer (:func:`holds_given_answer`: battery prompts and VSI greedy answers,
     clean or given without the image, not skipped) from its ``raw_output`` under parser ``mode`` (one of
     :data:`PARSER_MODES`: ``default``, ``strict``, ``seed``; see :mod:`perceptbench.readouts`)
     with its task's ``parse_record``; ``response``, ``correct`` and ``run_meta.parse`` are replaced, and
@@ -59,7 +61,7 @@ def apply_parser_mode(records: list[TrialRecord], mode: str) -> list[TrialRecord
     parsed: dict = {}  # (task_id, parse key) -> (response, meta): each distinct answer parsed once
     out = []
     for r in records:
-        if not _reparsable(r):
+        if not holds_given_answer(r):
             out.append(r)
             continue
         task = tasks.get(r.task_id) or tasks.setdefault(r.task_id, get_task(r.task_id))
@@ -112,7 +114,7 @@ PARSE_COUNTS = {
 def _parse_rows(task_id: str, records: list[TrialRecord], mode: str) -> list[ScoreRow]:
     by_model: dict[str, list[TrialRecord]] = defaultdict(list)
     for r in records:
-        if _reparsable(r):
+        if holds_given_answer(r):
             by_model[r.model].append(r)
     rows = []
     for m, rs in sorted(by_model.items()):

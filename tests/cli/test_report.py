@@ -188,10 +188,10 @@ def test_report_merges_run_directories_and_refuses_other_seeds(tmp_path):
     assert "alpha" in html and "beta" in html and " of 1 paired differences" in html
     c = write_synthetic_run(tmp_path / "c", ["gamma"], tasks=("similarity.chart.mark_color",), seed=1, run_id="rc")
     p = cli("report", str(a), str(c), "--out", str(tmp_path / "r2.html"))
-    assert p.returncode == 2 and "seed" in p.stdout and "Traceback" not in p.stdout + p.stderr
+    assert p.returncode == 2 and "seed" in p.stderr and "Traceback" not in p.stdout + p.stderr
     assert not (tmp_path / "r2.html").exists()
     p = cli("report", str(tmp_path / "nope"))
-    assert p.returncode == 2 and "nope" in p.stdout
+    assert p.returncode == 2 and "nope" in p.stderr
 
 
 def test_paired_draws_reproduce_the_scorers_intervals(hostile_run):
@@ -987,6 +987,39 @@ def test_vsi_only_report_shows_only_its_sections_and_the_answers(tmp_path):
     trials = html[html.index("<h3>Trials per task and model</h3>"):html.index("<h3>Skipped")]
     # 8 records per model, 4 answers all parsed: a perturbed trial (no answer by design) is no null
     assert trials.count('<td class="num">8</td><td class="num">0</td>') == 3
+
+
+def test_answers_as_given_list_answers_given_without_the_image_and_leave_out_skipped_trials(tmp_path):
+    """The provenance's answer table lists the records that hold an answer as given by the one rule
+    scoring re-parses (:func:`perceptbench.scoring.holds_given_answer`): an image-withheld
+    respondent's answers are listed (before: its answers were missing, the table read the clean
+    readout only), a skipped trial is not (before: listed with an empty answer)."""
+    from perceptbench.records import read_records
+    from perceptbench.reports.data import ReportData
+    from perceptbench.reports.html import render_report
+    from perceptbench.scoring import score_records
+    from perceptbench.tasks import get_task
+
+    from helpers.records import plant_vsi_record
+
+    task = get_task("vsi.salbench.syn@n=4")
+    lp = [float(x) for x in np.log([0.9, 0.08, 0.02])]
+    recs = [plant_vsi_record(task, "clean", "s0", [1, 2, 3], lp, model="vlm", raw_output=None, response=None,
+                             skipped="planted skip"),
+            plant_vsi_record(task, "clean", "s1", [1, 2, 3], lp, model="vlm", raw_output="vlm answers B (s1)")]
+    for i in range(2):
+        r = plant_vsi_record(task, "image_withheld", f"s{i}", [1, 2, 3], lp, model="vlm[image_withheld]",
+                             raw_output=f"without the image: C ({i})", sigma_px=0.0, image_sha256=None)
+        recs.append(r.model_copy(update={"response": "C", "correct": False}))
+    run = tmp_path / "run"
+    plant_records(run, recs)
+    recs = read_records(run / "records.jsonl")
+    html, _, _ = render_report(ReportData([run], recs, score_records(recs), "t"), "t")
+    answers = html[html.index("<h3>Answers as given"):]
+    assert "without the image: C (0)" in answers and "without the image: C (1)" in answers
+    assert "vlm answers B (s1)" in answers
+    table = answers[:answers.index("</table>")]
+    assert table.count("<tr><td>") == 3  # the skipped trial s0 is not an answer
 
 
 def test_matrix_is_grouped_and_coloured_by_declared_family(tmp_path):

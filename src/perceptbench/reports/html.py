@@ -22,7 +22,7 @@ from markupsafe import Markup, escape
 
 from ..core.rundir import write_atomic
 from ..core.urls import redact_urls_in
-from ..scoring import COUNT_METRIC_PREFIXES
+from ..scoring import COUNT_METRIC_PREFIXES, holds_given_answer
 from ..tasks.gestalt import KERNEL_NAMES, MARK_KERNEL_IDS, PANEL_CLASSIFICATION_TASKS
 from .data import ReportData, finite, load_report_data
 from .headline import (MARK_LEGEND, HeadlineRow, cell_text, fmt, fmt_p, given_order_key, headline_rows,
@@ -36,10 +36,10 @@ PRIMARY = {**{base: ("B", "kappa_pairwise") for base in PANEL_CLASSIFICATION_TAS
 """Headline metrics shown in the model x task matrix (SalBench: exact_match; VSI: its first headline metric)."""
 
 N_EXAMPLES = 3
-ANSWER_READOUTS = ("vlm_prompt", "vlm_vsi_clean")
-"""Readouts whose records hold a VLM's answer as given (a VSI task's answers are its clean
-trials; a perturbed trial records a distribution, no answer); the provenance lists the first
-:data:`N_EXAMPLES` per model and task."""
+"""The provenance lists the first this many answers as given per model and task: the records that
+:func:`~perceptbench.scoring.holds_given_answer` (battery prompts; a VSI task's greedy answers, to the
+clean images and, for a respondent asked without the image, those; a blurred trial records a
+distribution, no answer), by stimulus and repetition."""
 MAX_FIGURE_MODELS = 7
 """Point and curve figures draw at most this many models (the first in the matrix order; one
 Okabe-Ito colour each); the matrix, the cards and the tables show every model."""
@@ -181,7 +181,7 @@ def _provenance(data: ReportData):
                and (s.metric == "skipped" or (not finite(s.value) and s.value is not None))]
     examples = []
     for (t, m), rs in by_tm_given:
-        answers = [r for r in rs if r.readout in ANSWER_READOUTS]
+        answers = [r for r in rs if holds_given_answer(r)]
         examples += sorted(answers, key=lambda r: (r.stimulus_id, r.rep))[:N_EXAMPLES]
     return dict(run_ids=run_ids, package_versions=pkg, seeds=seeds, model_prov=model_prov, trial_prov=trial_prov,
                 human_prov=human_prov, skipped=skipped, examples=examples)
