@@ -251,7 +251,7 @@ def test_resume_over_records_of_another_seed_refuses_before_appending(tmp_path, 
     p = cli("run", "--out", run, "--seed", seed, "--task", TASK, "--task", "similarity.chart.series_count",
             "--no-progress", columns=400)
     assert p.returncode == 2 and "Traceback" not in p.stdout + p.stderr, p.stdout + p.stderr
-    msg = " ".join(p.stdout.split())
+    msg = " ".join(p.stderr.split())
     line = n + 1 if mixed else 1
     assert msg.startswith(f"error: {records}:{line}: a record of seed {1 if mixed else 0}"), msg
     if mixed:

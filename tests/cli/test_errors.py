@@ -9,11 +9,11 @@ from helpers.cli import cli, one_line_error
 def test_bad_task_or_model_writes_nothing(tmp_path):
     out = tmp_path / "run"
     p = cli("run", "--out", str(out), "--task", "closure.nat.silhouete", "--no-progress")
-    assert p.returncode == 2 and "unknown task 'closure.nat.silhouete'" in p.stdout and '"' not in p.stdout
+    assert p.returncode == 2 and "unknown task 'closure.nat.silhouete'" in p.stderr and '"' not in p.stderr
     p = cli("run", "--out", str(out), "--model", "foo:bar", "--no-progress")
-    assert p.returncode == 2 and "perceptbench models" in p.stdout
+    assert p.returncode == 2 and "perceptbench models" in p.stderr
     p = cli("run", "--out", str(out), "--task", "similarity.chart.mark_color@kernel=l7", "--no-progress")
-    assert p.returncode == 2 and "kernel='l7'" in p.stdout
+    assert p.returncode == 2 and "kernel='l7'" in p.stderr
     assert not out.exists()
 
 
@@ -22,21 +22,21 @@ def test_missing_mirror_names_the_file(tmp_path):
     p = cli("run", "--out", str(tmp_path / "r"), "--task", "similarity.chart.mark_color", "--no-progress", env=env,
             columns=300)
     assert p.returncode == 2
-    assert "nowhere: the mirror directory does not exist" in p.stdout and "unset it" in p.stdout
+    assert "nowhere: the mirror directory does not exist" in p.stderr and "unset it" in p.stderr
     assert not (tmp_path / "r").exists()
     (tmp_path / "empty").mkdir()  # the mirror exists but lacks the file: that file is named
     env["PERCEPTBENCH_MIRROR"] = str(tmp_path / "empty")
     p = cli("run", "--out", str(tmp_path / "r"), "--task", "similarity.chart.mark_color", "--no-progress", env=env,
             columns=300)
     assert p.returncode == 2
-    assert "color-tm.txt is not in the mirror" in p.stdout and "https://raw.githubusercontent.com" in p.stdout
+    assert "color-tm.txt is not in the mirror" in p.stderr and "https://raw.githubusercontent.com" in p.stderr
     assert not (tmp_path / "r").exists()
 
 
 def test_things_refuses_without_its_release(tmp_path):
     env = {"PERCEPTBENCH_THINGS_TRIPLETS": str(tmp_path / "none")}
     p = cli("run", "--task", "similarity.nat.things_ooo", "--out", str(tmp_path / "r"), "--no-progress", env=env)
-    assert p.returncode == 2 and "OSF" in p.stdout and not (tmp_path / "r").exists()
+    assert p.returncode == 2 and "OSF" in p.stderr and not (tmp_path / "r").exists()
 
 
 def test_render_writes_pngs_and_index(tmp_path):
@@ -80,13 +80,13 @@ def test_missing_annotation_file_is_a_one_line_error(tmp_path):
     p = cli("run", "--out", str(tmp_path / "r"), "--task", f"salbench.detection.nat@source={tmp_path}/nope.json",
             "--no-progress")
     assert p.returncode == 2 and "Traceback" not in p.stdout + p.stderr
-    assert "nope.json" in p.stdout
+    assert "nope.json" in p.stderr
 
 
 def test_missing_model_directory(tmp_path):
     p = cli("run", "--out", str(tmp_path / "r"), "--task", "similarity.chart.mark_color",
             "--model", f"hf:{tmp_path}/no-such-model", "--no-progress")
-    assert p.returncode == 2 and "no such model directory" in p.stdout
+    assert p.returncode == 2 and "no such model directory" in p.stderr
     assert not (tmp_path / "r").exists()  # resolved before the run directory is created
 
 

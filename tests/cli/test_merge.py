@@ -24,6 +24,6 @@ def test_vsi_conflict_is_one_short_line_naming_lines_and_the_differing_logprob(t
     trial = f"{task.task_id}|s2~clean|m|rep0"
     one_line_error(p, repr(trial), f"{a}:3 and {b}:1", f"first in run_meta.vsi.logprobs[3]: {json.dumps(lps[3])} vs "
                    f"{json.dumps(other[3])};", "keep one run, or rerun the model under another short name")
-    assert p.stdout.count("\n") == 1  # one line, also on an 80-column console
-    assert len(p.stdout) < 300 + len(str(a)) + len(str(b)) and json.dumps(lps[4]) not in p.stdout
+    assert p.stderr.count("\n") == 1 and not p.stdout  # one line, also on an 80-column console
+    assert len(p.stderr) < 300 + len(str(a)) + len(str(b)) and json.dumps(lps[4]) not in p.stderr
     assert not (tmp_path / "m").exists()

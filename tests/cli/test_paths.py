@@ -238,7 +238,7 @@ def test_export_and_score_refuse_files_they_did_not_write(planted_run, tmp_path)
     (out / "scores.parquet").write_text("my precious")
     assert cli("score", planted_run, in_process=True).returncode == 0
     p = cli("export", planted_run, "--format", "parquet", "--out", out, in_process=True)
-    rc, text = p.returncode, " ".join(p.stdout.split())  # the console wraps long paths
+    rc, text = p.returncode, " ".join(p.stderr.split())  # the console wraps long paths
     assert rc == 2 and "scores.parquet exists and is not a perceptbench" in text and "refusing" in text
     assert text.count("error:") == 1 and "Traceback" not in text
     assert (out / "scores.parquet").read_text() == "my precious" and not (out / "records.parquet").exists()
@@ -247,12 +247,12 @@ def test_export_and_score_refuse_files_they_did_not_write(planted_run, tmp_path)
     assert cli("export", planted_run, "--out", out, in_process=True).returncode == 0  # its own files: overwritten
     # an existing file as --out: one clear line, no raw errno
     p = cli("export", planted_run, "--out", out / "scores.parquet", in_process=True)
-    rc, text = p.returncode, " ".join(p.stdout.split())  # the console wraps long paths
+    rc, text = p.returncode, " ".join(p.stderr.split())  # the console wraps long paths
     assert rc == 2 and "is a file" in text and "Errno" not in text
     precious = tmp_path / "precious.csv"
     precious.write_text("my precious\n")
     p = cli("score", planted_run, "--out", precious, in_process=True)
-    rc, text = p.returncode, " ".join(p.stdout.split())  # the console wraps long paths
+    rc, text = p.returncode, " ".join(p.stderr.split())  # the console wraps long paths
     assert rc == 2 and "precious.csv exists and is not a perceptbench scores table" in text
     assert precious.read_text() == "my precious\n" and not precious.with_suffix(".json").exists()
     mine = tmp_path / "mine.csv"
@@ -260,7 +260,7 @@ def test_export_and_score_refuse_files_they_did_not_write(planted_run, tmp_path)
     assert cli("score", planted_run, "--out", mine, in_process=True).returncode == 0  # a table it wrote: overwritten
     (tmp_path / "other.json").write_text('{"precious": 1}')  # score also writes the .json beside the csv
     p = cli("score", planted_run, "--out", tmp_path / "other.csv", in_process=True)
-    rc, text = p.returncode, " ".join(p.stdout.split())  # the console wraps long paths
+    rc, text = p.returncode, " ".join(p.stderr.split())  # the console wraps long paths
     assert rc == 2 and "other.json exists" in text and not (tmp_path / "other.csv").exists()
 
 
@@ -324,7 +324,8 @@ def test_interrupted_merge_leaves_no_out_and_its_rerun_works(tmp_path, human_run
     out = tmp_path / "merged"
     monkeypatch.setattr(rundir.RunDir, "start", stop)
     p = cli("merge", human_runs[0], human_runs[1], "--out", out, in_process=True)
-    assert p.returncode == 143 and "nothing was merged" in p.stdout and "Traceback" not in p.stdout, p.stdout
+    assert p.returncode == 143 and "nothing was merged" in p.stderr and "Traceback" not in p.stdout + p.stderr, \
+        p.stdout + p.stderr
     assert not out.exists() and os.listdir(tmp_path) == []  # no OUT, no hidden leftover
     monkeypatch.undo()
     p = cli("merge", human_runs[0], human_runs[1], "--out", out, in_process=True)
@@ -415,7 +416,7 @@ def test_score_that_cannot_write_is_one_line_naming_the_file(tmp_path, human_run
     p = cli("score", run, in_process=True, columns=400)
     monkeypatch.undo()
     assert p.returncode == 2 and "Traceback" not in p.stdout, p.stdout
-    msg = " ".join(p.stdout.split())
+    msg = " ".join(p.stderr.split())
     assert msg.startswith(f"error: {run / 'scores.csv'}: {os.strerror(err)}") and said in msg, msg
     assert sorted(os.listdir(run)) == before  # no temporary file left
 
@@ -430,6 +431,6 @@ def test_disk_full_during_a_run_names_the_file_and_says_a_rerun_resumes(tmp_path
     p = cli("run", "--out", tmp_path / "run", "--task", TASK, "--model", "m=efficientnet-lite0", "--no-progress",
             in_process=True, columns=400)
     assert p.returncode == 2 and "Traceback" not in p.stdout, p.stdout
-    msg = " ".join(p.stdout.split())
+    msg = " ".join(p.stderr.split())
     assert msg.startswith(f"error: {tmp_path / 'run' / 'records.jsonl'}: No space left on device (disk full)"), msg
     assert "rerun the same command: it resumes" in msg

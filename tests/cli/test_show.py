@@ -25,7 +25,7 @@ def test_show_suggests_model_trials_not_human_records(tmp_path):
     # human records first, as a run writes them
     plant_records(d, humans + plant_answers("similarity.chart.mark_color", "a", {0: "right", 1: "wrong"}))
     p = cli("show", d, "nope|x", in_process=True)
-    rc, text = p.returncode, " ".join(p.stdout.split())  # the console wraps long paths
+    rc, text = p.returncode, " ".join(p.stderr.split())  # the console wraps long paths
     # the two model trials are suggested (the listing's ids), no human kernel record
     assert rc == 2 and "no trial 'nope|x'" in text and "|a|rep0" in text and "human:" not in text, text
     assert "2 model trials" in text

@@ -55,9 +55,8 @@ def cli(*args: object, env: Mapping[str, str | None] | None = None, cwd: os.Path
       :data:`TORCH_IMPORTED` (naming the command on stderr) when the command imported torch;
       ``"blocked"`` also makes ``import torch`` raise ImportError in the child.
     - ``in_process``: run the app in this process through typer's ``CliRunner`` (faster; ``env``
-      and ``columns`` are set while it runs).  The result is a ``CompletedProcess`` whose
-      ``stdout`` is the runner's output (stdout and stderr as they were interleaved) and whose
-      ``stderr`` is empty.
+      and ``columns`` are set while it runs).  The result is a ``CompletedProcess`` with the
+      runner's ``stdout`` and ``stderr``, kept apart as a child's are.
     - ``background``: start the child and return its :class:`subprocess.Popen` at once (its
       output goes where ``popen`` sends it, to DEVNULL by default); the caller waits or kills it.
     - ``popen``: further keyword arguments of :func:`subprocess.run` / :class:`subprocess.Popen`
@@ -83,7 +82,7 @@ def cli(*args: object, env: Mapping[str, str | None] | None = None, cwd: os.Path
 
         changes = {k: full_env.get(k) for k in set(full_env) | set(os.environ) if full_env.get(k) != os.environ.get(k)}
         res = CliRunner(env=changes).invoke(app, argv)
-        return subprocess.CompletedProcess(["perceptbench", *argv], res.exit_code, res.output, "")
+        return subprocess.CompletedProcess(["perceptbench", *argv], res.exit_code, res.stdout, res.stderr)
     if torch == "any":
         cmd = [sys.executable, "-m", "perceptbench.cli", *argv]
     elif torch in ("unimported", "blocked"):
@@ -100,9 +99,10 @@ def cli(*args: object, env: Mapping[str, str | None] | None = None, cwd: os.Path
 
 
 def one_line_error(p: subprocess.CompletedProcess, *needles: str) -> None:
-    """Assert that the command ``p`` refused with exit status 2 and one ``error:`` message (wrapping
-    undone) containing every needle, without a traceback."""
+    """Assert that the command ``p`` refused with exit status 2 and one ``error:`` message on standard
+    error (wrapping undone) containing every needle, none on standard output, without a traceback."""
     assert p.returncode == 2, p.stdout + p.stderr
     assert "Traceback" not in p.stdout + p.stderr
-    out = " ".join(p.stdout.split())
-    assert out.startswith("error:") and all(n in out for n in needles), out
+    assert "error:" not in p.stdout, p.stdout
+    err = " ".join(p.stderr.split())
+    assert err.startswith("error:") and err.count("error:") == 1 and all(n in err for n in needles), err

@@ -116,7 +116,7 @@ def test_kill_9_midway_then_resume_same_results_and_other_seed_refused(tmp_path,
     assert (out / "scores.csv").read_text() == (demo[0] / "scores.csv").read_text()
     # another seed into the same directory is refused, not mixed
     p = cli("run", "--out", str(out), "--seed", "1", "--no-progress")
-    assert p.returncode != 0 and "seed 0" in p.stdout
+    assert p.returncode != 0 and "seed 0" in p.stderr
 
 
 def test_a_run_whose_output_is_not_a_terminal_prints_plain_progress_lines(tmp_path):

@@ -128,7 +128,7 @@ def test_show_prints_one_trial_without_torch(tmp_path):
     assert png.is_file() and str(png) in p.stdout.replace("\n", "")
     assert "pixels match the record's stimulus_sha256" in text
     bad = cli("show", str(out), "nope")
-    assert bad.returncode == 2 and "no trial 'nope'" in bad.stdout
+    assert bad.returncode == 2 and "no trial 'nope'" in bad.stderr
 
 
 def test_cache_modes_reach_the_model(tmp_path):
@@ -147,11 +147,11 @@ def test_cache_modes_reach_the_model(tmp_path):
 
 def test_cli_stimulus_errors_are_one_line(tmp_path):
     p = cli("run", "--task", TASK, "--stimulus", "silh_nope", "--out", str(tmp_path / "r"), "--no-progress")
-    text = " ".join(p.stdout.split())  # one message (rich wraps it at the console width)
+    text = " ".join(p.stderr.split())  # one message (rich wraps it at the console width)
     assert p.returncode == 2 and text.count("error:") == 1 and "silh_nope" in text, p.stdout + p.stderr
     assert "valid ids: silh_airplane1" in text and not (tmp_path / "r" / "records.jsonl").exists()
     p = cli("run", "--task", TASK, "--no-cache", "--refresh-cache", "--out", str(tmp_path / "r"))
-    assert p.returncode == 2 and "exclude each other" in p.stdout
+    assert p.returncode == 2 and "exclude each other" in p.stderr
 
 
 def test_resume_says_how_many_human_records_were_already_written(tmp_path):

@@ -138,6 +138,6 @@ def test_a_vsi_resume_in_another_dtype_is_refused(tiny, tmp_path):
     base = ["run", "--model", f"vlm=hf:{tiny}", "--task", vsi, "--out", str(tmp_path / "run"), "--no-progress"]
     assert cli(*base, "--stimulus", ids[0], env=env).returncode == 0
     p = cli(*base, "--stimulus", ids[0], "--stimulus", ids[1], "--dtype", "bfloat16", env=env)
-    assert p.returncode != 0 and "{'dtype': 'float32'} -> {'dtype': 'bfloat16'}" in " ".join(p.stdout.split())
+    assert p.returncode != 0 and "{'dtype': 'float32'} -> {'dtype': 'bfloat16'}" in " ".join(p.stderr.split())
     p = cli(*base, "--stimulus", ids[0], "--stimulus", ids[1], env=env)
     assert p.returncode == 0, p.stdout + p.stderr

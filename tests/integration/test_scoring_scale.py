@@ -108,7 +108,7 @@ def test_export_parquet_typed_tables(run):
     row = rec.slice(0, 1).to_pylist()[0]
     assert row["trial_id"] == first.trial_id and json.loads(row["response_json"]) == first.response
     p = cli("export", str(run), "--format", "csv", columns=None)
-    assert p.returncode == 2 and "only 'parquet'" in p.stdout
+    assert p.returncode == 2 and "only 'parquet'" in p.stderr
 
 
 def test_core_and_local_executor_never_import_ray():

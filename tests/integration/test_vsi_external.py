@@ -98,8 +98,8 @@ def test_missing_image_folder_is_one_line_before_model_load(tmp_path):
     p = cli("run", "--model", "hf:/nonexistent/model", "--task", f"vsi.pope@images={tmp_path / 'nope'}", "--out",
             str(tmp_path / "run"), "--no-progress")
     assert p.returncode != 0
-    assert "image directory not found" in p.stdout and "val2014" in p.stdout
-    assert "no such model directory" not in p.stdout  # failed before the model was looked at
+    assert "image directory not found" in p.stderr and "val2014" in p.stderr
+    assert "no such model directory" not in p.stderr  # failed before the model was looked at
 
 
 def test_mmstar_is_whole_image_only():
@@ -121,7 +121,7 @@ def test_unloadable_detector_fails_before_the_vlm_and_the_run_directory(tmp_path
     p = cli("run", "--model", "hf:/nonexistent/model", "--task", task, "--out", str(out), "--no-progress",
             env={"HF_HUB_OFFLINE": "1"})
     assert p.returncode != 0
-    msg = p.stdout.replace("\n", " ")
+    msg = p.stderr.replace("\n", " ")
     assert "detector=" in msg and "empty-detector" in msg and "cannot be loaded" in msg, p.stdout + p.stderr
     assert "/nonexistent/model" not in msg  # failed before the VLM was looked at
     assert not out.exists()
@@ -142,7 +142,7 @@ def test_bad_benchmark_image_fails_in_one_line_before_anything_is_written(tmp_pa
     task = f"vsi.pope@images={tmp_path / 'val2014'},questions={FIX / 'pope' / 'coco_pope_adversarial.json'}"
     p = cli("run", "--model", "hf:/nonexistent/model", "--task", task, "--out", str(out), "--no-progress")
     assert p.returncode == 2 and "Traceback" not in p.stdout + p.stderr
-    msg = " ".join(p.stdout.split())
+    msg = " ".join(p.stderr.split())
     assert msg.startswith("error:") and first in msg and "POPE question" in msg, msg
     assert ("megapixels" in msg) == (spoil == "bomb")
     assert "/nonexistent/model" not in msg  # before the model was looked at

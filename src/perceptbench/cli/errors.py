@@ -1,4 +1,5 @@
-"""The command line's console and its error exit: a one-line ``error: ...`` and exit status 2."""
+"""The command line's consoles and its error exit: a one-line ``error: ...`` on standard error and
+exit status 2."""
 
 from __future__ import annotations
 
@@ -13,16 +14,22 @@ console = Console(width=None if sys.stdout.isatty() or os.environ.get("COLUMNS")
 """Every command prints through this console (150 columns when not a terminal and COLUMNS is unset).
 No emoji codes: ``records.jsonl:100:`` is a file and line, not ``:100:`` (rich's emoji)."""
 
+err_console = Console(stderr=True, width=None if sys.stderr.isatty() or os.environ.get("COLUMNS") else 150,
+                      emoji=False)
+"""Errors, warnings and interruption lines go to standard error through this console (so a command's
+output redirected to a file, e.g. ``perceptbench tasks > tasks.txt``, holds no error, and an error is
+seen on the terminal); what a command reports as its result goes to :data:`console`."""
+
 
 def fail(msg) -> None:
-    """Print ``error: MSG`` (a KeyError's message without its quotes; credentials in a URL
-    redacted, :func:`perceptbench.core.urls.redact_urls_in`) and exit with status 2."""
+    """Print ``error: MSG`` on standard error (a KeyError's message without its quotes; credentials
+    in a URL redacted, :func:`perceptbench.core.urls.redact_urls_in`) and exit with status 2."""
     if isinstance(msg, KeyError) and msg.args:
         msg = msg.args[0]
     from ..core.urls import redact_urls_in
 
     # soft_wrap: one line whatever the width (a log's 150 columns would split a long message in two)
-    console.print(f"[red]error:[/red] {escape(redact_urls_in(str(msg)))}", highlight=False, soft_wrap=True)
+    err_console.print(f"[red]error:[/red] {escape(redact_urls_in(str(msg)))}", highlight=False, soft_wrap=True)
     raise typer.Exit(2)
 
 
@@ -67,7 +74,7 @@ def signals_as_interrupts() -> None:
 class TornTailsAsWarnings:
     """Context printing each torn final line the record reader left out
     (:class:`perceptbench.records.TornTailWarning`) as ``warning: FILE:LINE: ...``, the
-    message `validate` reports for it, once, also when the block fails.  Used by ``score``,
+    message `validate` reports for it, once, also when the block fails, on standard error.  Used by ``score``,
     ``merge``, ``report`` and ``export``, so one torn line reads the same from each."""
 
     def __enter__(self):
@@ -93,6 +100,6 @@ class TornTailsAsWarnings:
             else:
                 warnings.showwarning(w.message, w.category, w.filename, w.lineno)
         for m in seen:
-            console.print(f"[yellow]warning:[/yellow] {escape(m)}", highlight=False, soft_wrap=True)
-            console.print("  (a crash's leftover, not a complete record: left out; a rerun of `perceptbench run` "
+            err_console.print(f"[yellow]warning:[/yellow] {escape(m)}", highlight=False, soft_wrap=True)
+            err_console.print("  (a crash's leftover, not a complete record: left out; a rerun of `perceptbench run` "
                           "removes it)", highlight=False)

@@ -7,7 +7,7 @@ from typing import List
 
 import typer
 
-from .errors import Terminated, TornTailsAsWarnings, console, fail, signals_as_interrupts
+from .errors import Terminated, TornTailsAsWarnings, console, err_console, fail, signals_as_interrupts
 from .out_checks import check_out
 
 
@@ -18,7 +18,9 @@ def merge(
     """Merge runs of one seed into a new run directory.
 
     Identical trials are kept once; conflicting trials are refused. Two records with one trial
-    id must agree in every field but run_meta.run_id; records of different seeds are refused.
+    id must agree in every field but run_meta.run_id (the run that wrote it) and
+    run_meta.data_location (where the task's data lay on that machine); records of different
+    seeds are refused.
     Score the result with `perceptbench score OUT`.  The runs' declared model metadata
     (run.json ``models``) is merged into OUT's run.json.  Atomic: the merged run is written into a
     hidden folder beside OUT and renamed onto it, so an interrupted merge leaves no OUT (and
@@ -53,7 +55,7 @@ def merge(
         os.replace(building.root, out)  # onto a new or empty --out: the whole run or nothing
     except KeyboardInterrupt as e:
         shutil.rmtree(building.root, ignore_errors=True)
-        console.print(f"{'terminated (SIGTERM)' if isinstance(e, Terminated) else 'interrupted'}: nothing was "
+        err_console.print(f"{'terminated (SIGTERM)' if isinstance(e, Terminated) else 'interrupted'}: nothing was "
                       f"merged into {out}; rerun the same command", highlight=False)
         raise typer.Exit(143 if isinstance(e, Terminated) else 130)
     except OSError as e:

@@ -9,7 +9,7 @@ import typer
 from rich.markup import escape
 
 from ..core.progress import PROGRESS_EVERY_S
-from .errors import Terminated, console, fail, os_error_line, signals_as_interrupts
+from .errors import Terminated, console, err_console, fail, os_error_line, signals_as_interrupts
 from .options import FAMILY_HELP, PARSER_HELP, check_parser, families_option
 from .out_checks import check_out
 from .tables import ALL_MODELS_HELP, print_scores, print_signal_table
@@ -108,7 +108,7 @@ def run(
     except KeyboardInterrupt as e:
         after = rd.count_records()
         what = "terminated (SIGTERM)" if isinstance(e, Terminated) else "interrupted"
-        console.print(f"{what}: {after - before} records written in this run ({after} in {rd.records}); "
+        err_console.print(f"{what}: {after - before} records written in this run ({after} in {rd.records}); "
                       "every written trial is kept. Rerun the same command to resume where it stopped.",
                       highlight=False)
         raise typer.Exit(143 if isinstance(e, Terminated) else 130)

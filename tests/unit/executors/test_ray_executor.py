@@ -44,7 +44,7 @@ def test_ray_that_cannot_start_fails_in_one_line_before_anything_is_written(monk
     p = cli("run", "--out", out, "--task", "similarity.chart.mark_color", "--model", "m=efficientnet-lite0",
             "--executor", "ray", "--no-progress", in_process=True, columns=400)
     assert p.returncode == 2 and "Traceback" not in p.stdout, p.stdout
-    msg = " ".join(p.stdout.split())
+    msg = " ".join(p.stderr.split())
     assert msg.startswith("error: --executor ray: the Ray cluster (local) did not start (TimeoutError: The current "
                           "node timed out during startup.); nothing was written"), msg
     assert not out.exists()

@@ -30,7 +30,7 @@ def test_openai_without_key_names_openai_and_its_variable(monkeypatch):
 def test_openai_without_key_on_the_cli_writes_nothing(tmp_path, mirror):
     p = cli("run", "--out", str(tmp_path / "r"), "--model", "openai:gpt-4o-mini", "--task",
             "similarity.chart.mark_color", "--no-progress", env={"OPENAI_API_KEY": None}, columns=300)
-    assert p.returncode == 2 and "OPENAI_API_KEY" in p.stdout and "openai-compatible" not in p.stdout
+    assert p.returncode == 2 and "OPENAI_API_KEY" in p.stderr and "openai-compatible" not in p.stderr
     assert not (tmp_path / "r").exists()
 
 

@@ -55,8 +55,8 @@ def test_sources_verify_and_fetch_name_a_missing_mirror(tmp_path):
     env = {"PERCEPTBENCH_MIRROR": str(tmp_path / "nowhere")}
     for cmd in (["verify"], ["fetch"]):
         p = cli("sources", *cmd, env=env, columns=300)
-        assert p.returncode != 0 and "the mirror directory does not exist" in p.stdout, p.stdout
-        assert "sources fetch" not in p.stdout.split("does not exist")[1]
+        assert p.returncode != 0 and "the mirror directory does not exist" in p.stderr, p.stdout + p.stderr
+        assert "sources fetch" not in p.stderr.split("does not exist")[1]
 
 
 def test_missing_source_says_how_to_fetch(tmp_path, monkeypatch):

@@ -47,7 +47,7 @@ def test_full_refuses_in_one_line_naming_the_fetch_command_and_writes_nothing(tm
     out = tmp_path / "run"
     p = cli("run", "--battery", "full", "--out", out, "--no-progress", env={"PERCEPTBENCH_CACHE": str(tmp_path)},
             in_process=True)
-    flat = " ".join(p.stdout.split())
+    flat = " ".join(p.stderr.split())
     assert p.returncode == 2, p.stdout
     assert flat.count("error:") == 1 and "--battery full includes shape_bias.nat.cue_conflict" in flat
     assert "`perceptbench sources fetch geirhos2019-cue-conflict`" in flat

@@ -143,9 +143,10 @@ def test_sources_fetch_downloads_the_1280_images_and_the_task_reads_them_by_defa
     assert p.returncode == 0 and "1280/1280 images verified" in _flat(p)
 
 
-def _flat(p) -> str:
-    """The command's output with rich's line wrapping undone."""
-    return " ".join(p.stdout.split())
+def _flat(p, stream: str = "stdout") -> str:
+    """The command's output (``stream``: its standard output, or ``"stderr"``) with rich's line
+    wrapping undone."""
+    return " ".join(getattr(p, stream).split())
 
 
 def test_an_image_changed_after_download_is_caught_by_the_task_and_by_verify(release, tmp_path):
@@ -163,7 +164,7 @@ def test_an_interrupted_fetch_is_refused_by_the_task_and_resumed_by_a_rerun(rele
     bad = f"{cue_conflict.STIMULI_FOLDER}/bear/bear1-airplane3.png"
     release.faults[bad] = 404
     p = cli("sources", "fetch", "geirhos2019-cue-conflict", in_process=True)
-    line = _flat(p)[_flat(p).index("error:"):]
+    line = _flat(p, "stderr")[_flat(p, "stderr").index("error:"):]
     assert p.returncode == 2 and "HTTP 404" in line and "bear1-airplane3.png" in line and "rerun to resume" in line
     with pytest.raises(MissingSourceError, match="not in its download manifest|images missing"):
         get_task(TASK).check_images(0)

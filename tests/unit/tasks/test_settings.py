@@ -169,7 +169,7 @@ def test_cli_run_refuses_before_writing(tmp_path, task_id, needle):
     out = tmp_path / "run"
     p = cli("run", "--out", str(out), "--task", task_id, "--model", "x=hf:/nonexistent", "--no-progress", columns=300)
     assert p.returncode == 2, p.stdout + p.stderr
-    assert needle in p.stdout and "wrote" not in p.stdout, p.stdout
+    assert needle in p.stderr and "wrote" not in p.stdout, p.stdout + p.stderr
     assert "Traceback" not in p.stderr
     assert not (out / "records.jsonl").exists() and not (out / "run.json").exists()
 

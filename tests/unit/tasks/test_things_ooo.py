@@ -115,7 +115,7 @@ def test_refuses_without_the_release_before_writing(tmp_path):
     out = tmp_path / "r"
     p = cli("run", "--out", str(out), "--task", TASK, "--no-progress", env=env, columns=400)
     assert p.returncode == 2
-    msg = " ".join(p.stdout.split())  # the console may wrap the line
+    msg = " ".join(p.stderr.split())  # the console may wrap the line
     assert "testset2.txt, testset2_repeat.txt" in msg and "osf.io/f5rn6" in msg and TRIPLETS_ENV in msg
     assert not out.exists()
 
