@@ -528,6 +528,33 @@ def _answer_ok(col: str) -> str:
             f"coalesce(list_bool_and([t = 'VARCHAR' for t in json_type({col}, '$[*]')]), true)")
 
 
+def in_arrow_pool(fn: Callable) -> Callable:
+    """Run ``fn`` with pyarrow's jemalloc memory pool as the default (the system allocator's where
+    pyarrow lacks jemalloc), the previous default restored after; unchanged when the user chose a
+    pool (``ARROW_DEFAULT_MEMORY_POOL`` set).  pyarrow 26's default, mimalloc, hands the large
+    buffers of a columnar read back to the kernel and faults them in again: on the 10^5 mixed
+    records file, ``export`` spent 1.5-2.0 s of system time under it against 0.7 s under
+    jemalloc or the system allocator, of ~4.4 s CPU in all (docs/performance.md).  Results
+    are the same bytes."""
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        import pyarrow as pa
+
+        if os.environ.get("ARROW_DEFAULT_MEMORY_POOL"):
+            return fn(*args, **kwargs)
+        backends = pa.supported_memory_backends()
+        pool = (pa.jemalloc_memory_pool() if "jemalloc" in backends else pa.system_memory_pool())
+        prev = pa.default_memory_pool()
+        pa.set_memory_pool(pool)
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            pa.set_memory_pool(prev)
+
+    return wrapper
+
+
+@in_arrow_pool
 def read_columns(path: str | os.PathLike, batch_rows: int = 100_000) -> ColumnarRecords | None:
     """Read a records file into :class:`TaskColumns` per task with duckdb's JSON reader
     (one streaming pass, C++; a few hundred MiB whatever the file size: strings are

@@ -50,3 +50,19 @@ def test_export_refuses_a_missing_path_and_a_folder_without_records(tmp_path):
     (tmp_path / "empty").mkdir()
     one_line_error(cli("export", tmp_path / "empty", columns=300), "not a run directory (no records.jsonl in it)")
     assert sorted(x.name for x in tmp_path.iterdir()) == ["empty"] and not any((tmp_path / "empty").iterdir())
+
+
+@pytest.mark.parametrize("content", [b"", b"\n\n"], ids=["empty", "blank_lines"])
+def test_export_refuses_a_records_file_without_a_record_as_score_does(tmp_path, content):
+    """Before: export of a run whose records.jsonl held no record said it wrote records.parquet
+    and wrote none (a stale one from an earlier export stayed); score refuses such a file."""
+    run = tmp_path / "run"
+    plant_records(run, plant_answers("similarity.chart.mark_color", "a", {0: "right", 1: "wrong"}))
+    assert cli("export", run, in_process=True).returncode == 0
+    earlier = (run / "records.parquet").read_bytes()
+    (run / "records.jsonl").write_bytes(content)
+    one_line_error(cli("export", run, columns=300), str(run / "records.jsonl"), "holds no trial records",
+                   "nothing to export")
+    one_line_error(cli("score", run, columns=300), "holds no trial records")
+    assert (run / "records.parquet").read_bytes() == earlier  # the earlier export is untouched
+    assert not (run / "scores.parquet").exists()

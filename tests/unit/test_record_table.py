@@ -92,3 +92,30 @@ def test_a_vsi_line_is_checked_against_the_whole_schema(tmp_path, edit, field):
     p.write_text("\n".join(lines) + "\n")
     with pytest.raises(RecordError, match=rf"^{p}:5: field {field}"):
         read_columns(p)
+
+
+def test_columnar_reads_run_in_the_jemalloc_pool_and_restore_the_default(monkeypatch):
+    """``in_arrow_pool`` (``read_columns``, ``export_parquet``): pyarrow's jemalloc pool while the
+    function runs (the system allocator where pyarrow lacks it), the default pool back after, also
+    when it raises; a pool the user chose (``ARROW_DEFAULT_MEMORY_POOL``) is left alone."""
+    import pyarrow as pa
+
+    from perceptbench.record_table import in_arrow_pool
+
+    monkeypatch.delenv("ARROW_DEFAULT_MEMORY_POOL", raising=False)
+    before = pa.default_memory_pool().backend_name
+
+    @in_arrow_pool
+    def inside(fail: bool = False) -> str:
+        if fail:
+            raise ValueError("planted")
+        return pa.default_memory_pool().backend_name
+
+    want = "jemalloc" if "jemalloc" in pa.supported_memory_backends() else "system"
+    assert inside() == want
+    assert pa.default_memory_pool().backend_name == before
+    with pytest.raises(ValueError, match="planted"):
+        inside(fail=True)
+    assert pa.default_memory_pool().backend_name == before
+    monkeypatch.setenv("ARROW_DEFAULT_MEMORY_POOL", before)
+    assert inside() == before

@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from ..core.rundir import RunDir, atomic_write
+from ..record_table import in_arrow_pool
 
 __all__ = ["export_parquet", "records_arrow"]
 
@@ -129,8 +130,10 @@ class _Canonical:
         return out
 
     def column(self, arr):
-        """A pyarrow string array of JSON texts -> (the canonical texts (pa.string), bool (n,): the
-        verdict of each)."""
+        """A pyarrow string array of JSON texts -> (the canonical texts of its distinct values
+        (pa.string, m), int64 (n,): each row's index into them, -1 for a null, bool (n,): the
+        verdict of each row).  The caller takes the rows (:func:`_take_coded`), once, in the
+        order it writes them."""
         import pyarrow as pa
         import pyarrow.compute as pc
 
@@ -139,8 +142,72 @@ class _Canonical:
         enc = pc.dictionary_encode(arr)
         texts = [self.text(t) for t in enc.dictionary.to_pylist()]
         good = np.array([g for _, g in texts] + [True], bool)
-        rows = np.where(_valid(enc.indices), _ints(enc.indices), len(texts))
-        return pa.array([t for t, _ in texts], pa.string()).take(enc.indices), good[rows]
+        valid = _valid(enc.indices)
+        codes = np.where(valid, _ints(enc.indices), -1)
+        return _strings([t for t, _ in texts]), codes, good[np.where(valid, codes, len(texts))]
+
+
+def _strings(texts: list):
+    """A pyarrow string array of ``texts`` (str or None), built from its buffers (``pa.array`` would
+    import pandas, ~0.25 s of an export's CPU time, to look for its types)."""
+    import pyarrow as pa
+
+    data = [t.encode() if t is not None else b"" for t in texts]
+    offsets = np.zeros(len(data) + 1, np.int32)
+    np.cumsum([len(d) for d in data], out=offsets[1:])
+    valid = np.array([t is not None for t in texts], bool)
+    bitmap = None if valid.all() else pa.py_buffer(np.packbits(valid, bitorder="little"))
+    return pa.Array.from_buffers(pa.string(), len(data), [bitmap, pa.py_buffer(offsets), pa.py_buffer(b"".join(data))])
+
+
+def _values(values: list, kind: str):
+    """A pyarrow column of ``values`` (None: null) of ``kind`` ``"string"``, ``"float64"`` (NaN kept
+    as NaN) or ``"int64"``, as ``pa.array(values, type)`` gives it (see :func:`_strings`)."""
+    import pyarrow as pa
+
+    if kind == "string":
+        return _strings(values)
+    valid = np.array([v is not None for v in values], bool)
+    dtype, typ = (np.float64, pa.float64()) if kind == "float64" else (np.int64, pa.int64())
+    data = np.array([v if v is not None else 0 for v in values], dtype)
+    bitmap = None if valid.all() else pa.py_buffer(np.packbits(valid, bitorder="little"))
+    return pa.Array.from_buffers(typ, len(values), [bitmap, pa.py_buffer(data)])
+
+
+def _indices(order: np.ndarray):
+    """int64 (n,) -> a pyarrow int64 array, -1 as null (without ``pa.array``: see :func:`_strings`)."""
+    import pyarrow as pa
+
+    order = np.ascontiguousarray(order, np.int64)
+    bad = order < 0
+    bitmap = pa.py_buffer(np.packbits(~bad, bitorder="little")) if bad.any() else None
+    return pa.Array.from_buffers(pa.int64(), len(order), [bitmap, pa.py_buffer(order)])
+
+
+def _take(src, order: np.ndarray, cuts: np.ndarray):
+    """``src`` (a pyarrow ChunkedArray) taken at ``order`` (int64 (n,), -1: null), as a ChunkedArray
+    with one chunk per piece between ``cuts`` (int64: 0, the piece boundaries, n; pieces keep each
+    array under pyarrow's 2 GiB string limit, and one chunk per task writes the Parquet pages
+    ``export`` always wrote)."""
+    import pyarrow as pa
+
+    chunks = []
+    for a, b in zip(cuts[:-1].tolist(), cuts[1:].tolist()):
+        g = order[a:b]
+        chunks += src.take(_indices(g)).chunks
+    return pa.chunked_array(chunks, src.type)
+
+
+def _take_coded(dicts: list, codes: list, order: np.ndarray | None, cuts: np.ndarray):
+    """One string column from per-batch (distinct texts, row codes into them, -1 null) pairs of
+    :meth:`_Canonical.column`, its rows in ``order`` (int64 indices into the concatenated rows;
+    None: as read) cut at ``cuts`` (:func:`_take`): the texts are copied once, straight into the
+    order written."""
+    import pyarrow as pa
+
+    offsets = np.cumsum([0] + [len(d) for d in dicts[:-1]])
+    glob = np.concatenate([np.where(c < 0, -1, c + o) for c, o in zip(codes, offsets)])
+    return _take(pa.chunked_array(dicts, pa.string()), glob if order is None else glob[order], cuts)
 
 
 def _run_meta_checked(text: str) -> tuple[object, bool]:
@@ -183,11 +250,12 @@ def _correct_ok(batch) -> np.ndarray:
     return ok[inv.ravel()]
 
 
-def records_arrow(path: str | os.PathLike, batch_rows: int = 8_192):
+def records_arrow(path: str | os.PathLike, batch_rows: int = 8_192, *, by_task: bool = False):
     """The records of ``path`` as the pyarrow Table :func:`~perceptbench.record_table.records_to_arrow`
-    gives for them (same columns, types and values, rows in file order), read with duckdb's
-    JSON reader in one streaming pass: no Python object per record; JSON-typed values are
-    re-encoded once per distinct text.
+    gives for them (same columns, types and values, rows in file order; ``by_task``: grouped by
+    ``task_id`` in sorted order, each task's rows in file order), read with duckdb's JSON reader
+    in one streaming pass: no Python object per record; JSON-typed values are re-encoded once per
+    distinct text and copied once, into the order returned.
 
     Every line is checked as :func:`~perceptbench.records.parse_record_line` checks it (see
     :func:`_records_sql`; ``run_meta`` under the VSI line rule,
@@ -202,7 +270,7 @@ def records_arrow(path: str | os.PathLike, batch_rows: int = 8_192):
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    from ..record_table import _bools, _count_lines, batch_checked
+    from ..record_table import _bools, _count_lines, _ints, batch_checked
     from ..records import columnar_readable
 
     path = Path(path)
@@ -213,20 +281,25 @@ def records_arrow(path: str | os.PathLike, batch_rows: int = 8_192):
     canon = {"response_json": _Canonical(), "ground_truth_json": _Canonical(),
              "manipulated_value_json": _Canonical(),
              "run_meta_json": _Canonical(sort_keys=True, decode=_run_meta_checked)}
-    parts = []
+    names: list[str] = []
+    plain: dict[str, list] = {}  # column -> its batches' arrays
+    coded: dict[str, tuple[list, list]] = {c: ([], []) for c in canon}  # column -> (texts, codes) per batch
     row0 = 0
     try:
         for batch in con.sql(_records_sql(path)).to_arrow_reader(batch_rows):
-            cols, ok = {}, _bools(batch.column("ok")) & _correct_ok(batch)
-            for name in batch.schema.names[1:]:
+            names = batch.schema.names[1:]
+            ok = _bools(batch.column("ok")) & _correct_ok(batch)
+            for name in names:
                 arr = batch.column(name)
                 if name in canon:
-                    arr, good = canon[name].column(arr)
+                    texts, codes, good = canon[name].column(arr)
+                    coded[name][0].append(texts)
+                    coded[name][1].append(codes)
                     ok &= good
-                cols[name] = arr
+                else:
+                    plain.setdefault(name, []).append(arr)
             if not batch_checked(path, ok, row0):
                 return None
-            parts.append(pa.table(cols))
             row0 += batch.num_rows
     except (duckdb.Error, OSError):  # duckdb's errors arrive through pyarrow's reader as OSError
         return None
@@ -234,36 +307,48 @@ def records_arrow(path: str | os.PathLike, batch_rows: int = 8_192):
         con.close()
     if row0 != _count_lines(path):  # blank lines: the validating reader skips or names them
         return None
-    if not parts:
+    if not row0:
         return None
-    table = pa.concat_tables(parts)
-    if pc.count_distinct(table["trial_id"]).as_py() != table.num_rows:
+    trial_ids = pa.chunked_array(plain["trial_id"])
+    if pc.count_distinct(trial_ids).as_py() != row0:
         return None
-    return table
+    order = None
+    cuts = np.append(np.arange(0, row0, batch_rows), row0)  # as read: the batches
+    if by_task:  # tasks in sorted order, each in file order, one piece each
+        enc = pc.dictionary_encode(pa.chunked_array(plain["task_id"]).combine_chunks())
+        rank = np.argsort(np.argsort(np.array(enc.dictionary.to_pylist(), dtype=object), kind="stable"))
+        task_rank = rank[_ints(enc.indices)]
+        order = np.argsort(task_rank, kind="stable")
+        cuts = np.searchsorted(task_rank[order], np.arange(len(rank) + 1))
+    cols = {}
+    for name in names:
+        if name in canon:
+            cols[name] = _take_coded(*coded[name], order, cuts)
+        else:
+            arr = pa.chunked_array(plain[name])
+            cols[name] = arr if order is None else _take(arr, order, cuts)
+    return pa.table(cols)
 
 
 def _write_records(records: Path, path: Path) -> None:
-    """records.parquet at ``path`` from the records file ``records``: tasks in sorted order, one
-    ``write_table`` per task, each task's records in file order (as before the columnar reader)."""
+    """``records.parquet`` at ``path`` from the records file ``records``: tasks in sorted order, one
+    ``write_table`` per task, each task's records in file order (as before the columnar reader).
+    Raises :class:`~perceptbench.records.RecordError` for a file without a record (nothing written)."""
     import pyarrow.compute as pc
     import pyarrow.parquet as pq
 
     from ..record_table import _ints, iter_task_records, records_to_arrow
+    from ..records import RecordError
 
-    table = records_arrow(records)
+    table = records_arrow(records, by_task=True)
     if table is None:
         tasks = ((t, records_to_arrow(recs)) for t, recs in iter_task_records(records))
-    else:
-        enc = pc.dictionary_encode(table["task_id"].combine_chunks())
-        codes = _ints(enc.indices)
-        names = enc.dictionary.to_pylist()
-        order = np.argsort(codes, kind="stable")
-        bounds = np.searchsorted(codes[order], np.arange(len(names) + 1))
-        tasks = ((names[k], table.take(order[bounds[k]:bounds[k + 1]]))
-                 for k in sorted(range(len(names)), key=names.__getitem__))
+    else:  # grouped by task already: each task one slice
+        ends = _ints(pc.run_end_encode(table["task_id"].combine_chunks()).run_ends).tolist()
+        tasks = ((None, table.slice(a, b - a)) for a, b in zip([0] + ends[:-1], ends))
     first = next(tasks, None)
-    if first is None:  # no records, no file (as before)
-        return
+    if first is None:  # no records: refused as score refuses it, nothing written
+        raise RecordError(f"{records}: holds no trial records (empty file); nothing to export")
     with atomic_write(path, "wb") as f:
         with pq.ParquetWriter(f, first[1].schema) as writer:
             writer.write_table(first[1])
@@ -271,6 +356,7 @@ def _write_records(records: Path, path: Path) -> None:
                 writer.write_table(t)
 
 
+@in_arrow_pool
 def export_parquet(run: str | os.PathLike, out_dir: str | os.PathLike | None = None) -> tuple[Path, Path | None]:
     """Write ``records.parquet`` (one row per trial; columns of
     :func:`perceptbench.record_table.records_to_arrow`, tasks in sorted order, each task's
@@ -284,8 +370,8 @@ def export_parquet(run: str | os.PathLike, out_dir: str | os.PathLike | None = N
     :meth:`~perceptbench.core.rundir.RunDir.beside`, as ``score`` resolves it).  Files are
     written to a temporary name and renamed: a failure leaves no partial file.  Returns
     (records path, scores path or None).  Raises :class:`~perceptbench.records.RecordError`
-    for a missing path, a directory without ``records.jsonl`` or an invalid records file
-    (file, line and field)."""
+    for a missing path, a directory without ``records.jsonl``, an invalid records file
+    (file, line and field) or one without a record (nothing is written)."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -303,8 +389,7 @@ def export_parquet(run: str | os.PathLike, out_dir: str | os.PathLike | None = N
     rows = json.loads(scores_json.read_text())
     schema = pa.schema([(c, pa.string() if t == "string" else pa.float64() if t == "float64" else pa.int64())
                         for c, t in SCORE_COLUMNS])
-    table = pa.table({c: pa.array([r.get(c) for r in rows], schema.field(c).type) for c, _ in SCORE_COLUMNS},
-                     schema=schema)
+    table = pa.table({c: _values([r.get(c) for r in rows], t) for c, t in SCORE_COLUMNS}, schema=schema)
     sc_path = out.scores_parquet
     with atomic_write(sc_path, "wb") as f:
         pq.write_table(table, f)

@@ -79,8 +79,14 @@ def test_columnar_export_equals_the_validating_path(tmp_path, families, family, 
     table = records_arrow(path, batch_rows=4)  # several batches
     assert table is not None, "the columnar reader did not take the file"
     assert table.equals(records_to_arrow(read_records(path)))  # file order, same columns, types, values
+    grouped = records_arrow(path, batch_rows=4, by_task=True)  # tasks sorted, each in file order
+    assert grouped.equals(_old_table(path))
+    per_task = {}
+    for r in read_records(path):
+        per_task[r.task_id] = per_task.get(r.task_id, 0) + 1
+    assert [len(c) for c in grouped["task_id"].chunks] == [per_task[t] for t in sorted(per_task)]  # a chunk each
     new = export_parquet(tmp_path / "run", tmp_path / "new")[0]
-    monkeypatch.setattr(export_mod, "records_arrow", lambda p: None)  # the validating path
+    monkeypatch.setattr(export_mod, "records_arrow", lambda p, **kw: None)  # the validating path
     old = export_parquet(tmp_path / "run", tmp_path / "old")[0]
     assert pq.read_table(new).equals(pq.read_table(old))
     assert pq.read_table(new).equals(_old_table(path))
