@@ -179,6 +179,41 @@ def load_runs(paths: Sequence[str | Path]) -> list[TrialRecord]:
     return list(merged.values())
 
 
+def merge_features(records_files: Sequence[Path], dest: str | Path) -> tuple[int, list[str]]:
+    """Copy the probe features (``features/``: one ``.json`` sidecar per (model, task), with its
+    ``.npz`` when features were written; :mod:`perceptbench.vsi.features`) of each run beside
+    ``records_files`` into the folder ``dest``, so a merged VSI run keeps its probe rows.
+
+    A (model, task) found in several runs is taken from the first that has it; a later run's files
+    under the same name that differ in bytes (e.g. the witness encoder's features of one task,
+    computed on two machines) are left out and their names returned, so the caller can say so.
+    Returns (files copied, the differing names: ``features/NAME.json`` sorted).  Raises OSError
+    when a file cannot be read or written."""
+    import shutil
+
+    dest = Path(dest)
+    chosen: dict[str, Path] = {}  # sidecar stem -> the features folder it is taken from
+    differing: set[str] = set()
+    for rec in records_files:
+        folder = RunDir.beside(rec).features
+        for side in sorted(folder.glob("*.json")) if folder.is_dir() else ():
+            first = chosen.setdefault(side.stem, folder)
+            if first is folder:
+                continue
+            for ext in (".json", ".npz"):
+                a, b = first / (side.stem + ext), folder / (side.stem + ext)
+                if a.exists() != b.exists() or (a.exists() and a.read_bytes() != b.read_bytes()):
+                    differing.add(f"features/{side.stem}.json")
+    n = 0
+    for stem, folder in chosen.items():
+        dest.mkdir(parents=True, exist_ok=True)
+        for ext in (".json", ".npz"):
+            if (folder / (stem + ext)).exists():
+                shutil.copyfile(folder / (stem + ext), dest / (stem + ext))
+                n += 1
+    return n, sorted(differing)
+
+
 def foreign_out_dir(out: str | Path) -> str | None:
     """Why ``out`` must not become a run directory, or None when it may
     (:meth:`perceptbench.core.rundir.RunDir.foreign_reason`)."""

@@ -152,6 +152,44 @@ def test_records_file_scored_alone_gives_undefined_probe_rows_naming_the_feature
     assert all(rows[k]["value"] == full[k]["value"] for k in others)  # every other row as in the run directory
 
 
+def test_merged_runs_keep_their_probe_features_and_score_as_the_whole_run(vsi_run, tmp_path):
+    """Before: ``merge`` wrote records.jsonl and run.json only, so a merged VSI run lost features/
+    and every probe row (probe accuracy, gap, witness) became undefined without a word.  Now each
+    run's feature files go along (a (model, task) from the first run that has it), and a file that
+    differs between the runs is named in a warning on stderr."""
+    import shutil
+
+    lines = (vsi_run / "records.jsonl").read_text().splitlines(keepends=True)
+    parts = {"a": [ln for ln in lines if json.loads(ln)["model"] == "m1"],
+             "b": [ln for ln in lines if json.loads(ln)["model"] != "m1"]}
+    assert parts["a"] and parts["b"] and len(parts["a"]) + len(parts["b"]) == len(lines)
+    for name, keep in (("a", ("m1_", "witness_")), ("b", ("m2_", "m3_", "witness_"))):
+        (tmp_path / name / "features").mkdir(parents=True)
+        (tmp_path / name / "records.jsonl").write_text("".join(parts[name]))
+        for f in (vsi_run / "features").iterdir():
+            if f.name.startswith(keep):
+                shutil.copy(f, tmp_path / name / "features" / f.name)
+    p = cli("merge", tmp_path / "a", tmp_path / "b", "--out", tmp_path / "m", columns=300)
+    assert p.returncode == 0 and "8 probe feature files" in " ".join(p.stdout.split()) and not p.stderr, \
+        p.stdout + p.stderr
+    assert sorted(f.name for f in (tmp_path / "m" / "features").iterdir()) == sorted(
+        f.name for f in (vsi_run / "features").iterdir())
+    assert cli("score", tmp_path / "m", torch="unimported").returncode == 0
+    full = {(r["model"], r["metric"]): r["value"] for r in json.loads((vsi_run / "scores.json").read_text())}
+    merged = {(r["model"], r["metric"]): r["value"] for r in json.loads((tmp_path / "m" / "scores.json").read_text())}
+    assert merged == full  # the probe rows included
+    assert full[("m2", "probe_acc_all[region,sigma=20]")] is not None
+    # a witness file that differs between the runs: the first run's is kept, and the warning names it
+    witness = next((tmp_path / "b" / "features").glob("witness_*.json"))
+    witness.write_text(witness.read_text().replace('"n"', '"n" ', 1))
+    p = cli("merge", tmp_path / "a", tmp_path / "b", "--out", tmp_path / "m2", columns=300)
+    said = " ".join(p.stderr.split())
+    assert p.returncode == 0 and said.startswith("warning: 1 probe feature file(s) differ") and \
+        f"features/{witness.name}" in said, p.stdout + p.stderr
+    assert (tmp_path / "m2" / "features" / witness.name).read_bytes() == \
+        (tmp_path / "a" / "features" / witness.name).read_bytes()
+
+
 def test_score_pairs_option_compares_ranking_neighbours_and_refuses_an_unknown_mode(tmp_path):
     """score --pairs neighbours: of 3 VSI models, the 2 neighbours in the ranking by median VSI get
     per-pair rows (not all 3 pairs), each saying so; the mean rho stays over the 3 pairs (from the

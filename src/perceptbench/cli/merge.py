@@ -22,7 +22,8 @@ def merge(
     run_meta.data_location (where the task's data lay on that machine); records of different
     seeds are refused.
     Score the result with `perceptbench score OUT`.  The runs' declared model metadata
-    (run.json ``models``) is merged into OUT's run.json.  Atomic: the merged run is written into a
+    (run.json ``models``) is merged into OUT's run.json, and their probe features (``features/``,
+    which the VSI probe rows read) into OUT's, each (model, task) from the first run that has it.  Atomic: the merged run is written into a
     hidden folder beside OUT and renamed onto it, so an interrupted merge leaves no OUT (and
     no partial records.jsonl) and its rerun starts afresh."""
     import os
@@ -31,7 +32,7 @@ def merge(
     from ..api import declared_models_of
     from ..core.rundir import RunDir
     from ..records import RecordError, RecordStore
-    from ..runs import load_runs, records_path
+    from ..runs import load_runs, merge_features, records_path
 
     check_out(out, "dir")
     if out.is_dir() and any(out.iterdir()):
@@ -52,15 +53,21 @@ def merge(
             store.append(merged)
             building.start(seed, merged_from=[str(p.resolve()) for p in sources],  # under the records lock
                            **({"models": declared} if declared else {}))
+        n_features, differing = merge_features(sources, building.features)  # the probe rows need them
         os.replace(building.root, out)  # onto a new or empty --out: the whole run or nothing
     except KeyboardInterrupt as e:
         shutil.rmtree(building.root, ignore_errors=True)
         err_console.print(f"{'terminated (SIGTERM)' if isinstance(e, Terminated) else 'interrupted'}: nothing was "
-                      f"merged into {out}; rerun the same command", highlight=False)
+                          f"merged into {out}; rerun the same command", highlight=False, soft_wrap=True)
         raise typer.Exit(143 if isinstance(e, Terminated) else 130)
     except OSError as e:
         shutil.rmtree(building.root, ignore_errors=True)
         fail(f"cannot write the merged run {out}: {e}")
     n_in = sum(p.read_bytes().count(b"\n") for p in sources)
     console.print(f"merged {len(sources)} runs (seed {seed}): {len(merged)} distinct trials from {n_in} records "
-                  f"into {rd.records}; score with: perceptbench score {out}", highlight=False)
+                  f"into {rd.records}"
+                  + (f", {n_features} probe feature files into {rd.features}" if n_features else "")
+                  + f"; score with: perceptbench score {out}", highlight=False)
+    if differing:
+        err_console.print(f"warning: {len(differing)} probe feature file(s) differ between the runs; each is taken "
+                          f"from the first run that has it: {', '.join(differing)}", highlight=False, soft_wrap=True)
