@@ -90,13 +90,14 @@ def _message(p: subprocess.CompletedProcess, where: str) -> str:
                               "response_list_of_numbers", "invalid_utf8", "byte_order_mark"])
 def test_bad_record_line_gets_one_message_from_every_command(tmp_path, spoil):
     lines, lineno, what = spoil(_mark_color_lines())
-    _five_commands_say_one_message(tmp_path, lines, lineno, what, torn=spoil is _truncated)
+    _every_command_says_one_message(tmp_path, lines, lineno, what, torn=spoil is _truncated)
 
 
-def _five_commands_say_one_message(tmp_path, lines: list[str], lineno: int, what: str, torn: bool = False) -> None:
-    """``score``, ``validate``, ``merge``, ``report`` and ``export`` of a run whose records are
+def _every_command_says_one_message(tmp_path, lines: list[str], lineno: int, what: str, torn: bool = False) -> None:
+    """``score``, ``validate``, ``merge``, ``report``, ``export`` and ``show`` of a run whose records are
     ``lines`` each print one line naming ``records.jsonl:LINENO:``, the same line, containing
-    ``what``, with no traceback, and exit 2 (a torn final line: every command but validate goes on)."""
+    ``what``, with no traceback, and exit 2 (a torn final line: every command but validate goes on;
+    before, ``show`` printed it as a raw Python warning with its source line)."""
     run = tmp_path / "run"
     run.mkdir()
     records = run / "records.jsonl"
@@ -108,6 +109,7 @@ def _five_commands_say_one_message(tmp_path, lines: list[str], lineno: int, what
         "merge": cli("merge", str(run), "--out", str(tmp_path / "merged"), columns=400),
         "report": cli("report", str(run), "--out", str(tmp_path / "report.html"), columns=400),
         "export": cli("export", str(run), "--out", str(tmp_path / "export"), columns=400),
+        "show": cli("show", str(run), columns=400),
     }
     messages = {c: _message(p, where) for c, p in out.items()}
     assert len(set(messages.values())) == 1, messages
@@ -192,7 +194,7 @@ def test_damaged_vsi_line_gets_one_message_from_every_command(tmp_path, damage):
     (:func:`perceptbench.records.vsi_meta_problem`, or a key given twice): the same one-line message
     (file, line, field) from the five commands, never a sample silently left out of its cell."""
     spoil, what = VSI_DAMAGE[damage]
-    _five_commands_say_one_message(tmp_path, spoil(_vsi_lines()), VSI_LINE, what)
+    _every_command_says_one_message(tmp_path, spoil(_vsi_lines()), VSI_LINE, what)
 
 
 def test_a_long_error_stays_one_line_when_output_is_not_a_terminal(tmp_path):

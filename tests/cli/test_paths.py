@@ -60,13 +60,22 @@ def test_render_default_does_not_litter_the_working_directory(tmp_path):
     assert len(json.loads((folder / "index.json").read_text())) == 2
 
 
-def test_empty_records_file_is_an_error_for_score_and_validate(tmp_path):
+def test_empty_records_file_is_an_error_for_every_command(tmp_path):
+    """score, merge, export, report and show refuse an empty records.jsonl in one line naming it
+    (before: report wrote a page of 0 models, show listed "0 model trials", both exit 0); validate
+    lists it as its problem."""
     empty = tmp_path / "records.jsonl"
     empty.write_text("")
     one_line_error(cli("score", str(empty), columns=250), "holds no trial records")
+    one_line_error(cli("merge", str(empty), "--out", tmp_path / "m", columns=250), str(empty), "holds no trial records")
+    one_line_error(cli("export", str(empty), columns=250), str(empty), "holds no trial records")
+    one_line_error(cli("report", str(empty), "--out", tmp_path / "r.html", columns=250), str(empty),
+                   "holds no trial records", "nothing to report")
+    one_line_error(cli("show", tmp_path, columns=250), str(empty), "holds no trial records", "nothing to show")
+    one_line_error(cli("show", tmp_path, "1", columns=250), str(empty), "holds no trial records")
     p = cli("validate", str(empty), columns=250)
     assert p.returncode == 2 and "holds no trial records" in p.stdout and "1 problem(s)" in p.stdout
-    assert not (tmp_path / "scores.csv").exists()
+    assert sorted(os.listdir(tmp_path)) == ["records.jsonl"]
 
 
 def test_validate_says_how_many_problems_are_not_shown(tmp_path, human_runs):
@@ -144,8 +153,8 @@ def test_stopping_a_run_says_what_was_written_and_how_to_resume(tmp_path, mirror
 
     out = tmp_path / "r"
     proc = cli("run", "--out", str(out), "--task", "closure.nat.silhouette", "--batch-size", "1", "--no-progress",
-               columns=250, background=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-               preexec_fn=_sigint_as_in_a_terminal)
+               columns=None, env={"COLUMNS": None}, background=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+               text=True, preexec_fn=_sigint_as_in_a_terminal)
     records = out / "records.jsonl"
     deadline = time.monotonic() + 300
     while time.monotonic() < deadline and proc.poll() is None:
@@ -157,7 +166,8 @@ def test_stopping_a_run_says_what_was_written_and_how_to_resume(tmp_path, mirror
     text, _ = proc.communicate(timeout=120)
     assert proc.returncode == rc, text
     n = records.read_bytes().count(b"\n")
-    assert said in text and f"({n} in {records})" in text.replace("\n", "")
+    line = next(ln for ln in text.splitlines() if said in ln)  # one line, not wrapped at 150 columns (a log's width)
+    assert f"({n} in {records})" in line and line.endswith("resume where it stopped."), text
     assert "Rerun the same command to resume" in text and "Traceback" not in text
     assert len(read_records(records)) == n  # every written line is a whole, valid record
 

@@ -109,8 +109,8 @@ def run(
         after = rd.count_records()
         what = "terminated (SIGTERM)" if isinstance(e, Terminated) else "interrupted"
         err_console.print(f"{what}: {after - before} records written in this run ({after} in {rd.records}); "
-                      "every written trial is kept. Rerun the same command to resume where it stopped.",
-                      highlight=False)
+                          "every written trial is kept. Rerun the same command to resume where it stopped.",
+                          highlight=False, soft_wrap=True)
         raise typer.Exit(143 if isinstance(e, Terminated) else 130)
     except OSError as e:  # a full disk, a read-only folder: the file and what to do (errno set by the OS)
         fail(os_error_line(e, rd.records, resumes=True) if e.errno is not None else e)

@@ -10,7 +10,7 @@ from rich.markup import escape
 
 from ..core.rundir import RunDir, atomic_write
 from ..core.urls import redact_urls_in
-from .errors import console, fail
+from .errors import TornTailsAsWarnings, console, fail
 
 
 def show(
@@ -38,9 +38,12 @@ def show(
 
     path = RunDir(run_dir).records
     try:
-        recs = read_records(path)
+        with TornTailsAsWarnings():  # a torn last line: the one warning line the other commands print
+            recs = read_records(path)
     except RecordError as e:
         fail(e)
+    if not recs:
+        fail(f"{path}: holds no trial records (empty file); nothing to show")
     model_ids = [r.trial_id for r in recs if r.model_family != "human"]
     if not trial:
         for t in model_ids:

@@ -49,7 +49,7 @@ def load_report_data(paths: list[str | os.PathLike]) -> ReportData:
     """Records and score rows of the run directories ``paths`` (each a directory holding
     ``records.jsonl`` or the records file itself).
 
-    Raises RecordError (file named) for a missing or invalid records file or scores.json,
+    Raises RecordError (file named) for a missing, invalid or empty records file or scores.json,
     ValueError for run directories that cannot be merged."""
     dirs = [Path(p) for p in paths]
     if not dirs:
@@ -60,6 +60,8 @@ def load_report_data(paths: list[str | os.PathLike]) -> ReportData:
     if len(dirs) == 1:
         rp = records_path(dirs[0])
         records = read_records(rp)
+        if not records:  # as score, export and merge refuse it: a page of nothing is no report
+            raise RecordError(f"{rp}: holds no trial records (empty file); nothing to report")
         sj = RunDir.beside(rp).scores_json
         if sj.exists() and sj.stat().st_mtime >= rp.stat().st_mtime:
             return ReportData(dirs, records, _read_scores_json(sj), str(sj), models)
