@@ -38,8 +38,8 @@ import numpy as np  # noqa: E402
 
 from ..core.rows import ScoreRow, is_aggregate_model  # noqa: E402
 from ..metrics.capacity import CAPACITY_RULE, capacity_threshold  # noqa: E402
-from .headline import (CAPACITY_BAND, MAX_NULL_RATE, MIN_N, SERIES_COUNT_CHANCE, HeadlineRow, cell_mark, fmt,  # noqa: E402
-                       thin_evidence)
+from .headline import (CAPACITY_BAND, MAX_NULL_RATE, MIN_N, SERIES_COUNT_CHANCE, HeadlineRow,  # noqa: E402
+                       absent_cell_text, cell_mark, fmt, thin_evidence)
 from ..tasks.gestalt import KERNEL_NAMES, MARK_KERNEL_IDS  # noqa: E402
 from ..tasks.registry import task_label, task_title  # noqa: E402
 
@@ -322,7 +322,7 @@ def draw_matrix(heads: list[HeadlineRow], models: list[str], cols: list[tuple[st
         for i, m in enumerate(models, start=len(ref_rows)):
             x = h.get((tid, metric, m)) or h.get((tid, "skipped", m))  # skipped: the setting does not apply
             if x is None:
-                text[i][j] = "not run"
+                text[i][j] = absent_cell_text(h, tid, m)
                 continue
             flipped = x.metric.startswith(LOWER_IS_BETTER)
             d.add(x, role=f"model (family: {families[m]})" if families else "model", plotted_as="cell, coloured by 1 - value (lower is better)" if flipped else "cell",

@@ -354,7 +354,8 @@ def _salbench(ix: _Index, tid: str, m: str) -> list[HeadlineRow | None]:
 
 def _vsi(ix: _Index, tid: str, m: str) -> list[HeadlineRow | None]:
     """VSI task rows (branch ``vsi`` names): per region-blur cell (whole-image cells when the
-    task has no region cell) the insensitive fraction at
+    task has no region cell; the ``[image_withheld]`` cell for a respondent asked without the
+    image, ``M[image_withheld]``) the insensitive fraction at
     0.05 nats, the median VSI (its ci columns are quartiles, shown as IQR, not as a CI), the
     argmax-change rate, and the AUROC of -VSI for errors against chance 0.5 (seed 002 §2-§4)."""
     sk = ix.get(tid, m, "skipped")
@@ -364,8 +365,9 @@ def _vsi(ix: _Index, tid: str, m: str) -> list[HeadlineRow | None]:
     out: list[HeadlineRow | None] = []
     mine = ix.by_respondent.get((tid, m), [])
     # the region-blur cells where the task has them; else (a whole-image-only task: vsi.mmstar, or
-    # perturbation=whole) the whole-image cells, so that every VSI task has headline rows
-    cell = "[region" if any("[region" in r.metric for r in mine) else "[whole"
+    # perturbation=whole) the whole-image cells; a respondent asked without the image
+    # (M[image_withheld]) has only its [image_withheld] cell: so that every VSI respondent has headline rows
+    cell = next((c for c in ("[region", "[whole", "[image_withheld") if any(c in r.metric for r in mine)), "[region")
     for r in mine:
         met = r.metric
         if cell not in met:
@@ -438,6 +440,15 @@ def reference_notes(heads: Iterable[HeadlineRow]) -> dict[tuple[str, str], str]:
         floor = f"floor = {h.floor_label}" if h.floor_label else "floor: none declared"
         out[(h.base_task, h.metric)] = floor + (f"; ceiling = {h.ceiling_label}" if h.ceiling_label else "")
     return out
+
+
+def absent_cell_text(heads_by_key: dict, task_id: str, model: str) -> str:
+    """What the model x task matrix prints where ``model`` has no headline row for a column of
+    ``task_id`` (``heads_by_key``: {(task_id, metric, model): HeadlineRow}): ``"n/a"`` when the
+    model has other headline rows for the task (it ran the task without that cell: a respondent
+    asked without the image, ``M[image_withheld]``, has only its ``[image_withheld]`` cell),
+    ``"not run"`` when it has none."""
+    return "n/a" if any(k[0] == task_id and k[2] == model for k in heads_by_key) else "not run"
 
 
 def fmt(x, digits: int = 3, sign: bool = False) -> str:

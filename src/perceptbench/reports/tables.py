@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from .headline import HeadlineRow, cell_text
+from .headline import HeadlineRow, absent_cell_text, cell_text
 
 __all__ = ["Table", "report_tables", "to_latex"]
 
@@ -52,7 +52,7 @@ def _matrix(heads: list[HeadlineRow], models: list[str], cols: list[tuple[str, s
         cells = []
         for tid, metric in cols:
             x = h.get((tid, metric, m)) or h.get((tid, "skipped", m))
-            cells.append(cell_text(x) if x is not None else "not run")
+            cells.append(cell_text(x) if x is not None else absent_cell_text(h, tid, m))
         t.rows.append((m, *cells, model_score.get(m)))
     return t
 

@@ -32,6 +32,33 @@ def test_a_whole_image_only_vsi_task_gets_its_whole_blur_rows():
     assert [h.metric for h in headline_rows(rows)] == [f"insensitive_frac@0.05{region}"]
 
 
+def test_a_respondent_asked_without_the_image_gets_its_image_withheld_rows():
+    """Before: ``M[image_withheld]`` had no headline row (only region or whole-image cells were
+    read), so the report's matrix said "not run" for a respondent that ran, and the headline table
+    left it out."""
+    tid = "vsi.salbench.syn@n=6"
+    cell = "[image_withheld]"
+    rows = [ScoreRow(tid, "m", "insensitive_frac@0.05[region_blur,sigma=20]", 0.2, 0.0, 0.5, 6, None),
+            ScoreRow(tid, "m[image_withheld]", f"insensitive_frac@0.05{cell}", 0.5, 0.0, 1.0, 6, None),
+            ScoreRow(tid, "m[image_withheld]", f"vsi_median{cell}", 0.031, 0.01, 0.05, 6, None),
+            ScoreRow(tid, "m[image_withheld]", f"argmax_change_rate{cell}", 0.5, 0.1, 0.9, 6, None)]
+    heads = headline_rows(rows)
+    assert [(h.model, h.metric) for h in heads] == [
+        ("m", "insensitive_frac@0.05[region_blur,sigma=20]"), ("m[image_withheld]", f"insensitive_frac@0.05{cell}"),
+        ("m[image_withheld]", f"vsi_median{cell}"), ("m[image_withheld]", f"argmax_change_rate{cell}")]
+    # the matrix: each respondent's own column holds its value; the other's cell reads "n/a" (it ran
+    # the task without that cell), "not run" is kept for a model without records of the task
+    from perceptbench.reports.html import _matrix_cols
+    from perceptbench.reports.tables import _matrix
+
+    cols = _matrix_cols(heads)
+    assert cols == [(tid, "insensitive_frac@0.05[region_blur,sigma=20]"), (tid, f"insensitive_frac@0.05{cell}")]
+    rows = {r[0]: r[1:3] for r in _matrix(heads, ["m", "m[image_withheld]", "other"], cols, {}).rows}
+    assert rows["m"][1] == "n/a" and rows["m[image_withheld]"][0] == "n/a"
+    assert rows["m"][0].startswith("0.200") and rows["m[image_withheld]"][1].startswith("0.500")
+    assert rows["other"] == ("not run", "not run")
+
+
 def test_cue_conflict_shape_bias_beside_the_observers_pooled_shape_bias():
     tid = "shape_bias.nat.cue_conflict"
     rows = [ScoreRow(tid, "human:panel", "shape_bias_pooled@test", 0.96, 0.95, 0.97, 600, 0),
