@@ -146,3 +146,30 @@ def test_show_says_whether_the_rebuilt_prompt_matches_the_records_prompt_hash(tm
     assert f"prompt (re-built now; matches the record's prompt_hash {task.prompt_hash}):" in said["same"]
     assert "its hash differs from the record's prompt_hash" in said["other"] and "matches" not in said["other"]
     assert "the record has no prompt_hash to check it against" in said["none"]
+
+
+def test_show_of_a_vsi_trial_prints_its_prompt_checked_against_the_record(tmp_path):
+    """Before: a VSI trial (clean, blurred, or asked without the image) showed no prompt and said
+    nothing about it; now its prompt is re-built and checked against the record's prompt_hash, and
+    the image-withheld trial is found among its condition's stimuli ({sample}~image_withheld)."""
+    import numpy as np
+
+    from perceptbench.seeding import text_hash
+
+    from helpers.records import plant_vsi_record
+
+    task = get_task("vsi.salbench.syn@n=3")
+    clean = next(s for s in task.stimuli(0) if s.meta["vsi"]["condition"] == "clean")
+    sample, question = clean.meta["vsi"]["sample_id"], clean.meta["vsi_prompt"]
+    lp = [float(x) for x in np.log([0.9, 0.08, 0.02])]
+    recs = [plant_vsi_record(task, cond, sample, [1, 2, 3], lp, model=model, raw_output="B", prompt_hash=text_hash(question),
+                             **({"condition": "image_withheld"} if cond == "image_withheld" else {}))
+            for cond, model in (("clean", "m"), ("region_blur", "m"), ("image_withheld", "m[image_withheld]"))]
+    d = tmp_path / "run"
+    plant_records(d, recs)
+    for rec in recs:
+        p = cli("show", d, rec.trial_id, in_process=True)
+        text = " ".join(p.stdout.split())
+        assert p.returncode == 0, text + p.stderr
+        assert f"prompt (re-built now; matches the record's prompt_hash {text_hash(question)}):" in text, text
+        assert " ".join(question.split()) in text and "not rebuilt" not in text

@@ -31,7 +31,8 @@ def show(
     per line.  Imports no torch."""
     import json
 
-    from ..records import RecordError, read_records
+    from ..core.conditions import DEFAULT_CONDITION
+    from ..records import VSI_READOUTS, RecordError, read_records
     from ..seeding import image_sha256, text_hash
     from ..sources import SourceError
     from ..tasks import get_task
@@ -63,18 +64,24 @@ def show(
               f"trials; list them with: perceptbench show {run_dir})")
     meta = dict(rec.run_meta.model_extra or {})
     prompt, images, note = None, [], ""
+    asked = rec.readout == "vlm_prompt" or rec.readout in VSI_READOUTS  # a VLM asked with a prompt
     # a condition that shows no image (image_withheld): no stimulus image to write or to name
     no_image = ("condition" in meta and not meta.get("image_sha256s") and meta.get("stimulus_sha256") is None
                 and not (meta.get("vsi") or {}).get("image_sha256"))
     try:
         task = get_task(rec.task_id, meta.get("data_location"))  # the image folder the trial read
-        stim = next((s for s in task.stimuli(rec.run_meta.seed) if s.stimulus_id == rec.stimulus_id), None)
+        stimuli = task.stimuli(rec.run_meta.seed)
+        if meta.get("condition", DEFAULT_CONDITION) != DEFAULT_CONDITION:  # its own stimuli ({sample}~image_withheld)
+            from ..respond.base import trial_stimuli
+
+            stimuli = trial_stimuli(task, stimuli, meta["condition"])
+        stim = next((s for s in stimuli if s.stimulus_id == rec.stimulus_id), None)
         if no_image:
-            if stim is not None and rec.readout == "vlm_prompt":
+            if stim is not None and asked:
                 prompt = task.vlm_request(stim, rec.run_meta.seed)[1]
         elif stim is None:
             note = f"stimulus {rec.stimulus_id} is not in {rec.task_id} at seed {rec.run_meta.seed} any more"
-        elif rec.readout == "vlm_prompt":
+        elif asked:
             imgs, prompt, _ = task.vlm_request(stim, rec.run_meta.seed)
             images = list(imgs)
         else:
@@ -92,7 +99,7 @@ def show(
     console.print(f"model_version: {escape(redact_urls_in(rec.run_meta.model_version))}  seed: {rec.run_meta.seed}  "
                   f"run_id: {escape(rec.run_meta.run_id)}", highlight=False)
     if note:  # said up front: what is missing below, and why
-        missing = "the prompt and the stimulus image" if rec.readout == "vlm_prompt" else "the stimulus image"
+        missing = "the prompt and the stimulus image" if asked else "the stimulus image"
         console.print(f"[yellow]not rebuilt:[/yellow] {missing} ({escape(note)})", highlight=False, soft_wrap=True)
     if prompt is not None:
         if rec.prompt_hash is None:
