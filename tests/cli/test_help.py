@@ -26,3 +26,10 @@ def test_top_level_help_lists_each_command_on_one_line(columns, group):
     for ln in panel:  # every row starts with a command name: no continuation line
         assert ln[2:3].isalpha(), f"continuation line in the command list at {columns} columns: {ln!r}"
         assert max(len(x) for x in lines) <= int(columns)
+
+
+def test_version_option_prints_the_package_version_without_importing_torch():
+    from perceptbench import __version__
+
+    p = cli("--version", torch="unimported")
+    assert p.returncode == 0 and p.stdout.strip() == f"perceptbench {__version__}" and not p.stderr, p.stdout + p.stderr

@@ -321,6 +321,22 @@ def test_run_never_cuts_a_foreign_records_file(tmp_path, link):
     assert sorted(x.name for x in out.iterdir()) == ["records.jsonl"]  # no run.json either
 
 
+def test_a_run_stopped_before_its_first_record_says_no_records_file_yet(tmp_path, monkeypatch):
+    """Before: a run stopped while its model loaded said "(0 in RUN/records.jsonl)", a file that did
+    not exist."""
+    from perceptbench import api
+
+    def stop(*a, **kw):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(api, "run", stop)
+    out = tmp_path / "r"
+    p = cli("run", "--out", out, "--task", TASK, "--no-progress", in_process=True)
+    assert p.returncode == 130 and not p.stdout, p.stdout + p.stderr
+    said = " ".join(p.stderr.split())
+    assert said.startswith(f"interrupted: 0 records written in this run (no {out / 'records.jsonl'} yet)"), said
+
+
 def test_interrupted_merge_leaves_no_out_and_its_rerun_works(tmp_path, human_runs, monkeypatch):
     """Issue 20 item 6: merge interrupted by SIGTERM left a 0-byte records.jsonl and no run.json,
     and its rerun was refused (--out not empty).  Here the interruption comes after the records

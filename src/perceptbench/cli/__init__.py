@@ -60,6 +60,23 @@ _check_out = check_out  # the name tests and scripts used before the CLI became 
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="Do vision models see the way people do? Run the battery, score trial records.")
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        from ..core.version import __version__
+        from .errors import console
+
+        console.print(f"perceptbench {__version__}", highlight=False)
+        raise typer.Exit()
+
+
+@app.callback()
+def _options(version: bool = typer.Option(False, "--version", callback=_print_version, is_eager=True,
+                                          help="Print perceptbench's version and exit.")) -> None:
+    pass
+
+
 app.add_typer(sources.app, name="sources")
 for _module in (run, score, merge, report, export, validate, render, show, tasks, models, paper):
     app.command()(getattr(_module, _module.__name__.rsplit(".", 1)[1]))

@@ -108,7 +108,8 @@ def run(
     except KeyboardInterrupt as e:
         after = rd.count_records()
         what = "terminated (SIGTERM)" if isinstance(e, Terminated) else "interrupted"
-        err_console.print(f"{what}: {after - before} records written in this run ({after} in {rd.records}); "
+        where = f"{after} in {rd.records}" if rd.records.exists() else f"no {rd.records} yet"
+        err_console.print(f"{what}: {after - before} records written in this run ({where}); "
                           "every written trial is kept. Rerun the same command to resume where it stopped.",
                           highlight=False, soft_wrap=True)
         raise typer.Exit(143 if isinstance(e, Terminated) else 130)
