@@ -173,3 +173,43 @@ def test_show_of_a_vsi_trial_prints_its_prompt_checked_against_the_record(tmp_pa
         assert p.returncode == 0, text + p.stderr
         assert f"prompt (re-built now; matches the record's prompt_hash {text_hash(question)}):" in text, text
         assert " ".join(question.split()) in text and "not rebuilt" not in text
+
+
+def test_show_of_a_vsi_trial_prints_the_vsi_the_scorer_computes_from_it(tmp_path):
+    """A VSI value traces back to its trials: ``show`` of a perturbed trial prints KL(clean || it) in
+    nats against its model's clean trial (the asked-without-image respondent's against the model's
+    own clean trial), of a clean trial each perturbed partner's; with one sample, each equals the
+    scorer's median VSI of the cell.  Before: show printed no VSI at all."""
+    import csv
+
+    import numpy as np
+
+    from perceptbench.scoring import score_file
+
+    from helpers.records import plant_vsi_record
+
+    task = get_task("vsi.salbench.syn@n=3")
+    lp = [float(x) for x in np.log([0.7, 0.2, 0.1])]
+    blurred = lp  # the same probabilities on other tokens: token 2 on top (lists sorted by probability)
+    withheld = [float(x) for x in np.log([0.5, 0.3, 0.2])]
+    recs = [plant_vsi_record(task, "clean", "s0", [1, 2, 3], lp, model="m"),
+            plant_vsi_record(task, "region_blur", "s0", [2, 1, 3], blurred, model="m"),
+            plant_vsi_record(task, "image_withheld", "s0", [1, 2, 3], withheld, model="m[image_withheld]",
+                             sigma_px=0.0, image_sha256=None, condition="image_withheld")]
+    d = tmp_path / "run"
+    plant_records(d, recs)
+    score_file(d / "records.jsonl")
+    med = {(r["model"], r["metric"]): float(r["value"]) for r in csv.DictReader(open(d / "scores.csv"))
+           if r["metric"].startswith("vsi_median[")}
+    region, alone = med[("m", "vsi_median[region_blur,sigma=20]")], med[("m[image_withheld]", "vsi_median[image_withheld]")]
+    assert region > 0.1 and alone > 0.01
+    said = {}
+    for rec in recs:
+        p = cli("show", d, rec.trial_id, in_process=True)
+        assert p.returncode == 0, p.stdout + p.stderr
+        said[rec.stimulus_id] = [ln for ln in " ".join(p.stdout.split()).split("VSI against ")[1:]]
+    assert len(said["s0~clean"]) == 2 and len(said["s0~region_blur"]) == 1 and len(said["s0~image_withheld"]) == 1
+    assert said["s0~region_blur"][0].startswith(f"{recs[0].trial_id} (region_blur, sigma=20.0): {region:.4f} nats")
+    assert "top token changed" in said["s0~region_blur"][0]
+    assert said["s0~image_withheld"][0].startswith(f"{recs[0].trial_id} (image_withheld, sigma=0.0): {alone:.4f} nats")
+    assert any(x.startswith(f"{recs[1].trial_id} (region_blur, sigma=20.0): {region:.4f}") for x in said["s0~clean"])

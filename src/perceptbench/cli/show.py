@@ -25,7 +25,7 @@ def show(
 
     With a trial: what could not be rebuilt (and why) first, then its prompt text, raw output,
     parse metadata, the path of its rendered stimulus image (written to RUN_DIR/stimuli/ if
-    needed), and the human answers to the same stimulus in the run (each observer's response,
+    needed), on a VSI trial the VSI it enters against each partner trial, and the human answers to the same stimulus in the run (each observer's response,
     the modal answer, the per-stimulus human accuracy; answers derived from perceptual kernels
     apart, labelled so, the task's reference kernel left out of their figures).  Without it: the model trial ids, one
     per line.  Imports no torch."""
@@ -136,6 +136,8 @@ def show(
     if no_image:
         console.print(f"stimulus image: none (condition {escape(str(meta['condition']))}: the question was asked "
                       "without an image)", highlight=False)
+    if rec.readout in VSI_READOUTS:
+        _print_vsi(rec, recs)
     _print_human_answers(rec, recs)
 
 
@@ -157,6 +159,47 @@ def _trial_id(words: list[str], model_ids: list[str], path: Path) -> str:
         return "|".join([*words[:3], rep])
     fail(f"show takes TRIAL_ID, N, or TASK STIMULUS MODEL [REP]; got {len(words)} words: {' '.join(words)}")
     raise AssertionError  # fail exits
+
+
+def _print_vsi(rec, recs) -> None:
+    """The VSI that the VSI trial ``rec`` enters: for a perturbed trial (a blur, or the question
+    asked without the image) KL(p_clean || p_this) in nats against its model's clean trial of the
+    same sample; for a clean trial, that of each of its perturbed trials (seed 002 §2, Eq. 1;
+    :func:`perceptbench.vsi.samples.vsi_of_records`, the scorer's own function on the same two
+    ``run_meta.vsi`` distributions), and whether the top token changed.  The scorer leaves flagged
+    pairs out of its cells (its ``n_flagged`` rows say how many); a pair without a usable
+    distribution (a skipped trial) is said so."""
+    from ..core.conditions import parse_respondent_label
+    from ..vsi.samples import vsi_of_records
+
+    def vsi(r) -> dict:
+        m = (r.run_meta.model_extra or {}).get("vsi")
+        return m if isinstance(m, dict) else {}
+
+    sample = vsi(rec).get("sample_id")
+    if sample is None:
+        return
+    base = parse_respondent_label(rec.model)[0]
+    same = [r for r in recs if r.task_id == rec.task_id and r.rep == rec.rep and r.trial_id != rec.trial_id
+            and vsi(r).get("sample_id") == sample]
+    if rec.readout == "vlm_vsi_clean":
+        pairs = [(rec, r) for r in same if r.readout == "vlm_vsi_perturbed" and parse_respondent_label(r.model)[0] == base]
+    else:
+        pairs = [(r, rec) for r in same if r.readout == "vlm_vsi_clean" and r.model == base]
+    if not pairs:
+        console.print(f"VSI: no {'perturbed' if rec.readout == 'vlm_vsi_clean' else 'clean'} trial of sample "
+                      f"{escape(str(sample))} for {escape(base)} in this run to pair with", highlight=False)
+    for clean, pert in pairs:
+        other = pert if pert is not rec else clean
+        what = f"{vsi(pert).get('condition')}, sigma={vsi(pert).get('sigma_px')}"
+        try:
+            v, changed = vsi_of_records(vsi(clean), vsi(pert))
+        except (KeyError, IndexError, TypeError, ValueError) as e:
+            console.print(f"VSI against {escape(other.trial_id)} ({what}): none, no usable distribution "
+                          f"({escape(type(e).__name__)}: {escape(str(e))[:80]})", highlight=False, soft_wrap=True)
+            continue
+        console.print(f"VSI against {escape(other.trial_id)} ({what}): {v:.4f} nats (KL clean || perturbed); "
+                      f"top token {'changed' if changed else 'unchanged'}", highlight=False, soft_wrap=True)
 
 
 def _print_human_answers(rec, recs) -> None:
