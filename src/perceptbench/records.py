@@ -440,8 +440,11 @@ def scan_records(path: str | os.PathLike) -> Iterator[tuple[int, TrialRecord | N
     Problems, each a one-line message naming the file, line and field: a line that is not
     valid JSON, not a JSON object, lacks or adds fields, or fails a field's type
     (:func:`parse_record_line`); a duplicated ``trial_id`` (naming the first line); a final
-    line without its newline (torn write).  Blank lines are skipped.  Raises
-    :class:`RecordError` for a missing file."""
+    line without its newline that is not a whole valid record (torn write).  A final line that
+    lacks only its newline (a file edited or concatenated by hand) is a record like any other:
+    perceptbench writes each line and its newline in one ``write``, so a complete record is
+    never a torn one.  Blank lines are skipped.  Raises :class:`RecordError` for a missing
+    file."""
     path = Path(path)
     if not path.exists():
         raise RecordError(f"{path}: no such records file")
@@ -450,13 +453,11 @@ def scan_records(path: str | os.PathLike) -> Iterator[tuple[int, TrialRecord | N
     for lineno, raw in enumerate(lines, start=1):
         if not raw.strip():
             continue
-        if lineno == len(lines):  # no newline after it: torn
-            yield lineno, None, _torn_message(path, lineno)
-            continue
         try:
             rec = parse_record_line(raw, f"{path}:{lineno}")
         except RecordError as e:
-            yield lineno, None, str(e)
+            # the last line, without its newline, is a write a crash cut short
+            yield lineno, None, _torn_message(path, lineno) if lineno == len(lines) else str(e)
             continue
         if rec.trial_id in seen:
             yield lineno, None, (f"{path}:{lineno}: duplicate trial_id {rec.trial_id!r} "
@@ -512,8 +513,9 @@ def columnar_readable(path: str | os.PathLike) -> bool:
 
 
 def has_torn_tail(path: str | os.PathLike) -> bool:
-    """True when the file's last line has no newline (a write torn by a crash).  Reads
-    only the last byte."""
+    """True when the file's last line has no newline (a write torn by a crash, or a whole
+    record that lacks only its newline: :func:`scan_records` tells the two apart).  Reads only
+    the last byte."""
     with open(path, "rb") as f:
         f.seek(0, os.SEEK_END)
         if f.tell() == 0:
@@ -543,8 +545,8 @@ def read_numbered_records(path: str | os.PathLike, *,
 def read_records(path: str | os.PathLike, *, allow_torn_tail: bool = True) -> list[TrialRecord]:
     """Read and validate every record of a JSONL file (:func:`scan_records`).
 
-    A final line without its newline is a write torn by a crash: with ``allow_torn_tail`` it
-    is left out (it was never a complete record) and a :class:`TornTailWarning` carrying
+    A final line without its newline that is not a whole valid record is a write torn by a
+    crash: with ``allow_torn_tail`` it is left out (it was never a complete record) and a :class:`TornTailWarning` carrying
     :func:`check_file`'s message for it is issued; otherwise it is an error.  Any other
     problem raises :class:`RecordError` with :func:`check_file`'s message for that line.
     (:func:`read_numbered_records` gives each record's line number too.)"""
@@ -560,8 +562,8 @@ class RecordStore:
 
     Each :meth:`append` validates the records, writes whole lines with one ``write`` on an
     ``O_APPEND`` descriptor and ``fsync``s, so a crash leaves at most one torn final line.
-    Opening an existing file validates it, truncates a torn final line (never a complete
-    record, and only when every complete line is a valid record and the torn one begins like
+    Opening an existing file validates it, ends a final record that lacks only its newline with
+    one, truncates a torn final line (never a complete record, and only when every complete line is a valid record and the torn one begins like
     a record: a foreign file is refused untouched), and loads the finished ``trial_id``s so a
     rerun skips them.  An exclusive
     ``flock`` (:class:`~perceptbench.core.rundir.RecordsLock`, the records lock that
@@ -599,9 +601,15 @@ class RecordStore:
         keep = data.rfind(b"\n") + 1
         tail = data[keep:].strip()
         lineno = data.count(b"\n") + 1
-        for _, _, problem in scan_records(self.path):
+        tail_is_record = False
+        for at, _, problem in scan_records(self.path):
             if problem is not None and problem != _torn_message(self.path, lineno):
                 raise RecordError(problem + " (nothing was changed in the file)")
+            tail_is_record = at == lineno and problem is None
+        if tail_is_record:  # a whole record that lacks only its newline: completed, never cut
+            os.write(self._fd, b"\n")
+            os.fsync(self._fd)
+            return 0
         if not (tail.startswith(_RECORD_START) or _RECORD_START.startswith(tail)):  # torn anywhere in a record
             raise RecordError(f"{self.path}:{lineno}: the last line has no newline and is not the start of a trial "
                               "record: this is not a records file a crash left behind; it is left as it is")

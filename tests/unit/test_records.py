@@ -333,3 +333,33 @@ def test_vsi_given_twice_is_refused_however_its_key_is_spelled(key):
         parse_record_line(twice, "f:1")
     once = line.replace('"run_meta":{', '"run_meta":{"other": 1, "other": 2, ')  # elsewhere: the last one
     assert parse_record_line(once, "f:1").run_meta.model_extra["other"] == 2
+
+
+def test_a_whole_last_record_without_its_newline_is_read_and_the_store_ends_it_with_one(tmp_path):
+    """A file whose last line is a complete record lacking only its newline (edited or joined by
+    hand) loses nothing: readers keep the record without a torn-write warning, ``check_file``
+    reports no problem, and a store opened on it adds the newline instead of cutting the line."""
+    import warnings
+
+    p = tmp_path / "records.jsonl"
+    a, b = _trial("a").to_json_line(), _trial("b").to_json_line()
+    p.write_text(f"{a}\n{b}")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert [x.stimulus_id for x in read_records(p, allow_torn_tail=False)] == ["a", "b"]
+    assert check_file(p) == (2, [], 0)
+    with RecordStore(p) as s:
+        assert s.truncated_bytes == 0 and s.done == {_trial("a").trial_id, _trial("b").trial_id}
+        assert s.append([_trial("c")]) == 1
+    assert p.read_text() == f"{a}\n{b}\n{_trial('c').to_json_line()}\n"
+
+
+def test_a_last_line_without_its_newline_that_repeats_a_trial_is_a_duplicate_not_a_record(tmp_path):
+    p = tmp_path / "records.jsonl"
+    a = _trial("a").to_json_line()
+    p.write_text(f"{a}\n{a}")
+    n, errors, _ = check_file(p)
+    assert n == 1 and errors == [f"{p}:2: duplicate trial_id {_trial('a').trial_id!r} (first at line 1)"]
+    with pytest.raises(RecordError, match="duplicate"):
+        RecordStore(p)
+    assert p.read_text() == f"{a}\n{a}"
