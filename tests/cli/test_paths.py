@@ -460,3 +460,23 @@ def test_disk_full_during_a_run_names_the_file_and_says_a_rerun_resumes(tmp_path
     msg = " ".join(p.stderr.split())
     assert msg.startswith(f"error: {tmp_path / 'run' / 'records.jsonl'}: No space left on device (disk full)"), msg
     assert "rerun the same command: it resumes" in msg
+
+
+def test_export_and_report_name_their_default_output_when_no_out_was_given(planted_run):
+    """Without ``--out``, export writes into the run directory and report to RUN/report.html: a
+    foreign file there is refused by its path and the advice to give ``--out``, never as if the
+    user had given an ``--out`` to replace."""
+    (planted_run / "records.parquet").write_text("my precious")
+    p = cli("export", planted_run, in_process=True)
+    text = " ".join(p.stderr.split())
+    assert p.returncode == 2 and text.count("error:") == 1
+    assert "records.parquet exists and is not a perceptbench records.parquet export" in text
+    assert "give --out to write elsewhere" in text and "--out:" not in text and "another --out" not in text
+    assert (planted_run / "records.parquet").read_text() == "my precious"
+    (planted_run / "report.html").write_text("<html>mine</html>")
+    p = cli("report", planted_run, in_process=True)
+    text = " ".join(p.stderr.split())
+    assert p.returncode == 2 and text.count("error:") == 1
+    assert "report.html (the default output) exists and is not a perceptbench report" in text
+    assert "give --out with a new .html path" in text and "--out " + str(planted_run) not in text
+    assert (planted_run / "report.html").read_text() == "<html>mine</html>"

@@ -33,7 +33,7 @@ def export(
         records = records_path(run)
     except RecordError as e:
         fail(e)
-    check_out(out if out is not None else RunDir.beside(records).root, "export")
+    check_out(out if out is not None else RunDir.beside(records).root, "export", default=out is None)
     try:
         with TornTailsAsWarnings():
             rec, sc = export_parquet(records, out)

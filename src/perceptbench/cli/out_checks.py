@@ -45,21 +45,24 @@ def _is_our_parquet(path: Path, columns: tuple[str, ...]) -> bool:
         return False
 
 
-def _refuse_foreign(path: Path, ours: bool, what: str) -> None:
+def _refuse_foreign(path: Path, ours: bool, what: str, default: bool = False) -> None:
     if path.exists() and (path.is_dir() or not ours):
-        fail(f"--out: {path} exists and is not a perceptbench {what}; refusing to overwrite it "
-              "(give another --out)")
+        fail(f"{'' if default else '--out: '}{path} exists and is not a perceptbench {what}; refusing to "
+             f"overwrite it ({'give --out to write elsewhere' if default else 'give another --out'})")
 
 
-def check_out(out: Path, must_be: str) -> None:
+def check_out(out: Path, must_be: str, *, default: bool = False) -> None:
     """One-line error unless ``--out`` can be what the command writes: ``dir`` (any directory),
     ``run`` (a new directory, an empty one, or a run directory: one holding run.json or
     records.jsonl), ``file`` (the scores CSV file: new, or a scores table `score` wrote, and the
     same for the ``.json`` beside it), ``export`` (a directory whose records.parquet /
     scores.parquet, if present, are exports) or ``report`` (a new ``.html`` file, or an HTML
-    report this tool wrote before)."""
+    report this tool wrote before).  ``default``: ``out`` is the command's own default (no
+    ``--out`` was given), and the errors name the path and say to give ``--out``, not another one."""
+    where = f"{out} (the default output)" if default else f"--out {out}"
+    instead = "give --out to write elsewhere" if default else "give another --out"
     if must_be in ("dir", "run", "export") and out.exists() and not out.is_dir():
-        fail(f"--out {out} is a file; --out must be a directory (a new one, or one this command wrote before)")
+        fail(f"{where} is a file; it must be a directory (a new one, or one this command wrote before)")
     if must_be == "run":
         from ..runs import foreign_out_dir
 
@@ -77,9 +80,9 @@ def check_out(out: Path, must_be: str) -> None:
             _refuse_foreign(p, _is_our_scores(p), f"scores table ({p.suffix.lstrip('.')})")
     if must_be == "export" and out.is_dir():
         _refuse_foreign(out / "records.parquet", _is_our_parquet(out / "records.parquet", ("trial_id", "task_id")),
-                        "records.parquet export")
+                        "records.parquet export", default)
         _refuse_foreign(out / "scores.parquet", _is_our_parquet(out / "scores.parquet", ("task_id", "metric", "value")),
-                        "scores.parquet export")
+                        "scores.parquet export", default)
     if must_be == "report":
         if out.is_dir():
             fail(f"--out {out} is a directory; --out must be the path of the report's HTML file "
@@ -88,12 +91,12 @@ def check_out(out: Path, must_be: str) -> None:
             fail(f"--out {out}: the report is an HTML page; --out must end in .html "
                   f"(e.g. {out.with_suffix('.html')})")
         if out.exists() and not _is_our_report(out):
-            fail(f"--out {out} exists and is not a perceptbench report; refusing to overwrite it "
-                  "(give a new .html path, or the path of a report this command wrote before)")
+            fail(f"{where} exists and is not a perceptbench report; refusing to overwrite it "
+                  f"({'give --out with a new .html path' if default else 'give a new .html path, or the path of a report this command wrote before'})")
         md = out.with_suffix(".md")
         if md.exists() and not md.read_text(encoding="utf-8", errors="replace").startswith("# perceptbench report"):
-            fail(f"--out {out}: the Markdown summary would overwrite {md}, which is not a perceptbench "
-                  "report summary; give another --out")
+            fail(f"{where}: the Markdown summary would overwrite {md}, which is not a perceptbench "
+                  f"report summary; {instead}")
     parent = out.parent
     while not parent.exists() and parent != parent.parent:
         parent = parent.parent

@@ -43,8 +43,9 @@ def report(
     if pairs not in PAIR_MODES:
         fail(ValueError(f"--pairs {pairs!r}: expected one of {', '.join(PAIR_MODES)}"))
 
+    default = out is None
     out = out or (RunDir(run_dirs[0]) if run_dirs[0].is_dir() else RunDir.beside(run_dirs[0])).report_html
-    check_out(out, "report")
+    check_out(out, "report", default=default)
     try:
         with TornTailsAsWarnings():
             res = write_report(run_dirs, out, figures, pairs)
