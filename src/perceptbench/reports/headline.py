@@ -381,8 +381,10 @@ def _vsi(ix: _Index, tid: str, m: str) -> list[HeadlineRow | None]:
         elif met.startswith("vsi_median["):
             h = _make(ix, tid, m, met, "median VSI (nats)", proportion=False, source="seed 002 §2.2")
             if h is not None:
-                iqr = f"IQR [{fmt(r.ci_low)}, {fmt(r.ci_high)}] nats (quartiles, not a CI)"
-                out.append(HeadlineRow(**{**h.__dict__, "ci_low": None, "ci_high": None, "extra": iqr}))
+                # undefined: the row's note says why (e.g. no clean record to pair with), not an empty IQR
+                extra = (f"IQR [{fmt(r.ci_low)}, {fmt(r.ci_high)}] nats (quartiles, not a CI)" if _finite(h.value)
+                         else r.note or "no sample to compute it on")
+                out.append(HeadlineRow(**{**h.__dict__, "ci_low": None, "ci_high": None, "extra": extra}))
         elif met.startswith("argmax_change_rate["):
             out.append(_make(ix, tid, m, met, "argmax change rate", source="seed 002 §2.4"))
         elif met.startswith("auroc_vsi["):

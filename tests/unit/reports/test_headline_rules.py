@@ -59,6 +59,20 @@ def test_a_respondent_asked_without_the_image_gets_its_image_withheld_rows():
     assert rows["other"] == ("not run", "not run")
 
 
+def test_an_undefined_median_vsi_says_why_beside_it_not_an_empty_iqr():
+    """A respondent run only without the image has no clean record to pair with: its median VSI
+    is undefined, and the headline (terminal table and report card) carries the score row's
+    reason instead of ``IQR [-, -]``; a defined median keeps its quartiles."""
+    tid = "vsi.salbench.syn@n=4"
+    cell = "[image_withheld]"
+    why = "no clean record of m for the samples of its 4 image_withheld records (run m under the image condition too)"
+    rows = [ScoreRow(tid, "m[image_withheld]", f"vsi_median{cell}", float("nan"), None, None, 0, 0, why),
+            ScoreRow(tid, "k[image_withheld]", f"vsi_median{cell}", 0.031, 0.01, 0.05, 6, 0)]
+    undefined, defined = headline_rows(rows)
+    assert "undefined" in undefined.flags and undefined.extra == why
+    assert defined.extra == "IQR [0.010, 0.050] nats (quartiles, not a CI)"
+
+
 def test_cue_conflict_shape_bias_beside_the_observers_pooled_shape_bias():
     tid = "shape_bias.nat.cue_conflict"
     rows = [ScoreRow(tid, "human:panel", "shape_bias_pooled@test", 0.96, 0.95, 0.97, 600, 0),
