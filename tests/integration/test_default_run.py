@@ -124,12 +124,15 @@ def test_a_run_whose_output_is_not_a_terminal_prints_plain_progress_lines(tmp_pa
     p = cli("run", "--out", str(tmp_path / "r"), "--task", "similarity.chart.mark_color", "--stimulus", "mark_0-1-2",
             "--stimulus", "mark_0-1-3", "--batch-size", "1", "--progress-every", "0.001", columns=None)
     assert p.returncode == 0, p.stdout + p.stderr
-    lines = [ln for ln in p.stdout.splitlines() if ln.startswith("progress: ")]
+    # progress goes to standard error, so `run > summary.txt` holds the summary and tables alone
+    assert not [ln for ln in p.stdout.splitlines() if ln.startswith(("progress: ", "loading "))], p.stdout
+    assert re.search(r": wrote \d+ records \(2 model trials", p.stdout), p.stdout
+    lines = [ln for ln in p.stderr.splitlines() if ln.startswith("progress: ")]
     task = "similarity.chart.mark_color | efficientnet-lite0"
     assert lines[0].startswith("progress: loading efficientnet-lite0 ...") or lines[0].startswith(f"progress: {task}")
     assert any(ln.startswith(f"progress: {task} 1/2 (50%) ") and " ETA " in ln for ln in lines), lines
     assert lines[-1].startswith(f"progress: {task} 2/2 (100%) ") and lines[-1].endswith(" done")
-    assert re.search(r"━+ \d+/\d+ ", p.stdout) is None  # no rich bar drawn into the log
+    assert re.search(r"━+ \d+/\d+ ", p.stdout + p.stderr) is None  # no rich bar drawn into the log
 
 
 def test_run_prints_its_tasks_in_the_order_it_was_given_as_the_report_does(tmp_path):

@@ -34,7 +34,7 @@ def run(
     seed: int = typer.Option(0, help="Seed for splits, shuffles, stimuli and bootstraps."),
     batch_size: Optional[int] = typer.Option(None, help="Images per encoder forward pass (default 8) / "
                                                      "requests per VLM batch (default 32)."),
-    progress: bool = typer.Option(True, help="Show a progress bar (plain lines when the output is not a terminal)."),
+    progress: bool = typer.Option(True, help="Show a progress bar on standard error (plain lines when it is not a terminal)."),
     progress_every: float = typer.Option(PROGRESS_EVERY_S, "--progress-every", min=0.001, metavar="SECONDS",
                                          help="When the output is not a terminal (a log file, a batch job): "
                                               "seconds between two progress lines of a task."),
@@ -104,7 +104,8 @@ def run(
 
     signals_as_interrupts()
     try:
-        res = run_and_score(out, options, progress=progress, console=console, progress_every=progress_every)
+        # progress, model loading and warnings go to standard error; the summary and tables to stdout
+        res = run_and_score(out, options, progress=progress, console=err_console, progress_every=progress_every)
     except KeyboardInterrupt as e:
         after = rd.count_records()
         what = "terminated (SIGTERM)" if isinstance(e, Terminated) else "interrupted"
