@@ -2,6 +2,7 @@
 null responses recorded, answers cached by content (seed 000 §2.2, appendix B)."""
 
 import json
+import re
 
 import pytest
 
@@ -42,6 +43,9 @@ def test_cli_run_tiny_vlm_mark_color(tiny_llava, tmp_path):
     rows = {(r.model, r.metric): r for r in score_file(out / "records.jsonl")}
     assert rows[("tiny-llava", "null_rate")].n_null == n_null
     assert ("tiny-llava", "n_ambiguous") in rows
+    # the cache line counts distinct requests (identical questions are asked once), never trials
+    m = re.search(r"response cache: (\d+) of (\d+) distinct VLM requests answered from the cache", p.stdout)
+    assert m and int(m[1]) == 0 and 0 < int(m[2]) <= 120, p.stdout
 
 
 class CountingVLM:

@@ -131,8 +131,10 @@ def run(
                       f"({escape(d.model)}) differs; allowed by --allow-mixed and recorded in run.json",
                       highlight=False)
     if summary.cache_requests:
-        console.print(f"response cache: {summary.cache_hits} of {summary.cache_requests} VLM answers came from the "
-                      "cache (no model call)")
+        # requests, not trials: identical questions are asked once, and a confidence follow-up or a
+        # VSI distribution is a request of its own
+        console.print(f"response cache: {summary.cache_hits} of {summary.cache_requests} distinct VLM requests "
+                      "answered from the cache (no model call)")
     # the tasks in the order the run was given them (the report's order), not by id
     print_scores(rows, all_rows, res.scores_csv, all_models,
                  task_order=list(dict.fromkeys(t for t, _ in summary.per_task_model)))
