@@ -57,7 +57,7 @@ import math
 import os
 import sys
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any, Callable, Iterable, Iterator
 
 from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 
@@ -467,24 +467,48 @@ def scan_records(path: str | os.PathLike) -> Iterator[tuple[int, TrialRecord | N
         yield lineno, rec, None
 
 
-def check_file(path: str | os.PathLike, max_errors: int = 50) -> tuple[int, list[str], int]:
+def check_file(path: str | os.PathLike, max_errors: int = 50, *,
+               task_problem: Callable[[str], str | None] | None = None,
+               record_problem: Callable[[TrialRecord], str | None] | None = None) -> tuple[int, list[str], int]:
     """Check every line of a records file; returns (valid record count, the first
     ``max_errors`` problem messages, the total number of problems).
 
     Unlike :func:`read_records` it does not stop at the first problem: each problem of
     :func:`scan_records` (the same messages :func:`read_records` raises), mixed
     ``run_meta.seed`` per task, and a file without a single record (an empty file is not a
-    run) is reported."""
+    run) is reported.  The task rules, given by the caller that knows the tasks (``validate``:
+    the task registry), are applied too: ``task_problem(task_id)`` once per task (e.g. an
+    unknown task: one problem, ``FILE:LINE`` of its first record and how many records it has),
+    ``record_problem(record)`` per record of a task without one (``FILE:LINE: message``); a
+    record either rule refuses is not counted valid."""
     path = Path(path)
     errors: list[str] = []
     seeds: dict[str, set[int]] = {}
+    refused: dict[str, tuple[int, str, list[int]]] = {}  # task -> (first line, why, [records])
+    checked: set[str] = set()
     n_ok = 0
-    for _, rec, problem in scan_records(path):
+    for lineno, rec, problem in scan_records(path):
         if problem is not None:
             errors.append(problem)
             continue
         seeds.setdefault(rec.task_id, set()).add(rec.run_meta.seed)
+        task = rec.task_id
+        if task_problem is not None and task not in checked:
+            checked.add(task)
+            why = task_problem(task)
+            if why:
+                refused[task] = (lineno, why, [0])
+        if task in refused:
+            refused[task][2][0] += 1
+            continue
+        if record_problem is not None:
+            why = record_problem(rec)
+            if why:
+                errors.append(f"{path}:{lineno}: {why}")
+                continue
         n_ok += 1
+    for task, (lineno, why, (n,)) in refused.items():
+        errors.append(f"{path}:{lineno}: task_id {task!r} ({n} record{'s' if n != 1 else ''}): {why}")
     for task, ss in seeds.items():
         if len(ss) > 1:
             errors.append(f"{path}: task {task} mixes run_meta.seed values {sorted(ss)}")

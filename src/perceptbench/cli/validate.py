@@ -11,10 +11,35 @@ from ..core.rundir import RunDir
 from .errors import console, fail
 
 
-def validate(records: Path = typer.Argument(..., help="records.jsonl")) -> None:
-    """Check a records file against the trial-record schema.
+def _task_rules():
+    """(task_problem, record_problem) for :func:`perceptbench.records.check_file` from the task
+    registry: a task id that names no task (or settings it refuses) is the error ``score`` would
+    stop at; a known task's :meth:`~perceptbench.tasks.base.Task.record_problem` checks each record."""
+    from ..tasks import get_task
 
-    Field for field; an empty file is an error."""
+    tasks: dict = {}
+
+    def task_problem(task_id: str) -> str | None:
+        try:
+            tasks[task_id] = get_task(task_id)
+        except KeyError as e:  # the registry's list of every task is for `perceptbench tasks`, not for each line
+            why = str(e.args[0]) if e.args else str(e)
+            return why.split(" known: ")[0].rstrip(";").rstrip() + " (score cannot score it; perceptbench tasks lists the tasks)"
+        except ValueError as e:  # settings the task refuses
+            return f"{e} (score cannot score it)"
+        return None
+
+    def record_problem(rec) -> str | None:
+        return tasks[rec.task_id].record_problem(rec)
+
+    return task_problem, record_problem
+
+
+def validate(records: Path = typer.Argument(..., help="records.jsonl")) -> None:
+    """Check a records file: its schema and its tasks' rules.
+
+    Field for field; an empty file, a task id that names no task, and a record its task cannot
+    score (e.g. a benchmark answer without run_meta.external) are errors."""
     from ..records import check_file
 
     if not records.exists():
@@ -23,7 +48,8 @@ def validate(records: Path = typer.Argument(..., help="records.jsonl")) -> None:
         records = RunDir(records).records
         if not records.exists():
             fail(f"{records.parent}: not a run directory (no records.jsonl in it)")
-    n_ok, errors, n_problems = check_file(records)
+    task_problem, record_problem = _task_rules()
+    n_ok, errors, n_problems = check_file(records, task_problem=task_problem, record_problem=record_problem)
     for e in errors:
         console.print(f"[red]{escape(e)}[/red]", highlight=False, soft_wrap=True)  # one line each
     more = f" ({n_problems - len(errors)} more not shown)" if n_problems > len(errors) else ""

@@ -248,6 +248,13 @@ class Task(abc.ABC):
         Default: the ``raw_output`` text (:meth:`parse_answer` is a function of it and the mode)."""
         return r.raw_output if self.parses_raw_output else None
 
+    def record_problem(self, r: TrialRecord) -> str | None:
+        """What scoring this task refuses in a record the schema admits, as one line naming the
+        field (``validate`` reports it beside the schema's problems, so a file it passes scores),
+        or None.  None by default; :class:`perceptbench.vsi.benchmarks.VSIExternalTask` requires the
+        benchmark's ids (``run_meta.external``) on every answer.  Never raises."""
+        return None
+
     def human_records(self, seed: int, run_id: str, stimuli: list[Stimulus]) -> list[TrialRecord]:
         return []
 

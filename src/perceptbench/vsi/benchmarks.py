@@ -134,6 +134,12 @@ class VSIExternalTask(VSITask):
                 "questions": Setting("text", text="question file; default: the release in PERCEPTBENCH_MIRROR"),
                 "source": Setting("text", text="a local copy of the dataset; default: the datasets library")}
 
+    def record_problem(self, r) -> str | None:
+        """An answer without the benchmark's ids (:func:`perceptbench.vsi.native.external_problem`)."""
+        from .native import external_problem
+
+        return external_problem(r)
+
     def _limit(self) -> int | None:
         v = self.params["limit"]
         if v == "all":

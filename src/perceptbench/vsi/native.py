@@ -88,6 +88,26 @@ def ext(r: TrialRecord) -> dict:
     return (r.run_meta.model_extra or {}).get("external") or {}
 
 
+def _external_problem(v: Any) -> str | None:
+    """The one rule for an answer's ``run_meta.external`` value ``v`` (None: the key is absent):
+    an object, or the problem in one line."""
+    if type(v) is dict:
+        return None
+    what = "missing or null" if v is None else f"a {type(v).__name__}, not an object"
+    return (f"run_meta.external is {what}; the benchmark's own rows group its questions by the ids the run "
+            "writes there (category, question set, pair)")
+
+
+def external_problem(r: TrialRecord) -> str | None:
+    """Why record ``r`` of a task on an external benchmark cannot be scored by the benchmark's own
+    rows, or None: a greedy answer (:func:`perceptbench.vsi.samples.holds_answer`, the records
+    :func:`answers` reads) whose ``run_meta.external`` is missing or not an object.  The rule
+    :func:`answers` raises by, for ``validate`` (:meth:`perceptbench.tasks.base.Task.record_problem`)."""
+    from .samples import holds_answer
+
+    return _external_problem((r.run_meta.model_extra or {}).get("external")) if holds_answer(r) else None
+
+
 @dataclass(frozen=True, slots=True)
 class Answer:
     """One greedy answer the benchmark-native rows score (:func:`answers`): its record's
@@ -119,14 +139,11 @@ def answers(cols: VSIColumns) -> list[Answer]:
     rows = np.flatnonzero(sd.answered)
     if not rows.size:
         return []
-    bad = np.array([type(v) is not dict for v in ev], bool)[ec[rows]]
+    bad = np.array([_external_problem(v) is not None for v in ev], bool)[ec[rows]]
     if bad.any():
         i = int(rows[np.argmax(bad)])
-        v = ev[ec[i]]
-        what = "missing or null" if v is None else f"a {type(v).__name__}, not an object"
         trial = make_trial_id(cols.task_id, cols.stimuli[cols.stimulus[i]], cols.models[cols.model[i]], int(cols.rep[i]))
-        raise ValueError(f"record {trial}: run_meta.external is {what}; the benchmark's own rows group its questions "
-                         "by the ids the run writes there (category, question set, pair)")
+        raise ValueError(f"record {trial}: {_external_problem(ev[ec[i]])}")
     blind_of = [bool(v) for v in nv]
     tid = cols.task_id
     return [Answer(make_trial_id(tid, cols.stimuli[s], cols.models[m], rep), cols.models[m], cols.stimuli[s],

@@ -192,3 +192,9 @@ def test_an_answer_without_its_benchmark_ids_is_refused_naming_the_trial(tmp_pat
         score_file(p, tmp_path / "s.csv")
     with pytest.raises(ValueError, match=want):
         score_records(read_records(p))
+    # validate refuses the line by the same rule and words, so a file it passes scores
+    from helpers.cli import cli
+
+    v = cli("validate", p, in_process=True, columns=1000)
+    assert v.returncode == 2 and f"{p}:{i + 1}: run_meta.external is {what}; the benchmark's own rows" in v.stdout
+    assert v.stdout.rstrip().endswith("1 problem(s)"), v.stdout
