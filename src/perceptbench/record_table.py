@@ -37,6 +37,7 @@ import dataclasses
 import functools
 import json
 import os
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterator
@@ -535,23 +536,38 @@ def in_arrow_pool(fn: Callable) -> Callable:
     buffers of a columnar read back to the kernel and faults them in again: on the 10^5 mixed
     records file, ``export`` spent 1.5-2.0 s of system time under it against 0.7 s under
     jemalloc or the system allocator, of ~4.4 s CPU in all (docs/performance.md).  Results
-    are the same bytes."""
+    are the same bytes.
+
+    The default pool is process-wide: calls that overlap (nested, or in threads of one process)
+    share one switch, made by the first to enter and undone by the last to leave, so the user's
+    default is back once none runs (meanwhile pyarrow work elsewhere in the process allocates from
+    jemalloc too)."""
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
         import pyarrow as pa
 
         if os.environ.get("ARROW_DEFAULT_MEMORY_POOL"):
             return fn(*args, **kwargs)
-        backends = pa.supported_memory_backends()
-        pool = (pa.jemalloc_memory_pool() if "jemalloc" in backends else pa.system_memory_pool())
-        prev = pa.default_memory_pool()
-        pa.set_memory_pool(pool)
+        with _POOL_LOCK:
+            if _POOL_SWITCH["depth"] == 0:
+                backends = pa.supported_memory_backends()
+                _POOL_SWITCH["prev"] = pa.default_memory_pool()
+                pa.set_memory_pool(pa.jemalloc_memory_pool() if "jemalloc" in backends else pa.system_memory_pool())
+            _POOL_SWITCH["depth"] += 1
         try:
             return fn(*args, **kwargs)
         finally:
-            pa.set_memory_pool(prev)
+            with _POOL_LOCK:
+                _POOL_SWITCH["depth"] -= 1
+                if _POOL_SWITCH["depth"] == 0:
+                    pa.set_memory_pool(_POOL_SWITCH.pop("prev"))
 
     return wrapper
+
+
+_POOL_LOCK = threading.Lock()
+_POOL_SWITCH: dict = {"depth": 0}
+"""How many :func:`in_arrow_pool` calls run now, and the default pool the first one replaced."""
 
 
 @in_arrow_pool

@@ -119,3 +119,47 @@ def test_columnar_reads_run_in_the_jemalloc_pool_and_restore_the_default(monkeyp
     assert pa.default_memory_pool().backend_name == before
     monkeypatch.setenv("ARROW_DEFAULT_MEMORY_POOL", before)
     assert inside() == before
+
+
+def test_overlapping_columnar_reads_in_threads_share_one_pool_switch_and_restore_the_default(monkeypatch):
+    """Two threads inside ``in_arrow_pool`` at once, the first leaving before the second: each runs
+    in the jemalloc pool to its end, and the user's default is back after both (each call saving
+    and restoring the pool itself left the second thread's pool switched back under it, and the
+    process in jemalloc after both)."""
+    import threading
+
+    import pyarrow as pa
+
+    from perceptbench.record_table import in_arrow_pool
+
+    monkeypatch.delenv("ARROW_DEFAULT_MEMORY_POOL", raising=False)
+    orig = pa.default_memory_pool()
+    want = "jemalloc" if "jemalloc" in pa.supported_memory_backends() else "system"
+    if want == orig.backend_name:  # a default the switch must visibly undo
+        pa.set_memory_pool(pa.system_memory_pool() if want == "jemalloc" else pa.mimalloc_memory_pool())
+    before = pa.default_memory_pool().backend_name
+    a_in, b_in, a_out = threading.Event(), threading.Event(), threading.Event()
+    seen: dict[str, list[str]] = {"a": [], "b": []}
+
+    @in_arrow_pool
+    def work(name: str) -> None:
+        seen[name].append(pa.default_memory_pool().backend_name)
+        if name == "a":
+            a_in.set()
+            b_in.wait(10)
+        else:
+            b_in.set()
+            a_out.wait(10)
+        seen[name].append(pa.default_memory_pool().backend_name)
+
+    def first():
+        work("a")
+        a_out.set()
+
+    ta, tb = threading.Thread(target=first), threading.Thread(target=lambda: (a_in.wait(10), work("b")))
+    ta.start(), tb.start()
+    ta.join(20), tb.join(20)
+    now = pa.default_memory_pool().backend_name
+    pa.set_memory_pool(orig)
+    assert seen == {"a": [want, want], "b": [want, want]}
+    assert now == before
