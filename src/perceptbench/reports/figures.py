@@ -39,7 +39,7 @@ import numpy as np  # noqa: E402
 from ..core.rows import ScoreRow, is_aggregate_model  # noqa: E402
 from ..metrics.capacity import CAPACITY_RULE, capacity_threshold  # noqa: E402
 from .headline import (CAPACITY_BAND, MAX_NULL_RATE, MIN_N, SERIES_COUNT_CHANCE, HeadlineRow,  # noqa: E402
-                       absent_cell_text, cell_mark, fmt, thin_evidence)
+                       absent_cell_text, cell_mark, fmt, tasks_run, thin_evidence)
 from ..tasks.gestalt import KERNEL_NAMES, MARK_KERNEL_IDS  # noqa: E402
 from ..tasks.registry import task_label, task_title  # noqa: E402
 
@@ -298,9 +298,10 @@ def draw_matrix(heads: list[HeadlineRow], models: list[str], cols: list[tuple[st
         return None
     d = Drawn("model_by_task_headline_matrix", None)
     h = {(x.task_id, x.metric, x.model): x for x in heads}
+    ran, col_set = tasks_run(heads), set(cols)
     ref_rows = ["floor / chance", "human ceiling"]
     if not any(x.floor is not None or x.ceiling is not None for x in heads
-               if (x.task_id, x.metric) in set(cols)):  # no column has a reference (VSI only): no empty rows
+               if (x.task_id, x.metric) in col_set):  # no column has a reference (VSI only): no empty rows
         ref_rows = []
     labels = ref_rows + models
     vals = np.full((len(labels), len(cols)), np.nan)
@@ -322,7 +323,7 @@ def draw_matrix(heads: list[HeadlineRow], models: list[str], cols: list[tuple[st
         for i, m in enumerate(models, start=len(ref_rows)):
             x = h.get((tid, metric, m)) or h.get((tid, "skipped", m))  # skipped: the setting does not apply
             if x is None:
-                text[i][j] = absent_cell_text(h, tid, m)
+                text[i][j] = absent_cell_text(ran, tid, m)
                 continue
             flipped = x.metric.startswith(LOWER_IS_BETTER)
             d.add(x, role=f"model (family: {families[m]})" if families else "model", plotted_as="cell, coloured by 1 - value (lower is better)" if flipped else "cell",

@@ -444,13 +444,19 @@ def reference_notes(heads: Iterable[HeadlineRow]) -> dict[tuple[str, str], str]:
     return out
 
 
-def absent_cell_text(heads_by_key: dict, task_id: str, model: str) -> str:
+def absent_cell_text(ran: set[tuple[str, str]], task_id: str, model: str) -> str:
     """What the model x task matrix prints where ``model`` has no headline row for a column of
-    ``task_id`` (``heads_by_key``: {(task_id, metric, model): HeadlineRow}): ``"n/a"`` when the
-    model has other headline rows for the task (it ran the task without that cell: a respondent
-    asked without the image, ``M[image_withheld]``, has only its ``[image_withheld]`` cell),
-    ``"not run"`` when it has none."""
-    return "n/a" if any(k[0] == task_id and k[2] == model for k in heads_by_key) else "not run"
+    ``task_id`` (``ran``: the (task_id, model) pairs with a headline row, :func:`tasks_run`):
+    ``"n/a"`` when the model has other headline rows for the task (it ran the task without that
+    cell: a respondent asked without the image, ``M[image_withheld]``, has only its
+    ``[image_withheld]`` cell), ``"not run"`` when it has none."""
+    return "n/a" if (task_id, model) in ran else "not run"
+
+
+def tasks_run(heads) -> set[tuple[str, str]]:
+    """The (task_id, model) pairs of headline rows ``heads`` (:class:`HeadlineRow` s), built once
+    per matrix, for :func:`absent_cell_text` (a lookup per absent cell, not a scan of every row)."""
+    return {(h.task_id, h.model) for h in heads}
 
 
 def fmt(x, digits: int = 3, sign: bool = False) -> str:

@@ -10,6 +10,7 @@ that exclude 0, provenance line) is written beside it as ``<out>.md``.  No torch
 
 from __future__ import annotations
 
+import functools
 import html as _html
 import os
 import re
@@ -26,7 +27,7 @@ from ..scoring import COUNT_METRIC_PREFIXES, holds_given_answer
 from ..tasks.gestalt import KERNEL_NAMES, MARK_KERNEL_IDS, PANEL_CLASSIFICATION_TASKS
 from .data import ReportData, finite, load_report_data
 from .headline import (MARK_LEGEND, HeadlineRow, absent_cell_text, cell_text, fmt, fmt_p, given_order_key, headline_rows,
-                       reference_notes, value_text)
+                       reference_notes, tasks_run, value_text)
 
 PRIMARY = {**{base: ("B", "kappa_pairwise") for base in PANEL_CLASSIFICATION_TASKS},
            **{base: ("B",) for base in MARK_KERNEL_IDS},
@@ -430,7 +431,7 @@ def build_report(data: ReportData, title: str, pairs: str = "auto"):
                   "(one Okabe-Ito colour each, yellow left out: weak on white); the matrix, the cards and the tables give every model."
                   if len(models) > len(few) else ""),
         refs=reference_notes(h for c in cards.values() for h in c), kernel_names=KERNEL_NAMES,
-        vtext=value_text, ctext=cell_text, absent=absent_cell_text, mark_legend=MARK_LEGEND, fmt=fmt, rtext=row_text,
+        vtext=value_text, ctext=cell_text, absent=functools.partial(absent_cell_text, tasks_run(heads)), mark_legend=MARK_LEGEND, fmt=fmt, rtext=row_text,
         bar_left=lambda p: f"{25 + 50 * max(-0.5, min(1.5, p)):.1f}", **figs, **prov)
     return html, markdown_summary(data, heads, diffs, title), [d for d in drawn.values() if d is not None], tables
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from .headline import HeadlineRow, absent_cell_text, cell_text
+from .headline import HeadlineRow, absent_cell_text, cell_text, tasks_run
 
 __all__ = ["Table", "report_tables", "to_latex"]
 
@@ -44,6 +44,7 @@ def _headline(heads: list[HeadlineRow]) -> Table:
 def _matrix(heads: list[HeadlineRow], models: list[str], cols: list[tuple[str, str]],
             model_score: dict[str, float]) -> Table:
     h = {(x.task_id, x.metric, x.model): x for x in heads}
+    ran = tasks_run(heads)
     t = Table("table_model_by_task_matrix",
               "Model x task matrix: headline value [95% CI] per model (rows) and task metric (columns); "
               "mean_position: mean position between floor (0) and human ceiling (1) over the columns.",
@@ -52,7 +53,7 @@ def _matrix(heads: list[HeadlineRow], models: list[str], cols: list[tuple[str, s
         cells = []
         for tid, metric in cols:
             x = h.get((tid, metric, m)) or h.get((tid, "skipped", m))
-            cells.append(cell_text(x) if x is not None else absent_cell_text(h, tid, m))
+            cells.append(cell_text(x) if x is not None else absent_cell_text(ran, tid, m))
         t.rows.append((m, *cells, model_score.get(m)))
     return t
 

@@ -57,6 +57,12 @@ def test_a_respondent_asked_without_the_image_gets_its_image_withheld_rows():
     assert rows["m"][1] == "n/a" and rows["m[image_withheld]"][0] == "n/a"
     assert rows["m"][0].startswith("0.200") and rows["m[image_withheld]"][1].startswith("0.500")
     assert rows["other"] == ("not run", "not run")
+    # the report page's matrix reads the same words through the template's ``absent``
+    from perceptbench.reports.headline import absent_cell_text, tasks_run
+
+    ran = tasks_run(heads)
+    assert ran == {(tid, "m"), (tid, "m[image_withheld]")}
+    assert [absent_cell_text(ran, tid, m) for m in ("m", "other")] == ["n/a", "not run"]
 
 
 def test_an_undefined_median_vsi_says_why_beside_it_not_an_empty_iqr():
