@@ -102,3 +102,27 @@ def test_encoder_on_vsi_task_writes_nothing(tmp_path, mirror):
 def test_unknown_task_says_did_you_mean(tmp_path):
     p = cli("render", "similarity.chart.mark_colour", "--out", str(tmp_path / "r"), columns=250)
     one_line_error(p, "did you mean 'similarity.chart.mark_color'")
+
+
+# the command path names the program as it was called (perceptbench, or python -m perceptbench.cli here)
+@pytest.mark.parametrize("args, needles", [
+    (("run", "--bogus"), ("No such option: --bogus", " run --help')")),
+    (("score",), ("Missing argument 'records' (see '", " score --help')")),
+    (("run", "--seed", "abc"), ("Invalid value for '--seed'", " run --help')")),
+    (("bogus",), ("No such command 'bogus' (see '", "perceptbench.cli --help')")),
+    (("sources", "bogus"), ("No such command 'bogus' (see '", " sources --help')")),
+    (("score", "x", "--pairs"), ("Option '--pairs' requires an argument",)),
+], ids=["unknown_option", "missing_argument", "bad_value", "unknown_command", "unknown_subcommand", "missing_value"])
+def test_a_usage_error_is_one_error_line_naming_the_help_to_read(args, needles):
+    """An unknown command or option, a missing argument or a value of the wrong type is refused like
+    every other bad input: one ``error:`` line on stderr, exit 2, not click's usage lines and a box."""
+    p = cli(*args, columns=80)
+    one_line_error(p, *needles)
+    assert "Usage:" not in p.stderr and "╭" not in p.stderr and p.stdout == ""
+
+
+def test_help_and_no_arguments_still_print_the_help():
+    p = cli("--help", columns=80)
+    assert p.returncode == 0 and "Usage: " in p.stdout and "error:" not in p.stderr
+    p = cli("sources", columns=80)  # no_args_is_help: the group's help, not an error line
+    assert " sources [OPTIONS] COMMAND" in p.stdout and "error:" not in p.stderr

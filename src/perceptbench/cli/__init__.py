@@ -49,6 +49,7 @@ if sys.argv and (sys.argv[0] in ("-m", "-c") or os.path.basename(sys.argv[0]) ==
     signal.signal(signal.SIGTERM, _interrupted)
 
 import typer  # noqa: E402
+from typer.core import TyperGroup  # noqa: E402
 
 from . import export, merge, models, paper, render, report, run, score, show, sources, tasks, validate  # noqa: E402
 from .out_checks import REPORT_MARKER, check_out  # noqa: E402
@@ -58,7 +59,40 @@ __all__ = ["app", "main", "REPORT_MARKER", "check_out", "format_ci", "format_val
 
 _check_out = check_out  # the name tests and scripts used before the CLI became a package
 
-app = typer.Typer(add_completion=False, no_args_is_help=True,
+
+# click's UsageError as this typer raises it: typer >= 0.25 vendors click (typer._click), older ones use click
+_UsageError = next(c for c in typer.BadParameter.__mro__ if c.__name__ == "UsageError")
+
+
+class _OneLineUsageErrors(TyperGroup):
+    """The root command group: a usage error (an unknown command or option, a missing argument, a
+    value of the wrong type), at any level (``perceptbench sources ...`` included), is one line
+    ``error: MESSAGE (see 'perceptbench CMD --help')`` on standard error with exit status 2, as
+    every other error of perceptbench is (:func:`.errors.fail`), instead of click's usage lines
+    and a boxed message.  ``no_args_is_help`` still prints the help."""
+
+    def make_context(self, *args, **kwargs):
+        try:
+            return super().make_context(*args, **kwargs)
+        except _UsageError as e:
+            _usage_error(e)
+
+    def invoke(self, ctx):
+        try:
+            return super().invoke(ctx)
+        except _UsageError as e:
+            _usage_error(e)
+
+
+def _usage_error(e) -> None:
+    if type(e).__name__ == "NoArgsIsHelpError":  # not an error: the help it asks for
+        raise e
+    from .errors import fail
+
+    fail(e.format_message().rstrip(".") + (f" (see '{e.ctx.command_path} --help')" if e.ctx is not None else ""))
+
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, cls=_OneLineUsageErrors,
                   help="Do vision models see the way people do? Run the battery, score trial records.")
 
 
