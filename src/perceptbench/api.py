@@ -128,8 +128,13 @@ class RunOptions:
 
     def check(self) -> None:
         """ValueError (one line naming the option and the value) for a bad parser mode,
-        cache mode or executor."""
+        cache mode, executor or batch size (an integer >= 1: below 1, no batch would ever be
+        asked and the run would write no model trial)."""
         check_parser(self.parser)
+        b = self.batch_size
+        if b is not None and (isinstance(b, bool) or not isinstance(b, int) or b < 1):
+            raise ValueError(f"--batch-size {b!r}: must be an integer >= 1 (images per encoder forward pass, "
+                             "requests per VLM batch)")
         if self.cache not in CACHE_MODES:
             raise ValueError(f"cache mode {self.cache!r}: must be one of {', '.join(CACHE_MODES)}")
         if self.executor not in EXECUTORS:

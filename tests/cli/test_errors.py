@@ -126,3 +126,18 @@ def test_help_and_no_arguments_still_print_the_help():
     assert p.returncode == 0 and "Usage: " in p.stdout and "error:" not in p.stderr
     p = cli("sources", columns=80)  # no_args_is_help: the group's help, not an error line
     assert " sources [OPTIONS] COMMAND" in p.stdout and "error:" not in p.stderr
+
+
+@pytest.mark.parametrize("size", ["0", "-3"])
+def test_a_batch_size_below_one_is_refused_before_anything_is_written(tmp_path, size):
+    """``--batch-size -3`` ran no model batch and exited 0 with '0 model trials'; ``0`` crashed with
+    'range() arg 3 must not be zero' after writing the run directory."""
+    out = tmp_path / "run"
+    p = cli("run", "--out", out, "--task", "similarity.chart.mark_color", "--batch-size", size, "--no-progress",
+            in_process=True)
+    one_line_error(p, f"--batch-size {size}: must be an integer >= 1")
+    assert not out.exists()
+    from perceptbench.api import RunOptions
+
+    with pytest.raises(ValueError, match="--batch-size"):
+        RunOptions(batch_size=int(size)).check()
