@@ -45,7 +45,7 @@ from typing import Callable, Iterator
 import numpy as np
 
 from .records import (RESPONSE_SPACES, VSI_EXTRA_KEYS, VSI_META_KEYS, VSI_READOUTS, RecordError, TrialRecord,
-                      columnar_readable, read_records)
+                      columnar_readable, parse_record_line, read_records, score_correct)
 
 __all__ = ["RecordIndex", "read_index", "iter_task_records", "records_to_arrow", "TaskColumns",
            "read_columns", "canonical_answer"]
@@ -717,11 +717,32 @@ def read_columns(path: str | os.PathLike, batch_rows: int = 100_000) -> Columnar
         dups.append(_first_duplicate(c))
         out[name] = c
         out.simple[name] = t not in special and one_version_per_model(c)
+    wrong = [w for w in (_first_correct_mismatch(c) for c in out.values()) if w is not None]
+    if wrong:  # the validating reader's parser names the line and the field; else read with it
+        line = _line(path, min(wrong))
+        if line is not None:
+            parse_record_line(line, f"{path}:{min(wrong) + 1}")
+        return None
     dups = [d for d in dups if d is not None]
     if dups:
         second, first, tid = min(dups)
         raise RecordError(f"{path}:{second + 1}: duplicate trial_id {tid!r} (first at line {first + 1})")
     return out
+
+
+def _first_correct_mismatch(c: TaskColumns) -> int | None:
+    """The 0-based line of the first record of ``c`` whose ``correct`` disagrees with its response and
+    ground truth (the schema's rule, :func:`perceptbench.records.score_correct`: equality, lists as
+    sets), or None.  Each distinct (response, ground truth) pair is compared once."""
+    has = np.flatnonzero(c.correct >= 0)
+    if not has.size:
+        return None
+    key = c.response[has].astype(np.int64) * (len(c.values) + 1) + c.ground_truth[has]
+    pairs, inverse = np.unique(key, return_inverse=True)
+    n = len(c.values) + 1
+    same = np.array([score_correct(c.values[int(k // n)], c.values[int(k % n)]) for k in pairs], np.int8)
+    bad = same[inverse.ravel()] != c.correct[has]
+    return int(c.row[has[bad]].min()) if bad.any() else None
 
 
 def batch_checked(path: Path, ok: np.ndarray, row0: int) -> bool:

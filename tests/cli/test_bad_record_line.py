@@ -69,6 +69,14 @@ def _byte_order_mark(lines):
     return ["\ufeff" + lines[0]] + lines[1:], 1, "not valid JSON (Unexpected UTF-8 BOM"
 
 
+def _correct_disagrees(lines):
+    """A hand-edited response that no longer matches its ``correct`` (7 where the truth is 1, still
+    ``correct: true``): `score` read it on the columns and scored ``correct`` as given while the other
+    commands refused the line."""
+    k = next(i for i, ln in enumerate(lines, 1) if json.loads(ln)["correct"] is True and i > 3)
+    return _with_fields(lines, k, response=7), k, "correct=True disagrees with response 7"
+
+
 def _truncated(lines):
     last = lines[-1]
     return lines[:-1] + [last[:len(last) // 2]], len(lines), "incomplete final line"
@@ -85,9 +93,9 @@ def _message(p: subprocess.CompletedProcess, where: str) -> str:
 
 
 @pytest.mark.parametrize("spoil", [_wrong_type, _not_json, _not_json_on_line_100, _truncated, _rep_string, _response_object,
-                                   _response_list_of_numbers, _invalid_utf8, _byte_order_mark],
+                                   _response_list_of_numbers, _invalid_utf8, _byte_order_mark, _correct_disagrees],
                          ids=["wrong_type", "not_json", "not_json_on_line_100", "truncated", "rep_string", "response_object",
-                              "response_list_of_numbers", "invalid_utf8", "byte_order_mark"])
+                              "response_list_of_numbers", "invalid_utf8", "byte_order_mark", "correct_disagrees"])
 def test_bad_record_line_gets_one_message_from_every_command(tmp_path, spoil):
     lines, lineno, what = spoil(_mark_color_lines())
     _every_command_says_one_message(tmp_path, lines, lineno, what, torn=spoil is _truncated)
