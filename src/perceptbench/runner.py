@@ -365,6 +365,14 @@ def run(cfg: RunConfig, *, progress: bool = True, load_model: Callable | None = 
         _check_seed_of_records(RunDir(out).records, cfg.seed)
     out.mkdir(parents=True, exist_ok=True)
     with RecordStore(RunDir(out).records) as store:
+        if store.truncated_bytes:  # said, as score and report say a torn line they leave out
+            cut = (f"{store.path}: cut its incomplete final line ({store.truncated_bytes} bytes, a write a crash "
+                   "left unfinished); that trial runs again")
+            summary.warnings.append(cut)
+            if console is not None:
+                from rich.markup import escape
+
+                console.print(f"[yellow]warning:[/yellow] {escape(cut)}", highlight=False, soft_wrap=True)
         # run.json under the lock the store holds for the whole run: a second run started into the
         # same new --out is refused by the lock before it can write its own run.json (issue 20 item 6)
         _check_run_json(out, cfg)

@@ -65,3 +65,31 @@ def test_run_json_is_begun_while_the_run_holds_the_records_lock(tmp_path, mirror
     monkeypatch.setattr(rundir.RunDir, "start", start)
     run(RunConfig(out=tmp_path / "run", tasks=[TASK], models=[]), progress=False)
     assert held_at_start == [True]
+
+
+def test_a_resumed_run_says_it_cut_a_torn_final_line(tmp_path, mirror):
+    """The store cuts the incomplete last line a crash left (never a whole record); the run said
+    nothing of it, while score and report warn of the same line.  It now warns, naming the file and
+    the bytes cut, and the trial is written again."""
+    import io
+
+    from rich.console import Console
+
+    from perceptbench.records import read_records
+    from perceptbench.runner import RunConfig, run
+
+    out = tmp_path / "run"
+    cfg = RunConfig(out=out, tasks=[TASK], models=[])
+    run(cfg, progress=False)
+    records = out / "records.jsonl"
+    whole = records.read_bytes()
+    lines = whole.splitlines(keepends=True)
+    records.write_bytes(b"".join(lines[:-1]) + lines[-1][:30])  # the last record torn after 30 bytes
+    buf = io.StringIO()
+    summary = run(cfg, progress=False, console=Console(file=buf, width=300))
+    want = f"{records}: cut its incomplete final line (30 bytes, a write a crash left unfinished); that trial runs again"
+    assert summary.warnings == [want]
+    assert f"warning: {want}" in buf.getvalue()
+    (tmp_path / "whole.jsonl").write_bytes(whole)
+    assert sorted(r.trial_id for r in read_records(records, allow_torn_tail=False)) == sorted(
+        r.trial_id for r in read_records(tmp_path / "whole.jsonl"))
