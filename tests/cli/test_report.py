@@ -899,9 +899,18 @@ def test_figures_dir_errors_are_one_line_and_write_nothing(tmp_path, human_run):
     one_line_error(cli("report", str(human_run), "--out", str(out), "--figures", str(a_file), columns=250),
                    "--figures", "is a file")
     assert a_file.read_text() == "mine"
-    one_line_error(cli("report", str(human_run), "--out", str(out), "--figures", str(tmp_path / "no" / "figs"),
-                       columns=250), "--figures", "parent directory", "does not exist")
-    assert not out.exists() and not (tmp_path / "no").exists()
+    one_line_error(cli("report", str(human_run), "--out", str(out), "--figures", str(a_file / "figs"),
+                       columns=250), "--figures", "figs.txt is a file, so nothing can be written below it")
+    assert not out.exists() and a_file.read_text() == "mine"
+
+
+def test_figures_dir_and_its_missing_parents_are_created_as_out_is(tmp_path, human_run):
+    """docs/report.md's ``--figures paper/figures`` failed in a fresh clone ('the parent directory
+    paper does not exist') while ``--out`` created its missing parents."""
+    figs = tmp_path / "paper" / "figures"
+    p = cli("report", str(human_run), "--out", str(tmp_path / "r.html"), "--figures", str(figs), in_process=True)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert (figs / "perceptbench-figures.sha256").is_file() and any(figs.glob("*.pdf"))
 
 
 def test_unwritable_figures_dir_is_named(tmp_path, monkeypatch):

@@ -21,7 +21,7 @@ def report(
         None, "--figures", metavar="DIR",
         help="Also write every figure of the report as vector PDF and SVG, a 300-dpi PNG and its data as a tidy "
              "CSV (one row per plotted point, bar or cell with its 95% CI, n and labels), and every table as CSV "
-             "and LaTeX, into DIR (created if missing; its parent must exist). Figures are sized for a "
+             "and LaTeX, into DIR (created if missing, parents too). Figures are sized for a "
              "two-column paper (7.16 in or 3.5 in wide, 7-8 pt type); file names say what each shows, e.g. "
              "accuracy_vs_error_consistency_silhouettes.pdf. Same figures as the HTML page; byte-identical on a re-run."),
     pairs: str = typer.Option(

@@ -35,15 +35,18 @@ SVG_METADATA = {"Date": None, "Creator": "perceptbench report"}
 
 def check_figures_dir(path: str | os.PathLike) -> Path:
     """Check, writing nothing, that ``path`` can take the figure files: an existing writable
-    directory, or a new one whose parent exists and is writable (:func:`write_figure_files`
-    creates it).  Raises ValueError, one line naming the path and the problem."""
+    directory, or a new one below a writable directory (:func:`write_figure_files` creates it and
+    its missing parents, as ``report --out`` does).  Raises ValueError, one line naming the path
+    and the problem."""
     p = Path(path)
     if p.exists() and not p.is_dir():
         raise ValueError(f"--figures {p} is a file; --figures must be a directory (a new one, or an existing one)")
-    where = p if p.exists() else p.parent
+    where = p
+    while not where.exists() and where != where.parent:  # the nearest folder that exists
+        where = where.parent
     if not where.is_dir():
-        raise ValueError(f"--figures {p}: the parent directory {p.parent} does not exist; create it first "
-                         "or give another --figures")
+        raise ValueError(f"--figures {p}: {where} is a file, so nothing can be written below it; "
+                         "give another --figures")
     if not os.access(where, os.W_OK | os.X_OK):
         raise ValueError(f"--figures {p}: {'the directory' if where == p else 'its parent ' + str(where)} "
                          "is not writable; give another --figures")
@@ -129,7 +132,7 @@ def figure_file_contents(drawn: list[Drawn], tables: list[Table]) -> dict[str, b
 
 def write_figure_files(out_dir: str | os.PathLike, drawn: list[Drawn], tables: list[Table]) -> list[Path]:
     """Write every figure of ``drawn`` as PDF, SVG, PNG and CSV and every table of ``tables``
-    as CSV and LaTeX into ``out_dir`` (created when missing; its parent must exist), then the
+    as CSV and LaTeX into ``out_dir`` (created with its missing parents), then the
     :data:`MANIFEST`; the figures stay open (the caller closes them).  Returns the paths
     written, in order (the manifest last).
 
@@ -147,7 +150,7 @@ def write_figure_files(out_dir: str | os.PathLike, drawn: list[Drawn], tables: l
                 "was not written by perceptbench report"
             raise ValueError(f"--figures {out}: {name} exists and {why}; refusing to overwrite it "
                              "(move it away, or give another --figures)")
-    out.mkdir(exist_ok=True)
+    out.mkdir(parents=True, exist_ok=True)
     paths = [write_atomic(out / name, data) for name, data in files.items()]
     kept = {n: h for n, h in known.items() if n not in files and (out / n).is_file()}  # earlier runs' other files
     entries = sorted({**kept, **{n: _sha256(b) for n, b in files.items()}}.items())

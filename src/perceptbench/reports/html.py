@@ -440,7 +440,7 @@ def write_report(run_dirs: list[str | os.PathLike], out: str | os.PathLike,
                  figures_dir: str | os.PathLike | None = None, pairs: str = "auto") -> ReportResult:
     """Write the HTML report to ``out`` and the Markdown summary to ``out`` with suffix
     ``.md``; both through a temporary file and a rename (a crash leaves no half page).
-    With ``figures_dir`` (created when missing; its parent must exist), also every figure
+    With ``figures_dir`` (created with its missing parents), also every figure
     of the page as PDF, SVG, 300-dpi PNG and tidy CSV and every table as CSV and LaTeX
     (:func:`perceptbench.reports.files.write_figure_files`), written before the page.
     Credentials in URLs (``http://user:secret@host``, e.g. in the ``model_version`` of records
