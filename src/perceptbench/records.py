@@ -304,6 +304,27 @@ def score_correct(response: Answer, ground_truth: Answer) -> bool | None:
     return _answers_equal(response, ground_truth)
 
 
+_ANSWER_TYPES_TEXT = "a string, an integer, a list of strings or null"
+"""What an answer field may hold (:data:`Answer`), in words."""
+
+
+def _validation_problem(e: ValidationError, obj: dict) -> str:
+    """One line for the first problem pydantic found in record ``obj``: ``field F: what it must be
+    (got VALUE)``, or the record-level rule's own sentence (``correct=True disagrees ...``), without
+    pydantic's wording of its internals (a union's branch as ``response.str``, ``Value error,``)."""
+    first = e.errors()[0]
+    loc, msg = first["loc"], first["msg"].removeprefix("Value error, ")
+    if not loc:
+        return msg
+    if loc[0] in ("response", "ground_truth"):  # Answer is a union: pydantic names a branch it tried
+        loc, msg = loc[:1], f"must be {_ANSWER_TYPES_TEXT}"
+    field = ".".join(str(x) for x in loc)
+    if first["type"] == "missing":
+        return f"field {field}: missing"
+    got = json.dumps(first["input"], ensure_ascii=False, default=str)
+    return f"field {field}: {msg} (got {got[:60] + '...' if len(got) > 60 else got})"
+
+
 def parse_record_line(line: str | bytes, where: str = "<string>") -> TrialRecord:
     """Validate one JSON line against the schema.
 
@@ -323,7 +344,8 @@ def parse_record_line(line: str | bytes, where: str = "<string>") -> TrialRecord
             raise json.JSONDecodeError("Unexpected UTF-8 BOM (decode using utf-8-sig)", line, 0)
         obj = _decode(line)
     except json.JSONDecodeError as e:
-        raise RecordError(f"{where}: not valid JSON ({e.msg}; column {e.colno})") from None
+        at = "" if e.msg.endswith(" at") else " at"  # "Unterminated string starting at" names its column itself
+        raise RecordError(f"{where}: not valid JSON ({e.msg}{at} column {e.colno})") from None
     except _DuplicateKey:
         obj, dups = _decode_marking(line)
         field = _vsi_duplicate(obj.get("run_meta") if isinstance(obj, dict) else None, dups)
@@ -334,13 +356,12 @@ def parse_record_line(line: str | bytes, where: str = "<string>") -> TrialRecord
     missing = [f for f in SCHEMA_FIELDS if f not in obj]
     extra = [f for f in obj if f not in SCHEMA_FIELDS]
     if missing or extra:
-        raise RecordError(f"{where}: missing fields {missing}, unknown fields {extra}")
+        raise RecordError(f"{where}: " + "; ".join(f"{what} fields {names}" for what, names in
+                                                  (("missing", missing), ("unknown", extra)) if names))
     try:
         rec = TrialRecord.model_validate(obj)
     except ValidationError as e:
-        first = e.errors()[0]
-        loc = ".".join(str(p) for p in first["loc"]) or "record"
-        raise RecordError(f"{where}: field {loc}: {first['msg']}") from None
+        raise RecordError(f"{where}: {_validation_problem(e, obj)}") from None
     problem = vsi_meta_problem(obj["run_meta"], obj["readout"])
     if problem is not None:
         raise RecordError(f"{where}: field {problem[0]}: {problem[1]}")

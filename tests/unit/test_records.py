@@ -242,9 +242,38 @@ def test_record_line_form_and_parse_messages(tmp_path):
         parse_record_line("[1]", "f:3")
     bad = json.loads(line)
     bad["trial_id"] = "x"
-    # a record-level (not field) validation error is reported as "field record"
-    with pytest.raises(RecordError, match=r"^<string>: field record: Value error, trial_id 'x' != "):
+    # a record-level (not field) rule is reported in its own words, without pydantic's "Value error,"
+    with pytest.raises(RecordError, match=r"^<string>: trial_id 'x' != "):
         parse_record_line(json.dumps(bad))
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"response": float("nan")}, "field response: must be a string, an integer, a list of strings or null (got NaN)"),
+    ({"ground_truth": 1.5}, "field ground_truth: must be a string, an integer, a list of strings or null (got 1.5)"),
+    ({"rep": "0"}, 'field rep: Input should be a valid integer (got "0")'),
+    ({"run_meta": {"seed": 0}}, "field run_meta.model_version: missing"),
+    ({"correct": None}, "correct is null although response and ground_truth are set"),
+], ids=["nan_response", "float_truth", "string_rep", "missing_nested", "record_rule"])
+def test_a_bad_field_is_named_with_what_it_must_be_and_the_value_found(change, message):
+    """Messages name the field, what it must hold and the value found, not pydantic's internals: the
+    union branch it tried last (``response.str: Input should be a valid string`` for a NaN in an
+    integer answer), ``field record: Value error, ...`` for a rule over several fields."""
+    obj = json.loads(rec("a").to_json_line())
+    obj.update(change)
+    with pytest.raises(RecordError) as e:
+        parse_record_line(json.dumps(obj), "f:4")
+    assert str(e.value) == f"f:4: {message}"
+
+
+def test_a_field_list_names_only_what_is_wrong_and_json_errors_name_their_column():
+    obj = json.loads(rec("a").to_json_line())
+    del obj["owner"]
+    with pytest.raises(RecordError, match=r"^f:1: missing fields \['owner'\]$"):
+        parse_record_line(json.dumps(obj), "f:1")
+    with pytest.raises(RecordError, match=r"^f:1: not valid JSON \(Unterminated string starting at column 14\)$"):
+        parse_record_line('{"trial_id": "abc', "f:1")
+    with pytest.raises(RecordError, match=r"^f:1: not valid JSON \(Expecting ',' delimiter at column 8\)$"):
+        parse_record_line('{"a":1 "b":2}', "f:1")
 
 
 def test_read_records_blank_lines_duplicates_and_missing_file(tmp_path):
