@@ -123,7 +123,8 @@ def test_show_labels_kernel_answers_as_kernel_derived_and_leaves_the_reference_k
     text = " ".join(p.stdout.split())
     assert p.returncode == 0, text
     assert "human accuracy" not in text and "modal human answer" not in text
-    assert "human answers to this stimulus: none in this run" in text
+    assert ("human answers to this stimulus: none in this run (the task's human reference is the perceptual "
+            "kernels' answers below, which the run counts among its human records)") in text
     assert f"kernel-derived answers to this stimulus ({len(mine)}; " in text and "not human trials" in text
     assert f"reference kernel {ref} = the ground truth" in text and f"{ref}={mine[-1].response} (reference)" in text
     agree = sum(bool(k.correct) for k in others)

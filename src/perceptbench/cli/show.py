@@ -215,7 +215,11 @@ def _print_human_answers(rec, recs) -> None:
     kernels = [h for h in humans if h.readout == "human_kernel"]
     people = [h for h in humans if h.readout != "human_kernel"]
     if not people:
-        console.print("human answers to this stimulus: none in this run", highlight=False)
+        # a kernel task's human reference is its kernels' answers, which the run summary counts as
+        # human records: say where they are, so "none" does not read as a contradiction
+        console.print("human answers to this stimulus: none in this run"
+                      + (" (the task's human reference is the perceptual kernels' answers below, which the run "
+                         "counts among its human records)" if kernels else ""), highlight=False, soft_wrap=True)
     else:
         _print_answers("human answers to this stimulus", people)
         _print_modal_and_accuracy(people, "modal human answer", "human accuracy on this stimulus")
