@@ -66,3 +66,18 @@ def test_export_refuses_a_records_file_without_a_record_as_score_does(tmp_path, 
     one_line_error(cli("score", run, columns=300), "holds no trial records")
     assert (run / "records.parquet").read_bytes() == earlier  # the earlier export is untouched
     assert not (run / "scores.parquet").exists()
+
+
+def test_a_refused_export_leaves_no_folder_it_made_behind(tmp_path):
+    """An export that stops on a bad records file removed nothing it wrote but left the empty
+    --out folder (and its new parents) it had made."""
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "records.jsonl").write_text('{"trial_id": "x", oops\n')
+    out = tmp_path / "new" / "exports"
+    p = cli("export", run, "--out", out, in_process=True)
+    assert p.returncode == 2 and "records.jsonl:1: not valid JSON" in p.stderr, p.stdout + p.stderr
+    assert not (tmp_path / "new").exists()
+    kept = tmp_path / "kept"
+    kept.mkdir()
+    assert cli("export", run, "--out", kept, in_process=True).returncode == 2 and kept.is_dir()  # not made by it

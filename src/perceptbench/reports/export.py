@@ -380,9 +380,18 @@ def export_parquet(run: str | os.PathLike, out_dir: str | os.PathLike | None = N
     records = records_path(run)
     run_dir = RunDir.beside(records)
     out = RunDir(out_dir) if out_dir is not None else run_dir
+    made = [d for d in (out.root, *out.root.parents) if not d.exists()]  # deepest first
     out.root.mkdir(parents=True, exist_ok=True)
     rec_path = out.records_parquet
-    _write_records(records, rec_path)
+    try:
+        _write_records(records, rec_path)
+    except BaseException:  # a bad records file: the folders made for the export go again (when empty)
+        for d in made:
+            try:
+                d.rmdir()
+            except OSError:
+                break
+        raise
     scores_json = run_dir.scores_json
     if not scores_json.exists():
         return rec_path, None
