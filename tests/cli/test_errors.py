@@ -107,7 +107,7 @@ def test_unknown_task_says_did_you_mean(tmp_path):
 # the command path names the program as it was called (perceptbench, or python -m perceptbench.cli here)
 @pytest.mark.parametrize("args, needles", [
     (("run", "--bogus"), ("No such option: --bogus", " run --help')")),
-    (("score",), ("Missing argument 'records' (see '", " score --help')")),
+    (("score",), ("Missing argument 'RUN' (see '", " score --help')")),
     (("run", "--seed", "abc"), ("Invalid value for '--seed'", " run --help')")),
     (("bogus",), ("No such command 'bogus' (see '", "perceptbench.cli --help')")),
     (("sources", "bogus"), ("No such command 'bogus' (see '", " sources --help')")),

@@ -13,7 +13,7 @@ from .out_checks import check_out
 
 
 def export(
-    run: Path = typer.Argument(..., help="Run directory (records.jsonl [+ scores.json]) or a records .jsonl "
+    run: Path = typer.Argument(..., metavar="RUN", help="Run directory (records.jsonl [+ scores.json]) or a records .jsonl "
                                          "file (the folder it lies in is its run directory: scores.json beside it)."),
     format: str = typer.Option("parquet", "--format", help="Output format; only parquet."),
     out: Optional[Path] = typer.Option(None, "--out", help="Folder for records.parquet and scores.parquet "

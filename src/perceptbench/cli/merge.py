@@ -12,7 +12,7 @@ from .out_checks import check_out
 
 
 def merge(
-    runs: List[Path] = typer.Argument(..., help="Run directories or records.jsonl files of one seed."),
+    runs: List[Path] = typer.Argument(..., metavar="RUN", help="Run directories or records.jsonl files of one seed."),
     out: Path = typer.Option(..., help="New run directory for the merged records.jsonl and run.json."),
 ) -> None:
     """Merge runs of one seed into a new run directory.

@@ -19,9 +19,9 @@ FORMATS = ("table", "csv", "json")
 
 
 def paper(
-    seed: str = typer.Argument(..., help="The paper: seed000, seed001, seed002 (or 000/0, ...), geirhos2019, or the "
+    seed: str = typer.Argument(..., metavar="PAPER", help="The paper: seed000, seed001, seed002 (or 000/0, ...), geirhos2019, or the "
                                          "path of a published-number .csv of the same format."),
-    run: Path = typer.Argument(..., help="A run directory (or its records.jsonl)."),
+    run: Path = typer.Argument(..., metavar="RUN", help="A run directory (or its records.jsonl)."),
     fmt: str = typer.Option("table", "--format", help="table (terminal), csv or json (one object per published "
                                                       "number, for scripts; written to stdout)."),
     every: bool = typer.Option(False, "--all", help="table: list every number the run cannot cover, one line each, "

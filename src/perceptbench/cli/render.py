@@ -12,7 +12,7 @@ from .out_checks import check_out
 
 
 def render(
-    task: str = typer.Argument(..., help="Task id, e.g. salbench.visual_referring.syn@n=30"),
+    task: str = typer.Argument(..., metavar="TASK", help="Task id, e.g. salbench.visual_referring.syn@n=30"),
     out: Optional[Path] = typer.Option(None, help="Folder for the PNGs and index.json (default: a folder per task "
                                                   "and seed under the perceptbench cache, printed at the end)."),
     limit: int = typer.Option(12, help="How many test stimuli to render."),

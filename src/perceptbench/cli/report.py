@@ -13,7 +13,7 @@ from .out_checks import check_out
 
 
 def report(
-    run_dirs: List[Path] = typer.Argument(..., help="Run directories (records.jsonl [+ scores.json]); several are "
+    run_dirs: List[Path] = typer.Argument(..., metavar="RUN", help="Run directories (records.jsonl [+ scores.json]); several are "
                                                      "merged by trial id."),
     out: Optional[Path] = typer.Option(None, "--out", help="HTML file (default: report.html in the first run "
                                                            "directory); a Markdown summary is written beside it."),

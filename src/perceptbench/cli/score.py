@@ -18,7 +18,7 @@ PAIRS_HELP = ("Model pairs of the per-pair rows (VSI cross-model rho and joint e
 
 
 def score(
-    records: List[Path] = typer.Argument(..., help="Run directories or records.jsonl files; several are merged by "
+    records: List[Path] = typer.Argument(..., metavar="RUN", help="Run directories or records.jsonl files; several are merged by "
                                                    "trial id first (see `perceptbench merge`)."),
     out: Optional[Path] = typer.Option(None, help="scores.csv path (default: beside the records; required for "
                                                   "several runs)."),

@@ -14,7 +14,7 @@ from .errors import TornTailsAsWarnings, console, fail
 
 
 def show(
-    run_dir: Path = typer.Argument(..., help="Run directory (holds records.jsonl)."),
+    run_dir: Path = typer.Argument(..., metavar="RUN", help="Run directory (holds records.jsonl)."),
     trial: Optional[list[str]] = typer.Argument(
         None, metavar="[TRIAL_ID | N | TASK STIMULUS MODEL [REP]]",
         help="The trial: its trial_id (e.g. 'closure.nat.silhouette|silh_bear1|mymodel|rep0', quoted), N (its "

@@ -35,7 +35,7 @@ def _task_rules():
     return task_problem, record_problem
 
 
-def validate(records: Path = typer.Argument(..., help="records.jsonl")) -> None:
+def validate(records: Path = typer.Argument(..., metavar="RUN", help="A run directory or its records.jsonl")) -> None:
     """Check a records file: its schema and its tasks' rules.
 
     Field for field; an empty file, a task id that names no task, and a record its task cannot
