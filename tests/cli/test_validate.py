@@ -43,3 +43,30 @@ def test_settings_a_task_refuses_are_a_problem_and_a_known_task_passes(tmp_path)
     v = cli("validate", run, in_process=True, columns=1000)
     assert v.returncode == 2 and "task_id 'similarity.chart.mark_color@n=x'" in v.stdout, v.stdout
     assert "(score cannot score it)" in v.stdout
+
+
+def test_a_model_answer_the_task_cannot_give_is_a_problem_and_human_answers_are_left_alone(tmp_path, mirror):
+    """A hand-edited response 7 on a 3-position odd-one-out with a consistent ``correct: false``
+    passed validate and score and moved the scores.  Every readout and parser answers with one of the
+    task's options, so validate names it; observers' own answers (``na``, ``other``) are not judged."""
+    run = tmp_path / "run"
+    from perceptbench.tasks import get_task
+
+    task = get_task("similarity.chart.mark_color")
+    kernels = task.human_records(0, "planted", task.stimuli(0))[:3]
+    p = plant_records(run, plant_answers("similarity.chart.mark_color", "a", {0: "right", 1: "wrong", 2: "right"})
+                      + kernels)
+    lines = p.read_text().splitlines(keepends=True)
+    k = next(i for i, ln in enumerate(lines) if json.loads(ln)["model"] == "a")
+    o = json.loads(lines[k])
+    o.update(response=7, correct=False)
+    lines[k] = json.dumps(o) + "\n"
+    h = next(i for i, ln in enumerate(lines) if json.loads(ln)["model_family"] == "human")
+    o = json.loads(lines[h])
+    o.update(response=9, correct=o["ground_truth"] == 9)  # a kernel-derived answer: not judged here
+    lines[h] = json.dumps(o) + "\n"
+    p.write_text("".join(lines))
+    v = cli("validate", run, in_process=True, columns=1000)
+    problems = [ln for ln in v.stdout.splitlines() if ln.startswith(f"{p}:") and not ln.startswith(f"{p}: ")]
+    assert v.returncode == 2 and problems == [
+        f"{p}:{k + 1}: field response: 7 is not one of the task's answers (1, 2, 3); a model's response always is"], v.stdout

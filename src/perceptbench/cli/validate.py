@@ -38,8 +38,8 @@ def _task_rules():
 def validate(records: Path = typer.Argument(..., metavar="RUN", help="A run directory or its records.jsonl")) -> None:
     """Check a records file: its schema and its tasks' rules.
 
-    Field for field; an empty file, a task id that names no task, and a record its task cannot
-    score (e.g. a benchmark answer without run_meta.external) are errors."""
+    Field for field; an empty file, a task id that names no task, a model's answer the task cannot
+    give, and a record its task cannot score (a benchmark answer without run_meta.external) are errors."""
     from ..records import check_file
 
     if not records.exists():

@@ -249,10 +249,28 @@ class Task(abc.ABC):
         return r.raw_output if self.parses_raw_output else None
 
     def record_problem(self, r: TrialRecord) -> str | None:
-        """What scoring this task refuses in a record the schema admits, as one line naming the
-        field (``validate`` reports it beside the schema's problems, so a file it passes scores),
-        or None.  None by default; :class:`perceptbench.vsi.benchmarks.VSIExternalTask` requires the
-        benchmark's ids (``run_meta.external``) on every answer.  Never raises."""
+        """What this task rules out in a record the schema admits, as one line naming the field
+        (``validate`` reports it beside the schema's problems), or None.  Never raises.
+
+        Here: a model's (``encoder``, ``vlm``, ``api``) ``response`` or ``ground_truth`` outside
+        :meth:`options` (each element of a list): every readout and parser answers with one of them
+        (a count regression is clipped to the rendered range), so such a value was edited in or
+        written by other code, and scoring would count it.  Human and published records are left
+        alone: observers' own answers include ``na`` and ``other``.  Overridden by the VSI tasks
+        (:class:`perceptbench.vsi.benchmarks.VSIExternalTask` requires the benchmark's ids,
+        ``run_meta.external``, on every answer)."""
+        if r.model_family in ("human", "published"):
+            return None
+        options = self.__dict__.get("_options_set")
+        if options is None:
+            options = self.__dict__["_options_set"] = frozenset(self.options())
+        for field in ("response", "ground_truth"):
+            v = getattr(r, field)
+            outside = [x for x in (v if isinstance(v, list) else [v]) if x is not None and x not in options]
+            if outside:
+                shown = ", ".join(repr(x) for x in self.options()[:8]) + (", ..." if len(self.options()) > 8 else "")
+                return (f"field {field}: {outside[0]!r} is not one of the task's answers ({shown}); a model's "
+                        f"{field} always is")
         return None
 
     def human_records(self, seed: int, run_id: str, stimuli: list[Stimulus]) -> list[TrialRecord]:

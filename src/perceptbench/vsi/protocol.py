@@ -136,6 +136,11 @@ class VSITask(Task):
         return ("clean",) + {"both": ("region_blur", "whole_blur"), "region": ("region_blur",),
                              "whole": ("whole_blur",)}[p]
 
+    def record_problem(self, r) -> str | None:
+        """None: a VSI answer's options are the question's own (lettered options, yes/no), not
+        :meth:`options`; the benchmark tasks add their rule (:class:`perceptbench.vsi.benchmarks.VSIExternalTask`)."""
+        return None
+
     def options(self) -> tuple:
         return ()
 
